@@ -1,0 +1,38 @@
+"""The one function family that finds ralphstate's per-user directories.
+
+`$RALPHSTATE_HOME` overrides all of them (tests point it at a temporary directory);
+otherwise platformdirs chooses the platform's usual places.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ENV_HOME = "RALPHSTATE_HOME"
+
+
+def _dir(kind: str) -> Path:
+    override = os.environ.get(ENV_HOME)
+    if override:
+        return Path(override).expanduser() / kind
+    import platformdirs  # only off the hot path
+
+    finder = {
+        "state": platformdirs.user_state_dir,
+        "log": platformdirs.user_log_dir,
+        "data": platformdirs.user_data_dir,
+    }[kind]
+    return Path(finder("ralphstate", appauthor=False))
+
+
+def state_dir() -> Path:
+    return _dir("state")
+
+
+def log_dir() -> Path:
+    return _dir("log")
+
+
+def data_dir() -> Path:
+    return _dir("data")
