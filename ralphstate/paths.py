@@ -1,12 +1,18 @@
-"""Where a loop lives: finding `.loop/` and refusing paths that leave the project."""
+"""Where a loop lives: finding `.loop/` and refusing paths that leave the project.
+
+`find_dir` uses only `os.path`, so the Stop hook can learn that there is no loop
+without importing anything else.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from pathlib import Path
 
 from ralphstate.errors import RalphstateError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LOOP_DIR_NAME = ".loop"
 STATE_NAME = "state.json"
@@ -15,12 +21,25 @@ LOCK_NAME = "state.lock"
 ENV_DIR = "RALPHSTATE_DIR"
 
 
-@dataclass(frozen=True)
 class LoopPaths:
     """The project root and the loop directory inside it."""
 
-    root: Path
-    dir: Path
+    __slots__ = ("root", "dir")
+
+    def __init__(self, root: str | os.PathLike[str], loop_dir: str | os.PathLike[str]) -> None:
+        from pathlib import Path
+
+        self.root = Path(root)
+        self.dir = Path(loop_dir)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LoopPaths) and (self.root, self.dir) == (other.root, other.dir)
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.dir))
+
+    def __repr__(self) -> str:
+        return f"LoopPaths(root={str(self.root)!r}, dir={str(self.dir)!r})"
 
     @property
     def state(self) -> Path:
@@ -42,36 +61,41 @@ class LoopPaths:
             return str(path)
 
 
-def _from_env() -> LoopPaths | None:
-    value = os.environ.get(ENV_DIR)
-    if not value:
-        return None
-    loop_dir = Path(value).expanduser().absolute()
-    return LoopPaths(root=loop_dir.parent, dir=loop_dir)
+def find_dir(start: str | os.PathLike[str]) -> str | None:
+    """The nearest loop directory at or above `start`, `$RALPHSTATE_DIR` first."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    here = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(here, LOOP_DIR_NAME)
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
-def find(start: Path) -> LoopPaths | None:
+def find(start: str | os.PathLike[str]) -> LoopPaths | None:
     """The nearest loop at or above `start` (like git finds `.git`), or None."""
-    env = _from_env()
-    if env is not None:
-        return env
-    here = Path(os.path.abspath(start))
-    for candidate in (here, *here.parents):
-        if os.path.isdir(os.path.join(candidate, LOOP_DIR_NAME)):
-            return LoopPaths(root=candidate, dir=candidate / LOOP_DIR_NAME)
-    return None
+    loop_dir = find_dir(start)
+    if loop_dir is None:
+        return None
+    return LoopPaths(os.path.dirname(loop_dir), loop_dir)
 
 
-def for_init(start: Path) -> LoopPaths:
+def for_init(start: str | os.PathLike[str]) -> LoopPaths:
     """Where `init` creates a loop: `$RALPHSTATE_DIR`, or `.loop/` in `start` itself."""
-    env = _from_env()
-    if env is not None:
-        return env
-    here = Path(os.path.abspath(start))
-    return LoopPaths(root=here, dir=here / LOOP_DIR_NAME)
+    env = os.environ.get(ENV_DIR)
+    if env:
+        loop_dir = os.path.abspath(os.path.expanduser(env))
+        return LoopPaths(os.path.dirname(loop_dir), loop_dir)
+    here = os.path.abspath(start)
+    return LoopPaths(here, os.path.join(here, LOOP_DIR_NAME))
 
 
-def _inside(path: Path, root_real: str) -> bool:
+def _inside(path: str | os.PathLike[str], root_real: str) -> bool:
     real = os.path.realpath(path)
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 

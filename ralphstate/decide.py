@@ -1,0 +1,82 @@
+"""The Stop decision: a pure function of (state, hook input).
+
+The rules of SPEC.md in order; the first that applies wins. Faults (no state, a
+state that does not parse, bad input) are rule 1 and are handled by the hook
+before this function is called: it only ever sees a valid state.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from ralphstate import render
+from ralphstate import state as st
+from ralphstate.marker import contains_marker
+
+
+@dataclass
+class Decision:
+    rule: str
+    block: bool = False
+    reason: str | None = None
+    system_message: str | None = None
+    # The state to write, or None to leave the file as it is.
+    state: st.State | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    adopted: bool = False
+
+
+def decide_stop(
+    state: st.State,
+    session_id: str | None,
+    last_message: str | None,
+    *,
+    known_here: bool,
+    runner: bool = False,
+) -> Decision:
+    if runner:
+        return Decision("runner")
+    if state["status"] != "in_progress":
+        return Decision("not_in_progress")
+    owner = state.get("sessionId")
+    if owner and owner != session_id:
+        return Decision("other_session")
+    new = copy.deepcopy(state)
+    events: list[dict[str, Any]] = []
+    adopted = False
+    if not owner:
+        if not known_here or not session_id:
+            return Decision("unknown_loop")
+        new["sessionId"] = session_id
+        events.append({"event": "adopted", "session": session_id, "by": "stop"})
+        adopted = True
+
+    def done(rule: str, **kw: Any) -> Decision:
+        events.append({"event": rule, **kw.pop("details", {})})
+        return Decision(rule, state=new, events=events, adopted=adopted, **kw)
+
+    if new["iteration"] >= new["maxIterations"]:
+        new["status"], new["pauseReason"] = "paused", "max_iterations"
+        return done("max_iterations", system_message=render.paused_max(new))
+
+    marker_seen = contains_marker(last_message or "", new["completionMarker"])
+    fingerprint = st.progress(new, marker_seen)
+    changed = fingerprint != new.get("lastProgress")
+    if not changed and new["blocksWithoutProgress"] >= new["stallLimit"]:
+        new["status"], new["pauseReason"] = "paused", "stall"
+        return done("stall", system_message=render.paused_stall(new))
+
+    unmet = st.unmet(new)
+    if unmet or not marker_seen:
+        reason = render.block_unmet(new, unmet) if unmet else render.block_marker(new)
+        new["iteration"] += 1
+        new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
+        new["lastProgress"] = fingerprint
+        rule = "unmet" if unmet else "no_marker"
+        return done(rule, block=True, reason=reason, details={"unmet": unmet} if unmet else {})
+
+    new["status"], new["pauseReason"] = "complete", None
+    new["lastProgress"] = fingerprint
+    return done("complete", system_message=render.completed(new))

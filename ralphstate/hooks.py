@@ -1,0 +1,289 @@
+"""Claude Code hook entry points: `ralphstate hook stop|session-start|pre-compact`.
+
+Hygiene for all three: stdin is read once and bounded; stdout is one JSON object
+or nothing; the exit code is always 0; a fault is one line on stderr and an entry
+in the log, and never blocks (fail open). Nothing heavy is imported before a loop
+is known to exist.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ralphstate import adapters, limits, paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Output = dict[str, Any]
+
+USAGE = (
+    "usage: ralphstate hook stop|session-start|pre-compact [--agent NAME]\n"
+    "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
+    " object or nothing, and always exits 0."
+)
+ENV_RUNNER = "RALPHSTATE_RUNNER"
+
+
+class Fault(Exception):
+    """Something is wrong with the input or the state: allow, and say why."""
+
+
+def run_hook(args: list[str]) -> int:
+    """Run one hook; never raises, always returns 0."""
+    real_stdout = sys.stdout
+    out: Output | None = None
+    event = args[0] if args else ""
+    try:
+        sys.stdout = sys.stderr  # nothing but our one JSON object reaches stdout
+        if event in ("-h", "--help"):
+            real_stdout.write(USAGE + "\n")
+            return 0
+        try:
+            agent = adapters.get(_option(args[1:], "--agent") or "claude")
+        except KeyError as exc:
+            raise Fault(str(exc.args[0])) from None
+        handler = HANDLERS.get(event)
+        if handler is None:
+            raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
+        data = _read_stdin()
+        start = os.environ.get("CLAUDE_PROJECT_DIR") if agent.name == "claude" else None
+        if start and paths.find_dir(start) is None:
+            return 0  # the common case: no loop here, nothing more to read or import
+        out = handler(agent, _parse(data))
+    except Fault as exc:
+        _complain(event, str(exc))
+    except BaseException as exc:  # noqa: BLE001 - a hook must never crash its caller
+        _complain(event, f"unexpected error ({type(exc).__name__}: {exc})", exc)
+    finally:
+        sys.stdout = real_stdout
+    if out:
+        import orjson
+
+        try:
+            real_stdout.buffer.write(orjson.dumps(out) + b"\n")
+            real_stdout.flush()
+        except (OSError, ValueError):
+            pass
+    return 0
+
+
+def _option(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _complain(event: str, message: str, exc: BaseException | None = None) -> None:
+    line = f"ralphstate hook {event}: {message}; allowing."
+    where = None
+    try:
+        from ralphstate import logs
+
+        where = logs.write(line, exc)
+    except Exception:  # noqa: BLE001
+        pass
+    if exc is not None and where is not None:
+        line += f" Details in {where}."
+    try:
+        sys.stderr.write(line + "\n")
+    except (OSError, ValueError):
+        pass
+
+
+def _read_stdin() -> bytes:
+    stream = sys.stdin.buffer if sys.stdin is not None else None
+    if stream is None:
+        raise Fault("no input on stdin")
+    data = stream.read(limits.MAX_HOOK_INPUT_BYTES + 1)
+    if len(data) > limits.MAX_HOOK_INPUT_BYTES:
+        raise Fault(f"input is larger than {limits.MAX_HOOK_INPUT_BYTES} bytes")
+    return data
+
+
+def _parse(data: bytes) -> dict[str, Any]:
+    import orjson
+
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise Fault("input is not valid JSON") from None
+    if not isinstance(raw, dict):
+        raise Fault("input is not a JSON object")
+    return raw
+
+
+def _locate(hook_input: dict[str, Any], agent: adapters.Agent) -> paths.LoopPaths | None:
+    start = os.environ.get("CLAUDE_PROJECT_DIR") if agent.name == "claude" else None
+    cwd = agent.cwd(hook_input)
+    return paths.find(start or cwd or os.getcwd())
+
+
+def _claude_pid() -> str | None:
+    return os.environ.get("CLAUDE_PID") or None
+
+
+def _load(loop: paths.LoopPaths) -> tuple[Any, Any] | None:
+    """The store and state, or None when there is no state file; Fault if unusable."""
+    from ralphstate.errors import NoLoop, RalphstateError
+    from ralphstate.store import Store
+
+    store = Store(loop, lock_timeout=limits.HOOK_LOCK_TIMEOUT)
+    if not store.exists():
+        return None
+    try:
+        return store, store.load()
+    except NoLoop:
+        return None
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+
+
+def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
+    loop = _locate(hook_input, agent)
+    if loop is None:
+        return None
+    loaded = _load(loop)
+    if loaded is None:
+        return None
+    store, state = loaded
+    session_id = agent.session_id(hook_input)
+    if session_id is None:
+        raise Fault("input has no session id")
+    runner = bool(os.environ.get(ENV_RUNNER))
+    if state["status"] != "in_progress" or runner:
+        return None
+    owner = state.get("sessionId")
+    if owner and owner != session_id:
+        return None
+
+    from ralphstate import registry
+    from ralphstate.decide import decide_stop
+    from ralphstate.errors import RalphstateError
+    from ralphstate.store import Unchanged
+
+    known = True if owner else registry.knows(loop, state)
+    if not known:
+        return None
+    message = agent.last_message(hook_input)
+    decision_box: list[Any] = []
+
+    def change(current: dict[str, Any]) -> list[dict[str, Any]]:
+        decision = decide_stop(
+            current,
+            session_id,
+            message,
+            known_here=True if current.get("sessionId") else registry.knows(loop, current),
+        )
+        decision_box[:] = [decision]
+        if decision.state is None:
+            raise Unchanged
+        current.clear()
+        current.update(decision.state)
+        return decision.events
+
+    try:
+        written = store.update(change)
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+    decision = decision_box[0]
+    if decision.adopted or decision.rule in ("complete", "max_iterations", "stall"):
+        try:
+            registry.record(loop, written, _claude_pid() if decision.adopted else None)
+        except Exception as exc:  # noqa: BLE001 - the registry is a convenience
+            _complain("stop", f"could not update the loop registry ({exc})")
+    return agent.render_stop(decision)
+
+
+def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
+    loop = _locate(hook_input, agent)
+    if loop is None:
+        return None
+    try:
+        loaded = _load(loop)
+    except Fault as exc:
+        return agent.render_notice(f"ralphstate: {exc}; the loop is ignored until it is fixed.")
+    if loaded is None:
+        return None
+    store, state = loaded
+    from ralphstate import registry, render
+    from ralphstate import state as st
+
+    if state["status"] not in st.ACTIVE:
+        return None
+    session_id = agent.session_id(hook_input)
+    source = str(hook_input.get("source") or "startup")
+    owner = state.get("sessionId")
+    known = registry.knows(loop, state)
+    take = False
+    if not owner:
+        if not known:
+            return agent.render_notice(
+                f"ralphstate: this project has a loop that was not started on this machine"
+                f" ({len(state['criteria'])} criteria, status {state['status']})."
+                " It is ignored until you run `ralphstate adopt`."
+            )
+        take = True
+    elif owner != session_id:
+        entry = registry.entry(loop) or {}
+        pid = _claude_pid()
+        same_process = bool(pid) and entry.get("claudePid") == pid
+        if not (known and source == "clear" and same_process):
+            return agent.render_context(
+                "A ralphstate loop in this project belongs to another session; do not work on"
+                " it unless the person asks. To take it over here: `ralphstate adopt`.",
+                "ralphstate: the loop here belongs to another session"
+                f" ({str(owner)[:8]}…); run `ralphstate adopt` to continue it in this one.",
+            )
+        take = True
+    if take and session_id:
+        from ralphstate.errors import RalphstateError
+
+        def own(current: dict[str, Any]) -> list[dict[str, Any]]:
+            previous = current.get("sessionId")
+            current["sessionId"] = session_id
+            return [{"event": "adopted", "session": session_id, "from": previous, "by": source}]
+
+        try:
+            state = store.update(own)
+            registry.record(loop, state, _claude_pid())
+        except RalphstateError as exc:
+            raise Fault(str(exc).rstrip(".")) from None
+    return agent.render_context(render.context(state, source), render.session_line(state))
+
+
+def pre_compact(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
+    loop = _locate(hook_input, agent)
+    if loop is None:
+        return None
+    loaded = _load(loop)
+    if loaded is None:
+        return None
+    store, state = loaded
+    from ralphstate import clock
+    from ralphstate import state as st
+    from ralphstate.errors import RalphstateError
+
+    owner = state.get("sessionId")
+    session_id = agent.session_id(hook_input)
+    if state["status"] not in st.ACTIVE or (owner and owner != session_id):
+        return None
+    trigger = str(hook_input.get("trigger") or "")[:20]
+
+    def checkpoint(current: dict[str, Any]) -> list[dict[str, Any]]:
+        current["lastCheckpoint"] = clock.now_iso()
+        return [{"event": "checkpoint", "trigger": trigger}]
+
+    try:
+        store.update(checkpoint)
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+    return None
+
+
+HANDLERS = {"stop": stop, "session-start": session_start, "pre-compact": pre_compact}

@@ -1,0 +1,356 @@
+"""What the commands do to a loop, with no knowledge of click.
+
+Each operation finds the loop, changes it through the store (locked, atomic,
+logged to history) and returns what the command line reports.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ralphstate import clock, registry
+from ralphstate import state as st
+from ralphstate.errors import NoLoop, RalphstateError
+from ralphstate.paths import LoopPaths, find, for_init
+from ralphstate.store import Event, Store, Unchanged
+
+ENV_SESSION = "CLAUDE_CODE_SESSION_ID"
+ENV_CLAUDE_PID = "CLAUDE_PID"
+TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def session_id() -> str | None:
+    return os.environ.get(ENV_SESSION) or None
+
+
+def claude_pid() -> str | None:
+    return os.environ.get(ENV_CLAUDE_PID) or None
+
+
+def locate(start: str | os.PathLike[str] | None = None) -> Store:
+    """The store of the loop at or above `start` (default: the current directory)."""
+    loop = find(start if start is not None else os.getcwd())
+    if loop is None:
+        raise NoLoop(
+            "no loop here: no .loop/ in this directory or above (start one with `ralphstate init`)."
+        )
+    store = Store(loop)
+    if not store.exists():
+        raise NoLoop(
+            f"no loop here: {loop.display(loop.state)} does not exist"
+            " (start one with `ralphstate init`)."
+        )
+    return store
+
+
+def parse_bool(text: str) -> bool:
+    try:
+        return TRUE_WORDS[text.strip().lower()]
+    except KeyError:
+        raise RalphstateError(
+            f"{text!r} is not true or false (use true/false, yes/no or 1/0)."
+        ) from None
+
+
+# -- init ----------------------------------------------------------------------
+
+
+def init(
+    spec: str,
+    criteria: list[str],
+    steps: list[str],
+    *,
+    max_iterations: int,
+    stall_limit: int,
+    marker: str,
+    continue_message: str | None = None,
+    force: bool = False,
+    template: dict[str, Any] | None = None,
+    start: str | os.PathLike[str] | None = None,
+) -> tuple[Store, st.State, Any]:
+    """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one."""
+    loop = for_init(start if start is not None else os.getcwd())
+    store = Store(loop)
+    if store.exists() and not force:
+        try:
+            old = store.load()
+        except RalphstateError:
+            raise RalphstateError(
+                f"{loop.display(loop.state)} exists and cannot be read;"
+                " use --force to start over (a copy of it is kept)."
+            ) from None
+        if old["status"] in st.ACTIVE:
+            raise RalphstateError(
+                f"an unfinished loop is already here ({old['status']}, spec:"
+                f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
+            )
+    extra = dict(template or {})
+    if not spec:
+        spec = str(extra.get("spec") or "")
+    if not spec:
+        raise RalphstateError('a loop needs a spec: ralphstate init "what to build".')
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *criteria]))
+    steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
+    for key in ("criteria", "steps", "spec", "remainingSteps"):
+        extra.pop(key, None)
+    for key in (
+        "iteration",
+        "status",
+        "pauseReason",
+        "sessionId",
+        "startedAt",
+        "updatedAt",
+        "lastCheckpoint",
+        "errors",
+        "blocksWithoutProgress",
+        "lastProgress",
+        "version",
+    ):
+        extra.pop(key, None)
+    if continue_message is not None:
+        extra["continueMessage"] = continue_message
+    new = st.new(
+        spec,
+        criteria,
+        steps,
+        max_iterations=max_iterations,
+        stall_limit=stall_limit,
+        marker=marker,
+        session_id=session_id(),
+        now=clock.now_iso(),
+        extra=extra,
+    )
+    backup = store.create(
+        new,
+        [
+            {
+                "event": "init",
+                "spec": spec[:200],
+                "criteria": len(criteria),
+                "steps": len(steps),
+                "session": new["sessionId"],
+            }
+        ],
+        backup=force,
+    )
+    _register(loop, new)
+    return store, new, backup
+
+
+def _register(loop: LoopPaths, state: st.State) -> None:
+    try:
+        registry.record(loop, state, claude_pid())
+    except (OSError, RalphstateError):
+        pass  # the loop works without the registry; `list` just won't show it
+
+
+# -- generic change --------------------------------------------------------------
+
+
+def change(store: Store, fn: Any) -> st.State:
+    new = store.update(fn)
+    try:
+        registry.refresh(store.paths, new)
+    except (OSError, RalphstateError):
+        pass
+    return new
+
+
+def _criterion(state: st.State, name: str) -> str:
+    if name in state["criteria"]:
+        return name
+    if name.isdigit() and 1 <= int(name) <= len(state["criteria"]):
+        return str(state["criteria"][int(name) - 1])
+    known = ", ".join(repr(c) for c in state["criteria"]) or "none"
+    raise RalphstateError(f"no criterion {name!r} in this loop (criteria: {known}).")
+
+
+def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if name in state["criteria"]:
+            raise RalphstateError(f"criterion {name!r} is already in this loop.")
+        state["criteria"].append(name)
+        state["criteriaStatus"][name] = False
+        if check:
+            state["checks"][name] = check
+        return [{"event": "criterion_added", "criterion": name}]
+
+    if not name.strip():
+        raise RalphstateError("a criterion needs a name.")
+    return change(store, fn)
+
+
+def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
+    result: list[str] = []
+
+    def fn(state: st.State) -> list[Event]:
+        found = _criterion(state, name)
+        result[:] = [found]
+        before = st.met(state, found)
+        if before == value and found in state["criteriaStatus"]:
+            raise Unchanged
+        state["criteriaStatus"][found] = value
+        entry: Event = {"event": "criterion_set", "criterion": found, "value": value}
+        if note:
+            entry["note"] = note
+        return [entry]
+
+    change(store, fn)
+    return result[0], value
+
+
+def criteria_remove(store: Store, name: str) -> str:
+    result: list[str] = []
+
+    def fn(state: st.State) -> list[Event]:
+        found = _criterion(state, name)
+        result[:] = [found]
+        state["criteria"].remove(found)
+        state["criteriaStatus"].pop(found, None)
+        state["checks"].pop(found, None)
+        return [{"event": "criterion_removed", "criterion": found}]
+
+    change(store, fn)
+    return result[0]
+
+
+# -- steps -----------------------------------------------------------------------
+
+
+def _step(state: st.State, ref: str) -> str:
+    if ref in state["steps"]:
+        return ref
+    if ref.isdigit() and 1 <= int(ref) <= len(state["steps"]):
+        return str(state["steps"][int(ref) - 1])
+    known = ", ".join(repr(s) for s in state["steps"]) or "none"
+    raise RalphstateError(f"no step {ref!r} in this loop (steps: {known}).")
+
+
+def step_add(store: Store, text: str) -> str:
+    if not text.strip():
+        raise RalphstateError("a step needs some text.")
+
+    def fn(state: st.State) -> list[Event]:
+        if text in state["steps"]:
+            raise RalphstateError(f"step {text!r} is already in this loop.")
+        st.set_steps(state, [*state["steps"], text], state["completedSteps"])
+        return [{"event": "step_added", "step": text}]
+
+    change(store, fn)
+    return text
+
+
+def step_mark(store: Store, ref: str, done: bool) -> str:
+    result: list[str] = []
+
+    def fn(state: st.State) -> list[Event]:
+        found = _step(state, ref)
+        result[:] = [found]
+        completed = [s for s in state["completedSteps"] if s != found]
+        if done:
+            completed.append(found)
+        if (found in state["completedSteps"]) == done:
+            raise Unchanged
+        st.set_steps(state, state["steps"], completed)
+        return [{"event": "step_done" if done else "step_undone", "step": found}]
+
+    change(store, fn)
+    return result[0]
+
+
+# -- lifecycle -------------------------------------------------------------------
+
+
+def pause(store: Store, reason: str) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] != "in_progress":
+            raise RalphstateError(f"the loop is {state['status']}, not in progress.")
+        state["status"], state["pauseReason"] = "paused", reason
+        return [{"event": "paused", "reason": reason}]
+
+    return change(store, fn)
+
+
+def resume(store: Store, more: int | None) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] == "cancelled":
+            raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
+        if state["status"] == "in_progress" and more is None:
+            raise Unchanged
+        extra = more
+        if extra is None and state["iteration"] >= state["maxIterations"]:
+            extra = 10
+        if extra:
+            state["maxIterations"] = max(state["maxIterations"], state["iteration"]) + extra
+        if state["status"] == "complete" and not st.unmet(state):
+            raise RalphstateError(
+                "the loop is complete; set a criterion back to false first"
+                " (ralphstate criteria set NAME false) or start a new loop."
+            )
+        state["status"], state["pauseReason"] = "in_progress", None
+        state["blocksWithoutProgress"] = 0
+        state["lastProgress"] = None
+        return [{"event": "resumed", "maxIterations": state["maxIterations"]}]
+
+    return change(store, fn)
+
+
+def cancel(store: Store) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] == "cancelled":
+            raise Unchanged
+        state["status"], state["pauseReason"] = "cancelled", None
+        return [{"event": "cancelled"}]
+
+    return change(store, fn)
+
+
+def adopt(store: Store) -> st.State:
+    """Own the loop from this Claude Code session (or, outside one, let the next adopt it)."""
+    sid = session_id()
+
+    def fn(state: st.State) -> list[Event]:
+        previous = state.get("sessionId")
+        state["sessionId"] = sid
+        return [{"event": "adopted", "session": sid, "from": previous, "by": "cli"}]
+
+    new = store.update(fn)
+    registry.record(store.paths, new, claude_pid())
+    return new
+
+
+def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A registry entry refreshed from the loop's own file where it still exists."""
+    loop_dir = key
+    root = os.path.dirname(loop_dir)
+    row: dict[str, Any] = {"path": root, "loopDir": loop_dir, **entry}
+    row["exists"] = os.path.isdir(loop_dir)
+    if row["exists"]:
+        try:
+            state = Store(LoopPaths(root, loop_dir)).load()
+        except RalphstateError as exc:
+            row["status"] = "unreadable"
+            row["problem"] = str(exc)
+        else:
+            row.update(
+                spec=state["spec"][:200],
+                status=state["status"],
+                criteriaMet=len(state["criteria"]) - len(st.unmet(state)),
+                criteriaTotal=len(state["criteria"]),
+                updatedAt=state.get("updatedAt"),
+                sessionId=state.get("sessionId"),
+            )
+    else:
+        row["status"] = "gone"
+    return row
+
+
+def list_loops(prune: bool = False) -> list[dict[str, Any]]:
+    rows = [loop_summary(k, v) for k, v in sorted(registry.read().items())]
+    if prune:
+        for row in rows:
+            if not row["exists"]:
+                registry.forget(row["loopDir"])
+        rows = [r for r in rows if r["exists"]]
+    return rows
