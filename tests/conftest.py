@@ -1,0 +1,93 @@
+"""Shared fixtures: every test runs with its own ralphstate home and no Claude Code
+environment, and any use of the real per-user directories fails the test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ralphstate.__main__ import main
+
+LEAKY_ENV = (
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_PID",
+    "CLAUDE_PROJECT_DIR",
+    "RALPHSTATE_DIR",
+    "RALPHSTATE_RUNNER",
+    "RALPHSTATE_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private RALPHSTATE_HOME; platformdirs must never be asked for real paths."""
+    for name in LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path_factory.mktemp("ralphstate-home")
+    monkeypatch.setenv("RALPHSTATE_HOME", str(home))
+
+    import platformdirs
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a test reached the real per-user directories")
+
+    for name in ("user_state_dir", "user_log_dir", "user_data_dir"):
+        monkeypatch.setattr(platformdirs, name, refuse)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project directory that is also the current directory."""
+    root = tmp_path / "project dir"
+    root.mkdir()
+    monkeypatch.chdir(root)
+    return root
+
+
+class Result:
+    def __init__(self, code: int, out: str, err: str) -> None:
+        self.code, self.out, self.err = code, out, err
+
+    def __repr__(self) -> str:
+        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
+
+
+@pytest.fixture
+def rs(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
+    """Run `ralphstate ARGS...` in-process through the real entry point."""
+
+    def run(*args: str) -> Result:
+        capsys.readouterr()
+        code = main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    yield run
+
+
+def run_process(
+    args: list[str],
+    *,
+    cwd: Path,
+    input: bytes | str = b"",
+    env: dict[str, str] | None = None,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run `python -m ralphstate ARGS...` as a real process with this test's environment."""
+    data = input.encode() if isinstance(input, str) else input
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args],
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        env=full_env,
+        timeout=timeout,
+    )
