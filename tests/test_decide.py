@@ -1,0 +1,312 @@
+"""The Stop decision table, run twice: against the pure function and through real
+`ralphstate hook stop` processes with JSON on stdin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from ralphstate import registry
+from ralphstate import state as st
+from ralphstate.decide import decide_stop
+from ralphstate.paths import LoopPaths
+from tests.conftest import run_process
+
+SID = "session-a"
+MARK = "<loop-complete>"
+
+
+def make(**overrides: Any) -> st.State:
+    state = st.new(
+        "Build the parser",
+        ["tests pass", "lint clean"],
+        ["tokenizer", "parser"],
+        session_id=SID,
+        now="2026-01-01T00:00:00Z",
+    )
+    state.update(overrides)
+    return st.normalise(state)
+
+
+ALL_MET = {"criteriaStatus": {"tests pass": True, "lint clean": True}}
+
+# name, state overrides, input session, last message, known here, rule, block, changes
+TABLE: list[tuple[str, dict[str, Any], str, str | None, bool, str, bool, dict[str, Any]]] = [
+    ("paused loop", {"status": "paused"}, SID, "hi", True, "not_in_progress", False, {}),
+    ("complete loop", {"status": "complete"}, SID, "hi", True, "not_in_progress", False, {}),
+    ("cancelled loop", {"status": "cancelled"}, SID, "hi", True, "not_in_progress", False, {}),
+    ("other session", {}, "session-b", "hi", True, "other_session", False, {}),
+    ("unowned, never seen", {"sessionId": None}, SID, "hi", False, "unknown_loop", False, {}),
+    (
+        "unowned, known: adopted, then blocked",
+        {"sessionId": None},
+        SID,
+        "hi",
+        True,
+        "unmet",
+        True,
+        {"sessionId": SID, "iteration": 1},
+    ),
+    (
+        "max iterations",
+        {"iteration": 20},
+        SID,
+        "hi",
+        True,
+        "max_iterations",
+        False,
+        {"status": "paused", "pauseReason": "max_iterations", "iteration": 20},
+    ),
+    (
+        "max iterations beats everything met",
+        {"iteration": 3, "maxIterations": 3, **ALL_MET},
+        SID,
+        MARK,
+        True,
+        "max_iterations",
+        False,
+        {"status": "paused", "pauseReason": "max_iterations"},
+    ),
+    (
+        "stall",
+        {"blocksWithoutProgress": 5},
+        SID,
+        "still thinking",
+        True,
+        "stall",
+        False,
+        {"status": "paused", "pauseReason": "stall"},
+    ),
+    (
+        "progress resets the stall count",
+        {"blocksWithoutProgress": 5, "lastProgress": "something else"},
+        SID,
+        "did work",
+        True,
+        "unmet",
+        True,
+        {"blocksWithoutProgress": 0, "iteration": 1},
+    ),
+    (
+        "unmet criteria",
+        {},
+        SID,
+        "I am done " + MARK,
+        True,
+        "unmet",
+        True,
+        {"iteration": 1, "blocksWithoutProgress": 0, "status": "in_progress"},
+    ),
+    (
+        "one unmet criterion",
+        {"criteriaStatus": {"tests pass": True}},
+        SID,
+        None,
+        True,
+        "unmet",
+        True,
+        {"iteration": 1},
+    ),
+    (
+        "all met, no marker",
+        ALL_MET,
+        SID,
+        "All done.",
+        True,
+        "no_marker",
+        True,
+        {"iteration": 1},
+    ),
+    (
+        "all met, marker only in a code block",
+        ALL_MET,
+        SID,
+        f"Say `{MARK}` when done.\n```\n{MARK}\n```",
+        True,
+        "no_marker",
+        True,
+        {"iteration": 1},
+    ),
+    (
+        "all met and marker",
+        ALL_MET,
+        SID,
+        f"Everything verified.\n{MARK}",
+        True,
+        "complete",
+        False,
+        {"status": "complete", "iteration": 0},
+    ),
+    (
+        "custom marker",
+        {**ALL_MET, "completionMarker": "DONE-DONE"},
+        SID,
+        "DONE-DONE",
+        True,
+        "complete",
+        False,
+        {"status": "complete"},
+    ),
+    (
+        "no criteria at all, marker decides",
+        {"criteria": [], "criteriaStatus": {}},
+        SID,
+        MARK,
+        True,
+        "complete",
+        False,
+        {"status": "complete"},
+    ),
+]
+IDS = [row[0] for row in TABLE]
+
+
+@pytest.mark.parametrize("name,overrides,session,message,known,rule,block,changes", TABLE, ids=IDS)
+def test_decide_stop(
+    name: str,
+    overrides: dict[str, Any],
+    session: str,
+    message: str | None,
+    known: bool,
+    rule: str,
+    block: bool,
+    changes: dict[str, Any],
+) -> None:
+    state = make(**overrides)
+    before = orjson.dumps(state)
+    decision = decide_stop(state, session, message, known_here=known)
+    assert orjson.dumps(state) == before, "decide_stop must not mutate its input"
+    assert decision.rule == rule
+    assert decision.block is block
+    if changes:
+        assert decision.state is not None
+        for key, value in changes.items():
+            assert decision.state[key] == value, key
+    if rule in ("not_in_progress", "other_session", "unknown_loop"):
+        assert decision.state is None
+        assert decision.reason is None and decision.system_message is None
+    if block:
+        assert decision.reason
+    if rule in ("max_iterations", "stall", "complete"):
+        assert decision.system_message and decision.system_message.startswith("ralphstate: ")
+
+
+def _write_loop(root: Path, state: st.State, known: bool) -> None:
+    loop = root / ".loop"
+    loop.mkdir()
+    (loop / "state.json").write_bytes(st.dumps(state))
+    if known:
+        registry.record(LoopPaths(root, loop), state)
+
+
+@pytest.mark.parametrize("name,overrides,session,message,known,rule,block,changes", TABLE, ids=IDS)
+def test_stop_hook_process(
+    tmp_path: Path,
+    name: str,
+    overrides: dict[str, Any],
+    session: str,
+    message: str | None,
+    known: bool,
+    rule: str,
+    block: bool,
+    changes: dict[str, Any],
+) -> None:
+    root = tmp_path / "my project"
+    root.mkdir()
+    state = make(**overrides)
+    _write_loop(root, state, known)
+    before = (root / ".loop" / "state.json").read_bytes()
+    hook_input: dict[str, Any] = {
+        "session_id": session,
+        "transcript_path": str(tmp_path / "missing.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    if message is not None:
+        hook_input["last_assistant_message"] = message
+    done = run_process(["hook", "stop"], cwd=tmp_path, input=orjson.dumps(hook_input))
+    assert done.returncode == 0
+    assert done.stderr == b""
+    after_bytes = (root / ".loop" / "state.json").read_bytes()
+    if block:
+        out = orjson.loads(done.stdout)
+        assert out["decision"] == "block"
+        assert out["reason"] == decide_stop(state, session, message, known_here=known).reason
+    elif rule in ("max_iterations", "stall", "complete"):
+        out = orjson.loads(done.stdout)
+        assert set(out) == {"systemMessage"}
+    else:
+        assert done.stdout == b""
+        assert after_bytes == before
+    after = st.parse(after_bytes)
+    for key, value in changes.items():
+        assert after[key] == value, key
+    history = root / ".loop" / "history.jsonl"
+    if rule in ("not_in_progress", "other_session", "unknown_loop"):
+        assert not history.exists()
+    else:
+        events = [orjson.loads(line)["event"] for line in history.read_bytes().splitlines()]
+        assert events[-1] == rule
+
+
+def test_block_reason_names_unmet_criteria_step_and_commands() -> None:
+    state = make(criteriaStatus={"tests pass": True}, continueMessage="Keep going on the parser.")
+    decision = decide_stop(state, SID, "hi", known_here=True)
+    assert decision.reason == (
+        "Keep going on the parser.\n"
+        "\n"
+        "ralphstate loop, iteration 1 of 20: 1 of 2 criteria not verified yet:\n"
+        "- lint clean\n"
+        "Next step: tokenizer\n"
+        "\n"
+        "Keep working. After verifying a criterion, record it:\n"
+        '  ralphstate criteria set "lint clean" true\n'
+        "After finishing a step:\n"
+        '  ralphstate step done "tokenizer"\n'
+        "Say <loop-complete> (outside code) only when every criterion is verified."
+    )
+
+
+def test_no_progress_agent_is_paused_after_stall_limit_blocks() -> None:
+    state = make(stallLimit=3)
+    rules = []
+    for _ in range(6):
+        decision = decide_stop(state, SID, "thinking", known_here=True)
+        rules.append(decision.rule)
+        if decision.state is None:
+            break
+        state = decision.state
+        if decision.rule == "stall":
+            break
+    assert rules == ["unmet", "unmet", "unmet", "stall"]
+    assert state["iteration"] == 3 and state["pauseReason"] == "stall"
+
+
+def test_progress_between_stops_keeps_the_loop_going() -> None:
+    state = make(stallLimit=2)
+    for i in range(5):
+        decision = decide_stop(state, SID, "working", known_here=True)
+        assert decision.rule == "unmet"
+        assert decision.state is not None
+        state = decision.state
+        state["steps"].append(f"step {i}")
+        state = st.normalise(state)
+
+
+def test_runaway_agent_is_released_at_max_iterations() -> None:
+    state = make(maxIterations=4, stallLimit=100)
+    seen = []
+    for i in range(10):
+        state["criteriaStatus"]["tests pass"] = i % 2 == 0  # churn counts as progress
+        decision = decide_stop(state, SID, "more", known_here=True)
+        seen.append(decision.rule)
+        assert decision.state is not None
+        state = decision.state
+        if decision.rule == "max_iterations":
+            break
+    assert seen == ["unmet"] * 4 + ["max_iterations"]
+    assert state["iteration"] == 4 and state["status"] == "paused"
