@@ -396,6 +396,22 @@ def cancel() -> None:
     click.echo("cancelled")
 
 
+@cli.command(context_settings=SETTINGS)
+def demo() -> None:
+    """Play a short scripted session through the real hooks, in a scratch directory.
+
+    Shows each stop decision and the reason exactly as the model reads it; needs no
+    Claude Code and leaves nothing behind.
+
+    \b
+    Example:
+      ralphstate demo
+    """
+    from ralphstate import demo as demo_
+
+    demo_.run(click.echo)
+
+
 # -- entry -----------------------------------------------------------------------
 
 
