@@ -1,0 +1,890 @@
+"""`ralphstate install` (merging hooks into Claude Code's settings) and the plugin
+launcher `hooks/launch.py`, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ralphstate
+from ralphstate import install as inst
+from ralphstate.errors import RalphstateError
+from ralphstate.install import (
+    InstalledHook,
+    command_target,
+    find_installed,
+    hook_command,
+    install,
+    settings_path,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+LAUNCH = REPO / "hooks" / "launch.py"
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
+
+STOP = hook_command("Stop")
+START = hook_command("SessionStart")
+COMPACT = hook_command("PreCompact")
+
+
+def ours(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command, "timeout": 30}
+
+
+def dump(data: object) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def write(path: Path, data: object) -> bytes:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = dump(data).encode()
+    path.write_bytes(raw)
+    return raw
+
+
+# A settings file a real user might have: other settings, other hooks in our events
+# (their own groups, and a SessionStart group with a specific matcher), other events.
+USER_SETTINGS: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ralphstate:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]}
+        ],
+    },
+    "env": {"FOO": "1"},
+}
+
+INSTALLED: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ralphstate:*)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}],
+        "Stop": [
+            {"hooks": [{"type": "command", "command": "notify-send done"}]},
+            {"hooks": [ours(STOP)]},
+        ],
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hi"}]},
+            {"matcher": "", "hooks": [ours(START)]},
+        ],
+        "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+    },
+    "env": {"FOO": "1"},
+}
+
+
+# ---------------------------------------------------------------- settings_path
+
+
+def test_settings_path_for_each_scope(tmp_path: Path) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    assert settings_path("project", root, home) == root / ".claude" / "settings.json"
+    assert settings_path("local", root, home) == root / ".claude" / "settings.local.json"
+    assert settings_path("user", root, home) == home / ".claude" / "settings.json"
+
+
+def test_settings_path_user_defaults_to_the_home_directory(tmp_path: Path) -> None:
+    assert settings_path("user", tmp_path) == Path.home() / ".claude" / "settings.json"
+
+
+def test_settings_path_refuses_an_unknown_scope(tmp_path: Path) -> None:
+    with pytest.raises(RalphstateError) as err:
+        settings_path("global", tmp_path)
+    assert str(err.value) == "Unknown scope 'global'; expected project, local or user."
+
+
+# ---------------------------------------------------------------- hook_command
+
+
+def fake_interpreter(directory: Path, *, with_script: bool) -> Path:
+    directory.mkdir(parents=True)
+    python = directory / ("python.exe" if os.name == "nt" else "python")
+    python.write_bytes(b"")
+    if with_script:
+        (directory / ("ralphstate.exe" if os.name == "nt" else "ralphstate")).write_bytes(b"")
+    return python
+
+
+def expected_path(path: Path) -> str:
+    return str(path).replace("\\", "/") if os.name == "nt" else str(path)
+
+
+def test_hook_command_uses_the_console_script_beside_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = fake_interpreter(tmp_path / "my venv" / "bin", with_script=True)
+    monkeypatch.setattr(sys, "executable", str(python))
+    script = expected_path(python.parent / ("ralphstate.exe" if os.name == "nt" else "ralphstate"))
+    assert hook_command("Stop") == f'"{script}" hook stop'
+    assert hook_command("SessionStart") == f'"{script}" hook session-start'
+    assert hook_command("PreCompact") == f'"{script}" hook pre-compact'
+    assert shlex.split(hook_command("Stop")) == [script, "hook", "stop"]
+
+
+def test_hook_command_falls_back_to_python_dash_m(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = fake_interpreter(tmp_path / "py thon" / "bin", with_script=False)
+    empty = tmp_path / "no scripts"
+    empty.mkdir()
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(inst.sysconfig, "get_path", lambda name: str(empty))
+    command = hook_command("SessionStart")
+    assert command == f'"{expected_path(python)}" -m ralphstate hook session-start'
+    assert shlex.split(command) == [
+        expected_path(python),
+        "-m",
+        "ralphstate",
+        "hook",
+        "session-start",
+    ]
+
+
+def test_hook_command_finds_the_script_in_sysconfigs_scripts_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = fake_interpreter(tmp_path / "base", with_script=False)
+    scripts = tmp_path / "Scripts dir"
+    fake_interpreter(scripts, with_script=True)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(inst.sysconfig, "get_path", lambda name: str(scripts))
+    script = scripts / ("ralphstate.exe" if os.name == "nt" else "ralphstate")
+    assert hook_command("Stop") == f'"{expected_path(script)}" hook stop'
+
+
+def test_hook_command_with_an_agent() -> None:
+    assert hook_command("Stop", agent="codex") == STOP + " --agent codex"
+    with pytest.raises(ValueError):
+        hook_command("Stop", agent="codex; rm -rf /")
+
+
+def test_hook_command_refuses_an_unknown_event() -> None:
+    with pytest.raises(ValueError):
+        hook_command("PostToolUse")
+
+
+@POSIX_ONLY
+def test_hook_command_survives_a_real_shell_with_awkward_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command runs through sh exactly as Claude Code runs it, from another directory."""
+    bindir = tmp_path / 'a dir $HOME `x` "q" \\b'
+    bindir.mkdir()
+    (bindir / "python").write_bytes(b"")
+    script = bindir / "ralphstate"
+    script.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv)\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(bindir / "python"))
+    command = hook_command("Stop")
+    assert command_target(command) == str(script)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        ["/bin/sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=True
+    )
+    assert done.stdout == repr([str(script), "hook", "stop"]) + "\n"
+
+
+# ---------------------------------------------------------------- command_target
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [
+        ('"/opt/my venv/bin/ralphstate" hook stop', "/opt/my venv/bin/ralphstate"),
+        ('"/usr/bin/python3" -m ralphstate hook stop', "/usr/bin/python3"),
+        (
+            '"C:/Program Files/py/Scripts/ralphstate.exe" hook stop',
+            "C:/Program Files/py/Scripts/ralphstate.exe",
+        ),
+        ('"/a \\"b\\" \\$c" hook stop', '/a "b" $c'),
+        ("ralphstate hook stop", "ralphstate"),
+        ("  python3 -m ralphstate hook stop", "python3"),
+        ("'/opt/x y/ralphstate' hook stop", "/opt/x y/ralphstate"),
+        ('"/unterminated hook stop', None),
+        ("", None),
+        ("   ", None),
+    ],
+)
+def test_command_target(command: str, target: str | None) -> None:
+    assert command_target(command) == target
+
+
+def test_command_target_reads_back_every_generated_command() -> None:
+    for command in (STOP, START, COMPACT):
+        assert command_target(command) == shlex.split(command)[0]
+
+
+# ---------------------------------------------------------------- install / uninstall
+
+
+def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
+    result = install("project", tmp_path)
+    path = tmp_path / ".claude" / "settings.json"
+    assert result.path == path
+    assert result.changed is True
+    assert result.actions == [
+        f"added Stop hook: {STOP}",
+        f"added SessionStart hook: {START}",
+        f"added PreCompact hook: {COMPACT}",
+    ]
+    assert path.read_text(encoding="utf-8") == dump(
+        {
+            "hooks": {
+                "Stop": [{"hooks": [ours(STOP)]}],
+                "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
+                "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+            }
+        }
+    )
+
+
+def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.local.json"
+    write(path, USER_SETTINGS)
+    first = install("local", tmp_path)
+    assert first.changed is True
+    written = path.read_bytes()
+    assert written.decode() == dump(INSTALLED)  # exact content and key order
+
+    second = install("local", tmp_path)
+    assert second.changed is False
+    assert second.actions == [
+        f"Stop hook already installed: {STOP}",
+        f"SessionStart hook already installed: {START}",
+        f"PreCompact hook already installed: {COMPACT}",
+    ]
+    assert path.read_bytes() == written
+
+
+def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    original = write(path, USER_SETTINGS)
+    install("project", tmp_path)
+    result = install("project", tmp_path, uninstall=True)
+    assert result.changed is True
+    assert result.actions == [
+        f"removed Stop hook: {STOP}",
+        f"removed SessionStart hook: {START}",
+        f"removed PreCompact hook: {COMPACT}",
+    ]
+    assert path.read_bytes() == original
+
+    again = install("project", tmp_path, uninstall=True)
+    assert again == inst.InstallResult(path, False, ["no ralphstate hooks to remove"])
+    assert path.read_bytes() == original
+
+
+def test_install_then_uninstall_from_nothing_leaves_an_empty_object(tmp_path: Path) -> None:
+    install("project", tmp_path)
+    install("project", tmp_path, uninstall=True)
+    assert (tmp_path / ".claude" / "settings.json").read_text() == "{}\n"
+
+
+def test_uninstall_without_a_file_writes_nothing(tmp_path: Path) -> None:
+    result = install("local", tmp_path, uninstall=True)
+    assert result.changed is False
+    assert result.actions == ["no ralphstate hooks to remove"]
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_an_unchanged_file_is_not_rewritten_even_when_formatted_differently(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    raw = json.dumps(INSTALLED, indent=4).encode()  # no trailing newline, 4 spaces
+    path.write_bytes(raw)
+    assert install("project", tmp_path).changed is False
+    assert path.read_bytes() == raw
+
+
+def test_our_hook_inside_someone_elses_matcher_group(tmp_path: Path) -> None:
+    """Upgrade replaces our handler in place; uninstall leaves the group's other hooks."""
+    path = tmp_path / ".claude" / "settings.json"
+    old = '"/old venv/bin/ralphstate" hook session-start'
+    write(
+        path,
+        {
+            "hooks": {
+                "SessionStart": [
+                    {
+                        "matcher": "startup|resume",
+                        "hooks": [
+                            {"type": "command", "command": "echo before"},
+                            {"type": "command", "command": old, "timeout": 99},
+                            {"type": "command", "command": "echo after"},
+                        ],
+                    }
+                ]
+            }
+        },
+    )
+    result = install("project", tmp_path)
+    assert f"updated SessionStart hook: {START} (was: {old})" in result.actions
+    group = json.loads(path.read_text())["hooks"]["SessionStart"]
+    assert group == [
+        {
+            "matcher": "startup|resume",
+            "hooks": [
+                {"type": "command", "command": "echo before"},
+                {"type": "command", "command": START, "timeout": 99},
+                {"type": "command", "command": "echo after"},
+            ],
+        }
+    ]
+    install("project", tmp_path, uninstall=True)
+    assert json.loads(path.read_text()) == {
+        "hooks": {
+            "SessionStart": [
+                {
+                    "matcher": "startup|resume",
+                    "hooks": [
+                        {"type": "command", "command": "echo before"},
+                        {"type": "command", "command": "echo after"},
+                    ],
+                }
+            ]
+        }
+    }
+
+
+def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    write(
+        path,
+        {
+            "hooks": {
+                "Stop": [
+                    {"hooks": [{"type": "command", "command": '"/old/bin/ralphstate" hook stop'}]},
+                    {"hooks": [{"type": "command", "command": "other"}]},
+                    {"hooks": [{"type": "command", "command": "python3 -m ralphstate hook stop"}]},
+                ],
+                "SessionStart": [
+                    {
+                        "matcher": "",
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": '"C:\\Py\\python.exe" -m ralphstate hook session-start',
+                                "timeout": 30,
+                            }
+                        ],
+                    }
+                ],
+                "PreCompact": [
+                    {
+                        "matcher": "",
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "command": "C:/venv/Scripts/RalphState.EXE hook pre-compact",
+                                "timeout": 30,
+                            }
+                        ],
+                    }
+                ],
+            }
+        },
+    )
+    result = install("project", tmp_path)
+    assert result.actions == [
+        f'updated Stop hook: {STOP} (was: "/old/bin/ralphstate" hook stop)',
+        "removed duplicate Stop hook: python3 -m ralphstate hook stop",
+        f'updated SessionStart hook: {START} (was: "C:\\Py\\python.exe" -m ralphstate hook'
+        " session-start)",
+        f"updated PreCompact hook: {COMPACT} (was: C:/venv/Scripts/RalphState.EXE hook"
+        " pre-compact)",
+    ]
+    assert json.loads(path.read_text()) == {
+        "hooks": {
+            "Stop": [
+                {"hooks": [ours(STOP)]},
+                {"hooks": [{"type": "command", "command": "other"}]},
+            ],
+            "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
+            "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "myralphstate hook stop",
+        "ralphstate-notify hook stop",
+        "echo ralphstate",
+        "ralphstate hook stopper",
+        "ralphstate status",
+        '"/x/ralphstate" hook session-start',  # another event's command under Stop
+    ],
+)
+def test_commands_that_are_not_our_stop_hook_are_left_alone(tmp_path: Path, command: str) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    theirs = {"hooks": [{"type": "command", "command": command}]}
+    write(path, {"hooks": {"Stop": [theirs]}})
+    install("project", tmp_path)
+    assert json.loads(path.read_text())["hooks"]["Stop"] == [theirs, {"hooks": [ours(STOP)]}]
+    install("project", tmp_path, uninstall=True)
+    assert json.loads(path.read_text()) == {"hooks": {"Stop": [theirs]}}
+
+
+def test_malformed_entries_inside_our_events_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    odd = ["text", {"matcher": "x"}, {"hooks": "nope"}, {"hooks": [5, {"command": 7}]}]
+    write(path, {"hooks": {"Stop": list(odd)}})
+    install("project", tmp_path)
+    install("project", tmp_path, uninstall=True)
+    assert json.loads(path.read_text()) == {"hooks": {"Stop": odd}}
+
+
+def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(b"\n")
+    assert install("project", tmp_path).changed is True
+    assert set(json.loads(path.read_text())["hooks"]) == {"Stop", "SessionStart", "PreCompact"}
+
+
+def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(b"\xef\xbb\xbf" + dump({"model": "opus"}).encode())
+    install("project", tmp_path)
+    assert json.loads(path.read_text(encoding="utf-8"))["model"] == "opus"
+
+
+def test_non_ascii_text_is_written_as_itself(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    write(path, {"note": "café ✓"})
+    install("project", tmp_path)
+    assert '"note": "café ✓"' in path.read_text(encoding="utf-8")
+
+
+def test_disable_all_hooks_is_pointed_out(tmp_path: Path) -> None:
+    write(tmp_path / ".claude" / "settings.json", {"disableAllHooks": True})
+    result = install("project", tmp_path)
+    assert result.actions[-1] == (
+        "note: disableAllHooks is true in this file, so Claude Code runs no hooks"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            b'{"hooks": {',
+            "is not valid JSON (Expecting property name enclosed in double quotes"
+            " at line 1, column 12); fix it and run again, nothing was changed.",
+        ),
+        (b"[1, 2]", "does not hold a JSON object; nothing was changed."),
+        (b'"text"', "does not hold a JSON object; nothing was changed."),
+        (b"\xff\xfe{}", "is not UTF-8 text; nothing was changed."),
+    ],
+)
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_an_unusable_file_is_reported_and_left_alone(
+    tmp_path: Path, content: bytes, problem: str, uninstall: bool
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_bytes(content)
+    with pytest.raises(RalphstateError) as err:
+        install("project", tmp_path, uninstall=uninstall)
+    assert str(err.value) == f"{path} {problem}"
+    assert path.read_bytes() == content
+    assert os.listdir(path.parent) == ["settings.json"]
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"hooks": []}, '"hooks" in {path} is not an object; nothing was changed.'),
+        ({"hooks": None}, '"hooks" in {path} is not an object; nothing was changed.'),
+        ({"hooks": {"Stop": {}}}, '"hooks.Stop" in {path} is not a list; nothing was changed.'),
+        (
+            {"hooks": {"PreCompact": "x"}},
+            '"hooks.PreCompact" in {path} is not a list; nothing was changed.',
+        ),
+    ],
+)
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_wrong_types_are_reported_and_left_alone(
+    tmp_path: Path, data: dict[str, Any], problem: str, uninstall: bool
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    raw = write(path, data)
+    with pytest.raises(RalphstateError) as err:
+        install("project", tmp_path, uninstall=uninstall)
+    assert str(err.value) == problem.format(path=path)
+    assert path.read_bytes() == raw
+
+
+def test_user_scope_writes_under_home(tmp_path: Path) -> None:
+    home, root = tmp_path / "home", tmp_path / "proj"
+    root.mkdir()
+    result = install("user", root, home=home)
+    assert result.path == home / ".claude" / "settings.json"
+    assert result.path.is_file()
+    assert not (root / ".claude").exists()
+
+
+@POSIX_ONLY
+def test_a_symlinked_settings_file_is_written_through(tmp_path: Path) -> None:
+    dotfiles = tmp_path / "dotfiles" / "settings.json"
+    write(dotfiles, {"model": "opus"})
+    link = tmp_path / "home" / ".claude" / "settings.json"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    install("user", tmp_path, home=tmp_path / "home")
+    assert link.is_symlink()
+    assert "Stop" in json.loads(dotfiles.read_text())["hooks"]
+
+
+@POSIX_ONLY
+def test_a_private_settings_file_stays_private(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.local.json"
+    write(path, {"env": {"TOKEN": "secret"}})
+    path.chmod(0o600)
+    install("local", tmp_path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@POSIX_ONLY
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores modes")
+def test_an_unwritable_directory_is_one_clear_error(tmp_path: Path) -> None:
+    claude = tmp_path / ".claude"
+    claude.mkdir()
+    claude.chmod(0o500)
+    try:
+        with pytest.raises(RalphstateError) as err:
+            install("project", tmp_path)
+    finally:
+        claude.chmod(0o700)
+    assert str(err.value) == f"Cannot write {claude / 'settings.json'}: Permission denied."
+
+
+def test_a_write_failure_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(target: Path, data: bytes, still_ok: Any = None) -> bool:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(inst, "atomic_write", failing)
+    with pytest.raises(RalphstateError) as err:
+        install("project", tmp_path)
+    path = tmp_path / ".claude" / "settings.json"
+    assert str(err.value) == f"Cannot write {path}: Permission denied."
+    assert not path.exists()
+
+
+def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    write(path, {"model": "opus"})
+    real = inst.atomic_write
+    calls: list[int] = []
+
+    def racing(target: Path, data: bytes, still_ok: Any = None) -> bool:
+        if not calls:  # Claude Code saves a permission between our read and our replace
+            write(path, {"model": "opus", "permissions": {"allow": ["Bash(ls)"]}})
+        calls.append(1)
+        return real(target, data, still_ok)
+
+    monkeypatch.setattr(inst, "atomic_write", racing)
+    assert install("project", tmp_path).changed is True
+    assert len(calls) == 2
+    data = json.loads(path.read_text())
+    assert data["permissions"] == {"allow": ["Bash(ls)"]}
+    assert list(data["hooks"]) == ["Stop", "SessionStart", "PreCompact"]
+
+
+# ---------------------------------------------------------------- find_installed
+
+
+def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    root.mkdir()
+    install("project", root, home=home)
+    write(
+        root / ".claude" / "settings.local.json",
+        {
+            "hooks": {
+                "Stop": [{"hooks": [{"type": "command", "command": "/gone/ralphstate hook stop"}]}]
+            }
+        },
+    )
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("{broken")
+    project = root / ".claude" / "settings.json"
+    assert find_installed(root, home) == [
+        InstalledHook("project", project, "Stop", STOP),
+        InstalledHook("project", project, "SessionStart", START),
+        InstalledHook("project", project, "PreCompact", COMPACT),
+        InstalledHook(
+            "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
+        ),
+    ]
+
+
+def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path) -> None:
+    install("user", tmp_path, home=tmp_path)
+    found = find_installed(tmp_path, tmp_path)
+    assert [(hook.scope, hook.event) for hook in found] == [
+        ("project", "Stop"),
+        ("project", "SessionStart"),
+        ("project", "PreCompact"),
+    ]
+
+
+def test_find_installed_with_nothing(tmp_path: Path) -> None:
+    assert find_installed(tmp_path, tmp_path / "home") == []
+
+
+def test_read_settings_names_the_problem(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    assert inst.read_settings(path) is None
+    path.write_text("[]")
+    with pytest.raises(RalphstateError, match="does not hold a JSON object"):
+        inst.read_settings(path)
+
+
+# ---------------------------------------------------------------- the plugin
+
+
+def test_plugin_manifest() -> None:
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "ralphstate"
+    assert manifest["version"] == ralphstate.__version__
+    assert manifest["hooks"] == "./hooks/hooks.json"
+    assert manifest["description"]
+    assert manifest["author"]["name"]
+
+
+def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
+    config = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    launch = '"${CLAUDE_PLUGIN_ROOT}/hooks/launch.py"'
+    expected = {}
+    for event, sub in inst.EVENTS.items():
+        group: dict[str, Any] = {"matcher": ""} if event in inst.MATCHER_EVENTS else {}
+        group["hooks"] = [
+            {
+                "type": "command",
+                "command": (
+                    f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
+                ),
+                "timeout": 30,
+            }
+        ]
+        expected[event] = [group]
+    assert config["hooks"] == expected
+
+
+# ---------------------------------------------------------------- the launcher, for real
+
+HINT = (
+    "ralphstate: the ralphstate plugin's hooks are enabled but the ralphstate package is"
+    " not installed, so loops are not enforced; install it with `pipx install ralphstate`"
+    " (or `pip install ralphstate`). This message is shown once.\n"
+)
+SESSION = "sess-1"
+
+
+def hook_input(project: Path) -> bytes:
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": str(project / "t.jsonl"),
+            "cwd": str(project),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": "I think I am done.",
+        }
+    ).encode()
+
+
+def loop_project(path: Path) -> Path:
+    """A project whose loop, owned by SESSION, has one unmet criterion: Stop blocks."""
+    state = {
+        "version": 1,
+        "spec": "build it",
+        "criteria": ["tests pass"],
+        "status": "in_progress",
+        "sessionId": SESSION,
+    }
+    write(path / ".loop" / "state.json", state)
+    return path
+
+
+def env_for(tmp_path: Path, project: Path | None, path_dirs: list[Path]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("SYSTEMROOT", "WINDIR", "LANG")}
+    temp = tmp_path / "temp"
+    temp.mkdir(exist_ok=True)
+    env.update(
+        PATH=os.pathsep.join(str(d) for d in path_dirs),
+        HOME=str(tmp_path / "home"),
+        USERPROFILE=str(tmp_path / "home"),
+        TMPDIR=str(temp),
+        TEMP=str(temp),
+        TMP=str(temp),
+        RALPHSTATE_HOME=str(tmp_path / "ralphstate-home"),
+    )
+    if project is not None:
+        env["CLAUDE_PROJECT_DIR"] = str(project)
+    return env
+
+
+def run(
+    args: list[str], data: bytes, env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(args, input=data, env=env, cwd=cwd, capture_output=True, timeout=60)
+
+
+def no_dir(tmp_path: Path) -> Path:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    return empty
+
+
+# Runs launch.py with an interpreter that cannot import ralphstate.
+ISOLATED = [sys.executable, "-I", "-S"]
+
+
+def direct(tmp_path: Path, name: str) -> bytes:
+    """What the real hook prints for a fresh copy of the loop project."""
+    project = loop_project(tmp_path / name)
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run(
+        [sys.executable, "-m", "ralphstate", "hook", "stop"], hook_input(project), env, tmp_path
+    )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["decision"] == "block"
+    return done.stdout
+
+
+def test_launcher_runs_ralphstate_in_process(tmp_path: Path) -> None:
+    expected = direct(tmp_path, "a")
+    project = loop_project(tmp_path / "b")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run([sys.executable, str(LAUNCH), "stop"], hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+
+
+def test_launcher_runs_ralphstate_from_path(tmp_path: Path) -> None:
+    expected = direct(tmp_path, "a")
+    project = loop_project(tmp_path / "b")
+    bindir = Path(shutil.which("ralphstate", path=str(Path(sys.executable).parent)) or "").parent
+    env = env_for(tmp_path, project, [bindir])
+    done = run([*ISOLATED, str(LAUNCH), "stop"], hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+
+
+def test_launcher_without_ralphstate_says_so_once(tmp_path: Path) -> None:
+    project = loop_project(tmp_path / "p")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    args = [*ISOLATED, str(LAUNCH), "stop"]
+    first = run(args, hook_input(project), env, tmp_path)
+    assert (first.returncode, first.stdout, first.stderr.decode()) == (0, b"", HINT)
+    second = run(args, hook_input(project), env, tmp_path)
+    assert (second.returncode, second.stdout, second.stderr) == (0, b"", b"")
+
+
+def test_launcher_ignores_an_unknown_event(tmp_path: Path) -> None:
+    project = loop_project(tmp_path / "p")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    for args in (["post-tool-use"], []):
+        done = run([sys.executable, str(LAUNCH), *args], hook_input(project), env, tmp_path)
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_launcher_stays_silent_when_settings_already_run_the_hook(tmp_path: Path) -> None:
+    project = loop_project(tmp_path / "p")
+    install("local", project, home=tmp_path / "home")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run([sys.executable, str(LAUNCH), "stop"], hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state.get("iteration", 0) == 0  # not judged by the plugin as well
+
+
+def test_launcher_honours_user_settings_too(tmp_path: Path) -> None:
+    project = loop_project(tmp_path / "p")
+    install("user", project, home=tmp_path / "home")
+    env = env_for(tmp_path, None, [no_dir(tmp_path)])  # project found from the input's cwd
+    done = run([sys.executable, str(LAUNCH), "stop"], hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def fake_ralphstate(directory: Path, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "ralphstate"
+    script.write_text(f"#!{sys.executable}\nimport json, sys\n{body}\n")
+    script.chmod(0o755)
+    return directory
+
+
+@POSIX_ONLY
+def test_launcher_passes_stdin_and_arguments_through(tmp_path: Path) -> None:
+    bindir = fake_ralphstate(
+        tmp_path / "fake",
+        "print(json.dumps({'argv': sys.argv[1:], 'stdin': sys.stdin.read()}))",
+    )
+    env = env_for(tmp_path, tmp_path, [bindir])
+    data = b'{"session_id": "s", "weird": "\\u00e9 \\n"}'
+    done = run([*ISOLATED, str(LAUNCH), "pre-compact"], data, env, tmp_path)
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == {"argv": ["hook", "pre-compact"], "stdin": data.decode()}
+    assert done.stdout.endswith(b"}\n") and done.stdout.count(b"\n") == 1
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize(
+    "body",
+    [
+        "print('not json'); sys.exit(3)",
+        "print('[1, 2]')",
+        "print('{\"a\": 1}'); print('{\"b\": 2}')",
+        "sys.exit(2)",
+        "raise SystemExit('boom')",
+    ],
+)
+def test_launcher_prints_nothing_but_one_json_object_and_exits_zero(
+    tmp_path: Path, body: str
+) -> None:
+    bindir = fake_ralphstate(tmp_path / "fake", body)
+    env = env_for(tmp_path, tmp_path, [bindir])
+    done = run([*ISOLATED, str(LAUNCH), "stop"], b"{}", env, tmp_path)
+    assert done.returncode == 0
+    assert done.stdout == b""
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("interpreter", ["python3", "python"])
+def test_plugin_command_runs_through_sh(tmp_path: Path, interpreter: str) -> None:
+    """The hooks.json command itself, under sh, with only `interpreter` on PATH."""
+    expected = direct(tmp_path, "a")
+    project = loop_project(tmp_path / "b")
+    bindir = tmp_path / "interp"
+    bindir.mkdir()
+    wrapper = bindir / interpreter
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    config = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    command = config["hooks"]["Stop"][0]["hooks"][0]["command"]
+    env = env_for(tmp_path, project, [bindir])
+    env["CLAUDE_PLUGIN_ROOT"] = str(REPO)
+    done = run(["/bin/sh", "-c", command], hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout) == (0, expected)
