@@ -396,6 +396,55 @@ def cancel() -> None:
     click.echo("cancelled")
 
 
+@cli.command("install", context_settings=SETTINGS)
+@click.option(
+    "--scope",
+    type=click.Choice(["project", "local", "user"]),
+    default="project",
+    show_default=True,
+    help="project: .claude/settings.json; local: .claude/settings.local.json;"
+    " user: ~/.claude/settings.json.",
+)
+@click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
+def install_(scope: str, uninstall: bool) -> None:
+    """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings.
+
+    Other settings and hooks are kept; running it twice changes nothing. The hooks
+    run this installation of ralphstate by its absolute path.
+
+    \b
+    Example:
+      ralphstate install
+      ralphstate install --scope user
+      ralphstate install --uninstall
+    """
+    from ralphstate import install
+    from ralphstate.doctor import project_root
+
+    result = install.install(scope, project_root(Path.cwd()), uninstall=uninstall)
+    for action in result.actions:
+        click.echo(action)
+    click.echo(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
+
+
+@cli.command(context_settings=SETTINGS)
+def doctor() -> None:
+    """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
+
+    \b
+    Example:
+      ralphstate doctor
+    """
+    from ralphstate import doctor as doctor_
+
+    findings = doctor_.run(Path.cwd())
+    colours = {"ok": "green", "warn": "yellow", "fail": "red"}
+    for level, text in findings:
+        click.echo(f"{click.style(f'{level:<4}', fg=colours[level])} {text}")
+    if any(level == "fail" for level, _ in findings):
+        raise SystemExit(1)
+
+
 @cli.command(context_settings=SETTINGS)
 def demo() -> None:
     """Play a short scripted session through the real hooks, in a scratch directory.
@@ -427,6 +476,8 @@ def run_cli(args: list[str]) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
     except RalphstateError as exc:
         click.echo(f"ralphstate: {exc}", err=True)
         return 1

@@ -1,0 +1,158 @@
+"""`ralphstate doctor`: check the installation and the loop, one line each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ralphstate import install, registry
+from ralphstate import state as st
+from ralphstate.errors import RalphstateError
+from ralphstate.ops import locate, session_id
+from ralphstate.paths import check_safe
+
+DEFAULT_BLOCK_CAP = 8
+Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
+
+
+def project_root(start: Path) -> Path:
+    """Where project-scoped Claude Code settings live: the nearest ancestor with
+    `.claude/`, `.git` or `.loop/`, else `start` itself."""
+    for candidate in (start, *start.parents):
+        if any((candidate / name).exists() for name in (".claude", ".git", ".loop")):
+            return candidate
+    return start
+
+
+def _executable(command: str) -> tuple[bool, str]:
+    target = install.command_target(command)
+    if target is None:
+        return False, "cannot tell which program it runs"
+    if os.sep in target or "/" in target:
+        ok = os.path.isfile(target) and os.access(target, os.X_OK)
+        return ok, target
+    found = shutil.which(target)
+    return found is not None, found or target
+
+
+def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    found = install.find_installed(root, home)
+    for event in install.EVENTS:
+        mine = [h for h in found if h.event == event]
+        if not mine:
+            findings.append(
+                (
+                    "fail" if event == "Stop" else "warn",
+                    f"no {event} hook installed; run `ralphstate install`",
+                )
+            )
+            continue
+        for hook in mine:
+            ok, target = _executable(hook.command)
+            where = f"{event} hook in {hook.path}"
+            if ok:
+                findings.append(("ok", f"{where} runs {target}"))
+            else:
+                findings.append(
+                    (
+                        "fail",
+                        f"{where} runs {target}, which is missing or not executable;"
+                        " run `ralphstate install` again",
+                    )
+                )
+    scopes = {h.scope for h in found if h.event == "Stop"}
+    if len(scopes) > 1:
+        findings.append(
+            (
+                "warn",
+                f"the Stop hook is installed in {len(scopes)} scopes ({', '.join(sorted(scopes))});"
+                " each stop is judged more than once",
+            )
+        )
+    return findings
+
+
+def check_loop(start: Path) -> list[Finding]:
+    try:
+        store = locate(start)
+    except RalphstateError as exc:
+        return [("ok", f"{exc}".replace("ralphstate init", "ralphstate init"))]
+    findings: list[Finding] = []
+    shown = store.paths.display(store.paths.state)
+    try:
+        check_safe(store.paths)
+        state = store.load()
+    except RalphstateError as exc:
+        return [("fail", str(exc))]
+    unmet = st.unmet(state)
+    findings.append(
+        (
+            "ok",
+            f"{shown} is valid: {state['status']}, {len(state['criteria']) - len(unmet)}"
+            f"/{len(state['criteria'])} criteria, iteration"
+            f" {state['iteration']}/{state['maxIterations']}",
+        )
+    )
+    owner = state.get("sessionId")
+    current = session_id()
+    known = registry.knows(store.paths, state)
+    if not known:
+        findings.append(
+            (
+                "warn",
+                "this loop was not created or adopted on this machine; the hooks ignore it"
+                " until you run `ralphstate adopt`",
+            )
+        )
+    if owner is None:
+        findings.append(("ok", "the loop has no owner yet; the next session here adopts it"))
+    elif current and owner != current:
+        findings.append(
+            (
+                "warn",
+                f"the loop belongs to session {owner[:8]}, not this one ({current[:8]});"
+                " `ralphstate adopt` takes it over",
+            )
+        )
+    else:
+        findings.append(("ok", f"owned by session {owner}"))
+    cap = _block_cap()
+    if state["stallLimit"] >= cap:
+        findings.append(
+            (
+                "warn",
+                f"stallLimit {state['stallLimit']} is not below Claude Code's cap of {cap}"
+                " consecutive Stop blocks without a tool call; an idle agent is released by"
+                " Claude Code before ralphstate pauses the loop",
+            )
+        )
+    if state["maxIterations"] > cap:
+        findings.append(
+            (
+                "ok",
+                f"maxIterations {state['maxIterations']} exceeds Claude Code's {cap} blocks"
+                " in a row without a tool call; a turn that makes no tool call ends there,"
+                " and the loop continues with the next prompt",
+            )
+        )
+    return findings
+
+
+def _block_cap() -> int:
+    try:
+        return int(os.environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", DEFAULT_BLOCK_CAP))
+    except ValueError:
+        return DEFAULT_BLOCK_CAP
+
+
+def run(start: Path, home: Path | None = None) -> list[Finding]:
+    findings: list[Finding] = [("ok", f"Python {sys.version.split()[0]} at {sys.executable}")]
+    try:
+        findings += check_hooks(project_root(start), home)
+    except RalphstateError as exc:
+        findings.append(("fail", str(exc)))
+    findings += check_loop(start)
+    return findings
