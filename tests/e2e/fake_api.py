@@ -1,0 +1,350 @@
+"""A scripted stand-in for the Anthropic Messages API, for end-to-end tests.
+
+Claude Code talks to whatever ``ANTHROPIC_BASE_URL`` names. This server answers it
+from a script instead of a model, so a test decides exactly what "the model" says and
+can read back every request the client sent.
+
+A script is a list of turns. A turn is a list of blocks (``text(...)``,
+``bash(...)``) or a callable that receives the request body (parsed JSON) and returns
+such a list, so a turn can react to what the client sent. Each request that carries
+``tools`` is a step of the conversation and gets the next turn; when the script has
+run out, the answer is a plain ``done``. A compaction request (``/compact``; it carries
+the tools too) gets a plausible summary, and any other request without tools (titles,
+summaries) a short canned text. Every request is recorded for the test to read.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Block = dict[str, Any]
+Turn = Sequence[Block] | Callable[[dict[str, Any]], Sequence[Block]]
+
+MODEL = "claude-sonnet-4-5"
+COMPACT_SUMMARY = (
+    "<summary>\n"
+    "1. Primary Request and Intent: the user asked for the scripted task.\n"
+    "2. Current Work: the task was being worked on; nothing is left half-done.\n"
+    "3. Next Step: continue with the task.\n"
+    "</summary>"
+)
+
+
+def text(content: str) -> Block:
+    """A text block of an assistant turn."""
+    return {"type": "text", "text": content}
+
+
+def bash(command: str, description: str = "Run a command") -> Block:
+    """A Bash tool call of an assistant turn."""
+    return {
+        "type": "tool_use",
+        "name": "Bash",
+        "input": {"command": command, "description": description},
+    }
+
+
+@dataclass
+class Request:
+    """One HTTP request the client made."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class FakeAnthropicAPI:
+    """A Messages API server on a free loopback port, answering from ``script``."""
+
+    script: list[Turn] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    # Exceptions raised by callable turns; the turn is answered with a text naming it.
+    errors: list[BaseException] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._served = 0
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def start(self) -> FakeAnthropicAPI:
+        api = self
+
+        class Handler(_Handler):
+            owner = api
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-anthropic-api", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeAnthropicAPI:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- what the client sent ----------------------------------------------------
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Bodies of every ``POST /v1/messages``, in order."""
+        with self._lock:
+            return [
+                r.body
+                for r in self.requests
+                if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"
+            ]
+
+    def conversation(self) -> list[dict[str, Any]]:
+        """Bodies of the conversation requests (those that carry tools)."""
+        return [b for b in self.messages() if is_conversation(b)]
+
+    def compactions(self) -> list[dict[str, Any]]:
+        """Bodies of the requests for a summary of the conversation (`/compact`)."""
+        return [b for b in self.messages() if is_compaction(b)]
+
+    def side_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the other message requests (titles, summaries)."""
+        return [b for b in self.messages() if not is_conversation(b) and not is_compaction(b)]
+
+    def add_turns(self, *turns: Turn) -> None:
+        """Append turns to the script (e.g. before a second ``claude`` run)."""
+        with self._lock:
+            self.script.extend(turns)
+
+    def unused_turns(self) -> int:
+        """How many turns of the script have not been asked for yet."""
+        with self._lock:
+            return len(self.script) - self._served
+
+    # -- answering ---------------------------------------------------------------
+
+    def _record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _next_turn(self, body: dict[str, Any]) -> list[Block]:
+        with self._lock:
+            if self._served >= len(self.script):
+                return [text("done")]
+            turn = self.script[self._served]
+            self._served += 1
+        if not callable(turn):
+            return list(turn)
+        try:
+            return list(turn(body))
+        except Exception as error:  # the test sees it in `errors`
+            with self._lock:
+                self.errors.append(error)
+            return [text(f"script error: {error!r}")]
+
+    def answer(self, body: dict[str, Any]) -> list[Block]:
+        """The content blocks that answer one ``/v1/messages`` request."""
+        if is_compaction(body):
+            return [text(COMPACT_SUMMARY)]
+        if is_conversation(body):
+            return self._next_turn(body)
+        return [text("Scripted task")]
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids):024d}"
+
+
+def is_conversation(body: Any) -> bool:
+    """A request of the main conversation: it offers the model tools."""
+    return isinstance(body, dict) and bool(body.get("tools")) and not is_compaction(body)
+
+
+COMPACTION_PROMPT = "create a detailed summary of the conversation so far"
+
+
+def is_compaction(body: Any) -> bool:
+    """The client asking for a summary of the conversation so far (`/compact`).
+
+    It is sent with the conversation's tools; the instruction ends the last user
+    message.
+    """
+    if not isinstance(body, dict) or not body.get("messages"):
+        return False
+    last = body["messages"][-1]
+    return last.get("role") == "user" and any(
+        COMPACTION_PROMPT in part for part in _texts(last.get("content"))
+    )
+
+
+def texts(body: dict[str, Any], role: str) -> list[str]:
+    """Every text the request carries in messages of `role`, in order."""
+    found: list[str] = []
+    for message in body.get("messages", []):
+        if message.get("role") == role:
+            found.extend(_texts(message.get("content")))
+    return found
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The output of every tool call the request reports back, in order."""
+    found: list[str] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, list):
+            continue
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "tool_result":
+                found.append("\n".join(_texts(part.get("content"))))
+    return found
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+        ]
+    return []
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeAnthropicAPI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+    def _read_body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw.decode("utf-8", "replace")
+
+    def _record(self, body: Any) -> None:
+        self.owner._record(
+            Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        )
+
+    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _send_json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj).encode(), "application/json")
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._record(None)
+        self._send(200, b"", "text/plain")
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._record(None)
+        self._send_json(200, {})
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self._read_body()
+        self._record(body)
+        path = self.path.split("?")[0]
+        if path == "/v1/messages/count_tokens":
+            self._send_json(200, {"input_tokens": 100})
+        elif path == "/v1/messages" and isinstance(body, dict):
+            blocks = self.owner.answer(body)
+            if body.get("stream"):
+                self._send(200, self._stream(body, blocks), "text/event-stream")
+            else:
+                self._send_json(200, self._message(body, blocks))
+        else:
+            error = {"type": "not_found_error", "message": f"no route {self.path}"}
+            self._send_json(404, {"type": "error", "error": error})
+
+    # -- message encoding ----------------------------------------------------------
+
+    def _finish(self, blocks: list[Block]) -> list[Block]:
+        done = []
+        for block in blocks:
+            if block["type"] == "tool_use":
+                block = {"id": self.owner.new_id("toolu"), **block}
+            done.append(block)
+        return done
+
+    @staticmethod
+    def _stop_reason(blocks: list[Block]) -> str:
+        return "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+
+    def _message(self, body: dict[str, Any], blocks: list[Block]) -> dict[str, Any]:
+        return {
+            "id": self.owner.new_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", MODEL),
+            "content": self._finish(blocks),
+            "stop_reason": self._stop_reason(blocks),
+            "stop_sequence": None,
+            "usage": {"input_tokens": 100, "output_tokens": 20},
+        }
+
+    def _stream(self, body: dict[str, Any], blocks: list[Block]) -> bytes:
+        message = self._message(body, blocks)
+        opening = {**message, "content": [], "stop_reason": None}
+        opening["usage"] = {"input_tokens": 100, "output_tokens": 1}
+        events = [_sse("message_start", message=opening)]
+        for index, block in enumerate(message["content"]):
+            if block["type"] == "tool_use":
+                start = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                start = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            events.append(_sse("content_block_start", index=index, content_block=start))
+            events.append(_sse("content_block_delta", index=index, delta=delta))
+            events.append(_sse("content_block_stop", index=index))
+        stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
+        events.append(_sse("message_delta", delta=stop, usage={"output_tokens": 20}))
+        events.append(_sse("message_stop"))
+        return b"".join(events)
+
+
+def _sse(kind: str, **fields: Any) -> bytes:
+    """One server-sent event of the Messages API stream."""
+    data = json.dumps({"type": kind, **fields})
+    return f"event: {kind}\ndata: {data}\n\n".encode()
