@@ -1,0 +1,81 @@
+"""Find the completion marker in an assistant reply, ignoring code.
+
+The marker counts only in prose: not inside a fenced code block and not inside an
+inline code span, so a reply that shows the marker in an example does not end a loop.
+Fences and spans follow CommonMark, reduced to what a reply needs: block containers
+(lists, quotes) and indented code blocks are not modelled.
+"""
+
+from __future__ import annotations
+
+import re
+
+# An opening fence: up to 3 spaces, then 3+ backticks or tildes, then the info string.
+_OPEN_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+# A closing fence: up to 3 spaces, 3+ of one fence char, then only spaces or tabs.
+_CLOSE_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_BACKTICKS = re.compile(r"`+")
+
+
+def contains_marker(text: str, marker: str) -> bool:
+    """True when `marker` occurs in `text` outside fenced code blocks and code spans.
+    An empty marker never counts."""
+    if not marker or marker not in text:
+        return False
+    if "`" not in text and "~~~" not in text:
+        return True
+    paragraph: list[str] = []
+    fence = ""  # the opening fence while inside a fenced block, else ""
+    for line in _LINE_BREAK.split(text):
+        if fence:
+            close = _CLOSE_FENCE.fullmatch(line)
+            if close and close[1][0] == fence[0] and len(close[1]) >= len(fence):
+                fence = ""
+            continue
+        opening = _OPEN_FENCE.fullmatch(line)
+        if opening and not (opening[1][0] == "`" and "`" in opening[2]):
+            if _in_prose(paragraph, marker):
+                return True
+            paragraph = []
+            fence = opening[1]
+        elif line.strip(" \t"):
+            paragraph.append(line)
+        else:  # a blank line ends the paragraph; a code span never crosses it
+            if _in_prose(paragraph, marker):
+                return True
+            paragraph = []
+    return _in_prose(paragraph, marker)
+
+
+def _in_prose(lines: list[str], marker: str) -> bool:
+    """The marker in one paragraph, outside its code spans. A run of N backticks opens
+    a span closed by the next run of exactly N; a run with no partner is literal."""
+    if not lines:
+        return False
+    text = "\n".join(lines)
+    if marker not in text:
+        return False
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    # Each run's partner is the next run of the same length; pointers only move forward.
+    by_length: dict[int, list[int]] = {}
+    for index, (start, end) in enumerate(runs):
+        by_length.setdefault(end - start, []).append(index)
+    cursor = dict.fromkeys(by_length, 0)
+    prose_from = 0
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        same = by_length[end - start]
+        at = cursor[end - start]
+        while at < len(same) and same[at] <= index:
+            at += 1
+        cursor[end - start] = at
+        if at == len(same):  # unmatched: literal backticks, part of the prose
+            index += 1
+            continue
+        if marker in text[prose_from:start]:
+            return True
+        index = same[at] + 1
+        prose_from = runs[same[at]][1]
+    return marker in text[prose_from:]
