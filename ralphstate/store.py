@@ -40,9 +40,10 @@ def _os_error(action: str, path: str, exc: OSError) -> RalphstateError:
 
 
 class Store:
-    def __init__(self, paths: LoopPaths, lock_timeout: float = limits.LOCK_TIMEOUT) -> None:
+    def __init__(self, paths: LoopPaths, lock_timeout: float | None = None) -> None:
         self.paths = paths
-        self.lock_timeout = lock_timeout
+        # Read at call time, so the bound in `limits` is the one in force.
+        self.lock_timeout = limits.LOCK_TIMEOUT if lock_timeout is None else lock_timeout
 
     # -- reading ---------------------------------------------------------------
 
@@ -154,7 +155,7 @@ class Store:
         with self.locked():
             kept = None
             if backup and os.path.lexists(self.paths.state):
-                kept = self.paths.dir / f"state.{clock.now().strftime('%Y%m%dT%H%M%S')}.json.bak"
+                kept = self._backup_path()
                 try:
                     os.replace(self.paths.state, kept)
                 except OSError as exc:
@@ -162,9 +163,25 @@ class Store:
                     raise _os_error("keep a copy of", shown, exc) from None
             elif os.path.lexists(self.paths.state):
                 raise RalphstateError(f"{self.paths.display(self.paths.state)} already exists.")
-            self._write(state, None)
+            try:
+                self._write(state, None)
+            except RalphstateError:
+                if kept is not None:  # put the old file back rather than leave none
+                    with contextlib.suppress(OSError):
+                        os.replace(kept, self.paths.state)
+                raise
             self._log(events, state)
             return kept
+
+    def _backup_path(self) -> Path:
+        """A name for the kept copy that no earlier copy has (two in a second differ)."""
+        stamp = clock.now().strftime("%Y%m%dT%H%M%S")
+        kept = self.paths.dir / f"state.{stamp}.json.bak"
+        n = 1
+        while os.path.lexists(kept):
+            kept = self.paths.dir / f"state.{stamp}.{n}.json.bak"
+            n += 1
+        return kept
 
     # -- history -----------------------------------------------------------------
 
