@@ -1,0 +1,76 @@
+"""Docs that are tested: every command has help with an example, and the README has a
+section for every command."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+
+from ralphstate.cli import cli
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+# `ralphstate hook ...` is dispatched before click (the hot path); it is documented too.
+HOOKS = ("stop", "session-start", "pre-compact")
+
+
+def commands() -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command and subcommand, as (path of names, command)."""
+    found: list[tuple[tuple[str, ...], click.Command]] = []
+
+    def walk(group: click.Group, prefix: tuple[str, ...]) -> None:
+        for name, command in sorted(group.commands.items()):
+            found.append(((*prefix, name), command))
+            if isinstance(command, click.Group):
+                walk(command, (*prefix, name))
+
+    walk(cli, ())
+    return found
+
+
+ALL = commands()
+TOP = [path[0] for path, _ in ALL if len(path) == 1]
+SUB = [path for path, _ in ALL if len(path) > 1]
+
+
+def test_the_tree_is_what_the_contract_names() -> None:
+    expected = {"init", "status", "show", "criteria", "step", "pause", "resume", "adopt"}
+    expected |= {"cancel", "log", "list"}
+    assert expected <= set(TOP)
+    assert {("criteria", s) for s in ("list", "add", "set", "remove")} <= set(SUB)
+    assert {("step", s) for s in ("add", "done", "undo")} <= set(SUB)
+
+
+@pytest.mark.parametrize(("path", "command"), ALL, ids=[" ".join(p) for p, _ in ALL])
+def test_every_command_has_help_with_an_example(
+    path: tuple[str, ...], command: click.Command, rs: Any
+) -> None:
+    assert command.help and "Example" in command.help
+    result = rs(*path, "--help")
+    assert (result.code, result.err) == (0, "")
+    assert result.out.startswith(f"Usage: ralphstate {' '.join(path)} ")
+    assert "Example" in result.out
+    first_line = " ".join(command.help.split("\n")[0].split())
+    assert first_line in " ".join(result.out.split())
+
+
+def readme() -> str:
+    if not README.exists():
+        pytest.skip("README.md is not written yet (another change is adding it)")
+    return README.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", [*TOP, "hook"])
+def test_every_command_has_a_readme_section(name: str) -> None:
+    heading = re.compile(rf"^#{{2,4}} .*`ralphstate {re.escape(name)}(`| )", re.M)
+    if not heading.search(readme()):
+        pytest.fail(f"README.md has no '### `ralphstate {name}`' section")
+
+
+@pytest.mark.parametrize("path", [*SUB, *(("hook", h) for h in HOOKS)], ids=" ".join)
+def test_every_subcommand_is_named_in_the_readme(path: tuple[str, ...]) -> None:
+    if " ".join(path) not in readme():
+        pytest.fail(f"README.md never names `ralphstate {' '.join(path)}`")
