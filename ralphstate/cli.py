@@ -54,24 +54,24 @@ def cli() -> None:
 @click.option(
     "--max-iterations",
     type=int,
-    default=None,
+    default=st.DEFAULT_MAX_ITERATIONS,
+    show_default=True,
     callback=_positive,
-    help=f"Pause after this many blocked stops.  [default: {st.DEFAULT_MAX_ITERATIONS},"
-    " or the template's]",
+    help="Pause after this many blocked stops.",
 )
 @click.option(
     "--stall-limit",
     type=int,
-    default=None,
+    default=st.DEFAULT_STALL_LIMIT,
+    show_default=True,
     callback=_positive,
-    help=f"Pause after this many blocks with no progress.  [default: {st.DEFAULT_STALL_LIMIT},"
-    " or the template's]",
+    help="Pause after this many blocks with no progress.",
 )
 @click.option(
     "--marker",
-    default=None,
-    help=f"What the agent says when the work is done.  [default: {st.DEFAULT_MARKER},"
-    " or the template's]",
+    default=st.DEFAULT_MARKER,
+    show_default=True,
+    help="What the agent says when the work is done.",
 )
 @click.option("--continue-message", default=None, help="Text that opens every block reason.")
 @click.option(
@@ -85,9 +85,9 @@ def init(
     spec: str,
     criteria: tuple[str, ...],
     steps: tuple[str, ...],
-    max_iterations: int | None,
-    stall_limit: int | None,
-    marker: str | None,
+    max_iterations: int,
+    stall_limit: int,
+    marker: str,
     continue_message: str | None,
     template: Path | None,
     force: bool,
@@ -106,7 +106,7 @@ def init(
     from ralphstate import template as tpl
 
     loaded = tpl.load(template) if template else None
-    if marker is not None and not marker.strip():
+    if not marker.strip():
         raise RalphstateError("the marker cannot be empty.")
     store, new, backup = ops.init(
         spec,
@@ -403,11 +403,19 @@ def cancel() -> None:
     default="project",
     show_default=True,
     help="project: .claude/settings.json; local: .claude/settings.local.json;"
-    " user: ~/.claude/settings.json.",
+    " user: ~/.claude/settings.json. Other agents: project or user (docs/agents.md).",
+)
+@click.option(
+    "--agent",
+    type=click.Choice(["claude", "codex", "gemini", "cursor", "copilot"]),
+    default="claude",
+    show_default=True,
+    help="Whose hook configuration to write.",
 )
 @click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
-def install_(scope: str, uninstall: bool) -> None:
-    """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings.
+def install_(scope: str, agent: str, uninstall: bool) -> None:
+    """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings,
+    or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI.
 
     Other settings and hooks are kept; running it twice changes nothing. The hooks
     run this installation of ralphstate by its absolute path.
@@ -416,12 +424,13 @@ def install_(scope: str, uninstall: bool) -> None:
     Example:
       ralphstate install
       ralphstate install --scope user
+      ralphstate install --agent codex
       ralphstate install --uninstall
     """
-    from ralphstate import install
     from ralphstate.doctor import project_root
+    from ralphstate.install_agents import install_agent
 
-    result = install.install(scope, project_root(Path.cwd()), uninstall=uninstall)
+    result = install_agent(agent, scope, project_root(Path.cwd()), uninstall=uninstall)
     for action in result.actions:
         click.echo(action)
     click.echo(f"{'updated' if result.changed else 'unchanged'}: {result.path}")

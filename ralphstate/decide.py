@@ -35,13 +35,15 @@ def decide_stop(
     *,
     known_here: bool,
     runner: bool = False,
+    agent: str = st.DEFAULT_AGENT,
 ) -> Decision:
     if runner:
         return Decision("runner")
     if state["status"] != "in_progress":
         return Decision("not_in_progress")
     owner = state.get("sessionId")
-    if owner and owner != session_id:
+    owner_agent = state.get("ownerAgent") or st.DEFAULT_AGENT
+    if owner and (owner != session_id or owner_agent != agent):
         return Decision("other_session")
     new = copy.deepcopy(state)
     events: list[dict[str, Any]] = []
@@ -49,8 +51,8 @@ def decide_stop(
     if not owner:
         if not known_here or not session_id:
             return Decision("unknown_loop")
-        new["sessionId"] = session_id
-        events.append({"event": "adopted", "session": session_id, "by": "stop"})
+        new["sessionId"], new["ownerAgent"] = session_id, agent
+        events.append({"event": "adopted", "session": session_id, "agent": agent, "by": "stop"})
         adopted = True
 
     def done(rule: str, **kw: Any) -> Decision:

@@ -148,10 +148,37 @@ def _block_cap() -> int:
         return DEFAULT_BLOCK_CAP
 
 
+def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
+    """Every other agent's ralphstate hooks that are configured, one line each."""
+    from ralphstate.install_agents import find_installed
+
+    findings: list[Finding] = []
+    for hook in find_installed(root, home):
+        ok, target = _executable(hook.command)
+        where = f"{hook.agent} {hook.event} hook in {hook.path}"
+        if ok:
+            findings.append(("ok", f"{where} runs {target}"))
+        else:
+            findings.append(
+                (
+                    "fail",
+                    f"{where} runs {target}, which is missing or not executable;"
+                    f" run `ralphstate install --agent {hook.agent}` again",
+                )
+            )
+    return findings
+
+
 def run(start: Path, home: Path | None = None) -> list[Finding]:
     findings: list[Finding] = [("ok", f"Python {sys.version.split()[0]} at {sys.executable}")]
+    root = project_root(start)
     try:
-        findings += check_hooks(project_root(start), home)
+        hooks = check_hooks(root, home)
+        agents = check_agents(root, home)
+        if agents and not install.find_installed(root, home):
+            # Another agent keeps the loop; Claude Code's missing hooks are no fault.
+            hooks = [("ok", "no Claude Code hooks installed (`ralphstate install` adds them)")]
+        findings += hooks + agents
     except RalphstateError as exc:
         findings.append(("fail", str(exc)))
     findings += check_loop(start)

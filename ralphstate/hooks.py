@@ -49,7 +49,7 @@ def run_hook(args: list[str]) -> int:
         if handler is None:
             raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
         data = _read_stdin()
-        start = os.environ.get("CLAUDE_PROJECT_DIR") if agent.name == "claude" else None
+        start = agent.project_dir(os.environ)
         if start and paths.find_dir(start) is None:
             return 0  # the common case: no loop here, nothing more to read or import
         out = handler(agent, _parse(data))
@@ -119,13 +119,25 @@ def _parse(data: bytes) -> dict[str, Any]:
 
 
 def _locate(hook_input: dict[str, Any], agent: adapters.Agent) -> paths.LoopPaths | None:
-    start = os.environ.get("CLAUDE_PROJECT_DIR") if agent.name == "claude" else None
+    start = agent.project_dir(os.environ)
     cwd = agent.cwd(hook_input)
     return paths.find(start or cwd or os.getcwd())
 
 
-def _claude_pid() -> str | None:
+def _claude_pid(agent: adapters.Agent | None = None) -> str | None:
+    if agent is not None and agent is not adapters.CLAUDE:
+        return None  # only a Claude Code session is tied to its process
     return os.environ.get("CLAUDE_PID") or None
+
+
+def _foreign(state: dict[str, Any], session_id: str | None, agent: adapters.Agent) -> bool:
+    """Owned by another session, or by a session of another agent."""
+    owner = state.get("sessionId")
+    return bool(owner) and (owner != session_id or _owner_agent(state) != agent.name)
+
+
+def _owner_agent(state: dict[str, Any]) -> str:
+    return str(state.get("ownerAgent") or adapters.CLAUDE.name)
 
 
 def _load(loop: paths.LoopPaths) -> tuple[Any, Any] | None:
@@ -145,6 +157,8 @@ def _load(loop: paths.LoopPaths) -> tuple[Any, Any] | None:
 
 
 def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
+    if not agent.turn_finished(hook_input):
+        return None  # the person stopped this turn: never hold it open
     loop = _locate(hook_input, agent)
     if loop is None:
         return None
@@ -159,7 +173,7 @@ def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
     if state["status"] != "in_progress" or runner:
         return None
     owner = state.get("sessionId")
-    if owner and owner != session_id:
+    if _foreign(state, session_id, agent):
         return None
 
     from ralphstate import registry
@@ -179,6 +193,7 @@ def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
             session_id,
             message,
             known_here=True if current.get("sessionId") else registry.knows(loop, current),
+            agent=agent.name,
         )
         decision_box[:] = [decision]
         if decision.state is None:
@@ -194,7 +209,7 @@ def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
     decision = decision_box[0]
     if decision.adopted or decision.rule in ("complete", "max_iterations", "stall"):
         try:
-            registry.record(loop, written, _claude_pid() if decision.adopted else None)
+            registry.record(loop, written, _claude_pid(agent) if decision.adopted else None)
         except Exception as exc:  # noqa: BLE001 - the registry is a convenience
             _complain("stop", f"could not update the loop registry ({exc})")
     return agent.render_stop(decision)
@@ -229,16 +244,18 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
                 " It is ignored until you run `ralphstate adopt`."
             )
         take = True
-    elif owner != session_id:
+    elif _foreign(state, session_id, agent):
         entry = registry.entry(loop) or {}
-        pid = _claude_pid()
+        pid = _claude_pid(agent)
         same_process = bool(pid) and entry.get("claudePid") == pid
-        if not (known and source == "clear" and same_process):
+        same_agent = _owner_agent(state) == agent.name
+        if not (known and source == "clear" and same_process and same_agent):
+            whose = "" if same_agent else f"{_owner_agent(state)} "
             return agent.render_context(
                 "A ralphstate loop in this project belongs to another session; do not work on"
                 " it unless the person asks. To take it over here: `ralphstate adopt`.",
                 "ralphstate: the loop here belongs to another session"
-                f" ({str(owner)[:8]}…); run `ralphstate adopt` to continue it in this one.",
+                f" ({whose}{str(owner)[:8]}…); run `ralphstate adopt` to continue it in this one.",
             )
         take = True
     if take and session_id:
@@ -246,12 +263,20 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
 
         def own(current: dict[str, Any]) -> list[dict[str, Any]]:
             previous = current.get("sessionId")
-            current["sessionId"] = session_id
-            return [{"event": "adopted", "session": session_id, "from": previous, "by": source}]
+            current["sessionId"], current["ownerAgent"] = session_id, agent.name
+            return [
+                {
+                    "event": "adopted",
+                    "session": session_id,
+                    "agent": agent.name,
+                    "from": previous,
+                    "by": source,
+                }
+            ]
 
         try:
             state = store.update(own)
-            registry.record(loop, state, _claude_pid())
+            registry.record(loop, state, _claude_pid(agent))
         except RalphstateError as exc:
             raise Fault(str(exc).rstrip(".")) from None
     return agent.render_context(render.context(state, source), render.session_line(state))
@@ -269,9 +294,8 @@ def pre_compact(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | N
     from ralphstate import state as st
     from ralphstate.errors import RalphstateError
 
-    owner = state.get("sessionId")
     session_id = agent.session_id(hook_input)
-    if state["status"] not in st.ACTIVE or (owner and owner != session_id):
+    if state["status"] not in st.ACTIVE or _foreign(state, session_id, agent):
         return None
     trigger = str(hook_input.get("trigger") or "")[:20]
 

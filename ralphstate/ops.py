@@ -21,7 +21,15 @@ TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False,
 
 
 def session_id() -> str | None:
-    return os.environ.get(ENV_SESSION) or None
+    return current_session()[1]
+
+
+def current_session() -> tuple[str | None, str | None]:
+    """(agent, session id) of the agent session this command runs in, read from the
+    variables each agent gives its shell commands (`adapters.session_from_env`)."""
+    from ralphstate.adapters import session_from_env
+
+    return session_from_env(os.environ)
 
 
 def claude_pid() -> str | None:
@@ -61,9 +69,9 @@ def init(
     criteria: list[str],
     steps: list[str],
     *,
-    max_iterations: int | None,
-    stall_limit: int | None,
-    marker: str | None,
+    max_iterations: int,
+    stall_limit: int,
+    marker: str,
     continue_message: str | None = None,
     force: bool = False,
     template: dict[str, Any] | None = None,
@@ -75,9 +83,10 @@ def init(
     if store.exists() and not force:
         try:
             old = store.load()
-        except RalphstateError as exc:
+        except RalphstateError:
             raise RalphstateError(
-                f"{exc} Use --force to start over (a copy of it is kept)."
+                f"{loop.display(loop.state)} exists and cannot be read;"
+                " use --force to start over (a copy of it is kept)."
             ) from None
         if old["status"] in st.ACTIVE:
             raise RalphstateError(
@@ -85,13 +94,6 @@ def init(
                 f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
             )
     extra = dict(template or {})
-    # An option given on the command line wins over the template, which wins over the default.
-    if max_iterations is None:
-        max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
-    if stall_limit is None:
-        stall_limit = int(extra.get("stallLimit", st.DEFAULT_STALL_LIMIT))
-    if marker is None:
-        marker = str(extra.get("completionMarker") or st.DEFAULT_MARKER)
     if not spec:
         spec = str(extra.get("spec") or "")
     if not spec:
@@ -105,6 +107,7 @@ def init(
         "status",
         "pauseReason",
         "sessionId",
+        "ownerAgent",
         "startedAt",
         "updatedAt",
         "lastCheckpoint",
@@ -123,7 +126,8 @@ def init(
         max_iterations=max_iterations,
         stall_limit=stall_limit,
         marker=marker,
-        session_id=session_id(),
+        session_id=current_session()[1],
+        agent=current_session()[0],
         now=clock.now_iso(),
         extra=extra,
     )
@@ -138,7 +142,7 @@ def init(
                 "session": new["sessionId"],
             }
         ],
-        backup=force or store.exists(),  # a finished loop is replaced, but kept
+        backup=force,
     )
     _register(loop, new)
     return store, new, backup
@@ -313,13 +317,13 @@ def cancel(store: Store) -> st.State:
 
 
 def adopt(store: Store) -> st.State:
-    """Own the loop from this Claude Code session (or, outside one, let the next adopt it)."""
-    sid = session_id()
+    """Own the loop from this agent session (or, outside one, let the next adopt it)."""
+    agent, sid = current_session()
 
     def fn(state: st.State) -> list[Event]:
         previous = state.get("sessionId")
-        state["sessionId"] = sid
-        return [{"event": "adopted", "session": sid, "from": previous, "by": "cli"}]
+        state["sessionId"], state["ownerAgent"] = sid, agent if sid else None
+        return [{"event": "adopted", "session": sid, "agent": agent, "from": previous, "by": "cli"}]
 
     new = store.update(fn)
     registry.record(store.paths, new, claude_pid())

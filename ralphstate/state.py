@@ -27,6 +27,8 @@ DEFAULT_MARKER = "<loop-complete>"
 # Iterations beyond this are refused: the cap exists to be a cap.
 MAX_ITERATIONS_CEILING = 100_000
 STATUSES = ("in_progress", "paused", "complete", "cancelled")
+# The agent a `sessionId` belongs to when the file does not say.
+DEFAULT_AGENT = "claude"
 ACTIVE = ("in_progress", "paused")
 
 State = dict[str, Any]
@@ -56,6 +58,8 @@ FIELD_ORDER = (
     # ralphstate: consecutive blocks with no progress, and the progress they saw.
     "blocksWithoutProgress",
     "lastProgress",
+    # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
+    "ownerAgent",
 )
 
 
@@ -68,7 +72,6 @@ def _defaults() -> State:
         "checks": {},
         "steps": [],
         "completedSteps": [],
-        "remainingSteps": [],
         "iteration": 0,
         "maxIterations": DEFAULT_MAX_ITERATIONS,
         "stallLimit": DEFAULT_STALL_LIMIT,
@@ -83,6 +86,7 @@ def _defaults() -> State:
         "errors": [],
         "blocksWithoutProgress": 0,
         "lastProgress": None,
+        "ownerAgent": None,
     }
 
 
@@ -182,12 +186,15 @@ def _normalise(raw: State) -> State:
         "continueMessage",
         "pauseReason",
         "sessionId",
+        "ownerAgent",
         "startedAt",
         "updatedAt",
         "lastCheckpoint",
         "lastProgress",
     ):
         state[key] = _opt_str(raw, key)
+    # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
+    state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     errors = raw.get("errors") or []
     if not isinstance(errors, list):
         raise _Bad("'errors' must be a list")
@@ -196,14 +203,7 @@ def _normalise(raw: State) -> State:
         if key not in state:
             state[key] = value
     state["version"] = SCHEMA_VERSION
-    return _in_schema_order(state)
-
-
-def _in_schema_order(state: State) -> State:
-    """The schema's keys in the schema's order, then unknown keys in the order found."""
-    ordered = {key: state[key] for key in FIELD_ORDER if key in state}
-    ordered.update((k, v) for k, v in state.items() if k not in ordered)
-    return ordered
+    return state
 
 
 def parse(data: bytes) -> State:
@@ -219,7 +219,9 @@ def parse(data: bytes) -> State:
 
 def dumps(state: State) -> bytes:
     """The file's bytes: indented, schema order, unknown keys after, newline-terminated."""
-    return orjson.dumps(_in_schema_order(state), option=orjson.OPT_INDENT_2) + b"\n"
+    ordered = {key: state[key] for key in FIELD_ORDER if key in state}
+    ordered.update((k, v) for k, v in state.items() if k not in ordered)
+    return orjson.dumps(ordered, option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def new(
@@ -231,6 +233,7 @@ def new(
     stall_limit: int = DEFAULT_STALL_LIMIT,
     marker: str = DEFAULT_MARKER,
     session_id: str | None = None,
+    agent: str | None = None,
     now: str,
     extra: State | None = None,
 ) -> State:
@@ -246,6 +249,7 @@ def new(
         completionMarker=marker,
         status="in_progress",
         sessionId=session_id,
+        ownerAgent=agent if session_id else None,
         startedAt=now,
         updatedAt=now,
         iteration=0,

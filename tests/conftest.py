@@ -17,6 +17,12 @@ LEAKY_ENV = (
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_PID",
     "CLAUDE_PROJECT_DIR",
+    # Other agents' session variables (see adapters.session_from_env).
+    "CODEX_SESSION_ID",
+    "CODEX_THREAD_ID",
+    "COPILOT_AGENT_SESSION_ID",
+    "COPILOT_PROJECT_DIR",
+    "GEMINI_CLI",
     "RALPHSTATE_DIR",
     "RALPHSTATE_RUNNER",
     "RALPHSTATE_HOME",

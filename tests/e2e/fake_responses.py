@@ -1,0 +1,207 @@
+"""A scripted stand-in for the OpenAI Responses API, for the Codex CLI end-to-end test.
+
+Codex CLI talks to the model provider its config names; with `wire_api = "responses"`
+and `base_url` pointing here, every model call is `POST /v1/responses` answered with
+server-sent events. This server answers from a script instead of a model, so a test
+decides exactly what "the model" says and can read back every request the client sent.
+
+A script is a list of turns. A turn is a list of output items (`message(...)`,
+`shell(...)`) or a callable that receives the request body (parsed JSON) and returns
+such a list, so a turn can react to what the client sent. Each request gets the next
+turn; once the script has run out the answer is a plain `done`. Every request is
+recorded. Standard library only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Item = dict[str, Any]
+Turn = Sequence[Item] | Callable[[dict[str, Any]], Sequence[Item]]
+
+
+def message(text: str) -> Item:
+    """An assistant message item."""
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
+
+
+def shell(command: str, tool: str = "exec_command", arg: str = "cmd") -> Item:
+    """A function call of the client's shell tool running `command`: Codex CLI's
+    `exec_command` takes `cmd`, Copilot CLI's `bash` takes `command`."""
+    return {
+        "type": "function_call",
+        "name": tool,
+        "arguments": json.dumps({arg: command}),
+    }
+
+
+def user_texts(body: dict[str, Any]) -> list[str]:
+    """The text of every user message in a request's `input`, in order."""
+    return texts(body, "user")
+
+
+def texts(body: dict[str, Any], role: str) -> list[str]:
+    """The text of every `role` message (user, developer, assistant) in `input`."""
+    found: list[str] = []
+    for item in body.get("input") or []:
+        if item.get("type") == "message" and item.get("role") == role:
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    found.append(part["text"])
+    return found
+
+
+def tool_outputs(body: dict[str, Any]) -> list[str]:
+    """The output of every function call in a request's `input`, in order."""
+    outputs: list[str] = []
+    for item in body.get("input") or []:
+        if item.get("type") == "function_call_output":
+            output = item.get("output")
+            outputs.append(output if isinstance(output, str) else json.dumps(output))
+    return outputs
+
+
+class FakeResponsesAPI:
+    """A Responses API server on a free loopback port, answering from `script`."""
+
+    def __init__(self, script: list[Turn] | None = None) -> None:
+        self.script: list[Turn] = list(script or [])
+        self.requests: list[dict[str, Any]] = []  # bodies of POST /v1/responses
+        self.other: list[str] = []  # any other request, as "METHOD PATH"
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._served = 0
+        self._ids = itertools.count(1)
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeResponsesAPI:
+        api = self
+
+        class Handler(_Handler):
+            owner = api
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="fake-responses-api", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def next_items(self, body: dict[str, Any]) -> list[Item]:
+        with self._lock:
+            self.requests.append(body)
+            turn: Turn | None = None
+            if self._served < len(self.script):
+                turn = self.script[self._served]
+            self._served += 1
+        if turn is None:
+            return [message("done")]
+        if callable(turn):
+            try:
+                return list(turn(body))
+            except BaseException as exc:  # noqa: BLE001 - reported by the test at teardown
+                self.errors.append(exc)
+                return [message(f"script error: {exc!r}")]
+        return list(turn)
+
+    def events(self, items: list[Item]) -> list[dict[str, Any]]:
+        """The server-sent events of one response carrying `items`."""
+        with self._lock:
+            rid = f"resp_{next(self._ids)}"
+            ids = [next(self._ids) for _ in items]
+        out: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {"id": rid, "status": "in_progress"}}
+        ]
+        done: list[Item] = []
+        for index, (item, n) in enumerate(zip(items, ids, strict=True)):
+            full = dict(item)
+            if full["type"] == "message":
+                full.update(id=f"msg_{n}", status="completed")
+            else:
+                full.update(id=f"fc_{n}", call_id=f"call_{n}", status="completed")
+            out.append({"type": "response.output_item.added", "output_index": index, "item": full})
+            if full["type"] == "message":
+                out.append(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": full["id"],
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": full["content"][0]["text"],
+                    }
+                )
+            out.append({"type": "response.output_item.done", "output_index": index, "item": full})
+            done.append(full)
+        usage = {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        }
+        out.append(
+            {
+                "type": "response.completed",
+                "response": {"id": rid, "status": "completed", "output": done, "usage": usage},
+            }
+        )
+        return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: FakeResponsesAPI
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.owner.other.append(f"GET {self.path}")
+        self._reply(404, b'{"error": "not found"}', "application/json")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/responses"):
+            self.owner.other.append(f"POST {self.path}")
+            self._reply(404, b'{"error": "not found"}', "application/json")
+            return
+        body = json.loads(raw or b"{}")
+        items = self.owner.next_items(body)
+        stream = b"".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+            for e in self.owner.events(items)
+        )
+        self._reply(200, stream, "text/event-stream")
+
+    def _reply(self, code: int, payload: bytes, kind: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)

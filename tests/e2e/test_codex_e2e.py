@@ -1,0 +1,143 @@
+"""The loop under the real Codex CLI, offline: `ralphstate install --agent codex`
+writes `.codex/hooks.json`, `codex exec` talks to a scripted Responses API, and the
+Stop hook's block reaches the model as `<hook_prompt ...>`.
+
+Skipped, with the reason printed, only when the Codex binary is not installed
+(`cd tests/e2e/codex && npm ci`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from codex_fixtures import base_env, find_codex, run_codex, write_config
+from fake_responses import FakeResponsesAPI, message, shell, texts, user_texts
+
+from ralphstate import state as st
+
+pytestmark = pytest.mark.e2e
+HOOK_PROMPT = re.compile(r'^<hook_prompt hook_run_id="[^"]+">(.*)</hook_prompt>$', re.DOTALL)
+
+
+@pytest.fixture(scope="module")
+def codex_bin() -> Path:
+    binary, detail = find_codex()
+    if binary is None:
+        print(f"skipping the Codex CLI end-to-end tests: {detail}")
+        pytest.skip(detail)
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
+    assert version.returncode == 0, version.stderr
+    return binary
+
+
+@pytest.fixture
+def responses() -> Iterator[FakeResponsesAPI]:
+    server = FakeResponsesAPI().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    if server.errors:
+        raise server.errors[0]
+
+
+@pytest.fixture
+def codex_project(tmp_path: Path, responses: FakeResponsesAPI) -> tuple[Path, dict[str, str]]:
+    """A fresh project with ralphstate's Codex hooks, and the client's environment."""
+    project = tmp_path / "my project"
+    project.mkdir()
+    codex_home = tmp_path / "codex-home"
+    write_config(codex_home, responses, project)
+    env = base_env(tmp_path, codex_home)
+    rs(project, env, "install", "--agent", "codex")
+    assert (project / ".codex" / "hooks.json").is_file()
+    return project, env
+
+
+def rs(project: Path, env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def read_state(project: Path) -> dict[str, Any]:
+    return json.loads((project / ".loop" / "state.json").read_text(encoding="utf-8"))
+
+
+def test_a_block_reaches_the_model_and_completion_ends_the_run(
+    codex_bin: Path, codex_project: tuple[Path, dict[str, str]], responses: FakeResponsesAPI
+) -> None:
+    project, env = codex_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass")
+    record = shlex.join([sys.executable, "-m", "ralphstate", "criteria", "set", "tests pass"])
+    prompts: list[str] = []
+
+    def after_block(body: dict[str, Any]) -> list[dict[str, Any]]:
+        prompts.append(user_texts(body)[-1])
+        return [shell(f"{record} true")]
+
+    responses.script = [
+        [message("I think I am done.")],
+        after_block,
+        [message("The tests pass now. <loop-complete>")],
+    ]
+    run = run_codex(codex_bin, project, "Build the parser.", env)
+
+    assert run.process.returncode == 0, run.process.stderr
+    assert run.process.stdout.strip() == "The tests pass now. <loop-complete>"
+    assert len(responses.requests) == 3, "one block, one tool call, then the run ended"
+    # SessionStart restored the loop into the model's context.
+    restored = texts(responses.requests[0], "developer")
+    assert any(t.startswith("A ralphstate loop is active in this project") for t in restored)
+    # The Stop hook's reason reached the model as Codex's hook prompt.
+    found = HOOK_PROMPT.match(prompts[0])
+    assert found, prompts[0]
+    assert found.group(1).startswith(
+        "ralphstate loop, iteration 1 of 20: 1 of 1 criteria not verified yet:\n- tests pass\n"
+    )
+    state = read_state(project)
+    assert state["status"] == "complete"
+    assert state["iteration"] == 1
+    assert state["criteriaStatus"] == {"tests pass": True}
+    assert (state["sessionId"], state["ownerAgent"]) == (run.session_id, "codex")
+
+
+def test_a_loop_owned_by_a_claude_session_is_announced_not_taken(
+    codex_bin: Path, codex_project: tuple[Path, dict[str, str]], responses: FakeResponsesAPI
+) -> None:
+    project, env = codex_project
+    rs(
+        project,
+        {**env, "CLAUDE_CODE_SESSION_ID": "claude-session-1"},
+        "init",
+        "Build it",
+        "-c",
+        "x",
+    )
+    before = (project / ".loop" / "state.json").read_bytes()
+    responses.script = [[message("Nothing to do here.")]]
+    run = run_codex(codex_bin, project, "Say hello.", env)
+
+    assert run.process.returncode == 0, run.process.stderr
+    assert len(responses.requests) == 1, "the Stop hook did not hold the run"
+    announced = texts(responses.requests[0], "developer")
+    assert any(
+        t.startswith("A ralphstate loop in this project belongs to another") for t in announced
+    )
+    assert (project / ".loop" / "state.json").read_bytes() == before
+    assert st.parse(before)["ownerAgent"] == "claude"

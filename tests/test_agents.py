@@ -1,0 +1,322 @@
+"""The decision table for every agent: each agent's recorded input shape in
+(tests/fixtures/agents), through a real `ralphstate hook ... --agent NAME` process,
+and that agent's exact output shape out. The reason and message texts come from the
+one decision function; the shapes are written out here, per agent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from ralphstate import adapters, registry
+from ralphstate import state as st
+from ralphstate.agent_transcripts import last_reply
+from ralphstate.decide import decide_stop
+from ralphstate.paths import LoopPaths
+from tests.conftest import run_process
+
+FIXTURES = Path(__file__).parent / "fixtures" / "agents"
+MARK = "<loop-complete>"
+ALL_MET = {"criteriaStatus": {"tests pass": True, "lint clean": True}}
+Shape = Callable[[str], "dict[str, Any] | None"]
+
+# agent -> (how a block looks, how a message for the person looks)
+STOP_SHAPES: dict[str, tuple[Shape, Shape]] = {
+    "claude": (lambda r: {"decision": "block", "reason": r}, lambda m: {"systemMessage": m}),
+    "codex": (lambda r: {"decision": "block", "reason": r}, lambda m: {"systemMessage": m}),
+    "gemini": (lambda r: {"decision": "deny", "reason": r}, lambda m: {"systemMessage": m}),
+    "cursor": (lambda r: {"followup_message": r}, lambda m: None),
+    "copilot": (lambda r: {"decision": "block", "reason": r}, lambda m: None),
+}
+
+
+def _context_claude(ctx: str, line: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ctx},
+        "systemMessage": line,
+    }
+
+
+CONTEXT_SHAPES: dict[str, Callable[[str, str], dict[str, Any]]] = {
+    "claude": _context_claude,
+    "codex": _context_claude,
+    "gemini": _context_claude,
+    "cursor": lambda ctx, line: {"additional_context": ctx},
+    "copilot": lambda ctx, line: {"additionalContext": ctx},
+}
+AGENTS = list(adapters.AGENTS)
+
+
+def fixture_input(name: str, event: str, root: Path, message: str | None) -> dict[str, Any]:
+    """The recorded input, placed in `root`, with `message` as the reply that ended the
+    turn: in the input's field, or in the agent's transcript."""
+    transcript = root / f"{name}-transcript.jsonl"
+    raw = (FIXTURES / f"{name}_{event}.json").read_text(encoding="utf-8")
+    data = json.loads(raw.replace("{project}", _j(root)).replace("{transcript}", _j(transcript)))
+    agent = adapters.get(name)
+    if agent.message_key and agent.message_key in data:
+        data[agent.message_key] = message
+    if name == "copilot":
+        write_copilot_transcript(transcript, message)
+    elif name == "cursor":
+        write_cursor_transcript(transcript, message)
+    return data
+
+
+def _j(path: Path) -> str:
+    return json.dumps(str(path))[1:-1]
+
+
+def write_copilot_transcript(path: Path, message: str | None) -> None:
+    recorded = (FIXTURES / "copilot_events.jsonl").read_text(encoding="utf-8")
+    events = [json.loads(line) for line in recorded.splitlines()]
+    for event in events:
+        if event["type"] == "assistant.message":
+            event["data"]["content"] = message or ""
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+
+
+def write_cursor_transcript(path: Path, message: str | None) -> None:
+    recorded = (FIXTURES / "cursor_transcript.jsonl").read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in recorded.splitlines()]
+    if message is None:
+        lines = lines[:1]
+    else:
+        lines[-1]["message"]["content"][0]["text"] = message
+    path.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+
+
+def session_of(name: str) -> str:
+    data = json.loads((FIXTURES / f"{name}_stop.json").read_text(encoding="utf-8"))
+    sid = adapters.get(name).session_id(data)
+    assert sid
+    return sid
+
+
+def make_loop(root: Path, name: str, *, known: bool = True, **overrides: Any) -> Path:
+    state = st.new(
+        "Build the parser",
+        ["tests pass", "lint clean"],
+        ["tokenizer", "parser"],
+        session_id=session_of(name),
+        agent=name,
+        now="2026-01-01T00:00:00Z",
+    )
+    state.update(overrides)
+    state = st.normalise(state)
+    loop = root / ".loop"
+    loop.mkdir(exist_ok=True)
+    (loop / "state.json").write_bytes(st.dumps(state))
+    if known:
+        registry.record(LoopPaths(root, loop), state)
+    return loop / "state.json"
+
+
+def run_hook(event: str, name: str, root: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+    done = run_process(
+        ["hook", event, "--agent", name], cwd=root, input=orjson.dumps(data), timeout=20
+    )
+    assert done.returncode == 0
+    assert done.stderr == b"", done.stderr
+    if not done.stdout:
+        return None
+    assert done.stdout.count(b"\n") == 1, "exactly one JSON object"
+    out: dict[str, Any] = orjson.loads(done.stdout)
+    return out
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "a project"
+    path.mkdir()
+    return path
+
+
+def other_agent(name: str) -> str:
+    return "codex" if name != "codex" else "claude"
+
+
+# name, state overrides (None: the agent's own session), reply, known here, rule
+ROWS: list[tuple[str, dict[str, Any], str | None, bool, str]] = [
+    ("unmet criteria", {}, "I am done " + MARK, True, "unmet"),
+    ("all met, no marker", ALL_MET, "All done.", True, "no_marker"),
+    ("all met, no reply at all", ALL_MET, None, True, "no_marker"),
+    ("complete", ALL_MET, "All done. " + MARK, True, "complete"),
+    ("marker only in code", ALL_MET, "Say `" + MARK + "` when done.", True, "no_marker"),
+    ("max iterations", {"iteration": 20}, "hi", True, "max_iterations"),
+    ("stall", {"blocksWithoutProgress": 5}, "still thinking", True, "stall"),
+    ("paused", {"status": "paused"}, "hi", True, "not_in_progress"),
+    ("complete already", {"status": "complete"}, "hi", True, "not_in_progress"),
+    ("another session", {"sessionId": "someone-else"}, "hi", True, "other_session"),
+    ("another agent's session", {"ownerAgent": "OTHER"}, "hi", True, "other_session"),
+    ("unowned, never seen here", {"sessionId": None}, "hi", False, "unknown_loop"),
+    ("unowned, known: adopted", {"sessionId": None}, "hi", True, "unmet"),
+]
+
+
+@pytest.mark.parametrize("name", AGENTS)
+@pytest.mark.parametrize(
+    ("case", "overrides", "reply", "known", "rule"), ROWS, ids=[r[0] for r in ROWS]
+)
+def test_stop_table(
+    root: Path,
+    name: str,
+    case: str,
+    overrides: dict[str, Any],
+    reply: str | None,
+    known: bool,
+    rule: str,
+) -> None:
+    overrides = {k: other_agent(name) if v == "OTHER" else v for k, v in overrides.items()}
+    path = make_loop(root, name, known=known, **overrides)
+    before = path.read_bytes()
+    state = st.parse(before)
+    expected = decide_stop(state, session_of(name), reply, known_here=known, agent=name)
+    assert expected.rule == rule
+
+    out = run_hook("stop", name, root, fixture_input(name, "stop", root, reply))
+
+    block, notice = STOP_SHAPES[name]
+    if expected.block:
+        assert expected.reason
+        assert out == block(expected.reason)
+    elif expected.system_message:
+        assert out == notice(expected.system_message)
+    else:
+        assert out is None
+    after = st.parse(path.read_bytes())
+    if expected.state is None:
+        assert path.read_bytes() == before
+    else:
+        for key in ("status", "pauseReason", "iteration", "sessionId", "ownerAgent"):
+            assert after[key] == expected.state[key], key
+    if case == "unowned, known: adopted":
+        assert (after["sessionId"], after["ownerAgent"]) == (session_of(name), name)
+
+
+def test_cursor_never_follows_up_a_turn_the_person_stopped(root: Path) -> None:
+    path = make_loop(root, "cursor")
+    before = path.read_bytes()
+    for status in ("aborted", "error"):
+        data = {**fixture_input("cursor", "stop", root, "hi"), "status": status}
+        assert run_hook("stop", "cursor", root, data) is None
+    assert path.read_bytes() == before
+    out = run_hook("stop", "cursor", root, fixture_input("cursor", "stop", root, "hi"))
+    assert out is not None and list(out) == ["followup_message"]
+    assert out["followup_message"].startswith("ralphstate loop, iteration 1 of 20:")
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_session_start_restores_the_agents_own_loop(root: Path, name: str) -> None:
+    make_loop(root, name, criteriaStatus={"tests pass": True})
+    out = run_hook("session-start", name, root, fixture_input(name, "session_start", root, None))
+    assert out is not None
+    ctx = out.get("additionalContext") or out.get("additional_context")
+    ctx = ctx or out["hookSpecificOutput"]["additionalContext"]
+    assert ctx.startswith("A ralphstate loop is active in this project")
+    assert "- [x] tests pass" in ctx
+    line = "ralphstate: loop resumed: 1/2 criteria, iteration 0/20."
+    assert out == CONTEXT_SHAPES[name](ctx, line)
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_session_start_announces_another_agents_loop_without_taking_it(
+    root: Path, name: str
+) -> None:
+    path = make_loop(root, name, ownerAgent=other_agent(name))
+    before = path.read_bytes()
+    out = run_hook("session-start", name, root, fixture_input(name, "session_start", root, None))
+    assert out is not None
+    ctx = (
+        "A ralphstate loop in this project belongs to another session; do not work on it"
+        " unless the person asks. To take it over here: `ralphstate adopt`."
+    )
+    sid = session_of(name)
+    line = (
+        f"ralphstate: the loop here belongs to another session ({other_agent(name)}"
+        f" {sid[:8]}…); run `ralphstate adopt` to continue it in this one."
+    )
+    assert out == CONTEXT_SHAPES[name](ctx, line)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_session_start_adopts_an_unowned_known_loop_for_its_agent(root: Path, name: str) -> None:
+    path = make_loop(root, name, sessionId=None)
+    out = run_hook("session-start", name, root, fixture_input(name, "session_start", root, None))
+    assert out is not None
+    state = st.parse(path.read_bytes())
+    assert (state["sessionId"], state["ownerAgent"]) == (session_of(name), name)
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_pre_compact_checkpoints_only_the_agents_own_loop(root: Path, name: str) -> None:
+    data = {**fixture_input(name, "session_start", root, None), "trigger": "auto"}
+    path = make_loop(root, name, ownerAgent=other_agent(name))
+    before = path.read_bytes()
+    assert run_hook("pre-compact", name, root, data) is None
+    assert path.read_bytes() == before
+    make_loop(root, name)
+    assert run_hook("pre-compact", name, root, data) is None
+    assert st.parse(path.read_bytes())["lastCheckpoint"] is not None
+
+
+# -- which agent a command runs inside --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (None, None)),
+        ({"CLAUDE_CODE_SESSION_ID": "c1"}, ("claude", "c1")),
+        ({"CODEX_THREAD_ID": "x1", "CODEX_SESSION_ID": "x1"}, ("codex", "x1")),
+        ({"COPILOT_AGENT_SESSION_ID": "p1"}, ("copilot", "p1")),
+        ({"GEMINI_CLI": "1"}, ("gemini", None)),
+        # An agent started from Claude Code's Bash tool inherits Claude Code's variables.
+        ({"CLAUDE_CODE_SESSION_ID": "c1", "CODEX_THREAD_ID": "x1"}, ("codex", "x1")),
+        ({"CLAUDE_CODE_SESSION_ID": "c1", "GEMINI_CLI": "1"}, ("gemini", None)),
+    ],
+)
+def test_session_from_env(env: dict[str, str], expected: tuple[str | None, str | None]) -> None:
+    assert adapters.session_from_env(env) == expected
+
+
+def test_init_inside_codex_is_owned_by_the_codex_session(root: Path) -> None:
+    env = {"CODEX_THREAD_ID": "thread-9", "CODEX_SESSION_ID": "thread-9"}
+    done = run_process(["init", "Build it", "-c", "x"], cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    state = st.parse((root / ".loop" / "state.json").read_bytes())
+    assert (state["sessionId"], state["ownerAgent"]) == ("thread-9", "codex")
+    done = run_process(["adopt"], cwd=root, env={"COPILOT_AGENT_SESSION_ID": "cp-2"})
+    assert done.returncode == 0, done.stderr
+    state = st.parse((root / ".loop" / "state.json").read_bytes())
+    assert (state["sessionId"], state["ownerAgent"]) == ("cp-2", "copilot")
+
+
+def test_a_file_without_owner_agent_belongs_to_claude_code() -> None:
+    assert st.normalise({"sessionId": "s1"})["ownerAgent"] == "claude"
+    assert st.normalise({"sessionId": None, "ownerAgent": "codex"})["ownerAgent"] is None
+    assert st.normalise({"sessionId": "s1", "ownerAgent": "gemini"})["ownerAgent"] == "gemini"
+
+
+# -- transcripts of agents whose stop input carries no reply ----------------------------
+
+
+@pytest.mark.parametrize("kind", ["copilot", "cursor"])
+def test_last_reply_is_read_from_the_transcript_tail(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "t.jsonl"
+    write = write_copilot_transcript if kind == "copilot" else write_cursor_transcript
+    write(path, "Done. " + MARK)
+    assert last_reply(str(path), kind) == "Done. " + MARK
+    write(path, None)
+    assert last_reply(str(path), kind) is None
+    assert last_reply(str(tmp_path / "missing.jsonl"), kind) is None
+    assert last_reply(str(tmp_path), kind) is None  # a directory
+    # The first piece of a bounded tail may be half a line; it is skipped.
+    write(path, "x" * 50)
+    assert last_reply(str(path), kind, max_bytes=path.stat().st_size - 1) == "x" * 50

@@ -1,0 +1,266 @@
+"""`ralphstate install --agent NAME`: each agent's own file and format, merged,
+idempotent, removable, with absolute quoted command paths; `doctor` reports them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ralphstate import install
+from ralphstate.install_agents import CURSOR_LOOP_LIMIT, TARGETS, hooks_path
+from tests.conftest import Result
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    monkeypatch.setenv("USERPROFILE", str(path))
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+    return path
+
+
+def cmd(sub: str, agent: str) -> str:
+    event = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}[sub]
+    return install.hook_command(event, agent=agent)
+
+
+def read(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def grouped(sub: str, agent: str, timeout: int, matcher: bool, name: bool = False) -> Any:
+    handler: dict[str, Any] = {"type": "command"}
+    if name:
+        handler["name"] = f"ralphstate-{sub}"
+    handler.update(command=cmd(sub, agent), timeout=timeout)
+    group: dict[str, Any] = {"matcher": ""} if matcher else {}
+    group["hooks"] = [handler]
+    return [group]
+
+
+def powershell(sub: str, agent: str) -> str:
+    program = install.command_target(cmd(sub, agent))
+    assert program is not None
+    return f"& '{program}' hook {sub} --agent {agent}"
+
+
+EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
+    "codex": (
+        ".codex/hooks.json",
+        {
+            "hooks": {
+                "Stop": grouped("stop", "codex", 30, False),
+                "SessionStart": grouped("session-start", "codex", 30, True),
+                "PreCompact": grouped("pre-compact", "codex", 30, True),
+            }
+        },
+    ),
+    "gemini": (
+        ".gemini/settings.json",
+        {
+            "hooks": {
+                "AfterAgent": grouped("stop", "gemini", 30000, False, True),
+                "SessionStart": grouped("session-start", "gemini", 30000, True, True),
+                "PreCompress": grouped("pre-compact", "gemini", 30000, True, True),
+            }
+        },
+    ),
+    "cursor": (
+        ".cursor/hooks.json",
+        {
+            "version": 1,
+            "hooks": {
+                "stop": [{"command": cmd("stop", "cursor"), "loop_limit": CURSOR_LOOP_LIMIT}]
+            },
+        },
+    ),
+    "copilot": (
+        ".github/hooks/ralphstate.json",
+        {
+            "version": 1,
+            "hooks": {
+                event: [
+                    {
+                        "type": "command",
+                        "bash": cmd(sub, "copilot"),
+                        "powershell": powershell(sub, "copilot"),
+                        "timeoutSec": 30,
+                    }
+                ]
+                for event, sub in (
+                    ("agentStop", "stop"),
+                    ("sessionStart", "session-start"),
+                    ("preCompact", "pre-compact"),
+                )
+            },
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", list(EXPECTED))
+def test_install_writes_the_agents_file_and_a_second_run_changes_nothing(
+    rs: Any, project: Path, home: Path, agent: str
+) -> None:
+    relative, expected = EXPECTED[agent]
+    result: Result = rs("install", "--agent", agent)
+    assert result.code == 0, result.err
+    path = project / relative
+    assert result.out.splitlines()[-1] == f"updated: {path}"
+    assert read(path) == expected
+    for handler in _handlers(read(path)):
+        program = install.command_target(handler.get("command") or handler["bash"])
+        assert program is not None and Path(program).is_absolute()
+    written = path.read_bytes()
+    again = rs("install", "--agent", agent)
+    assert again.out.splitlines()[-1] == f"unchanged: {path}"
+    assert path.read_bytes() == written
+
+
+def _handlers(data: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for entries in data["hooks"].values():
+        for entry in entries:
+            out += entry["hooks"] if "hooks" in entry else [entry]
+    return out
+
+
+FOREIGN: dict[str, dict[str, Any]] = {
+    "codex": {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}},
+    "gemini": {
+        "theme": "dark",
+        "hooks": {"AfterAgent": [{"hooks": [{"type": "command", "command": "lint"}]}]},
+    },
+    "cursor": {"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}},
+    "copilot": {"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./a.sh"}]}},
+}
+
+
+@pytest.mark.parametrize("agent", list(FOREIGN))
+def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(
+    rs: Any, project: Path, home: Path, agent: str
+) -> None:
+    path = project / EXPECTED[agent][0]
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(FOREIGN[agent]), encoding="utf-8")
+    assert rs("install", "--agent", agent).code == 0
+    data = read(path)
+    assert all(any(h == theirs for h in _handlers(data)) for theirs in _handlers(FOREIGN[agent]))
+    assert rs("install", "--agent", agent, "--uninstall").code == 0
+    assert read(path) == FOREIGN[agent]
+
+
+def test_uninstall_removes_copilots_own_file_when_it_is_left_empty(
+    rs: Any, project: Path, home: Path
+) -> None:
+    assert rs("install", "--agent", "copilot").code == 0
+    result = rs("install", "--agent", "copilot", "--uninstall")
+    path = project / ".github" / "hooks" / "ralphstate.json"
+    assert result.out.splitlines()[-2:] == [f"removed {path}", f"updated: {path}"]
+    assert not path.exists()
+    again = rs("install", "--agent", "copilot", "--uninstall")
+    assert again.out.splitlines() == ["no ralphstate hooks to remove", f"unchanged: {path}"]
+
+
+def test_install_updates_a_moved_command_in_place_and_keeps_a_chosen_limit(
+    rs: Any, project: Path, home: Path
+) -> None:
+    path = project / ".cursor" / "hooks.json"
+    path.parent.mkdir()
+    old = '"/old/venv/bin/ralphstate" hook stop --agent cursor'
+    path.write_text(
+        json.dumps({"version": 1, "hooks": {"stop": [{"command": old, "loop_limit": 5}]}})
+    )
+    result = rs("install", "--agent", "cursor")
+    assert result.out.splitlines()[0] == (
+        f"updated stop hook: {cmd('stop', 'cursor')} (was: {old})"
+    )
+    assert read(path) == {
+        "version": 1,
+        "hooks": {"stop": [{"command": cmd("stop", "cursor"), "loop_limit": 5}]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("agent", "content", "problem"),
+    [
+        ("codex", "{not json", "is not valid JSON"),
+        ("gemini", '{"hooks": {"AfterAgent": {}}}', '"hooks.AfterAgent" in'),
+        ("cursor", '{"version": 2, "hooks": {}}', 'has "version": 2, not 1'),
+        ("copilot", "[]", "does not hold a JSON object"),
+    ],
+)
+def test_a_file_the_agent_would_not_accept_is_reported_and_left_alone(
+    rs: Any, project: Path, home: Path, agent: str, content: str, problem: str
+) -> None:
+    path = project / EXPECTED[agent][0]
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    result = rs("install", "--agent", agent)
+    assert result.code == 1
+    assert result.err.startswith("ralphstate: ") and problem in result.err
+    assert result.err.count("\n") == 1
+    assert path.read_text() == content
+
+
+def test_local_scope_is_claude_codes_only(rs: Any, project: Path, home: Path) -> None:
+    result = rs("install", "--agent", "gemini", "--scope", "local")
+    assert (result.code, result.err) == (
+        1,
+        "ralphstate: gemini has no 'local' scope; use --scope project or --scope user.\n",
+    )
+
+
+def test_user_scope_follows_codex_home_and_copilot_home(
+    project: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert hooks_path("codex", "user", project) == home / ".codex" / "hooks.json"
+    assert hooks_path("copilot", "user", project) == home / ".copilot" / "hooks" / (
+        "ralphstate.json"
+    )
+    assert hooks_path("gemini", "user", project) == home / ".gemini" / "settings.json"
+    assert hooks_path("cursor", "user", project) == home / ".cursor" / "hooks.json"
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "ch"))
+    monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
+    assert hooks_path("codex", "user", project) == tmp_path / "ch" / "hooks.json"
+    assert hooks_path("copilot", "user", project) == tmp_path / "cp" / "hooks" / "ralphstate.json"
+    assert set(TARGETS) == {"codex", "gemini", "cursor", "copilot"}
+
+
+def test_doctor_reports_every_configured_agent(rs: Any, project: Path, home: Path) -> None:
+    assert rs("install", "--agent", "codex").code == 0
+    assert rs("install", "--agent", "copilot", "--scope", "user").code == 0
+    result = rs("doctor")
+    assert result.code == 0, result.out
+    lines = result.out.splitlines()
+    assert "ok   no Claude Code hooks installed (`ralphstate install` adds them)" in lines
+    program = install.command_target(cmd("stop", "codex"))
+    codex = project / ".codex" / "hooks.json"
+    copilot = home / ".copilot" / "hooks" / "ralphstate.json"
+    for event in ("Stop", "SessionStart", "PreCompact"):
+        assert f"ok   codex {event} hook in {codex} runs {program}" in lines
+    for event in ("agentStop", "sessionStart", "preCompact"):
+        assert f"ok   copilot {event} hook in {copilot} runs {program}" in lines
+    assert not any("gemini" in line or "cursor" in line for line in lines)
+
+
+def test_doctor_fails_an_agent_hook_whose_program_is_gone(
+    rs: Any, project: Path, home: Path
+) -> None:
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    gone = '"/nowhere/ralphstate" hook stop --agent gemini'
+    path.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": [{"command": gone}]}]}}))
+    result = rs("doctor")
+    assert result.code == 1
+    assert (
+        f"fail gemini AfterAgent hook in {path} runs /nowhere/ralphstate, which is missing or"
+        " not executable; run `ralphstate install --agent gemini` again"
+    ) in result.out.splitlines()
