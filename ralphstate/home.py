@@ -18,12 +18,13 @@ def _dir(kind: str) -> Path:
         return Path(override).expanduser() / kind
     import platformdirs  # only off the hot path
 
-    finder = {
-        "state": platformdirs.user_state_dir,
-        "log": platformdirs.user_log_dir,
-        "data": platformdirs.user_data_dir,
-    }[kind]
-    return Path(finder("ralphstate", appauthor=False))
+    if kind == "state":
+        found = platformdirs.user_state_dir("ralphstate", appauthor=False)
+    elif kind == "log":
+        found = platformdirs.user_log_dir("ralphstate", appauthor=False)
+    else:
+        found = platformdirs.user_data_dir("ralphstate", appauthor=False)
+    return Path(found)
 
 
 def state_dir() -> Path:
