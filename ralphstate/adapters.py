@@ -45,6 +45,7 @@ class Agent:
         followup: bool = False,
         context_key: str = "hookSpecificOutput",
         notices: bool = True,
+        transcript_wait: float = 0.0,
     ) -> None:
         self.name = name
         self.session_key = session_key
@@ -60,6 +61,7 @@ class Agent:
         self.followup = followup
         self.context_key = context_key
         self.notices = notices
+        self.transcript_wait = transcript_wait
 
     def session_id(self, data: dict[str, Any]) -> str | None:
         value = data.get(self.session_key)
@@ -92,7 +94,12 @@ class Agent:
         if self.transcript_format != "claude":
             from ralphstate.agent_transcripts import last_reply
 
-            return last_reply(path, self.transcript_format)
+            return last_reply(
+                path,
+                self.transcript_format,
+                anchor=data.get("timestamp"),
+                wait=self.transcript_wait,
+            )
         from ralphstate.transcript import last_assistant_text
 
         return last_assistant_text(path)
@@ -185,6 +192,7 @@ COPILOT = Agent(
     session_env=("COPILOT_AGENT_SESSION_ID",),
     context_key="additionalContext",
     notices=False,
+    transcript_wait=2.0,  # the events file lags the hook (see agent_transcripts)
 )
 
 AGENTS = {agent.name: agent for agent in (CLAUDE, CODEX, GEMINI, CURSOR, COPILOT)}

@@ -77,27 +77,61 @@ JUDGES: dict[str, Callable[[dict[str, object]], Verdict]] = {
 
 
 def last_reply(
-    path: str, kind: str, max_bytes: int = limits.MAX_TRANSCRIPT_TAIL_BYTES
+    path: str,
+    kind: str,
+    max_bytes: int = limits.MAX_TRANSCRIPT_TAIL_BYTES,
+    anchor: object = None,
+    wait: float = 0.0,
 ) -> str | None:
-    """The text of the newest reply in the `kind` transcript at `path`, or None."""
+    """The text of the newest reply in the `kind` transcript at `path`, or None.
+
+    Copilot CLI writes its events file behind the hook: the reply that ended the turn
+    may reach the file after `agentStop` starts. With `anchor` (the hook input's
+    `timestamp`), the search waits up to `wait` seconds for the `hook.start` event of
+    this very hook, and reads the reply before it; after that it reads what is there."""
     judge = JUDGES.get(kind)
     if judge is None:
         return None
+    if anchor is None or wait <= 0:
+        return _scan(path, judge, max_bytes, None)[1]
+    import time
+
+    deadline = time.monotonic() + wait
+    while True:
+        found, answer = _scan(path, judge, max_bytes, anchor)
+        if found or time.monotonic() >= deadline:
+            return answer if found else _scan(path, judge, max_bytes, None)[1]
+        time.sleep(0.05)
+
+
+def _is_anchor(entry: dict[str, object], anchor: object) -> bool:
+    data = entry.get("data")
+    if entry.get("type") != "hook.start" or not isinstance(data, dict):
+        return False
+    hook_input = data.get("input")
+    return isinstance(hook_input, dict) and hook_input.get("timestamp") == anchor
+
+
+def _scan(
+    path: str, judge: Callable[[dict[str, object]], Verdict], max_bytes: int, anchor: object
+) -> tuple[bool, str | None]:
+    """(anchor seen or not asked for, reply). Without an anchor, the newest reply."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            return None  # a FIFO or a device is never opened
+            return False, None  # a FIFO or a device is never opened
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - max(0, max_bytes))
             handle.seek(start)
             data = handle.read(size - start)
     except (OSError, TypeError, ValueError):
-        return None
+        return False, None
     import orjson
 
     lines = data.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first piece may be half a line
+    seen = anchor is None
     for line in reversed(lines):
         if not line.strip():
             continue
@@ -105,8 +139,12 @@ def last_reply(
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(entry, dict):
-            done, answer = judge(entry)
-            if done:
-                return answer
-    return None
+        if not isinstance(entry, dict):
+            continue
+        if not seen:
+            seen = _is_anchor(entry, anchor)
+            continue
+        done, answer = judge(entry)
+        if done:
+            return True, answer
+    return seen, None

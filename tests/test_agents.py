@@ -75,9 +75,12 @@ def _j(path: Path) -> str:
 def write_copilot_transcript(path: Path, message: str | None) -> None:
     recorded = (FIXTURES / "copilot_events.jsonl").read_text(encoding="utf-8")
     events = [json.loads(line) for line in recorded.splitlines()]
+    stop = json.loads((FIXTURES / "copilot_stop.json").read_text(encoding="utf-8"))
     for event in events:
         if event["type"] == "assistant.message":
             event["data"]["content"] = message or ""
+        if event["type"] == "hook.start" and event["data"]["hookType"] == "agentStop":
+            event["data"]["input"]["timestamp"] = stop["timestamp"]  # this very hook
     path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
 
 
@@ -320,3 +323,17 @@ def test_last_reply_is_read_from_the_transcript_tail(tmp_path: Path, kind: str) 
     # The first piece of a bounded tail may be half a line; it is skipped.
     write(path, "x" * 50)
     assert last_reply(str(path), kind, max_bytes=path.stat().st_size - 1) == "x" * 50
+
+
+def test_copilot_reply_is_the_one_before_this_hooks_own_start_event(tmp_path: Path) -> None:
+    """Copilot CLI writes its events file behind the hook: the reply is the one before
+    the `hook.start` event of this very `agentStop` (matched by its timestamp)."""
+    path = tmp_path / "events.jsonl"
+    write_copilot_transcript(path, "Done. " + MARK)
+    stamp = json.loads((FIXTURES / "copilot_stop.json").read_text())["timestamp"]
+    later = {"type": "assistant.message", "data": {"content": "a later reply"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(later) + "\n")
+    assert last_reply(str(path), "copilot", anchor=stamp, wait=5) == "Done. " + MARK
+    # An anchor that never appears: after the wait, the newest reply there is.
+    assert last_reply(str(path), "copilot", anchor=1, wait=0.01) == "a later reply"
