@@ -81,6 +81,12 @@ def cli() -> None:
     help="Start from a template: a JSON state or a markdown checklist.",
 )
 @click.option("--force", is_flag=True, help="Replace an unfinished loop (a copy is kept).")
+@click.option(
+    "--verify-on-stop/--no-verify-on-stop",
+    default=None,
+    help="Run the criteria's checks before the Stop hook allows a claimed completion"
+    " (default: off, or the template's).",
+)
 def init(
     spec: str,
     criteria: tuple[str, ...],
@@ -91,6 +97,7 @@ def init(
     continue_message: str | None,
     template: Path | None,
     force: bool,
+    verify_on_stop: bool | None,
 ) -> None:
     """Start a loop in this directory (.loop/state.json).
 
@@ -118,6 +125,7 @@ def init(
         continue_message=continue_message,
         force=force,
         template=loaded,
+        verify_on_stop=verify_on_stop,
     )
     if backup:
         click.echo(f"kept the old state as {store.paths.display(backup)}")
@@ -127,6 +135,8 @@ def init(
         f"{len(new['criteria'])} criteria, {len(new['steps'])} steps,"
         f" max {new['maxIterations']} iterations{owner}"
     )
+    for name, command in new["checks"].items():  # trusted here: show what will run
+        click.echo(f"check (trusted on this machine) {name}: {command}")
 
 
 # -- views -----------------------------------------------------------------------
@@ -147,7 +157,10 @@ def status(as_json: bool) -> None:
     if as_json:
         _echo_json(state)
         return
-    click.echo(views.status(state, str(store.paths.root), click.style))
+    from ralphstate import trust
+
+    trusted = trust.is_trusted(store.paths, state)
+    click.echo(views.status(state, str(store.paths.root), click.style, trusted))
 
 
 @cli.command(context_settings=SETTINGS)
@@ -504,3 +517,10 @@ def run_cli(args: list[str]) -> int:
 
 def main() -> None:
     sys.exit(run_cli(sys.argv[1:]))
+
+
+# -- checks, verification, trust (ralphstate/cli_verify.py) -----------------------------
+
+from ralphstate import cli_verify  # noqa: E402
+
+cli_verify.register(cli, criteria)

@@ -8,6 +8,7 @@ before this function is called: it only ever sees a valid state.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,12 @@ def decide_stop(
     known_here: bool,
     runner: bool = False,
     agent: str = st.DEFAULT_AGENT,
+    failures: Sequence[Any] = (),
+    untrusted: bool = False,
 ) -> Decision:
+    """`failures`: the checks that failed when the hook verified a claimed completion
+    (already applied to `state`; they only shape the reason). `untrusted`: the loop asks
+    for verification but its checks are not trusted here, so a completion pauses."""
     if runner:
         return Decision("runner")
     if state["status"] != "in_progress":
@@ -72,13 +78,16 @@ def decide_stop(
 
     unmet = st.unmet(new)
     if unmet or not marker_seen:
-        reason = render.block_unmet(new, unmet) if unmet else render.block_marker(new)
+        reason = render.block_unmet(new, unmet, failures) if unmet else render.block_marker(new)
         new["iteration"] += 1
         new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
         new["lastProgress"] = fingerprint
         rule = "unmet" if unmet else "no_marker"
         return done(rule, block=True, reason=reason, details={"unmet": unmet} if unmet else {})
 
-    new["status"], new["pauseReason"] = "complete", None
     new["lastProgress"] = fingerprint
+    if untrusted:  # completion waits until a person trusts the checks and resumes
+        new["status"], new["pauseReason"] = "paused", "untrusted_checks"
+        return done("untrusted_checks", system_message=render.paused_untrusted(new))
+    new["status"], new["pauseReason"] = "complete", None
     return done("complete", system_message=render.completed(new))

@@ -12,6 +12,7 @@ from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.ops import locate, session_id
 from ralphstate.paths import check_safe
+from ralphstate.store import Store
 
 DEFAULT_BLOCK_CAP = 8
 Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
@@ -53,7 +54,17 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
         for hook in mine:
             ok, target = _executable(hook.command)
             where = f"{event} hook in {hook.path}"
-            if ok:
+            needed = install.TIMEOUTS.get(event)
+            short = needed is not None and _too_short(hook.timeout, needed)
+            if ok and short:
+                findings.append(
+                    (
+                        "warn",
+                        f"{where} has a timeout of {hook.timeout!r}s, less than the {needed}s"
+                        " verify-on-stop may need; run `ralphstate install` again",
+                    )
+                )
+            elif ok:
                 findings.append(("ok", f"{where} runs {target}"))
             else:
                 findings.append(
@@ -73,6 +84,36 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
             )
         )
     return findings
+
+
+def _too_short(timeout: object, needed: int) -> bool:
+    """Claude Code's default hook timeout (600 s) applies when none is written."""
+    if timeout is None:
+        return False
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return True
+    return timeout < needed
+
+
+def _check_findings(store: Store, state: st.State) -> list[Finding]:
+    count = len(state["checks"])
+    if not count:
+        return []
+    from ralphstate import trust
+
+    when = "run by `ralphstate verify`" + (
+        " and before the Stop hook allows a claimed completion" if state["verifyOnStop"] else ""
+    )
+    if trust.is_trusted(store.paths, state):
+        return [("ok", f"{count} checks, trusted on this machine, {when}")]
+    return [
+        (
+            "warn",
+            f"the loop's {count} checks are not trusted on this machine (changed outside"
+            " ralphstate, or they came with the repository), so nothing runs them; review"
+            " them (`ralphstate status`) and run `ralphstate trust`",
+        )
+    ]
 
 
 def check_loop(start: Path) -> list[Finding]:
@@ -96,6 +137,7 @@ def check_loop(start: Path) -> list[Finding]:
             f" {state['iteration']}/{state['maxIterations']}",
         )
     )
+    findings += _check_findings(store, state)
     owner = state.get("sessionId")
     current = session_id()
     known = registry.knows(store.paths, state)

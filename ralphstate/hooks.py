@@ -185,14 +185,23 @@ def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
     if not known:
         return None
     message = agent.last_message(hook_input)
+    results, untrusted = _verify_claim(store, state, session_id, message, agent.name)
     decision_box: list[Any] = []
 
     def change(current: dict[str, Any]) -> list[dict[str, Any]]:
+        checked: list[dict[str, Any]] = []
+        if results:
+            from ralphstate.verify import apply
+
+            checked = apply(current, results, "stop")
+        ran = {e["criterion"] for e in checked}
         decision = decide_stop(
             current,
             session_id,
             message,
             known_here=True if current.get("sessionId") else registry.knows(loop, current),
+            failures=[r for r in results if not r.passed and r.criterion in ran],
+            untrusted=untrusted,
             agent=agent.name,
         )
         decision_box[:] = [decision]
@@ -200,19 +209,59 @@ def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
             raise Unchanged
         current.clear()
         current.update(decision.state)
-        return decision.events
+        return checked + decision.events
 
     try:
         written = store.update(change)
     except RalphstateError as exc:
         raise Fault(str(exc).rstrip(".")) from None
     decision = decision_box[0]
-    if decision.adopted or decision.rule in ("complete", "max_iterations", "stall"):
+    if decision.adopted or decision.rule in (
+        "complete",
+        "max_iterations",
+        "stall",
+        "untrusted_checks",
+    ):
         try:
             registry.record(loop, written, _claude_pid(agent) if decision.adopted else None)
         except Exception as exc:  # noqa: BLE001 - the registry is a convenience
             _complain("stop", f"could not update the loop registry ({exc})")
     return agent.render_stop(decision)
+
+
+def _verify_claim(
+    store: Any, state: dict[str, Any], session_id: str, message: str | None, agent: str = "claude"
+) -> tuple[list[Any], bool]:
+    """Verify-on-stop: when the loop asks for it and this stop would complete it, run
+    the trusted checks first (outside the lock, within limits.STOP_VERIFY_BUDGET).
+    Returns (results, untrusted); untrusted checks are never run."""
+    if not state["verifyOnStop"] or not any(c in state["checks"] for c in state["criteria"]):
+        return [], False
+    from ralphstate.decide import decide_stop
+
+    if decide_stop(state, session_id, message, known_here=True, agent=agent).rule != "complete":
+        return [], False
+    from ralphstate import verify
+    from ralphstate.errors import RalphstateError
+
+    try:
+        with verify.terminate_as_interrupt():
+            results = verify.run_checks(store, budget=limits.STOP_VERIFY_BUDGET, record=False)
+    except verify.Untrusted:
+        return [], True
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+    except KeyboardInterrupt:  # SIGTERM: the client gave up waiting for this hook
+        raise Fault(
+            "stopped while running the loop's checks; the running check was killed"
+        ) from None
+    return results, False
+
+
+def _trusted(loop: paths.LoopPaths, state: dict[str, Any]) -> bool:
+    from ralphstate import trust
+
+    return trust.is_trusted(loop, state)
 
 
 def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
@@ -238,10 +287,16 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
     take = False
     if not owner:
         if not known:
+            checks = ""
+            if not _trusted(loop, state):
+                checks = (
+                    f" Its {len(state['checks'])} checks will not run until you review them"
+                    " (`ralphstate status`) and run `ralphstate trust`."
+                )
             return agent.render_notice(
                 f"ralphstate: this project has a loop that was not started on this machine"
                 f" ({len(state['criteria'])} criteria, status {state['status']})."
-                " It is ignored until you run `ralphstate adopt`."
+                " It is ignored until you run `ralphstate adopt`." + checks
             )
         take = True
     elif _foreign(state, session_id, agent):
@@ -279,7 +334,11 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
             registry.record(loop, state, _claude_pid(agent))
         except RalphstateError as exc:
             raise Fault(str(exc).rstrip(".")) from None
-    return agent.render_context(render.context(state, source), render.session_line(state))
+    trusted = _trusted(loop, state)
+    line = render.session_line(state)
+    if not trusted:
+        line += " " + render.untrusted_line(state)
+    return agent.render_context(render.context(state, source, trusted), line)
 
 
 def pre_compact(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:

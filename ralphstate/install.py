@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ralphstate import limits
 from ralphstate.errors import RalphstateError
 from ralphstate.fsio import atomic_write
 
@@ -38,6 +39,9 @@ EVENTS = {"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-co
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 TIMEOUT = 30
+# The Stop hook may run the loop's checks (verify-on-stop) for up to
+# limits.STOP_VERIFY_BUDGET seconds; its timeout leaves room for that.
+TIMEOUTS = {"Stop": limits.STOP_HOOK_TIMEOUT}
 _SCRIPT = "ralphstate.exe" if os.name == "nt" else "ralphstate"
 _SUBCOMMANDS = "|".join(EVENTS.values())
 _OWN = re.compile(
@@ -67,6 +71,8 @@ class InstalledHook:
     path: Path
     event: str
     command: str
+    # As written in the settings file; not part of what makes two hooks the same.
+    timeout: object = field(default=None, compare=False)
 
 
 def settings_path(scope: str, root: Path, home: Path | None = None) -> Path:
@@ -226,7 +232,11 @@ def find_installed(root: Path, home: Path | None = None) -> list[InstalledHook]:
         for event, groups in hooks.items():
             for _group, handler in _handlers(groups):
                 if own_subcommand(handler.get("command")) is not None:
-                    found.append(InstalledHook(scope, path, event, handler["command"]))
+                    found.append(
+                        InstalledHook(
+                            scope, path, event, handler["command"], handler.get("timeout")
+                        )
+                    )
     return found
 
 
@@ -245,7 +255,8 @@ def _add(hooks: dict[str, Any], event: str, command: str) -> list[str]:
     own = _own(groups, EVENTS[event])
     if not own:
         group: dict[str, Any] = {"matcher": ""} if event in MATCHER_EVENTS else {}
-        group["hooks"] = [{"type": "command", "command": command, "timeout": TIMEOUT}]
+        timeout = TIMEOUTS.get(event, TIMEOUT)
+        group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         groups.append(group)
         return [f"added {event} hook: {command}"]
     actions: list[str] = []
@@ -254,8 +265,15 @@ def _add(hooks: dict[str, Any], event: str, command: str) -> list[str]:
         actions.append(f"updated {event} hook: {command} (was: {handler.get('command')})")
         handler["type"] = "command"
         handler["command"] = command
+    needed = TIMEOUTS.get(event, TIMEOUT)
+    current = handler.get("timeout")
     if "timeout" not in handler:
-        handler["timeout"] = TIMEOUT
+        handler["timeout"] = needed
+    elif event in TIMEOUTS and (
+        isinstance(current, bool) or not isinstance(current, (int, float)) or current < needed
+    ):
+        handler["timeout"] = needed
+        actions.append(f"raised the {event} hook's timeout to {needed}s (was {current!r})")
     for group, extra in own[1:]:
         _drop(group, extra)
         actions.append(f"removed duplicate {event} hook: {extra.get('command')}")

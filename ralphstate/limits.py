@@ -28,3 +28,31 @@ LOCK_TIMEOUT = 5.0
 HOOK_LOCK_TIMEOUT = 2.0
 # The error log is rotated when it grows past this.
 MAX_LOG_FILE_BYTES = 512 * 1024
+# Checks (`ralphstate verify`, verify-on-stop): how long one check may run unless its
+# criterion says otherwise (`checkTimeouts`), and the most a criterion may ask for.
+CHECK_TIMEOUT = 600.0
+MAX_CHECK_TIMEOUT = 86400.0
+# What is kept of a check's output: the last lines of the last bytes, read as it runs.
+MAX_CHECK_OUTPUT_BYTES = 4096
+MAX_CHECK_OUTPUT_LINES = 40
+# The Stop hook's total time for running checks before it allows a claimed completion;
+# `ralphstate install` gives the Stop hook STOP_HOOK_TIMEOUT, which leaves room for it.
+STOP_VERIFY_BUDGET = 120.0
+STOP_HOOK_TIMEOUT = 180
+# How much of a block reason the failing checks' output may take, all together.
+MAX_REASON_OUTPUT_CHARS = 2400
+# `ralphstate run`: the spec, each criterion or step, and how many of each, as the
+# prompt quotes them; how much of each --context file, and of all of them together.
+RUN_SPEC_CHARS = 20_000
+RUN_ITEM_CHARS = 1000
+RUN_LIST_ITEMS = 100
+RUN_CONTEXT_FILE_CHARS = 20_000
+RUN_CONTEXT_CHARS = 60_000
+# Seconds between the stages of stopping an agent (interrupt, terminate, kill), unless
+# the run's `grace` says otherwise; and how long its output may go on after it exits.
+RUN_GRACE_SECONDS = 3.0
+RUN_DRAIN_SECONDS = 2.0
+# How many iterations one `ralphstate run` may be given (--max).
+RUN_MAX_ITERATIONS = 10_000
+# How often `ralphstate watch` looks at the state file, unless told otherwise.
+WATCH_INTERVAL = 0.5

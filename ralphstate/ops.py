@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ralphstate import clock, registry
+from ralphstate import clock, registry, trust
 from ralphstate import state as st
 from ralphstate.errors import NoLoop, RalphstateError
 from ralphstate.paths import LoopPaths, find, for_init
@@ -75,6 +75,7 @@ def init(
     continue_message: str | None = None,
     force: bool = False,
     template: dict[str, Any] | None = None,
+    verify_on_stop: bool | None = None,
     start: str | os.PathLike[str] | None = None,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one."""
@@ -115,10 +116,13 @@ def init(
         "blocksWithoutProgress",
         "lastProgress",
         "version",
+        "evidence",
     ):
         extra.pop(key, None)
     if continue_message is not None:
         extra["continueMessage"] = continue_message
+    if verify_on_stop is not None:
+        extra["verifyOnStop"] = verify_on_stop
     new = st.new(
         spec,
         criteria,
@@ -145,6 +149,8 @@ def init(
         backup=force,
     )
     _register(loop, new)
+    if new["checks"]:  # the person starting the loop chose these checks
+        trust.carry(loop, {}, new)
     return store, new, backup
 
 
@@ -177,18 +183,25 @@ def _criterion(state: st.State, name: str) -> str:
 
 
 def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
+    before: dict[str, str] = {}
+
     def fn(state: st.State) -> list[Event]:
         if name in state["criteria"]:
             raise RalphstateError(f"criterion {name!r} is already in this loop.")
+        before.clear()
+        before.update(state["checks"])
         state["criteria"].append(name)
         state["criteriaStatus"][name] = False
+        state["evidence"].pop(name, None)
         if check:
             state["checks"][name] = check
         return [{"event": "criterion_added", "criterion": name}]
 
     if not name.strip():
         raise RalphstateError("a criterion needs a name.")
-    return change(store, fn)
+    new = change(store, fn)
+    trust.carry(store.paths, before, new)
+    return new
 
 
 def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
@@ -202,6 +215,11 @@ def criteria_set(store: Store, name: str, value: bool, note: str | None = None) 
             raise Unchanged
         state["criteriaStatus"][found] = value
         entry: Event = {"event": "criterion_set", "criterion": found, "value": value}
+        if value:  # said, not proven: `ralphstate verify` proves it
+            state["evidence"][found] = {"result": "claimed", "at": clock.now_iso()}
+            entry["evidence"] = "claimed"
+        else:
+            state["evidence"].pop(found, None)
         if note:
             entry["note"] = note
         return [entry]
@@ -212,16 +230,20 @@ def criteria_set(store: Store, name: str, value: bool, note: str | None = None) 
 
 def criteria_remove(store: Store, name: str) -> str:
     result: list[str] = []
+    before: dict[str, str] = {}
 
     def fn(state: st.State) -> list[Event]:
         found = _criterion(state, name)
         result[:] = [found]
+        before.clear()
+        before.update(state["checks"])
         state["criteria"].remove(found)
-        state["criteriaStatus"].pop(found, None)
-        state["checks"].pop(found, None)
+        for key in ("criteriaStatus", "checks", "checkTimeouts", "evidence"):
+            state[key].pop(found, None)
         return [{"event": "criterion_removed", "criterion": found}]
 
-    change(store, fn)
+    new = change(store, fn)
+    trust.carry(store.paths, before, new)
     return result[0]
 
 

@@ -4,6 +4,8 @@ one-line messages for the person. Free text from the state is bounded here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from ralphstate import limits
 from ralphstate import state as st
@@ -35,11 +37,42 @@ def _cap(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
-def block_unmet(state: st.State, unmet: list[str]) -> str:
+def _output_tail(text: str, size: int) -> list[str]:
+    """The end of a check's output, at most `size` characters, indented."""
+    if len(text) > size:
+        text = "…" + text[len(text) - size + 1 :]
+    return ["    " + line for line in text.splitlines()]
+
+
+def check_failures(failures: Sequence[Any]) -> list[str]:
+    """Lines on the checks that failed at a claimed completion, each with its output's
+    tail; all the tails together stay within `limits.MAX_REASON_OUTPUT_CHARS`."""
+    lines = [
+        f"You claimed every criterion; ralphstate ran the checks and {len(failures)} failed."
+        " Their criteria are set back to not verified:"
+    ]
+    shown = failures[: limits.MAX_LIST_ITEMS]
+    share = max(200, limits.MAX_REASON_OUTPUT_CHARS // max(1, len(shown)))
+    for failure in shown:
+        lines.append(
+            f"- {clip(failure.criterion)}: `{clip(failure.command, 200)}` {failure.summary}"
+            f" ({failure.duration_ms / 1000:.1f}s)"
+            + ("; the end of its output:" if failure.output_tail else "; no output.")
+        )
+        lines += _output_tail(failure.output_tail, share)
+    if len(failures) > len(shown):
+        lines.append(f"- … and {len(failures) - len(shown)} more (`ralphstate status`)")
+    lines.append("Fix what they report; `ralphstate verify` runs the checks again now.")
+    return lines + [""]
+
+
+def block_unmet(state: st.State, unmet: list[str], failures: Sequence[Any] = ()) -> str:
     """The reason the model reads when criteria are still unmet."""
     lines = []
     if state.get("continueMessage"):
         lines += [clip(state["continueMessage"], limits.MAX_SPEC_CHARS), ""]
+    if failures:
+        lines += check_failures(failures)
     total = len(state["criteria"])
     lines.append(
         f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
@@ -96,6 +129,25 @@ def paused_stall(state: st.State) -> str:
     )
 
 
+def paused_untrusted(state: st.State) -> str:
+    return (
+        "ralphstate: the agent claims every criterion, but the loop's checks are not trusted"
+        " on this machine (changed outside ralphstate, or they came with the repository),"
+        " so they were not run and the loop is paused. Review them (`ralphstate status`),"
+        " run `ralphstate trust`, then `ralphstate resume`."
+    )
+
+
+def untrusted_line(state: st.State) -> str:
+    """For the person at SessionStart, after `session_line`: why the checks will not
+    run, and what to do."""
+    return (
+        f"Its {len(state['checks'])} checks are not trusted on this machine"
+        " (changed outside ralphstate, or they came with the repository) and will not run;"
+        " review them (`ralphstate status`) and run `ralphstate trust`."
+    )
+
+
 def completed(state: st.State) -> str:
     return (
         f"ralphstate: loop complete, all {len(state['criteria'])} criteria verified"
@@ -113,7 +165,7 @@ def _criteria_lines(state: st.State) -> list[str]:
     return lines
 
 
-def context(state: st.State, source: str) -> str:
+def context(state: st.State, source: str, trusted: bool = True) -> str:
     """SessionStart's additionalContext: the whole loop, framed as data, bounded."""
     met = len(state["criteria"]) - len(st.unmet(state))
     lines = [
@@ -150,10 +202,27 @@ def context(state: st.State, source: str) -> str:
         f"- When every criterion is verified, end your reply with {state['completionMarker']}"
         " outside code. The Stop hook holds the session open until then.",
     ]
+    if state["checks"]:
+        lines += _check_protocol(state, trusted)
     if source == "compact":
         lines.insert(0, "The conversation was compacted; this restores the loop.")
     text = "\n".join(lines)
     return _cap(text, limits.MAX_CONTEXT_CHARS)
+
+
+def _check_protocol(state: st.State, trusted: bool) -> list[str]:
+    if not trusted:
+        return [
+            "- The loop's checks are not trusted on this machine, so ralphstate will not run"
+            " them; the person has to review them and run `ralphstate trust`."
+        ]
+    lines = ["- `ralphstate verify` runs the criteria's checks and records what they prove."]
+    if state["verifyOnStop"]:
+        lines.append(
+            "- When you claim completion, the Stop hook runs the checks first; a failing"
+            " check sets its criterion back to not verified and you get its output."
+        )
+    return lines
 
 
 def session_line(state: st.State) -> str:

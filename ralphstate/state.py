@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ralphstate.errors import CorruptState
+from ralphstate.limits import MAX_CHECK_TIMEOUT
 
 SCHEMA_VERSION = 1
 DEFAULT_MAX_ITERATIONS = 20
@@ -29,6 +30,8 @@ MAX_ITERATIONS_CEILING = 100_000
 STATUSES = ("in_progress", "paused", "complete", "cancelled")
 # The agent a `sessionId` belongs to when the file does not say.
 DEFAULT_AGENT = "claude"
+# What backs a criterion's status: its check passed or failed, or someone said so.
+EVIDENCE_RESULTS = ("verified", "claimed", "failing")
 ACTIVE = ("in_progress", "paused")
 
 State = dict[str, Any]
@@ -58,6 +61,11 @@ FIELD_ORDER = (
     # ralphstate: consecutive blocks with no progress, and the progress they saw.
     "blocksWithoutProgress",
     "lastProgress",
+    # ralphstate: run the checks before the Stop hook allows a claimed completion;
+    # per-criterion check timeouts (seconds); what backs each criterion's status.
+    "verifyOnStop",
+    "checkTimeouts",
+    "evidence",
     # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
     "ownerAgent",
 )
@@ -86,6 +94,9 @@ def _defaults() -> State:
         "errors": [],
         "blocksWithoutProgress": 0,
         "lastProgress": None,
+        "verifyOnStop": False,
+        "checkTimeouts": {},
+        "evidence": {},
         "ownerAgent": None,
     }
 
@@ -121,6 +132,36 @@ def _opt_str(raw: State, key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise _Bad(f"'{key}' must be a string or null")
     return value
+
+
+def _timeouts(raw: State) -> dict[str, float]:
+    value = raw.get("checkTimeouts") or {}
+    if not isinstance(value, dict):
+        raise _Bad("'checkTimeouts' must be an object of criterion: seconds")
+    for name, seconds in value.items():
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 < seconds <= MAX_CHECK_TIMEOUT
+        ):
+            raise _Bad(
+                f"checkTimeouts[{name!r}] must be a number of seconds above 0 and at most"
+                f" {MAX_CHECK_TIMEOUT:g}, not {seconds!r}"
+            )
+    return dict(value)
+
+
+def _evidence(raw: State) -> dict[str, dict[str, Any]]:
+    value = raw.get("evidence") or {}
+    if not isinstance(value, dict):
+        raise _Bad("'evidence' must be an object of criterion: {result, ...}")
+    for name, entry in value.items():
+        if not isinstance(entry, dict) or entry.get("result") not in EVIDENCE_RESULTS:
+            raise _Bad(
+                f"evidence[{name!r}] must be an object whose 'result' is"
+                f" {', '.join(EVIDENCE_RESULTS)}"
+            )
+    return {name: dict(entry) for name, entry in value.items()}
 
 
 def normalise(raw: object) -> State:
@@ -159,6 +200,12 @@ def _normalise(raw: State) -> State:
     if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
         raise _Bad("'checks' must be an object of criterion: command")
     state["checks"] = dict(checks)
+    state["checkTimeouts"] = _timeouts(raw)
+    state["evidence"] = _evidence(raw)
+    verify_on_stop = raw.get("verifyOnStop", False)
+    if verify_on_stop is not None and not isinstance(verify_on_stop, bool):
+        raise _Bad(f"'verifyOnStop' must be true or false, not {verify_on_stop!r}")
+    state["verifyOnStop"] = bool(verify_on_stop)
 
     steps = _str_list(raw, "steps")
     completed = _str_list(raw, "completedSteps")
@@ -268,6 +315,20 @@ def met(state: State, criterion: str) -> bool:
 def unmet(state: State) -> list[str]:
     """Criteria not verified yet, in order; a criterion missing from the map is unmet."""
     return [c for c in state["criteria"] if not met(state, c)]
+
+
+def standing(state: State, criterion: str) -> str | None:
+    """What backs a criterion's status: `verified`, `claimed`, `failing`, `unchecked`
+    (unmet, with a check that has not proven anything yet) or None (unmet, no check).
+
+    Read from `criteriaStatus` first, so evidence a later change left behind never
+    makes a criterion look better than its status."""
+    result = state["evidence"].get(criterion, {}).get("result")
+    if met(state, criterion):
+        return "verified" if result == "verified" else "claimed"
+    if result == "failing":
+        return "failing"
+    return "unchecked" if criterion in state["checks"] else None
 
 
 def progress(state: State, marker_seen: bool = False) -> str:

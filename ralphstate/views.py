@@ -14,7 +14,47 @@ def _plain(text: str, **_: Any) -> str:
     return text
 
 
-def status(state: st.State, where: str, style: Style = _plain) -> str:
+def _standing(state: st.State, name: str, style: Style) -> str:
+    """`  (verified 3m ago)`, `  (failing 1h ago: exit code 1)`, ...; "" for an unmet
+    criterion without a check."""
+    label = st.standing(state, name)
+    if label is None:
+        return ""
+    colour = {"verified": "green", "claimed": "yellow", "failing": "red"}.get(label)
+    text = style(label, fg=colour) if colour else label
+    evidence = state["evidence"].get(name, {})
+    if label in ("verified", "failing", "claimed") and evidence.get("at"):
+        text += f" {clock.age(evidence['at'])} ago"
+    if label == "failing" and evidence.get("summary"):
+        text += f": {evidence['summary']}"
+    return f"  ({text})"
+
+
+def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
+    names = [c for c in state["criteria"] if c in state["checks"]]
+    if not names:
+        return []
+    head = ["verify on stop: " + ("on" if state["verifyOnStop"] else "off")]
+    if trusted is True:
+        head.insert(0, "trusted on this machine")
+    elif trusted is False:
+        head.insert(
+            0,
+            style("NOT trusted on this machine", fg="red", bold=True)
+            + " (changed outside ralphstate, or they came with the repository); they will not"
+            " run until you review them and run `ralphstate trust`",
+        )
+    lines = [f"checks {len(names)}: " + " · ".join(head)]
+    for name in names:
+        own = state["checkTimeouts"].get(name)
+        limit = f"  (timeout {own:g}s)" if own is not None else ""
+        lines.append(f"  {name}: {state['checks'][name]}{limit}")
+    return lines
+
+
+def status(state: st.State, where: str, style: Style = _plain, trusted: bool | None = None) -> str:
+    """The status view; `trusted` says whether the loop's checks may run here (None:
+    not known, not shown)."""
     met = len(state["criteria"]) - len(st.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
         state["status"], "red"
@@ -33,7 +73,8 @@ def status(state: st.State, where: str, style: Style = _plain) -> str:
     for name in state["criteria"]:
         ok = st.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
-        lines.append(f"  {mark} {name}")
+        lines.append(f"  {mark} {name}{_standing(state, name, style)}")
+    lines += _checks(state, trusted, style)
     steps = state["steps"]
     if steps:
         lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}:")

@@ -37,7 +37,8 @@ COMPACT = hook_command("PreCompact")
 
 
 def ours(command: str) -> dict[str, Any]:
-    return {"type": "command", "command": command, "timeout": 30}
+    timeout = inst.TIMEOUTS["Stop"] if command == STOP else 30
+    return {"type": "command", "command": command, "timeout": timeout}
 
 
 def dump(data: object) -> str:
@@ -686,7 +687,7 @@ def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
                 "command": (
                     f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
                 ),
-                "timeout": 30,
+                "timeout": inst.TIMEOUTS.get(event, 30),
             }
         ]
         expected[event] = [group]
