@@ -524,3 +524,10 @@ def main() -> None:
 from ralphstate import cli_verify  # noqa: E402
 
 cli_verify.register(cli, criteria)
+
+# -- fresh-context loops and the live view (ralphstate/cli_run.py) ----------------------
+
+from ralphstate.cli_run import run_command, watch_command  # noqa: E402
+
+cli.add_command(run_command)
+cli.add_command(watch_command)

@@ -282,6 +282,9 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
         return None
     session_id = agent.session_id(hook_input)
     source = str(hook_input.get("source") or "startup")
+    if os.environ.get(ENV_RUNNER) and registry.knows(loop, state):
+        # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
+        return agent.render_context(render.context(state, source), render.session_line(state))
     owner = state.get("sessionId")
     known = registry.knows(loop, state)
     take = False

@@ -1,0 +1,670 @@
+"""`ralphstate run`: a loop of fresh agent processes, with no knowledge of click.
+
+Each iteration counts itself in the state, assembles the prompt from the files on
+disk, runs the agent (`spawn.run_agent`), re-reads the state, verifies the criteria
+(`verify_criteria`, the one verification point) and decides: complete, paused
+(max iterations, stall, Ctrl-C), or go on. Every iteration and every decision is
+appended to history.jsonl; the agent's output goes to `.loop/runs/NNNN.log`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import filelock
+
+from ralphstate import limits, ops, prompt, registry, runconfig, spawn
+from ralphstate import state as st
+from ralphstate.errors import RalphstateError
+from ralphstate.hooks import ENV_RUNNER
+from ralphstate.paths import LoopPaths
+from ralphstate.render import clip, quote
+from ralphstate.store import Event, Store, append_history
+
+RUNS_DIR = "runs"
+RUN_LOCK = "run.lock"
+# What `ralphstate run` exits with for each outcome.
+EXIT_CODES = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+
+
+class Reporter(Protocol):
+    """Where the run speaks: progress lines, and the agent's output as it comes."""
+
+    def line(self, text: str) -> None: ...
+
+    def output(self, data: bytes) -> None: ...
+
+
+# -- what will run -------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The run's settings: the command line's options over the project's config."""
+
+    agent: str
+    argv: list[str]
+    prompt_mode: str
+    # Iterations this run may do; with `set_max` the loop's maxIterations is set to
+    # its iteration + `limit` (a --max or a configured max was given).
+    limit: int
+    set_max: bool
+    timeout: float | None
+    grace: float
+    context: list[Path]
+    sources: list[str] = field(default_factory=list)
+
+
+def make_plan(
+    store: Store,
+    state: st.State,
+    *,
+    agent: str | None = None,
+    prompt_mode: str | None = None,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
+    context: list[Path] | None = None,
+) -> Plan:
+    """Merge the command line over the config; RalphstateError for a plan that cannot run."""
+    config = runconfig.load(store.paths.root, store.paths.dir)
+    command = agent if agent is not None else config.agent
+    if not command or not command.strip():
+        raise RalphstateError(
+            'no agent command: give one with --agent "CMD", or set `agent` in the'
+            " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
+            " .loop/config.toml."
+        )
+    argv = spawn.split_command(command)
+    mode = prompt_mode or config.prompt_mode
+    has_slot = any(runconfig.PROMPT_FILE in part for part in argv)
+    if mode is None:
+        mode = "file" if has_slot else "stdin"
+    if mode == "file" and not has_slot:
+        raise RalphstateError(
+            f"--prompt-mode file needs {runconfig.PROMPT_FILE} in the agent command,"
+            " where the prompt file's path goes."
+        )
+    if mode != "file" and has_slot:
+        raise RalphstateError(
+            f"the agent command holds {runconfig.PROMPT_FILE}, which only --prompt-mode"
+            f" file fills (the prompt mode is {mode})."
+        )
+    chosen_max = max_iterations if max_iterations is not None else config.max
+    if chosen_max is not None:
+        limit = min(chosen_max, st.MAX_ITERATIONS_CEILING - state["iteration"])
+    else:
+        limit = state["maxIterations"] - state["iteration"]
+    files = list(context) if context else list(config.context)
+    for path in files:
+        if not path.is_file():
+            raise RalphstateError(f"the context file {path} does not exist.")
+    return Plan(
+        agent=command,
+        argv=argv,
+        prompt_mode=mode,
+        limit=limit,
+        set_max=chosen_max is not None,
+        timeout=timeout if timeout is not None else config.timeout,
+        grace=config.grace if config.grace is not None else limits.RUN_GRACE_SECONDS,
+        context=files,
+        sources=config.sources,
+    )
+
+
+def resolve_program(plan: Plan, root: Path) -> list[str]:
+    """The argument list with the program found; RalphstateError when it is nowhere."""
+    found = spawn.resolve(plan.argv[0], root)
+    if found is None:
+        raise RalphstateError(
+            f"the agent program {plan.argv[0]!r} was not found"
+            + ("" if os.sep in plan.argv[0] or "/" in plan.argv[0] else " on PATH")
+            + "."
+        )
+    return [found, *plan.argv[1:]]
+
+
+def preview(store: Store, plan: Plan) -> dict[str, Any]:
+    """What `--dry-run` shows: the prompt and the command, with nothing run."""
+    state = store.load()
+    text = prompt.assemble(
+        state,
+        iteration=1,
+        limit=max(plan.limit, 1),
+        notes=prompt.notes_from_history(store.history()),
+        context=prompt.read_context(plan.context, store.paths.root),
+    )
+    shown = spawn.join_command(plan.argv)
+    delivery = {
+        "stdin": "the prompt goes to its standard input",
+        "arg": "the prompt is appended as its last argument",
+        "file": f"{runconfig.PROMPT_FILE} becomes the path of a temporary file holding the prompt",
+    }[plan.prompt_mode]
+    return {
+        "dryRun": True,
+        "command": plan.argv,
+        "commandLine": shown + (" PROMPT" if plan.prompt_mode == "arg" else ""),
+        "cwd": str(store.paths.root),
+        "promptMode": plan.prompt_mode,
+        "delivery": delivery,
+        "environment": {ENV_RUNNER: "1"},
+        "limit": plan.limit,
+        "timeout": plan.timeout,
+        "prompt": text,
+        "program": plan.argv[0],
+        "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
+        "config": plan.sources,
+    }
+
+
+# -- what happened ---------------------------------------------------------------------
+
+
+@dataclass
+class IterationRecord:
+    run: int
+    iteration: int
+    exit_code: int
+    result: str
+    duration: float
+    log: str
+    timed_out: bool
+    interrupted: bool
+    decision: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "iteration": self.iteration,
+            "exit": self.exit_code,
+            "result": self.result,
+            "duration": round(self.duration, 3),
+            "timedOut": self.timed_out,
+            "interrupted": self.interrupted,
+            "decision": self.decision,
+            "log": self.log,
+        }
+
+
+@dataclass
+class Outcome:
+    outcome: str  # complete, paused, cancelled, error
+    reason: str | None
+    iterations: list[IterationRecord]
+    state: st.State | None
+    duration: float
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """(criteria met, criteria, steps done, steps)."""
+        return _counts(self.state) if self.state is not None else (0, 0, 0, 0)
+
+    def summary(self) -> list[str]:
+        """The final lines a person reads."""
+        met, total, done, steps = self.counts()
+        n = len(self.iterations)
+        head = self.outcome + (f" ({self.reason})" if self.reason else "")
+        line = (
+            f"{head} · {met}/{total} criteria · {done}/{steps} steps"
+            f" · {n} iteration{'' if n == 1 else 's'} · {format_duration(self.duration)}"
+        )
+        hint = {
+            "max_iterations": "Give it more with `ralphstate run --max N`.",
+            "stall": "No progress in the last iterations: look at `ralphstate status` and"
+            " .loop/runs/, then `ralphstate run` again.",
+            "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
+        }.get(self.reason or "")
+        if self.outcome == "paused" and hint is None:
+            hint = "The loop was paused from outside the run; `ralphstate run` continues it."
+        if self.outcome == "cancelled":
+            hint = "The loop was cancelled while the run was going."
+        return [line, hint] if hint else [line]
+
+    def as_json(self) -> dict[str, Any]:
+        met, total, done, steps = self.counts()
+        unmet = st.unmet(self.state) if self.state is not None else []
+        out: dict[str, Any] = {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "exitCode": self.exit_code,
+            "iterations": len(self.iterations),
+            "criteria": {"met": met, "total": total, "unmet": unmet},
+            "steps": {"done": done, "total": steps},
+            "durations": {
+                "total": round(self.duration, 3),
+                "iterations": [round(r.duration, 3) for r in self.iterations],
+            },
+            "runs": [r.as_json() for r in self.iterations],
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def _counts(state: st.State) -> tuple[int, int, int, int]:
+    total = len(state["criteria"])
+    return (
+        total - len(st.unmet(state)),
+        total,
+        len(state["completedSteps"]),
+        len(state["steps"]),
+    )
+
+
+def format_duration(seconds: float) -> str:
+    """`0.4s`, `12s`, `1m12s`, `2h05m`."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+# -- the verification point ----------------------------------------------------------
+
+
+def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State:
+    """The run's one verification point, after every iteration (and before the
+    first, when every criterion already reads as met).
+
+    A criterion with a check (`checks`) is verified by running it: `verify.run_checks`
+    records pass or fail in `criteriaStatus` and `evidence`. A criterion without one
+    counts as verified when `criteriaStatus` says so. Returns the state afterwards.
+    """
+    if not state["checks"]:
+        return state
+    from ralphstate import verify
+
+    def said(result: Any) -> None:
+        seconds = format_duration(result.duration_ms / 1000)
+        report.line(
+            f"  check {quote(result.criterion)}: {result.result} ({result.summary}, {seconds})"
+        )
+
+    verify.run_checks(store, by="run", progress=said)
+    return store.load()
+
+
+def _check_trusted(store: Store, state: st.State) -> None:
+    if not state["checks"]:
+        return
+    from ralphstate import trust, verify
+
+    if not trust.is_trusted(store.paths, state):
+        raise RalphstateError(verify.untrusted_message(store))
+
+
+# -- the loop ----------------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """The loop left `in_progress` from outside the run (paused, cancelled, complete)."""
+
+    def __init__(self, state: st.State) -> None:
+        super().__init__(state["status"])
+        self.state = state
+
+
+def git_head(root: Path) -> str | None:
+    """The commit HEAD names, or None outside a git repository (or without git)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    head = done.stdout.decode("ascii", "replace").strip()
+    return head if done.returncode == 0 and head else None
+
+
+@contextlib.contextmanager
+def _run_lock(paths: LoopPaths) -> Iterator[None]:
+    lock = filelock.FileLock(str(paths.dir / RUN_LOCK), timeout=0)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise RalphstateError(
+            "another `ralphstate run` is already driving this loop"
+            f" ({paths.display(paths.dir / RUN_LOCK)} is held)."
+        ) from None
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not lock {paths.display(paths.dir / RUN_LOCK)}: {exc}."
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
+    """Run the loop until it completes, pauses or fails; never raises RalphstateError
+    once the first iteration has been recorded (it becomes the `error` outcome)."""
+    state = store.load()
+    if not state["criteria"]:
+        raise RalphstateError(
+            "the loop has no criteria, so a run could never tell that it is done;"
+            ' add one with `ralphstate criteria add "NAME"`.'
+        )
+    if state["status"] == "cancelled":
+        raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
+    if state["status"] == "complete":
+        return Outcome("complete", None, [], state, 0.0)
+    _check_trusted(store, state)
+    argv = resolve_program(plan, store.paths.root)
+    runs = store.paths.dir / RUNS_DIR
+    try:
+        runs.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
+    with _run_lock(store.paths), spawn.Interrupts() as interrupts:
+        return _Run(store, plan, argv, report, interrupts).go()
+
+
+class _Run:
+    def __init__(
+        self,
+        store: Store,
+        plan: Plan,
+        argv: list[str],
+        report: Reporter,
+        interrupts: spawn.Interrupts,
+    ) -> None:
+        self.store, self.plan, self.argv, self.report = store, plan, argv, report
+        self.interrupts = interrupts
+        self.records: list[IterationRecord] = []
+        self.started = time.monotonic()
+        self.state: st.State | None = None
+        self.log = store.paths.dir / RUNS_DIR
+
+    # -- the outline --
+
+    def go(self) -> Outcome:
+        try:
+            return self._loop()
+        except KeyboardInterrupt:
+            return self._finish("paused", "user")
+        except _Stopped as stop:
+            return self._stopped(stop.state)
+        except RalphstateError as exc:
+            return self._failed(str(exc))
+
+    def _loop(self) -> Outcome:
+        if self.plan.limit <= 0:
+            return self._finish("paused", "max_iterations")
+        state = self._begin()
+        if not st.unmet(state):
+            state = verify_criteria(self.store, state, self.report)
+            if not st.unmet(state):
+                return self._finish("complete", None)
+        seen = self._fingerprint(state)
+        quiet = 0
+        for run in range(1, self.plan.limit + 1):
+            state = self._start_iteration(run)
+            agent = self._agent(run, state)
+            number = state["iteration"]
+            if self.interrupts.count:
+                self._record(run, number, agent, "user", state, quiet)
+                return self._finish("paused", "user")
+            try:
+                state = self.store.load()
+            except RalphstateError as exc:
+                self._record(run, number, agent, "error", state, quiet)
+                raise RalphstateError(f"after iteration {number}: {exc}") from None
+            self.state = state
+            if state["status"] != "in_progress":
+                self._record(run, number, agent, state["status"], state, quiet)
+                raise _Stopped(state)
+            state = verify_criteria(self.store, state, self.report)
+            self.state = state
+            now = self._fingerprint(state)
+            quiet = 0 if now != seen else quiet + 1
+            seen = now
+            if not st.unmet(state):
+                decision = "complete"
+            elif run >= self.plan.limit:
+                decision = "max_iterations"
+            elif quiet >= state["stallLimit"]:
+                decision = "stall"
+            else:
+                decision = "continue"
+            self._record(run, number, agent, decision, state, quiet)
+            if decision == "complete":
+                return self._finish("complete", None)
+            if decision != "continue":
+                return self._finish("paused", decision)
+        raise AssertionError("unreachable: the last iteration decides")  # pragma: no cover
+
+    # -- the steps --
+
+    def _begin(self) -> st.State:
+        plan = self.plan
+
+        def change(state: st.State) -> list[Event]:
+            events: list[Event] = []
+            if state["status"] == "paused":
+                events.append({"event": "resumed", "by": "run", "from": state["pauseReason"]})
+                state["status"], state["pauseReason"] = "in_progress", None
+            elif state["status"] != "in_progress":
+                raise _Stopped(state)
+            if plan.set_max:
+                state["maxIterations"] = state["iteration"] + plan.limit
+            events.append(
+                {
+                    "event": "run_started",
+                    "agent": plan.agent,
+                    "promptMode": plan.prompt_mode,
+                    "limit": plan.limit,
+                    "timeout": plan.timeout,
+                    "maxIterations": state["maxIterations"],
+                    "pid": os.getpid(),
+                }
+            )
+            return events
+
+        state = ops.change(self.store, change)
+        with contextlib.suppress(OSError, RalphstateError):
+            registry.record(self.store.paths, state)  # running it here is adopting it
+        self.state = state
+        return state
+
+    def _start_iteration(self, run: int) -> st.State:
+        def change(state: st.State) -> list[Event]:
+            if state["status"] != "in_progress":
+                raise _Stopped(state)
+            state["iteration"] += 1
+            return [{"event": "iteration_started", "run": run, "of": self.plan.limit}]
+
+        state = self.store.update(change)
+        self.state = state
+        return state
+
+    def _agent(self, run: int, state: st.State) -> spawn.AgentRun:
+        paths = self.store.paths
+        text = prompt.assemble(
+            state,
+            iteration=run,
+            limit=self.plan.limit,
+            notes=prompt.notes_from_history(self.store.history()),
+            context=prompt.read_context(self.plan.context, paths.root),
+        )
+        remaining, unmet = state["remainingSteps"], st.unmet(state)
+        if remaining:
+            nxt = f"next step: {clip(remaining[0], 80)}"
+        else:
+            nxt = f"next criterion: {clip(unmet[0], 80)}" if unmet else "checking the work"
+        self.report.line(f"[{run}/{self.plan.limit}] iteration {state['iteration']} · {nxt}")
+        env = dict(os.environ)
+        env[ENV_RUNNER] = "1"
+        self.log = _log_path(paths.dir / RUNS_DIR, state["iteration"])
+        with open(self.log, "xb") as log:
+            common: dict[str, Any] = {
+                "cwd": paths.root,
+                "env": env,
+                "log": log,
+                "echo": self.report.output,
+                "interrupts": self.interrupts,
+                "timeout": self.plan.timeout,
+                "grace": self.plan.grace,
+            }
+            mode = self.plan.prompt_mode
+            if mode == "file":
+                with spawn.prompt_file(text) as path:
+                    argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in self.argv]
+                    return spawn.run_agent(argv, stdin_data=None, **common)
+            if mode == "arg":
+                return spawn.run_agent([*self.argv, text], stdin_data=None, **common)
+            return spawn.run_agent(self.argv, stdin_data=text.encode("utf-8"), **common)
+
+    def _fingerprint(self, state: st.State) -> tuple[str, str | None]:
+        return st.progress(state), git_head(self.store.paths.root)
+
+    def _record(
+        self,
+        run: int,
+        number: int,
+        agent: spawn.AgentRun,
+        decision: str,
+        state: st.State,
+        quiet: int,
+    ) -> None:
+        paths = self.store.paths
+        record = IterationRecord(
+            run=run,
+            iteration=number,
+            exit_code=agent.exit_code,
+            result=agent.describe(),
+            duration=agent.duration,
+            log=paths.display(self.log),
+            timed_out=agent.timed_out,
+            interrupted=agent.interrupted,
+            decision=decision,
+        )
+        self.records.append(record)
+        met, total, done, steps = _counts(state)
+        event: Event = {
+            "event": "run_iteration",
+            **{k: v for k, v in record.as_json().items() if k not in ("iteration",)},
+            "criteriaMet": met,
+            "criteriaTotal": total,
+            "stepsDone": done,
+            "stepsTotal": steps,
+            "noProgress": quiet,
+        }
+        if agent.stops:
+            event["stops"] = agent.stops
+        with contextlib.suppress(RalphstateError):
+            append_history(paths.history, [event], number)
+        parts = [
+            f"[{run}/{self.plan.limit}] {met}/{total} criteria",
+            f"{done}/{steps} steps",
+            format_duration(agent.duration),
+            agent.describe(),
+        ]
+        if agent.timed_out:
+            parts.append(f"timed out after {self.plan.timeout:g}s")
+        if agent.interrupted:
+            parts.append("interrupted")
+        if decision == "continue" and quiet:
+            parts.append(f"no progress ({quiet} of {state['stallLimit']})")
+        self.report.line(" · ".join(parts))
+
+    # -- the endings --
+
+    def _finish(self, outcome: str, reason: str | None) -> Outcome:
+        """Write the ending into the state and history; a second Ctrl-C cuts it short."""
+        details: Event = {
+            "event": "run_finished",
+            "outcome": outcome,
+            "reason": reason,
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+
+        def change(state: st.State) -> list[Event]:
+            if outcome == "complete":
+                state["status"], state["pauseReason"] = "complete", None
+            elif state["status"] == "in_progress":
+                state["status"], state["pauseReason"] = "paused", reason
+            return [details]
+
+        try:
+            self.state = ops.change(self.store, change)
+        except RalphstateError:
+            with contextlib.suppress(RalphstateError):
+                append_history(self.store.paths.history, [details], self._iteration())
+        return self._outcome(outcome, reason)
+
+    def _stopped(self, state: st.State) -> Outcome:
+        """The loop was paused, cancelled or completed from outside the run."""
+        self.state = state
+        status = state["status"]
+        outcome = {"paused": "paused", "cancelled": "cancelled", "complete": "complete"}[status]
+        reason = state["pauseReason"] if status == "paused" else None
+        event: Event = {
+            "event": "run_finished",
+            "outcome": outcome,
+            "reason": reason,
+            "by": "outside",
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+        with contextlib.suppress(RalphstateError):
+            append_history(self.store.paths.history, [event], state["iteration"])
+        return self._outcome(outcome, reason)
+
+    def _failed(self, message: str) -> Outcome:
+        event: Event = {
+            "event": "run_finished",
+            "outcome": "error",
+            "error": message,
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+        with contextlib.suppress(RalphstateError):
+            append_history(self.store.paths.history, [event], self._iteration())
+        return self._outcome("error", None, message)
+
+    def _iteration(self) -> int:
+        return self.state["iteration"] if self.state is not None else 0
+
+    def _outcome(self, outcome: str, reason: str | None, error: str | None = None) -> Outcome:
+        if outcome != "error" or self.state is None:
+            with contextlib.suppress(RalphstateError):
+                self.state = self.store.load()
+        return Outcome(
+            outcome,
+            reason,
+            self.records,
+            self.state,
+            time.monotonic() - self.started,
+            error,
+        )
+
+
+def _log_path(runs: Path, number: int) -> Path:
+    """`NNNN.log`, or `NNNN.2.log` when an earlier loop left one by that name."""
+    path = runs / f"{number:04d}.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = runs / f"{number:04d}.{n}.log"
+    return path
