@@ -104,12 +104,12 @@ def run_command(
       ralphstate run --agent "my-agent --instructions {prompt_file}"
       ralphstate run --dry-run
     """
-    from ralphstate import runner
+    from ralphstate import runner, runplan, runresult
 
     store = ops.locate()
     state = store.load()
     files = [path.resolve() for path in context]
-    plan = runner.make_plan(
+    plan = runplan.make_plan(
         store,
         state,
         agent=agent,
@@ -119,14 +119,14 @@ def run_command(
         context=files or None,
     )
     if dry_run:
-        _show_preview(runner.preview(store, plan), as_json)
+        _show_preview(runplan.preview(store, plan), as_json)
         return
     terminal = _Terminal(to_stderr=as_json)
     try:
         outcome = runner.run(store, plan, terminal)
     except KeyboardInterrupt:  # a second Ctrl-C while the run was ending
         click.echo("ralphstate: interrupted.", err=True)
-        raise SystemExit(runner.EXIT_CODES["paused"]) from None
+        raise SystemExit(runresult.EXIT_CODES["paused"]) from None
     if outcome.error:
         click.echo(f"ralphstate: {outcome.error}", err=True)
     for line in outcome.summary():

@@ -14,24 +14,23 @@ import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import filelock
 
-from ralphstate import limits, ops, prompt, registry, runconfig, spawn
+from ralphstate import ops, prompt, registry, runconfig, spawn
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.hooks import ENV_RUNNER
 from ralphstate.paths import LoopPaths
 from ralphstate.render import clip, quote
+from ralphstate.runplan import Plan, resolve_program
+from ralphstate.runresult import IterationRecord, Outcome, counts, format_duration
 from ralphstate.store import Event, Store, append_history
 
 RUNS_DIR = "runs"
 RUN_LOCK = "run.lock"
-# What `ralphstate run` exits with for each outcome.
-EXIT_CODES = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
 
 
 class Reporter(Protocol):
@@ -40,237 +39,6 @@ class Reporter(Protocol):
     def line(self, text: str) -> None: ...
 
     def output(self, data: bytes) -> None: ...
-
-
-# -- what will run -------------------------------------------------------------------
-
-
-@dataclass
-class Plan:
-    """The run's settings: the command line's options over the project's config."""
-
-    agent: str
-    argv: list[str]
-    prompt_mode: str
-    # Iterations this run may do; with `set_max` the loop's maxIterations is set to
-    # its iteration + `limit` (a --max or a configured max was given).
-    limit: int
-    set_max: bool
-    timeout: float | None
-    grace: float
-    context: list[Path]
-    sources: list[str] = field(default_factory=list)
-
-
-def make_plan(
-    store: Store,
-    state: st.State,
-    *,
-    agent: str | None = None,
-    prompt_mode: str | None = None,
-    max_iterations: int | None = None,
-    timeout: float | None = None,
-    context: list[Path] | None = None,
-) -> Plan:
-    """Merge the command line over the config; RalphstateError for a plan that cannot run."""
-    config = runconfig.load(store.paths.root, store.paths.dir)
-    command = agent if agent is not None else config.agent
-    if not command or not command.strip():
-        raise RalphstateError(
-            'no agent command: give one with --agent "CMD", or set `agent` in the'
-            " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
-            " .loop/config.toml."
-        )
-    argv = spawn.split_command(command)
-    mode = prompt_mode or config.prompt_mode
-    has_slot = any(runconfig.PROMPT_FILE in part for part in argv)
-    if mode is None:
-        mode = "file" if has_slot else "stdin"
-    if mode == "file" and not has_slot:
-        raise RalphstateError(
-            f"--prompt-mode file needs {runconfig.PROMPT_FILE} in the agent command,"
-            " where the prompt file's path goes."
-        )
-    if mode != "file" and has_slot:
-        raise RalphstateError(
-            f"the agent command holds {runconfig.PROMPT_FILE}, which only --prompt-mode"
-            f" file fills (the prompt mode is {mode})."
-        )
-    chosen_max = max_iterations if max_iterations is not None else config.max
-    if chosen_max is not None:
-        limit = min(chosen_max, st.MAX_ITERATIONS_CEILING - state["iteration"])
-    else:
-        limit = state["maxIterations"] - state["iteration"]
-    files = list(context) if context else list(config.context)
-    for path in files:
-        if not path.is_file():
-            raise RalphstateError(f"the context file {path} does not exist.")
-    return Plan(
-        agent=command,
-        argv=argv,
-        prompt_mode=mode,
-        limit=limit,
-        set_max=chosen_max is not None,
-        timeout=timeout if timeout is not None else config.timeout,
-        grace=config.grace if config.grace is not None else limits.RUN_GRACE_SECONDS,
-        context=files,
-        sources=config.sources,
-    )
-
-
-def resolve_program(plan: Plan, root: Path) -> list[str]:
-    """The argument list with the program found; RalphstateError when it is nowhere."""
-    found = spawn.resolve(plan.argv[0], root)
-    if found is None:
-        raise RalphstateError(
-            f"the agent program {plan.argv[0]!r} was not found"
-            + ("" if os.sep in plan.argv[0] or "/" in plan.argv[0] else " on PATH")
-            + "."
-        )
-    return [found, *plan.argv[1:]]
-
-
-def preview(store: Store, plan: Plan) -> dict[str, Any]:
-    """What `--dry-run` shows: the prompt and the command, with nothing run."""
-    state = store.load()
-    text = prompt.assemble(
-        state,
-        iteration=1,
-        limit=max(plan.limit, 1),
-        notes=prompt.notes_from_history(store.history()),
-        context=prompt.read_context(plan.context, store.paths.root),
-    )
-    shown = spawn.join_command(plan.argv)
-    delivery = {
-        "stdin": "the prompt goes to its standard input",
-        "arg": "the prompt is appended as its last argument",
-        "file": f"{runconfig.PROMPT_FILE} becomes the path of a temporary file holding the prompt",
-    }[plan.prompt_mode]
-    return {
-        "dryRun": True,
-        "command": plan.argv,
-        "commandLine": shown + (" PROMPT" if plan.prompt_mode == "arg" else ""),
-        "cwd": str(store.paths.root),
-        "promptMode": plan.prompt_mode,
-        "delivery": delivery,
-        "environment": {ENV_RUNNER: "1"},
-        "limit": plan.limit,
-        "timeout": plan.timeout,
-        "prompt": text,
-        "program": plan.argv[0],
-        "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
-        "config": plan.sources,
-    }
-
-
-# -- what happened ---------------------------------------------------------------------
-
-
-@dataclass
-class IterationRecord:
-    run: int
-    iteration: int
-    exit_code: int
-    result: str
-    duration: float
-    log: str
-    timed_out: bool
-    interrupted: bool
-    decision: str
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run,
-            "iteration": self.iteration,
-            "exit": self.exit_code,
-            "result": self.result,
-            "duration": round(self.duration, 3),
-            "timedOut": self.timed_out,
-            "interrupted": self.interrupted,
-            "decision": self.decision,
-            "log": self.log,
-        }
-
-
-@dataclass
-class Outcome:
-    outcome: str  # complete, paused, cancelled, error
-    reason: str | None
-    iterations: list[IterationRecord]
-    state: st.State | None
-    duration: float
-    error: str | None = None
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_CODES[self.outcome]
-
-    def counts(self) -> tuple[int, int, int, int]:
-        """(criteria met, criteria, steps done, steps)."""
-        return _counts(self.state) if self.state is not None else (0, 0, 0, 0)
-
-    def summary(self) -> list[str]:
-        """The final lines a person reads."""
-        met, total, done, steps = self.counts()
-        n = len(self.iterations)
-        head = self.outcome + (f" ({self.reason})" if self.reason else "")
-        line = (
-            f"{head} · {met}/{total} criteria · {done}/{steps} steps"
-            f" · {n} iteration{'' if n == 1 else 's'} · {format_duration(self.duration)}"
-        )
-        hint = {
-            "max_iterations": "Give it more with `ralphstate run --max N`.",
-            "stall": "No progress in the last iterations: look at `ralphstate status` and"
-            " .loop/runs/, then `ralphstate run` again.",
-            "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
-        }.get(self.reason or "")
-        if self.outcome == "paused" and hint is None:
-            hint = "The loop was paused from outside the run; `ralphstate run` continues it."
-        if self.outcome == "cancelled":
-            hint = "The loop was cancelled while the run was going."
-        return [line, hint] if hint else [line]
-
-    def as_json(self) -> dict[str, Any]:
-        met, total, done, steps = self.counts()
-        unmet = st.unmet(self.state) if self.state is not None else []
-        out: dict[str, Any] = {
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "exitCode": self.exit_code,
-            "iterations": len(self.iterations),
-            "criteria": {"met": met, "total": total, "unmet": unmet},
-            "steps": {"done": done, "total": steps},
-            "durations": {
-                "total": round(self.duration, 3),
-                "iterations": [round(r.duration, 3) for r in self.iterations],
-            },
-            "runs": [r.as_json() for r in self.iterations],
-        }
-        if self.error:
-            out["error"] = self.error
-        return out
-
-
-def _counts(state: st.State) -> tuple[int, int, int, int]:
-    total = len(state["criteria"])
-    return (
-        total - len(st.unmet(state)),
-        total,
-        len(state["completedSteps"]),
-        len(state["steps"]),
-    )
-
-
-def format_duration(seconds: float) -> str:
-    """`0.4s`, `12s`, `1m12s`, `2h05m`."""
-    if seconds < 10:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 # -- the verification point ----------------------------------------------------------
@@ -559,7 +327,7 @@ class _Run:
             decision=decision,
         )
         self.records.append(record)
-        met, total, done, steps = _counts(state)
+        met, total, done, steps = counts(state)
         event: Event = {
             "event": "run_iteration",
             **{k: v for k, v in record.as_json().items() if k not in ("iteration",)},
