@@ -165,10 +165,10 @@ def test_without_verify_on_stop_the_claim_is_taken(root: Path) -> None:
 
 def test_a_check_that_times_out_fails_and_says_so(root: Path) -> None:
     command, pid_file, _ = sleeper(root)
-    make_loop(root, {"slow": command}, checkTimeouts={"slow": 0.5})
+    make_loop(root, {"slow": command}, checkTimeouts={"slow": 2})
     out, _ = stop(root)
     assert out is not None and out["decision"] == "block"
-    assert f"- slow: `{command}` timed out after 0.5s (" in out["reason"]
+    assert f"- slow: `{command}` timed out after 2s (" in out["reason"]
     assert "the end of its output:\n    sleeping\n" in out["reason"]
     evidence = load(root)["evidence"]["slow"]
     assert (evidence["result"], evidence["timedOut"]) == ("failing", True)
