@@ -141,6 +141,9 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     runs = store.paths.dir / RUNS_DIR
     try:
         runs.mkdir(exist_ok=True)
+        ignore = runs / ".gitignore"
+        if not ignore.exists():  # the agent commits its work; its logs stay out of git
+            ignore.write_text("# Written by ralphstate run: agent logs stay out of git.\n*\n")
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
     with _run_lock(store.paths), spawn.Interrupts() as interrupts:

@@ -113,6 +113,8 @@ def test_an_agent_that_makes_progress_completes_the_loop(
     final = state(project)
     assert (final["status"], final["pauseReason"], final["iteration"]) == ("complete", None, 2)
     runs = project / ".loop" / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == [".gitignore", "0001.log", "0002.log"]
+    assert (runs / ".gitignore").read_text().splitlines()[-1] == "*"
     assert (runs / "0001.log").read_bytes() == b"agent 1: progress\ntests pass: met\n"
     assert (runs / "0002.log").read_bytes() == b"agent 2: progress\ndocs written: met\n"
 

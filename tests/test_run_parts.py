@@ -422,3 +422,13 @@ def test_docs_name_every_option_of_run_and_watch() -> None:
                 assert flag in docs, f"docs/run.md never names {command.name} {flag}"
     for key in runconfig.KEYS:
         assert f"\n{key} = " in docs, f"docs/run.md has no example of the config key {key}"
+
+
+def test_a_log_name_an_earlier_loop_used_is_not_reused(tmp_path: Path) -> None:
+    from ralphstate.runner import _log_path
+
+    assert _log_path(tmp_path, 7) == tmp_path / "0007.log"
+    (tmp_path / "0007.log").write_text("old")
+    assert _log_path(tmp_path, 7) == tmp_path / "0007.2.log"
+    (tmp_path / "0007.2.log").write_text("old")
+    assert _log_path(tmp_path, 7) == tmp_path / "0007.3.log"
