@@ -54,24 +54,24 @@ def cli() -> None:
 @click.option(
     "--max-iterations",
     type=int,
-    default=st.DEFAULT_MAX_ITERATIONS,
-    show_default=True,
+    default=None,
     callback=_positive,
-    help="Pause after this many blocked stops.",
+    help=f"Pause after this many blocked stops.  [default: {st.DEFAULT_MAX_ITERATIONS},"
+    " or the template's]",
 )
 @click.option(
     "--stall-limit",
     type=int,
-    default=st.DEFAULT_STALL_LIMIT,
-    show_default=True,
+    default=None,
     callback=_positive,
-    help="Pause after this many blocks with no progress.",
+    help=f"Pause after this many blocks with no progress.  [default: {st.DEFAULT_STALL_LIMIT},"
+    " or the template's]",
 )
 @click.option(
     "--marker",
-    default=st.DEFAULT_MARKER,
-    show_default=True,
-    help="What the agent says when the work is done.",
+    default=None,
+    help=f"What the agent says when the work is done.  [default: {st.DEFAULT_MARKER},"
+    " or the template's]",
 )
 @click.option("--continue-message", default=None, help="Text that opens every block reason.")
 @click.option(
@@ -91,9 +91,9 @@ def init(
     spec: str,
     criteria: tuple[str, ...],
     steps: tuple[str, ...],
-    max_iterations: int,
-    stall_limit: int,
-    marker: str,
+    max_iterations: int | None,
+    stall_limit: int | None,
+    marker: str | None,
     continue_message: str | None,
     template: Path | None,
     force: bool,
@@ -113,7 +113,7 @@ def init(
     from ralphstate import template as tpl
 
     loaded = tpl.load(template) if template else None
-    if not marker.strip():
+    if marker is not None and not marker.strip():
         raise RalphstateError("the marker cannot be empty.")
     store, new, backup = ops.init(
         spec,

@@ -69,9 +69,9 @@ def init(
     criteria: list[str],
     steps: list[str],
     *,
-    max_iterations: int,
-    stall_limit: int,
-    marker: str,
+    max_iterations: int | None,
+    stall_limit: int | None,
+    marker: str | None,
     continue_message: str | None = None,
     force: bool = False,
     template: dict[str, Any] | None = None,
@@ -84,10 +84,9 @@ def init(
     if store.exists() and not force:
         try:
             old = store.load()
-        except RalphstateError:
+        except RalphstateError as exc:
             raise RalphstateError(
-                f"{loop.display(loop.state)} exists and cannot be read;"
-                " use --force to start over (a copy of it is kept)."
+                f"{exc} Use --force to start over (a copy of it is kept)."
             ) from None
         if old["status"] in st.ACTIVE:
             raise RalphstateError(
@@ -95,6 +94,13 @@ def init(
                 f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
             )
     extra = dict(template or {})
+    # An option given on the command line wins over the template, which wins over the default.
+    if max_iterations is None:
+        max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
+    if stall_limit is None:
+        stall_limit = int(extra.get("stallLimit", st.DEFAULT_STALL_LIMIT))
+    if marker is None:
+        marker = str(extra.get("completionMarker") or st.DEFAULT_MARKER)
     if not spec:
         spec = str(extra.get("spec") or "")
     if not spec:
@@ -146,7 +152,7 @@ def init(
                 "session": new["sessionId"],
             }
         ],
-        backup=force,
+        backup=force or store.exists(),  # a finished loop is replaced, but kept
     )
     _register(loop, new)
     if new["checks"]:  # the person starting the loop chose these checks

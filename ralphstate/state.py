@@ -80,6 +80,7 @@ def _defaults() -> State:
         "checks": {},
         "steps": [],
         "completedSteps": [],
+        "remainingSteps": [],
         "iteration": 0,
         "maxIterations": DEFAULT_MAX_ITERATIONS,
         "stallLimit": DEFAULT_STALL_LIMIT,
@@ -250,7 +251,14 @@ def _normalise(raw: State) -> State:
         if key not in state:
             state[key] = value
     state["version"] = SCHEMA_VERSION
-    return state
+    return _in_schema_order(state)
+
+
+def _in_schema_order(state: State) -> State:
+    """The schema's keys in the schema's order, then unknown keys in the order found."""
+    ordered = {key: state[key] for key in FIELD_ORDER if key in state}
+    ordered.update((k, v) for k, v in state.items() if k not in ordered)
+    return ordered
 
 
 def parse(data: bytes) -> State:
@@ -266,9 +274,7 @@ def parse(data: bytes) -> State:
 
 def dumps(state: State) -> bytes:
     """The file's bytes: indented, schema order, unknown keys after, newline-terminated."""
-    ordered = {key: state[key] for key in FIELD_ORDER if key in state}
-    ordered.update((k, v) for k, v in state.items() if k not in ordered)
-    return orjson.dumps(ordered, option=orjson.OPT_INDENT_2) + b"\n"
+    return orjson.dumps(_in_schema_order(state), option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def new(
