@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,7 +17,7 @@ def atomic_write(path: Path, data: bytes, still_ok: Callable[[], bool] | None = 
     """Replace `path` with `data` atomically. With `still_ok`, it is asked just before
     the replace; when it says no, nothing is replaced and False is returned. The
     temporary file never outlives the call."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -35,6 +34,34 @@ def atomic_write(path: Path, data: bytes, still_ok: Callable[[], bool] | None = 
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return True
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new private file next to `path`, named `.<stem>.<random>.tmp` (no tempfile
+    import: it would pull shutil and the compression modules onto the hook's path)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        name = os.path.join(path.parent, f".{path.stem}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+def remove_stale_temps(directory: Path, stem: str) -> None:
+    """Delete `.<stem>.*.tmp` files left by a writer that was killed mid-write.
+    Call only while holding the lock that every writer of `<stem>` holds."""
+    prefix = f".{stem}."
+    try:
+        entries = [e.name for e in os.scandir(directory)]
+    except OSError:
+        return
+    for name in entries:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))
 
 
 def _replace(src: str, dst: Path) -> None:

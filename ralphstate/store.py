@@ -138,6 +138,7 @@ class Store:
                 if events is None:
                     return state
                 state["updatedAt"] = clock.now_iso()
+                fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
                 if self._write(state, signature):
                     self._log(events, state)
                     return state

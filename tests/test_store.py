@@ -596,3 +596,16 @@ def test_a_symlink_that_stays_inside_the_project_is_followed(project: Path, rs: 
     assert rs("init", "Inside", "-c", "a").code == 0
     assert rs("criteria", "set", "a", "true").code == 0
     assert st.met(st.parse((real / "state.json").read_bytes()), "a")
+
+
+def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_write(
+    rs, project: Path
+) -> None:  # type: ignore[no-untyped-def]
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    stale = project / ".loop" / ".state.deadbeef0000.tmp"
+    stale.write_bytes(b'{"half": ')
+    other = project / ".loop" / "notes.tmp"
+    other.write_bytes(b"mine")
+    assert rs("criteria", "set", "tests pass", "true").code == 0
+    assert not stale.exists()
+    assert other.read_bytes() == b"mine"
