@@ -488,14 +488,24 @@ def demo() -> None:
 
 def run_cli(args: list[str]) -> int:
     """Run the command line; map errors to one line and an exit code."""
+    for arg in args:  # bytes that are not UTF-8 arrive as lone surrogates (POSIX)
+        if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
+            shown = repr(arg) if len(arg) <= 60 else repr(arg[:60]) + "…"
+            click.echo(f"ralphstate: {shown} is not valid UTF-8 text; nothing was done.", err=True)
+            return 1
     try:
         cli.main(args=args, prog_name="ralphstate", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         return 1
     except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
+        # A usage mistake is a user mistake like any other: one line, exit 1.
+        message = " ".join(exc.format_message().split())
+        hint = ""
+        if isinstance(exc, click.UsageError) and exc.ctx is not None:
+            hint = f" (see `{exc.ctx.command_path} --help`)"
+        click.echo(f"ralphstate: {message}{hint}", err=True)
+        return 1
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:

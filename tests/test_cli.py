@@ -976,7 +976,25 @@ def test_zero_is_never_unlimited(project: Path, rs: Any, args: tuple[str, ...]) 
         rs("init", "Build it")
     before = tree(project, project)
     result = rs(*args)
-    assert result.code == 2  # click's usage error
+    assert result.code == 1
+    assert result.err.count("\n") == 1 and result.err.startswith("ralphstate: Invalid value for ")
     assert "must be at least 1 (there is no unlimited)." in result.err
     assert "Traceback" not in result.err
     assert tree(project, project) == before
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (("frobnicate",), "ralphstate: No such command 'frobnicate'. (see `ralphstate --help`)\n"),
+        (
+            ("criteria", "set", "tests pass"),
+            "ralphstate: Missing argument 'VALUE'. (see `ralphstate criteria set --help`)\n",
+        ),
+    ],
+)
+def test_usage_mistakes_are_one_line_and_exit_1(
+    project: Path, rs: Any, args: tuple[str, ...], expected: str
+) -> None:
+    result = rs(*args)
+    assert (result.code, result.out, result.err) == (1, "", expected)
