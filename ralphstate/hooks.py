@@ -359,6 +359,10 @@ def pre_compact(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | N
     session_id = agent.session_id(hook_input)
     if state["status"] not in st.ACTIVE or _foreign(state, session_id, agent):
         return None
+    from ralphstate import registry
+
+    if not state.get("sessionId") and not registry.knows(loop, state):
+        return None  # a loop that arrived with a clone is left alone until it is adopted
     trigger = str(hook_input.get("trigger") or "")[:20]
 
     def checkpoint(current: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,8 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from ralphstate.__main__ import main
+
+# Property tests: by default a fixed seed and a small budget, so every run of the suite
+# tries the same examples quickly; `pytest --hypothesis-profile=long` tries many more,
+# at random, for a local hunt (docs/hardening.md).
+settings.register_profile("ci", derandomize=True, database=None, max_examples=60, deadline=None)
+settings.register_profile("long", max_examples=3000, deadline=None)
+settings.load_profile("ci")
 
 LEAKY_ENV = (
     "CLAUDE_CODE_SESSION_ID",
