@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 FILE_MODE = 0o644
 DIR_MODE = 0o755
@@ -87,10 +93,78 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def append_line_bytes(path: Path, data: bytes) -> None:
-    """Append bytes with O_APPEND, so concurrent appenders never interleave a line."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, FILE_MODE)
+    """Append whole lines with O_APPEND, so concurrent appenders never interleave a line.
+
+    Only a regular file is written (a FIFO or a device is refused, without blocking).
+    A file that does not end in a newline, because an earlier append was cut short by
+    a full disk, gets one first, so the torn line never swallows the next one."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0), FILE_MODE)
     try:
-        os.write(fd, data)
+        size = _regular_size(fd, path)
+        if size:
+            os.lseek(fd, size - 1, os.SEEK_SET)
+            if os.read(fd, 1) != b"\n":
+                data = b"\n" + data
+        view = memoryview(data)
+        while view:  # a short write (a full disk) goes on until it fails outright
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a file to read, refusing (without blocking) anything but a regular file."""
+    flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    try:
+        _regular_size(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+class NotRegular(OSError):
+    """A FIFO, a device or a directory where a regular file belongs."""
+
+
+def _regular_size(fd: int, path: Path) -> int:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegular(errno.EINVAL, "not a regular file", str(path))
+    return info.st_size
+
+
+def read_tail(handle: BinaryIO, lines: int, chunk: int = 64 * 1024) -> bytes:
+    """Enough of the end of a file for its last `lines` lines, read backwards in
+    chunks, so a long history costs no more than the lines asked for."""
+    end = handle.seek(0, os.SEEK_END)
+    parts: list[bytes] = []
+    newlines = 0
+    while end > 0 and newlines <= lines:
+        start = max(0, end - chunk)
+        handle.seek(start)
+        part = handle.read(end - start)
+        parts.append(part)
+        newlines += part.count(b"\n")
+        end = start
+    return b"".join(reversed(parts))
+
+
+def makedirs(path: Path) -> None:
+    """Create `path` and any missing parents, each with DIR_MODE (os.makedirs gives the
+    parents the umask's default, which a umask of 0 leaves world-writable)."""
+    missing = []
+    here = Path(path)
+    while not here.is_dir():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, DIR_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise

@@ -31,7 +31,7 @@ from typing import Any
 
 from ralphstate import limits
 from ralphstate.errors import RalphstateError
-from ralphstate.fsio import atomic_write
+from ralphstate.fsio import atomic_write, makedirs
 
 SCOPES = ("project", "local", "user")
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
@@ -196,7 +196,7 @@ def install(
         payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
         mode = _mode(target)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            makedirs(target.parent)  # never world-writable, whatever the umask
             written = atomic_write(target, payload, still_ok=_unchanged(target, original))
             if written and mode is not None:
                 os.chmod(target, mode)  # keep a private settings file private

@@ -27,7 +27,7 @@ def write(message: str, exc: BaseException | None = None) -> Path | None:
     if exc is not None:
         text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
-        target.parent.mkdir(parents=True, exist_ok=True, mode=fsio.DIR_MODE)
+        fsio.makedirs(target.parent)
         with contextlib.suppress(OSError):
             if target.stat().st_size > limits.MAX_LOG_FILE_BYTES:
                 os.replace(target, target.with_name(LOG_NAME + ".1"))

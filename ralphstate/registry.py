@@ -69,7 +69,7 @@ def _change(key: str, new: Entry | None) -> None:
     import filelock
 
     target = _path()
-    target.parent.mkdir(parents=True, exist_ok=True, mode=fsio.DIR_MODE)
+    fsio.makedirs(target.parent)
     with filelock.FileLock(str(target) + ".lock", timeout=5, mode=fsio.FILE_MODE):
         loops = read()
         if new is None:

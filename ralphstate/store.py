@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -55,10 +54,8 @@ class Store:
         shown = self.paths.display(path)
         check_safe(self.paths)
         try:
-            with open(path, "rb") as handle:
+            with fsio.open_regular(path) as handle:  # a FIFO is refused, not waited on
                 info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    raise CorruptState(f"{shown} is not a regular file.")
                 if info.st_size > limits.MAX_STATE_BYTES:
                     raise CorruptState(
                         f"{shown} is {info.st_size} bytes, more than the"
@@ -69,7 +66,7 @@ class Store:
             raise NoLoop(
                 f"no loop here: {shown} does not exist (start one with `ralphstate init`)."
             ) from None
-        except IsADirectoryError:
+        except (IsADirectoryError, fsio.NotRegular):
             raise CorruptState(f"{shown} is not a regular file.") from None
         except OSError as exc:
             raise _os_error("read", shown, exc) from None
@@ -150,7 +147,7 @@ class Store:
     def create(self, state: st.State, events: list[Event], backup: bool) -> Path | None:
         """Write a new loop; with `backup`, keep the old file beside it first."""
         try:
-            os.makedirs(self.paths.dir, mode=fsio.DIR_MODE, exist_ok=True)
+            fsio.makedirs(self.paths.dir)
         except OSError as exc:
             raise _os_error("create", self.paths.display(self.paths.dir), exc) from None
         with self.locked():
@@ -187,21 +184,28 @@ class Store:
     # -- history -----------------------------------------------------------------
 
     def _log(self, events: list[Event], state: st.State) -> None:
-        if events:
+        if not events:
+            return
+        try:
             append_history(self.paths.history, events, state["iteration"])
+        except RalphstateError as exc:  # the state is written; say so, not just "failed"
+            shown = self.paths.display(self.paths.state)
+            raise RalphstateError(f"the change was saved in {shown}, but {exc}") from None
 
     def history(self, limit: int | None = None) -> list[Event]:
-        """History entries, oldest first; lines that do not parse are skipped."""
+        """History entries, oldest first; lines that do not parse are skipped. With a
+        limit, only the end of the file is read."""
         check_safe(self.paths)
         try:
-            with open(self.paths.history, "rb") as handle:
-                lines = handle.read().splitlines()
+            with fsio.open_regular(self.paths.history) as handle:
+                data = handle.read() if limit is None else fsio.read_tail(handle, limit)
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise _os_error("read", self.paths.display(self.paths.history), exc) from None
+        lines = data.splitlines()
         if limit is not None:
-            lines = lines[-limit:]
+            lines = lines[-limit:] if limit > 0 else []
         entries = []
         for line in lines:
             try:
@@ -214,7 +218,10 @@ class Store:
 
 
 def append_history(path: Path, events: list[Event], iteration: int) -> None:
-    """Append one JSON line per event (`at`, `event`, `iteration`, details)."""
+    """Append one JSON line per event (`at`, `event`, `iteration`, details) to the
+    history of the loop directory `path` is in, refusing a path that leads outside it."""
+    loop = LoopPaths(path.parent.parent, path.parent)
+    check_safe(loop)
     at = clock.now_iso()
     lines = b"".join(
         orjson.dumps({"at": at, "event": ev["event"], "iteration": iteration, **ev}) + b"\n"
@@ -223,7 +230,7 @@ def append_history(path: Path, events: list[Event], iteration: int) -> None:
     try:
         fsio.append_line_bytes(path, lines)
     except OSError as exc:
-        raise _os_error("append to", str(path), exc) from None
+        raise _os_error("append to", loop.display(path), exc) from None
 
 
 def event(name: str, **details: Any) -> Event:

@@ -130,7 +130,13 @@ def make_loop(root: Path, *, known: bool = True, **changes: Any) -> Path:
 
 
 def loop_files(loop: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(loop.iterdir()) if p.is_file()}
+    """Every file in the loop directory and its bytes, but the empty lock file, which
+    the first locker creates."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(loop.iterdir())
+        if p.is_file() and p.name != "state.lock"
+    }
 
 
 # -- processes started by this process ----------------------------------------------------
