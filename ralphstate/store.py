@@ -135,6 +135,7 @@ class Store:
                 if events is None:
                     return state
                 state["updatedAt"] = clock.now_iso()
+                self._check_readable(state)
                 fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
                 if self._write(state, signature):
                     self._log(events, state)
@@ -143,6 +144,18 @@ class Store:
                 f"{self.paths.display(self.paths.state)} kept changing while being updated;"
                 " nothing was written. Try again."
             )
+
+    def _check_readable(self, state: st.State) -> None:
+        """Refuse to write a state that reading would refuse (a `resume --more` past the
+        iteration ceiling, say): the file on disk stays the last good one."""
+        try:
+            st.normalise(state)
+        except CorruptState as exc:
+            detail = str(exc).removeprefix("state.json: ")
+            raise RalphstateError(
+                f"that change would leave {self.paths.display(self.paths.state)} unreadable"
+                f" ({detail}); nothing was written."
+            ) from None
 
     def create(self, state: st.State, events: list[Event], backup: bool) -> Path | None:
         """Write a new loop; with `backup`, keep the old file beside it first."""

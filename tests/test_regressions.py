@@ -1,0 +1,34 @@
+"""Regressions: each test holds one fixed bug, with real files and the real entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ralphstate import state as st
+
+
+def start(rs: Any, *args: str) -> None:
+    result = rs("init", "Export invoices as CSV", "-c", "tests pass", *args)
+    assert result.code == 0, result.err
+
+
+# -- ralphstate never writes a state file it would refuse to read ----------------------
+
+
+def test_resume_past_the_iteration_ceiling_is_refused_and_the_file_stays_readable(
+    project: Path, rs: Any
+) -> None:
+    start(rs)
+    assert rs("pause").code == 0
+    before = (project / ".loop" / "state.json").read_bytes()
+    result = rs("resume", "--more", str(st.MAX_ITERATIONS_CEILING + 1))
+    assert (result.code, result.out) == (1, "")
+    assert result.err == (
+        "ralphstate: that change would leave .loop/state.json unreadable ('maxIterations'"
+        f" must be between 1 and {st.MAX_ITERATIONS_CEILING}, not"
+        f" {st.MAX_ITERATIONS_CEILING + 21}); nothing was written.\n"
+    )
+    assert (project / ".loop" / "state.json").read_bytes() == before
+    status = rs("status", "--json")
+    assert status.code == 0, status.err
