@@ -11,7 +11,7 @@ from typing import Any
 
 from ralphstate import clock, registry, trust
 from ralphstate import state as st
-from ralphstate.errors import NoLoop, RalphstateError
+from ralphstate.errors import CorruptState, NoLoop, RalphstateError
 from ralphstate.paths import LoopPaths, find, for_init
 from ralphstate.store import Event, Store, Unchanged
 
@@ -129,18 +129,22 @@ def init(
         extra["continueMessage"] = continue_message
     if verify_on_stop is not None:
         extra["verifyOnStop"] = verify_on_stop
-    new = st.new(
-        spec,
-        criteria,
-        steps,
-        max_iterations=max_iterations,
-        stall_limit=stall_limit,
-        marker=marker,
-        session_id=current_session()[1],
-        agent=current_session()[0],
-        now=clock.now_iso(),
-        extra=extra,
-    )
+    try:
+        new = st.new(
+            spec,
+            criteria,
+            steps,
+            max_iterations=max_iterations,
+            stall_limit=stall_limit,
+            marker=marker,
+            session_id=current_session()[1],
+            agent=current_session()[0],
+            now=clock.now_iso(),
+            extra=extra,
+        )
+    except CorruptState as exc:  # a value given to init, not a file on disk
+        detail = str(exc).removeprefix("state.json: ")
+        raise RalphstateError(f"cannot start this loop: {detail}.") from None
     backup = store.create(
         new,
         [

@@ -32,3 +32,16 @@ def test_resume_past_the_iteration_ceiling_is_refused_and_the_file_stays_readabl
     assert (project / ".loop" / "state.json").read_bytes() == before
     status = rs("status", "--json")
     assert status.code == 0, status.err
+
+
+def test_init_with_a_cap_past_the_ceiling_names_the_option_not_the_state_file(
+    project: Path, rs: Any
+) -> None:
+    too_many = str(st.MAX_ITERATIONS_CEILING + 1)
+    result = rs("init", "Export invoices as CSV", "-c", "tests pass", "--max-iterations", too_many)
+    assert (result.code, result.out) == (1, "")
+    assert result.err == (
+        "ralphstate: cannot start this loop: 'maxIterations' must be between 1 and"
+        f" {st.MAX_ITERATIONS_CEILING}, not {too_many}.\n"
+    )
+    assert not (project / ".loop" / "state.json").exists()
