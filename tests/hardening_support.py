@@ -129,6 +129,12 @@ def make_loop(root: Path, *, known: bool = True, **changes: Any) -> Path:
     return path
 
 
+def hook_input_for(root: Path, **fields: Any) -> dict[str, Any]:
+    """What Claude Code sends a hook in `root`, for this test's session."""
+    base = {"session_id": SID, "cwd": str(root), "last_assistant_message": "still working"}
+    return {**base, **fields}
+
+
 def loop_files(loop: Path) -> dict[str, bytes]:
     """Every file in the loop directory and its bytes, but the empty lock file, which
     the first locker creates."""
