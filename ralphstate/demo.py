@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from ralphstate.adapters import AGENTS
+
 SESSION = "demo-session-0001"
 SPEC = "Add a --json flag to the report command"
 CRITERIA = ["tests pass", "README documents --json"]
@@ -53,7 +55,14 @@ def run(echo: Callable[[str], None]) -> int:
         root = Path(tmp) / "project"
         root.mkdir()
         env = dict(os.environ)
-        for name in ("RALPHSTATE_DIR", "RALPHSTATE_RUNNER", "CLAUDE_PID"):
+        # Run from inside any agent's shell, the demo's `init` must not be owned by that
+        # agent's session: its Claude Code session below would then be a stranger.
+        inherited = ["RALPHSTATE_DIR", "RALPHSTATE_RUNNER", "CLAUDE_PID"]
+        for agent in AGENTS.values():
+            inherited += agent.session_env
+            if agent.marker_env:
+                inherited.append(agent.marker_env)
+        for name in inherited:
             env.pop(name, None)
         env.update(
             RALPHSTATE_HOME=str(Path(tmp) / "home"),

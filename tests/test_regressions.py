@@ -45,3 +45,17 @@ def test_init_with_a_cap_past_the_ceiling_names_the_option_not_the_state_file(
         f" {st.MAX_ITERATIONS_CEILING}, not {too_many}.\n"
     )
     assert not (project / ".loop" / "state.json").exists()
+
+
+# -- the demo, run from inside another agent's shell -------------------------------------
+
+
+def test_demo_inside_another_agents_shell_still_shows_the_loop_holding(
+    rs: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("CODEX_THREAD_ID", "codex-thread-1")
+    monkeypatch.setenv("GEMINI_CLI", "1")
+    result = rs("demo")
+    assert result.code == 0, result.err
+    assert result.out.count("[stop hook] blocks; the model reads:") == 3
+    assert "owned by session demo-ses" in result.out
