@@ -38,6 +38,7 @@ AGENTS = ("claude", "codex", "gemini", "cursor", "copilot")
 CURSOR_LOOP_LIMIT = 20
 _EVENT_OF_SUB = {sub: event for event, sub in install.EVENTS.items()}
 _FILE_VERSION = 1
+_TIMEOUT_KEYS = ("timeout", "timeoutSec")
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,22 @@ def _powershell(sub: str, agent: str) -> str:
     return "& '" + program.replace("'", "''") + "'" + rest
 
 
-def _grouped(agent: str, timeout: int, names: bool = False) -> Callable[[str, str], dict[str, Any]]:
+def _timeout(sub: str) -> int:
+    """Seconds a hook may run: the Stop hook leaves room for verify-on-stop's budget
+    (limits.STOP_VERIFY_BUDGET), as `install` does for Claude Code."""
+    return install.TIMEOUTS.get(_EVENT_OF_SUB[sub], install.TIMEOUT)
+
+
+def _grouped(
+    agent: str, unit: int = 1, names: bool = False
+) -> Callable[[str, str], dict[str, Any]]:
     def handler(event: str, sub: str) -> dict[str, Any]:
         windows = agent == "gemini" and os.name == "nt"  # Gemini CLI runs PowerShell there
         out: dict[str, Any] = {"type": "command"}
         if names:
             out["name"] = f"ralphstate-{sub}"
         out["command"] = _powershell(sub, agent) if windows else _shell(sub, agent)
-        out["timeout"] = timeout
+        out["timeout"] = _timeout(sub) * unit
         return out
 
     return handler
@@ -94,7 +103,7 @@ def _copilot(event: str, sub: str) -> dict[str, Any]:
         "type": "command",
         "bash": _shell(sub, "copilot"),
         "powershell": _powershell(sub, "copilot"),
-        "timeoutSec": install.TIMEOUT,
+        "timeoutSec": _timeout(sub),
     }
 
 
@@ -105,7 +114,7 @@ TARGETS = {
         lambda home: _env_dir("CODEX_HOME", home, ".codex") / "hooks.json",
         {"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-compact"},
         flat=False,
-        handler=_grouped("codex", install.TIMEOUT),
+        handler=_grouped("codex"),
         matcher_events=frozenset({"SessionStart", "PreCompact"}),
     ),
     "gemini": Target(
@@ -114,7 +123,7 @@ TARGETS = {
         lambda home: home / ".gemini" / "settings.json",
         {"AfterAgent": "stop", "SessionStart": "session-start", "PreCompress": "pre-compact"},
         flat=False,
-        handler=_grouped("gemini", install.TIMEOUT * 1000, names=True),  # milliseconds
+        handler=_grouped("gemini", 1000, names=True),  # milliseconds
         matcher_events=frozenset({"SessionStart", "PreCompress"}),
     ),
     "cursor": Target(
@@ -293,7 +302,10 @@ def _add(target: Target, hooks: dict[str, Any], event: str, handler: dict[str, A
     for key, value in handler.items():
         limit = key in ("timeout", "timeoutSec", "loop_limit", "name")
         if limit and key in mine:
-            continue  # a limit or a name the person set is theirs
+            if key in _TIMEOUT_KEYS and target.events[event] == "stop" and _below(mine[key], value):
+                actions.append(f"raised the {event} hook's {key} to {value} (was {mine[key]!r})")
+                mine[key] = value
+            continue  # a limit or a name the person set is theirs, unless too short to verify
         mine[key] = value
     if was != shown:
         actions.append(f"updated {event} hook: {shown} (was: {was})")
@@ -303,6 +315,12 @@ def _add(target: Target, hooks: dict[str, Any], event: str, handler: dict[str, A
     if not target.flat:
         install._prune(entries, [c for c, _h in own[1:]])
     return actions or [f"{event} hook already installed: {shown}"]
+
+
+def _below(current: object, needed: int) -> bool:
+    if isinstance(current, bool) or not isinstance(current, (int, float)):
+        return True
+    return current < needed
 
 
 def _drop(target: Target, container: Any, handler: dict[str, Any]) -> None:

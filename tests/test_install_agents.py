@@ -56,7 +56,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         ".codex/hooks.json",
         {
             "hooks": {
-                "Stop": grouped("stop", "codex", 30, False),
+                "Stop": grouped("stop", "codex", 180, False),
                 "SessionStart": grouped("session-start", "codex", 30, True),
                 "PreCompact": grouped("pre-compact", "codex", 30, True),
             }
@@ -66,7 +66,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         ".gemini/settings.json",
         {
             "hooks": {
-                "AfterAgent": grouped("stop", "gemini", 30000, False, True),
+                "AfterAgent": grouped("stop", "gemini", 180000, False, True),
                 "SessionStart": grouped("session-start", "gemini", 30000, True, True),
                 "PreCompress": grouped("pre-compact", "gemini", 30000, True, True),
             }
@@ -91,7 +91,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                         "type": "command",
                         "bash": cmd(sub, "copilot"),
                         "powershell": powershell(sub, "copilot"),
-                        "timeoutSec": 30,
+                        "timeoutSec": 180 if sub == "stop" else 30,
                     }
                 ]
                 for event, sub in (

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from ralphstate import limits
 from ralphstate import state as st
 
 
@@ -59,3 +61,47 @@ def test_demo_inside_another_agents_shell_still_shows_the_loop_holding(
     assert result.code == 0, result.err
     assert result.out.count("[stop hook] blocks; the model reads:") == 3
     assert "owned by session demo-ses" in result.out
+
+
+# -- other agents' Stop hooks leave room for verify-on-stop ------------------------------
+
+
+def _stop_timeouts(data: dict[str, Any]) -> dict[str, Any]:
+    return {
+        event: [h.get("timeout", h.get("timeoutSec")) for g in groups for h in g.get("hooks", [g])]
+        for event, groups in data["hooks"].items()
+    }
+
+
+def test_every_agents_stop_hook_outlasts_the_verify_budget_and_an_old_install_is_raised(
+    rs: Any, project: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    stop_seconds = limits.STOP_HOOK_TIMEOUT
+    assert stop_seconds > limits.STOP_VERIFY_BUDGET
+    for agent, file, unit in (
+        ("codex", ".codex/hooks.json", 1),
+        ("gemini", ".gemini/settings.json", 1000),
+        ("copilot", ".github/hooks/ralphstate.json", 1),
+    ):
+        assert rs("install", "--agent", agent).code == 0
+        data = json.loads((project / file).read_text())
+        timeouts = _stop_timeouts(data)
+        stop = {"codex": "Stop", "gemini": "AfterAgent", "copilot": "agentStop"}[agent]
+        assert timeouts.pop(stop) == [stop_seconds * unit]
+        assert all(t == [30 * unit] for t in timeouts.values()), timeouts
+
+    # An earlier install wrote 30 s for Codex's Stop hook; the person chose 45 s at start-up.
+    path = project / ".codex" / "hooks.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30
+    data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] = 45
+    path.write_text(json.dumps(data))
+    result = rs("install", "--agent", "codex")
+    assert result.code == 0, result.err
+    assert f"raised the Stop hook's timeout to {stop_seconds} (was 30)" in result.out
+    assert _stop_timeouts(json.loads(path.read_text())) == {
+        "Stop": [stop_seconds],
+        "SessionStart": [45],
+        "PreCompact": [30],
+    }
