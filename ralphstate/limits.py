@@ -23,6 +23,8 @@ MAX_LIST_ITEMS = 15
 MAX_LOG_LINES = 10000
 # How many recent errors `errors` keeps in state.json.
 MAX_ERRORS = 20
+# Longest description of what is wrong with a state file (it quotes the file's values).
+MAX_PROBLEM_CHARS = 300
 # Seconds to wait for .loop/state.lock: the CLI, then the hooks.
 LOCK_TIMEOUT = 5.0
 HOOK_LOCK_TIMEOUT = 2.0

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ralphstate.errors import CorruptState
-from ralphstate.limits import MAX_CHECK_TIMEOUT
+from ralphstate.limits import MAX_CHECK_TIMEOUT, MAX_ERRORS, MAX_PROBLEM_CHARS
 
 SCHEMA_VERSION = 1
 DEFAULT_MAX_ITERATIONS = 20
@@ -172,7 +172,10 @@ def normalise(raw: object) -> State:
     try:
         return _normalise(raw)
     except _Bad as exc:
-        raise CorruptState(f"state.json: {exc}") from None
+        problem = str(exc)  # it may quote the file's values, which can be huge
+        if len(problem) > MAX_PROBLEM_CHARS:
+            problem = problem[: MAX_PROBLEM_CHARS - 1] + "…"
+        raise CorruptState(f"state.json: {problem}") from None
 
 
 def _normalise(raw: State) -> State:
@@ -246,7 +249,7 @@ def _normalise(raw: State) -> State:
     errors = raw.get("errors") or []
     if not isinstance(errors, list):
         raise _Bad("'errors' must be a list")
-    state["errors"] = errors
+    state["errors"] = errors[-MAX_ERRORS:]  # the most recent, bounded
     for key, value in raw.items():
         if key not in state:
             state[key] = value

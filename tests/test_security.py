@@ -367,3 +367,62 @@ def test_the_log_is_rotated_past_its_limit(project: Path) -> None:
     hook("stop", b"[]")  # one old generation is kept, never more
     assert log.with_name("ralphstate.log.1").read_bytes() == b"n" * (limits.MAX_LOG_FILE_BYTES + 1)
     assert sorted(p.name for p in log.parent.iterdir()) == ["ralphstate.log", "ralphstate.log.1"]
+
+
+# -- a FIFO where a loop file belongs ----------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX only")
+def test_a_fifo_where_a_loop_file_belongs_is_refused_without_blocking(project: Path) -> None:
+    """A named pipe would block a reader until someone writes to it: refused at once
+    (a hang fails the test at its timeout rather than hanging the suite)."""
+    path = make_loop(project)
+    history = project / ".loop" / "history.jsonl"
+    os.mkfifo(history)
+
+    def run(*args: str, data: bytes = b"") -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "ralphstate", *args],
+            cwd=project,
+            input=data,
+            capture_output=True,
+            timeout=30,
+        )
+        return done.returncode, done.stderr.decode()
+
+    assert run("log") == (
+        1,
+        "ralphstate: could not read .loop/history.jsonl: not a regular file.\n",
+    )
+    assert run("criteria", "set", "tests pass", "true") == (
+        1,
+        "ralphstate: the change was saved in .loop/state.json, but could not append to"
+        " .loop/history.jsonl: not a regular file.\n",
+    )
+    history.unlink()
+    path.unlink()
+    os.mkfifo(path)
+    assert run("status") == (1, "ralphstate: .loop/state.json is not a regular file.\n")
+    data = orjson.dumps(hook_input_for(project))
+    assert run("hook", "stop", data=data) == (
+        0,
+        "ralphstate hook stop: .loop/state.json is not a regular file; allowing.\n",
+    )
+
+
+# -- SECURITY.md -------------------------------------------------------------------------------
+
+
+def test_every_test_named_in_security_md_exists() -> None:
+    import re
+
+    tests = Path(__file__).resolve().parent
+    text = (tests.parent / "SECURITY.md").read_text()
+    named = re.findall(r"`(tests/test_\w+\.py)::(test_\w+)`", text)
+    assert len(named) > 30
+    missing = [
+        f"{file}::{name}"
+        for file, name in named
+        if not re.search(rf"^def {name}\(", (tests.parent / file).read_text(), re.MULTILINE)
+    ]
+    assert missing == []
