@@ -8,6 +8,7 @@ as data, as the SessionStart context frames it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,15 +55,30 @@ def read_context(paths: Sequence[Path], root: Path) -> list[ContextFile]:
             shown = str(path.relative_to(root))
         except ValueError:
             shown = str(path)
+        size = min(limits.RUN_CONTEXT_FILE_CHARS, left)
         try:
-            text = path.read_bytes().decode("utf-8", "replace")
+            text, total = _read_start(path, limits.RUN_CONTEXT_FILE_CHARS)
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise RalphstateError(f"could not read the context file {shown}: {reason}.") from None
-        size = min(limits.RUN_CONTEXT_FILE_CHARS, left)
-        files.append(ContextFile(shown, _cap(text, size, shown)))
+        if total is None:
+            files.append(ContextFile(shown, _cap(text, size, shown)))
+        else:  # only its start was read
+            note = f"\n[… the rest of {shown} left out; it is {total} bytes in all]"
+            files.append(ContextFile(shown, text[:size] + note))
         left -= min(len(text), size)
     return files
+
+
+def _read_start(path: Path, chars: int) -> tuple[str, int | None]:
+    """The text of a file when it is small, else its first `chars` characters at least
+    and its size in bytes: a huge file (a log, say) is never read in full."""
+    most = 4 * chars + 4  # UTF-8 takes at most 4 bytes a character
+    with open(path, "rb") as handle:
+        data = handle.read(most + 1)
+        if len(data) <= most:
+            return data.decode("utf-8", "replace"), None
+        return data[:most].decode("utf-8", "replace"), os.fstat(handle.fileno()).st_size
 
 
 def _backing(state: st.State, name: str, notes: dict[str, str]) -> list[str]:

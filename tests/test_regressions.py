@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ralphstate import limits
+from ralphstate import limits, prompt
 from ralphstate import state as st
 
 
@@ -105,3 +105,22 @@ def test_every_agents_stop_hook_outlasts_the_verify_budget_and_an_old_install_is
         "SessionStart": [45],
         "PreCompact": [30],
     }
+
+
+# -- `ralphstate run --context`: a huge file is never read in full --------------------------
+
+
+def test_a_huge_context_file_is_read_only_as_far_as_the_prompt_shows_it(tmp_path: Path) -> None:
+    big = tmp_path / "build.log"
+    with open(big, "wb") as handle:  # sparse: 64 MiB on disk costs nothing
+        handle.truncate(64 * 1024 * 1024)
+        handle.seek(0)
+        handle.write(b"first line of the log\n")
+    (tmp_path / "notes.md").write_text("short notes")
+    files = prompt.read_context([big, tmp_path / "notes.md"], tmp_path)
+    head = "first line of the log\n" + "\x00" * (limits.RUN_CONTEXT_FILE_CHARS - 22)
+    assert files[0].name == "build.log"
+    assert files[0].text == (
+        head + f"\n[… the rest of build.log left out; it is {64 * 1024 * 1024} bytes in all]"
+    )
+    assert (files[1].name, files[1].text) == ("notes.md", "short notes")
