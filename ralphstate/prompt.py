@@ -19,6 +19,10 @@ from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.render import clip, quote
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ralphstate.store import Store
+
 
 @dataclass
 class ContextFile:
@@ -173,6 +177,12 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
         " you leave. The loop ends by itself once every criterion is verified.",
     ]
     return lines
+
+
+def recent_notes(store: Store) -> dict[str, str]:
+    """`notes_from_history` over the newest `limits.MAX_LOG_LINES` lines of the loop's
+    history: a long history (or a huge one that came with a clone) is not read in full."""
+    return notes_from_history(store.history(limits.MAX_LOG_LINES))
 
 
 def notes_from_history(entries: Sequence[dict[str, Any]]) -> dict[str, str]:

@@ -274,7 +274,7 @@ class _Run:
             state,
             iteration=run,
             limit=self.plan.limit,
-            notes=prompt.notes_from_history(self.store.history()),
+            notes=prompt.recent_notes(self.store),
             context=prompt.read_context(self.plan.context, paths.root),
         )
         remaining, unmet = state["remainingSteps"], st.unmet(state)

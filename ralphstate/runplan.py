@@ -107,7 +107,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         state,
         iteration=1,
         limit=max(plan.limit, 1),
-        notes=prompt.notes_from_history(store.history()),
+        notes=prompt.recent_notes(store),
         context=prompt.read_context(plan.context, store.paths.root),
     )
     shown = spawn.join_command(plan.argv)

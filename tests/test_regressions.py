@@ -124,3 +124,22 @@ def test_a_huge_context_file_is_read_only_as_far_as_the_prompt_shows_it(tmp_path
         head + f"\n[… the rest of build.log left out; it is {64 * 1024 * 1024} bytes in all]"
     )
     assert (files[1].name, files[1].text) == ("notes.md", "short notes")
+
+
+def test_run_reads_only_the_newest_history_for_the_notes_it_quotes(
+    project: Path, rs: Any, monkeypatch: Any
+) -> None:
+    start(rs)
+    assert rs("criteria", "set", "tests pass", "true", "--note", "an old note").code == 0
+    assert rs("criteria", "set", "tests pass", "false").code == 0
+    assert rs("criteria", "set", "tests pass", "true", "--note", "84 passed").code == 0
+    for step in ("one", "two"):
+        assert rs("step", "add", step).code == 0
+    monkeypatch.setattr(limits, "MAX_LOG_LINES", 3)
+    result = rs("run", "--agent", "my-agent", "--dry-run", "--json")
+    assert result.code == 0, result.err
+    assert "note: 84 passed" in json.loads(result.out)["prompt"]
+
+    monkeypatch.setattr(limits, "MAX_LOG_LINES", 2)  # the note is older than the lines read
+    result = rs("run", "--agent", "my-agent", "--dry-run", "--json")
+    assert "note:" not in json.loads(result.out)["prompt"]
