@@ -8,41 +8,27 @@ The hooks use this to tell a loop made here from one that arrived with a clone.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ralphstate import clock, fsio, home
+from ralphstate import clock, home, jsonstore
+from ralphstate.jsonstore import Entry
 from ralphstate.paths import LoopPaths
 
 REGISTRY_NAME = "loops.json"
-Entry = dict[str, Any]
 
 
 def _path() -> Path:
     return home.state_dir() / REGISTRY_NAME
 
 
-def _key(paths: LoopPaths) -> str:
-    return os.path.realpath(paths.dir)
-
-
 def read() -> dict[str, Entry]:
     """Every recorded loop by loop directory; an unreadable registry reads as empty."""
-    try:
-        data = orjson.loads(_path().read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    loops = data.get("loops") if isinstance(data, dict) else None
-    if not isinstance(loops, dict):
-        return {}
-    return {k: v for k, v in loops.items() if isinstance(v, dict)}
+    return jsonstore.read(_path())
 
 
 def entry(paths: LoopPaths) -> Entry | None:
-    return read().get(_key(paths))
+    return read().get(jsonstore.key(paths))
 
 
 def knows(paths: LoopPaths, state: dict[str, Any]) -> bool:
@@ -66,18 +52,16 @@ def _summary(state: dict[str, Any]) -> Entry:
 
 
 def _change(key: str, new: Entry | None) -> None:
-    import filelock
+    """Record `new` over the entry of `key` (None: forget it); RalphstateError when the
+    registry cannot be written."""
 
-    target = _path()
-    fsio.makedirs(target.parent)
-    with filelock.FileLock(str(target) + ".lock", timeout=5, mode=fsio.FILE_MODE):
-        loops = read()
+    def edit(loops: dict[str, Entry]) -> None:
         if new is None:
             loops.pop(key, None)
         else:
             loops[key] = {**loops.get(key, {}), **new}
-        data = orjson.dumps({"version": 1, "loops": loops}, option=orjson.OPT_INDENT_2)
-        fsio.atomic_write(target, data + b"\n")
+
+    jsonstore.change(_path(), "the loop registry", edit)
 
 
 def record(paths: LoopPaths, state: dict[str, Any], claude_pid: str | None = None) -> None:
@@ -85,13 +69,13 @@ def record(paths: LoopPaths, state: dict[str, Any], claude_pid: str | None = Non
     new = _summary(state)
     if claude_pid is not None:
         new["claudePid"] = claude_pid
-    _change(_key(paths), new)
+    _change(jsonstore.key(paths), new)
 
 
 def refresh(paths: LoopPaths, state: dict[str, Any]) -> None:
     """Update a known loop's summary (status, criteria met); unknown loops stay unknown."""
     if knows(paths, state):
-        _change(_key(paths), _summary(state))
+        _change(jsonstore.key(paths), _summary(state))
 
 
 def forget(key: str) -> None:

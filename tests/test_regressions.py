@@ -143,3 +143,26 @@ def test_run_reads_only_the_newest_history_for_the_notes_it_quotes(
     monkeypatch.setattr(limits, "MAX_LOG_LINES", 2)  # the note is older than the lines read
     result = rs("run", "--agent", "my-agent", "--dry-run", "--json")
     assert "note:" not in json.loads(result.out)["prompt"]
+
+
+# -- the per-user stores: one line when they cannot be written ------------------------------
+
+
+def test_adopt_says_in_one_line_that_the_registry_cannot_be_written(
+    project: Path, rs: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    start(rs)
+    blocker = tmp_path / "not a directory"
+    blocker.write_text("")
+    monkeypatch.setenv("RALPHSTATE_HOME", str(blocker))
+    registry = blocker / "state" / "loops.json"
+    result = rs("adopt")
+    assert (result.code, result.out) == (1, "")
+    assert result.err.startswith(f"ralphstate: could not write the loop registry {registry}: ")
+    assert result.err.count("\n") == 1 and "unexpected" not in result.err
+    assert rs("criteria", "add", "lint clean", "--check", "ruff check .").code == 0
+    trusted = rs("trust")
+    assert trusted.code == 1
+    assert trusted.err.startswith(
+        f"ralphstate: could not write the trust store {blocker / 'data' / 'trust.json'}: "
+    )
