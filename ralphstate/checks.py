@@ -10,7 +10,7 @@ from typing import Any
 from ralphstate import limits, trust
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
-from ralphstate.ops import _criterion, change
+from ralphstate.ops import change, find_criterion
 from ralphstate.store import Event, Store, Unchanged, append_history
 
 
@@ -37,7 +37,7 @@ def set_check(
     before: dict[str, str] = {}
 
     def fn(state: st.State) -> list[Event]:
-        crit = _criterion(state, name)
+        crit = find_criterion(state, name)
         found[:] = [crit]
         before.clear()
         before.update(state["checks"])
@@ -72,7 +72,7 @@ def set_check(
 
 def describe(state: st.State, name: str) -> str:
     """One line: the criterion's check and the timeout it runs under."""
-    crit = _criterion(state, name)
+    crit = find_criterion(state, name)
     command = state["checks"].get(crit)
     if command is None:
         return f"{crit}: no check"

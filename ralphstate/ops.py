@@ -183,13 +183,24 @@ def change(store: Store, fn: Any) -> st.State:
     return new
 
 
-def _criterion(state: st.State, name: str) -> str:
-    if name in state["criteria"]:
-        return name
-    if name.isdigit() and 1 <= int(name) <= len(state["criteria"]):
-        return str(state["criteria"][int(name) - 1])
-    known = ", ".join(repr(c) for c in state["criteria"]) or "none"
-    raise RalphstateError(f"no criterion {name!r} in this loop (criteria: {known}).")
+def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
+    """The item named `ref`, or numbered `ref` (from 1); RalphstateError listing them."""
+    if ref in items:
+        return ref
+    if ref.isdigit() and 1 <= int(ref) <= len(items):
+        return str(items[int(ref) - 1])
+    known = ", ".join(repr(i) for i in items) or "none"
+    raise RalphstateError(f"no {kind} {ref!r} in this loop ({plural}: {known}).")
+
+
+def find_criterion(state: st.State, name: str) -> str:
+    """The criterion `name` names: its text, or its 1-based number."""
+    return _pick(state["criteria"], name, "criterion", "criteria")
+
+
+def find_step(state: st.State, ref: str) -> str:
+    """The step `ref` names: its text, or its 1-based number."""
+    return _pick(state["steps"], ref, "step", "steps")
 
 
 def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
@@ -218,7 +229,7 @@ def criteria_set(store: Store, name: str, value: bool, note: str | None = None) 
     result: list[str] = []
 
     def fn(state: st.State) -> list[Event]:
-        found = _criterion(state, name)
+        found = find_criterion(state, name)
         result[:] = [found]
         before = st.met(state, found)
         if before == value and found in state["criteriaStatus"]:
@@ -243,7 +254,7 @@ def criteria_remove(store: Store, name: str) -> str:
     before: dict[str, str] = {}
 
     def fn(state: st.State) -> list[Event]:
-        found = _criterion(state, name)
+        found = find_criterion(state, name)
         result[:] = [found]
         before.clear()
         before.update(state["checks"])
@@ -258,15 +269,6 @@ def criteria_remove(store: Store, name: str) -> str:
 
 
 # -- steps -----------------------------------------------------------------------
-
-
-def _step(state: st.State, ref: str) -> str:
-    if ref in state["steps"]:
-        return ref
-    if ref.isdigit() and 1 <= int(ref) <= len(state["steps"]):
-        return str(state["steps"][int(ref) - 1])
-    known = ", ".join(repr(s) for s in state["steps"]) or "none"
-    raise RalphstateError(f"no step {ref!r} in this loop (steps: {known}).")
 
 
 def step_add(store: Store, text: str) -> str:
@@ -287,7 +289,7 @@ def step_mark(store: Store, ref: str, done: bool) -> str:
     result: list[str] = []
 
     def fn(state: st.State) -> list[Event]:
-        found = _step(state, ref)
+        found = find_step(state, ref)
         result[:] = [found]
         completed = [s for s in state["completedSteps"] if s != found]
         if done:

@@ -33,6 +33,7 @@ from typing import IO, Any
 from ralphstate import clock, limits, trust
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
+from ralphstate.ops import find_criterion
 from ralphstate.store import Event, Store
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
@@ -100,7 +101,7 @@ def plan(state: st.State, names: Sequence[str] | None = None) -> list[tuple[str,
         return [(c, state["checks"][c]) for c in state["criteria"] if c in state["checks"]]
     chosen: list[str] = []
     for name in names:
-        found = _criterion(state, name)
+        found = find_criterion(state, name)
         if found not in state["checks"]:
             raise RalphstateError(
                 f"criterion {found!r} has no check; give it one with"
@@ -109,15 +110,6 @@ def plan(state: st.State, names: Sequence[str] | None = None) -> list[tuple[str,
         if found not in chosen:
             chosen.append(found)
     return [(c, state["checks"][c]) for c in state["criteria"] if c in chosen]
-
-
-def _criterion(state: st.State, name: str) -> str:
-    if name in state["criteria"]:
-        return name
-    if name.isdigit() and 1 <= int(name) <= len(state["criteria"]):
-        return str(state["criteria"][int(name) - 1])
-    known = ", ".join(repr(c) for c in state["criteria"]) or "none"
-    raise RalphstateError(f"no criterion {name!r} in this loop (criteria: {known}).")
 
 
 def _quote(text: str) -> str:
