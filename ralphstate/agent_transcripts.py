@@ -21,6 +21,7 @@ import stat
 from collections.abc import Callable
 
 from ralphstate import limits
+from ralphstate.transcript import text_of
 
 # What one entry decides: (done, answer); see `transcript` for the same convention.
 Verdict = tuple[bool, str | None]
@@ -43,27 +44,12 @@ def _copilot(entry: dict[str, object]) -> Verdict:
     return _GO_ON
 
 
-def _text_of(content: object) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = [
-            block["text"]
-            for block in content
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ]
-        return "\n".join(texts) if texts else None
-    return None
-
-
 def _cursor(entry: dict[str, object]) -> Verdict:
     role = entry.get("role")
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else entry.get("content")
     if role == "assistant":
-        text = _text_of(content)
+        text = text_of(content)
         return (True, text) if text and text.strip() else _GO_ON
     if role == "user":
         return _PROMPT

@@ -102,18 +102,8 @@ def _judge(line: bytes) -> tuple[bool, str | None]:
     content = message.get("content")
     kind = entry.get("type")
     if kind == "assistant":
-        if isinstance(content, str):
-            return True, content
-        if not isinstance(content, list):
-            return _GO_ON
-        texts = [
-            block["text"]
-            for block in content
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ]
-        return (True, "\n".join(texts)) if texts else _GO_ON
+        text = text_of(content)
+        return (True, text) if text is not None else _GO_ON
     if kind == "user" and entry.get("isMeta") is not True:
         if isinstance(content, list) and any(
             isinstance(block, dict) and block.get("type") == "tool_result" for block in content
@@ -122,3 +112,21 @@ def _judge(line: bytes) -> tuple[bool, str | None]:
         if isinstance(content, (str, list)):
             return _PROMPT
     return _GO_ON
+
+
+def text_of(content: object) -> str | None:
+    """A message's text: a string as it is, or the `text` blocks of a list of content
+    blocks joined with newlines; None when there is no text (a reply that only called
+    tools)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+    return "\n".join(texts) if texts else None
