@@ -83,11 +83,20 @@ def _replace(src: str, dst: Path) -> None:
 
 
 def _fsync_dir(directory: Path) -> None:
+    """Make the replace durable where the platform can. Best effort: it runs after the
+    replace, so a file system that cannot fsync a directory (EINVAL on some network and
+    FUSE mounts) or a directory that cannot be opened must not report a change that
+    was made as failed."""
     if sys.platform == "win32":
         return
-    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
     try:
         os.fsync(fd)
+    except OSError:
+        pass
     finally:
         os.close(fd)
 

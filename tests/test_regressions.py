@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +169,28 @@ def test_adopt_says_in_one_line_that_the_registry_cannot_be_written(
     assert trusted.err.startswith(
         f"ralphstate: could not write the trust store {blocker / 'data' / 'trust.json'}: "
     )
+
+
+# -- a directory that cannot be fsynced ----------------------------------------------------
+
+
+def test_a_change_made_is_not_reported_as_failed_when_the_directory_cannot_be_fsynced(
+    project: Path, rs: Any, monkeypatch: Any
+) -> None:
+    """Some network and FUSE file systems refuse fsync on a directory (EINVAL). The
+    directory fsync comes after the replace: the change is made, and must say so."""
+    start(rs)
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    result = rs("criteria", "set", "tests pass", "true")
+    assert (result.code, result.out, result.err) == (0, "tests pass: met\n", "")
+    state = st.parse((project / ".loop" / "state.json").read_bytes())
+    assert state["criteriaStatus"] == {"tests pass": True}
+    history = (project / ".loop" / "history.jsonl").read_bytes().splitlines()
+    assert json.loads(history[-1])["event"] == "criterion_set"
