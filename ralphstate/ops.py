@@ -187,7 +187,7 @@ def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
     """The item named `ref`, or numbered `ref` (from 1); RalphstateError listing them."""
     if ref in items:
         return ref
-    if ref.isdigit() and 1 <= int(ref) <= len(items):
+    if ref.isdecimal() and 1 <= int(ref) <= len(items):  # "¹" is a digit, not a number
         return str(items[int(ref) - 1])
     known = ", ".join(repr(i) for i in items) or "none"
     raise RalphstateError(f"no {kind} {ref!r} in this loop ({plural}: {known}).")

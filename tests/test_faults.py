@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +29,16 @@ from ralphstate import state as st
 from ralphstate.errors import CorruptState, RalphstateError
 from ralphstate.paths import LoopPaths
 from ralphstate.store import Store
-from tests.hardening_support import SID, Run, cli, hook, loop_files, make_loop, posix_root
+from tests.hardening_support import (
+    SID,
+    Run,
+    cli,
+    hook,
+    hook_input_for,
+    loop_files,
+    make_loop,
+    posix_root,
+)
 
 LINUX = sys.platform.startswith("linux")
 POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="needs POSIX processes and modes")
@@ -50,8 +61,7 @@ def ralphstate(args: list[str], cwd: Path, *, input: bytes = b"", preexec: Preex
 
 
 def hook_input(root: Path, **fields: Any) -> bytes:
-    base = {"session_id": SID, "cwd": str(root), "last_assistant_message": "still working"}
-    return orjson.dumps({**base, **fields})
+    return orjson.dumps(hook_input_for(root, **fields))
 
 
 def temp_files(loop: Path) -> list[str]:
@@ -68,6 +78,8 @@ def mounted(target: Path, *how: str) -> Iterator[None]:
         pytest.skip("mounting a small or read-only file system is done the Linux way")
     if not posix_root():
         pytest.skip("mounting a file system needs root")
+    if shutil.which("mount") is None:
+        pytest.skip("this system has no mount command")
     done = subprocess.run(["mount", *how, str(target)], capture_output=True)
     problem = done.stderr.decode().strip()
     if done.returncode and ("denied" in problem or "not permitted" in problem):
@@ -97,6 +109,15 @@ def _drop_dac() -> None:
             raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
 
 
+@functools.cache
+def _can_drop_dac() -> bool:
+    try:
+        subprocess.run(["true"], preexec_fn=_drop_dac, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def not_writable(*directories: Path) -> Iterator[Preexec]:
     """The directories made read-only for the processes run with the yielded preexec."""
@@ -106,6 +127,8 @@ def not_writable(*directories: Path) -> Iterator[Preexec]:
     if posix_root():
         if not LINUX:
             pytest.skip("root ignores file modes; dropping that power is done the Linux way")
+        if not _can_drop_dac():
+            pytest.skip("root ignores file modes, and this machine lets it keep that power")
         preexec = _drop_dac
     modes = [(d, d.stat().st_mode & 0o777) for d in directories]
     for directory, _ in modes:

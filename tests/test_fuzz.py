@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as hs
 
 from ralphstate import adapters, limits, paths, registry, trust
@@ -105,6 +105,12 @@ def hook_inputs(root: Path) -> hs.SearchStrategy[bytes]:
         "source": hs.sampled_from(["startup", "resume", "clear", "compact", "fork"]) | json_values,
         "trigger": hs.sampled_from(["manual", "auto"]) | json_values,
         "permission_mode": json_values,
+        # The other agents' names for the same things.
+        "prompt_response": replies,
+        "conversation_id": hs.sampled_from([SID, "session-b", ""]) | json_values,
+        "workspace_roots": hs.lists(hs.sampled_from([str(root), str(root / "sub")]), max_size=2)
+        | json_values,
+        "status": hs.sampled_from(["completed", "aborted", "error"]) | json_values,
     }
     extra = hs.dictionaries(hs.text(max_size=8), json_values, max_size=3)
     # The real shape, each field of any type.
@@ -117,6 +123,8 @@ def hook_inputs(root: Path) -> hs.SearchStrategy[bytes]:
             "session_id": hs.sampled_from([SID, SID, "session-b"]),
             "cwd": hs.sampled_from([str(root), str(root / "sub")]),
             "hook_event_name": hs.sampled_from(["Stop", "SessionStart", "PreCompact"]),
+            "conversation_id": hs.sampled_from([SID, SID, "session-b"]),
+            "workspace_roots": hs.lists(hs.just(str(root)), min_size=1, max_size=1),
         },
         optional={
             "last_assistant_message": replies,
@@ -125,6 +133,8 @@ def hook_inputs(root: Path) -> hs.SearchStrategy[bytes]:
             "source": fields["source"],
             "trigger": fields["trigger"],
             "permission_mode": hs.text(max_size=10),
+            "prompt_response": replies,
+            "status": fields["status"],
         },
     ).flatmap(lambda known: extra.map(lambda more: {**more, **known}))
     return hs.one_of(
@@ -162,28 +172,30 @@ def setup_loop(root: Path, isolated: Path, scenario: str) -> Path:
 # -- what the hooks must do, from the pure decision ----------------------------------------
 
 
-def located(root: Path, hook_input: dict[str, Any]) -> bool:
-    start = CLAUDE.project_dir(os.environ)
-    found = paths.find(start or CLAUDE.cwd(hook_input) or os.getcwd())
+def located(root: Path, hook_input: dict[str, Any], agent: adapters.Agent) -> bool:
+    start = agent.project_dir(os.environ)
+    found = paths.find(start or agent.cwd(hook_input) or os.getcwd())
     return found is not None and found.dir == root / ".loop"
 
 
 def expected_stop(
-    root: Path, hook_input: Any, before: bytes
+    root: Path, hook_input: Any, before: bytes, agent: adapters.Agent = CLAUDE
 ) -> tuple[dict[str, Any] | None, st.State | None]:
     """(output, state written) the Stop hook owes this input: the pure decision on the
     state as it was, or nothing and no write wherever a fault means fail open."""
-    if not isinstance(hook_input, dict) or not located(root, hook_input):
+    if not isinstance(hook_input, dict) or not agent.turn_finished(hook_input):
+        return None, None
+    if not located(root, hook_input, agent):
         return None, None
     try:
         state = st.parse(before)
     except CorruptState:
         return None, None
-    session = CLAUDE.session_id(hook_input)
+    session = agent.session_id(hook_input)
     if session is None or state["status"] != "in_progress":
         return None, None
     owner = state["sessionId"]
-    if owner and (owner != session or (state["ownerAgent"] or "claude") != "claude"):
+    if owner and (owner != session or (state["ownerAgent"] or "claude") != agent.name):
         return None, None
     loop = paths.LoopPaths(root, root / ".loop")
     if not owner and not registry.knows(loop, state):
@@ -192,11 +204,12 @@ def expected_stop(
     decision = decide_stop(
         state,
         session,
-        CLAUDE.last_message(hook_input),
+        agent.last_message(hook_input),
         known_here=True,
         untrusted=claims and not trust.is_trusted(loop, state),
+        agent=agent.name,
     )
-    return CLAUDE.render_stop(decision), decision.state
+    return agent.render_stop(decision), decision.state
 
 
 def without_clock(state: st.State) -> st.State:
@@ -219,8 +232,9 @@ def check_stop(
         assert after == before
     else:
         assert without_clock(st.parse(after)) == without_clock(want[1])
-    if out is not None and "reason" in out:
-        assert len(out["reason"]) <= limits.MAX_REASON_CHARS
+    if out is not None:
+        reason = out.get("reason") or out.get("followup_message") or ""
+        assert len(reason) <= limits.MAX_REASON_CHARS
 
 
 def check_session_start(root: Path, run: Run, before: bytes, after: bytes) -> None:
@@ -266,17 +280,18 @@ def note(name: str, out: Any, wrote: bool, usable: bool) -> None:
     event(f"{name} on an {state} state: {shape}{', wrote' if wrote else ''}")
 
 
-def run_and_check(root: Path, event: str, data: bytes) -> None:
+def run_and_check(root: Path, event: str, data: bytes, agent: adapters.Agent = CLAUDE) -> None:
     state_path = root / ".loop" / "state.json"
     before = state_path.read_bytes()
     hook_input = parsed(data)
-    want = expected_stop(root, hook_input, before) if event == "stop" else None
+    want = expected_stop(root, hook_input, before, agent) if event == "stop" else None
     with processes_started() as started:
-        run = hook(event, data)
+        run = hook(event, data, "--agent", agent.name)
     assert started == []  # nothing in a state or an input is ever run
     after = state_path.read_bytes()
     outcome = parsed(run.out)
-    note(event, outcome, after != before, reading(before) is not None)
+    name = event if agent is CLAUDE else f"{event} --agent {agent.name}"
+    note(name, outcome, after != before, reading(before) is not None)
     if event == "stop":
         assert want is not None
         check_stop(run, want, before, after)
@@ -319,6 +334,29 @@ def test_hook_input_fuzz(
     setup_loop(fuzz_root, isolated, scenario)
     raw = data.draw(hook_inputs(fuzz_root), label="stdin")
     run_and_check(fuzz_root, event, raw)
+
+
+@budget()
+@given(
+    data=hs.data(),
+    agent=hs.sampled_from([adapters.CODEX, adapters.GEMINI, adapters.CURSOR]),
+    scenario=hs.sampled_from(list(SCENARIOS)),
+)
+def test_stop_input_fuzz_other_agents(
+    fuzz_root: Path,
+    isolated: Path,
+    data: hs.DataObject,
+    agent: adapters.Agent,
+    scenario: str,
+) -> None:
+    """The same promises through the other agents' field names and output shapes: a
+    block (or follow-up) only when the decision says so, for that agent's session."""
+    path = setup_loop(fuzz_root, isolated, scenario)
+    raw = orjson.loads(path.read_bytes())
+    if raw["sessionId"]:  # owned by this agent's session, or by Claude Code's
+        raw["ownerAgent"] = "claude" if scenario == "another agent's" else agent.name
+        path.write_bytes(orjson.dumps(raw))
+    run_and_check(fuzz_root, "stop", data.draw(hook_inputs(fuzz_root), label="stdin"), agent)
 
 
 # -- state files ---------------------------------------------------------------------------
@@ -371,6 +409,11 @@ GOOD: dict[str, hs.SearchStrategy[Any]] = {
 }
 
 
+# Keys a near-valid state starts with (a mutation may still drop them), so that most
+# examples reach a decision rather than an unowned stranger.
+ALWAYS = ("criteria", "status", "sessionId", "startedAt")
+
+
 def mutate(state: dict[str, Any], changes: list[tuple[str, Any]], drop: list[str]) -> Any:
     """A few keys given values of any type, a few removed."""
     state = {**state, **dict(changes)}
@@ -383,7 +426,10 @@ def mutate(state: dict[str, Any], changes: list[tuple[str, Any]], drop: list[str
 # lists, numeric keys in criteriaStatus), a couple of wrong ones, extra keys kept.
 near_valid = hs.builds(
     mutate,
-    hs.fixed_dictionaries({}, optional=GOOD),
+    hs.fixed_dictionaries(
+        {k: v for k, v in GOOD.items() if k in ALWAYS},
+        optional={k: v for k, v in GOOD.items() if k not in ALWAYS},
+    ),
     hs.lists(hs.tuples(hs.sampled_from(list(GOOD)) | hs.text(max_size=6), json_values), max_size=2),
     hs.lists(hs.sampled_from(list(GOOD)), max_size=2),
 )
@@ -625,7 +671,7 @@ def test_transcript_truncated_last_line_is_passed_over(
 # Text as a shell hands it over: on POSIX, bytes that are not UTF-8 arrive as lone
 # surrogates (Python's surrogateescape).
 arguments = hs.text(alphabet=hs.characters(codec=None), max_size=12) | hs.sampled_from(
-    ["", " ", "1", "0", "99", "-x", "--", "\udcff", "tests pass", "true", "\n"]
+    ["", " ", "1", "0", "99", "¹", "١", "-x", "--", "\udcff", "tests pass", "true", "\n"]
 )
 ARGUMENT_COMMANDS = [
     lambda a, b: ("init", a, "-c", b, "--force"),
@@ -641,6 +687,8 @@ ARGUMENT_COMMANDS = [
 
 
 @budget()
+@example(command=ARGUMENT_COMMANDS[2], first="¹", second="true")  # a digit, not a number
+@example(command=ARGUMENT_COMMANDS[0], first="x", second="\udcff")  # not UTF-8
 @given(
     command=hs.sampled_from(ARGUMENT_COMMANDS),
     first=arguments,
