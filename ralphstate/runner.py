@@ -286,24 +286,31 @@ class _Run:
         env = dict(os.environ)
         env[ENV_RUNNER] = "1"
         self.log = _log_path(paths.dir / RUNS_DIR, state["iteration"])
-        with open(self.log, "xb") as log:
-            common: dict[str, Any] = {
-                "cwd": paths.root,
-                "env": env,
-                "log": log,
-                "echo": self.report.output,
-                "interrupts": self.interrupts,
-                "timeout": self.plan.timeout,
-                "grace": self.plan.grace,
-            }
-            mode = self.plan.prompt_mode
-            if mode == "file":
-                with spawn.prompt_file(text) as path:
-                    argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in self.argv]
-                    return spawn.run_agent(argv, stdin_data=None, **common)
-            if mode == "arg":
-                return spawn.run_agent([*self.argv, text], stdin_data=None, **common)
-            return spawn.run_agent(self.argv, stdin_data=text.encode("utf-8"), **common)
+        try:
+            with open(self.log, "xb") as log:
+                common: dict[str, Any] = {
+                    "cwd": paths.root,
+                    "env": env,
+                    "log": log,
+                    "echo": self.report.output,
+                    "interrupts": self.interrupts,
+                    "timeout": self.plan.timeout,
+                    "grace": self.plan.grace,
+                }
+                mode = self.plan.prompt_mode
+                if mode == "file":
+                    with spawn.prompt_file(text) as path:
+                        argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in self.argv]
+                        return spawn.run_agent(argv, stdin_data=None, **common)
+                if mode == "arg":
+                    return spawn.run_agent([*self.argv, text], stdin_data=None, **common)
+                return spawn.run_agent(self.argv, stdin_data=text.encode("utf-8"), **common)
+        except OSError as exc:  # the log or the prompt file: the run ends as an error
+            reason = exc.strerror or type(exc).__name__
+            shown = paths.display(Path(exc.filename)) if exc.filename else "a file"
+            raise RalphstateError(
+                f"iteration {state['iteration']}: could not write {shown}: {reason}."
+            ) from None
 
     def _fingerprint(self, state: st.State) -> tuple[str, str | None]:
         return st.progress(state), git_head(self.store.paths.root)

@@ -6,8 +6,11 @@ import errno
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ralphstate import limits, prompt
 from ralphstate import state as st
@@ -194,3 +197,23 @@ def test_a_change_made_is_not_reported_as_failed_when_the_directory_cannot_be_fs
     assert state["criteriaStatus"] == {"tests pass": True}
     history = (project / ".loop" / "history.jsonl").read_bytes().splitlines()
     assert json.loads(history[-1])["event"] == "criterion_set"
+
+
+# -- `ralphstate run`: a log that cannot be written ends the run as an error ------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a symlink without privileges")
+def test_a_run_whose_log_cannot_be_created_ends_as_an_error_in_one_line(
+    project: Path, rs: Any
+) -> None:
+    start(rs)
+    runs = project / ".loop" / "runs"
+    runs.mkdir()
+    (runs / "0001.log").symlink_to(project / "elsewhere" / "0001.log")  # dangling: "xb" fails
+    result = rs("run", "--agent", sys.executable, "--max", "1")
+    assert result.code == 1
+    assert result.err == (
+        "ralphstate: iteration 1: could not write .loop/runs/0001.log: File exists.\n"
+    )
+    last = json.loads((project / ".loop" / "history.jsonl").read_bytes().splitlines()[-1])
+    assert (last["event"], last["outcome"]) == ("run_finished", "error")
