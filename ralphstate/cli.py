@@ -486,8 +486,20 @@ def demo() -> None:
 # -- entry -----------------------------------------------------------------------
 
 
+def _escape_unencodable_output() -> None:
+    """Text the output's encoding cannot show (a criterion with a ✓ printed to a Windows
+    pipe in cp1252) is written as `\\u2713`, never an error after the change was made."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def run_cli(args: list[str]) -> int:
     """Run the command line; map errors to one line and an exit code."""
+    _escape_unencodable_output()
     for arg in args:  # bytes that are not UTF-8 arrive as lone surrogates (POSIX)
         if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
             shown = repr(arg) if len(arg) <= 60 else repr(arg[:60]) + "…"

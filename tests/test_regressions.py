@@ -14,6 +14,7 @@ import pytest
 
 from ralphstate import limits, prompt
 from ralphstate import state as st
+from tests.conftest import run_process
 
 
 def start(rs: Any, *args: str) -> None:
@@ -217,3 +218,24 @@ def test_a_run_whose_log_cannot_be_created_ends_as_an_error_in_one_line(
     )
     last = json.loads((project / ".loop" / "history.jsonl").read_bytes().splitlines()[-1])
     assert (last["event"], last["outcome"]) == ("run_finished", "error")
+
+
+# -- output in an encoding that cannot show the loop's text -------------------------------
+
+
+def test_text_the_output_encoding_cannot_show_is_escaped_not_a_crash(project: Path) -> None:
+    """On Windows a pipe (an agent's Bash tool) is written in the ANSI code page."""
+    env = {"PYTHONIOENCODING": "cp1252"}
+    done = run_process(["init", "Export ✓", "-c", "tests pass"], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    done = run_process(["criteria", "add", "lint ✓ clean"], cwd=project, env=env)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        b"added criterion 'lint \\u2713 clean'\n",
+        b"",
+    )
+    done = run_process(["criteria", "list"], cwd=project, env=env)
+    assert done.stdout == b"1. [ ] tests pass\n2. [ ] lint \\u2713 clean\n"
+    done = run_process(["criteria", "set", "nope ✓", "true"], cwd=project, env=env)
+    assert done.returncode == 1
+    assert done.stderr.startswith(b"ralphstate: no criterion 'nope \\u2713' in this loop")
