@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import IO
@@ -35,6 +36,12 @@ class _Terminal:
             self.stream.flush()
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds.")
+    return value
+
+
 def _json(data: object) -> None:
     click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
 
@@ -66,6 +73,7 @@ def _json(data: object) -> None:
     "--timeout",
     type=click.FloatRange(0, min_open=True),
     default=None,
+    callback=_finite,
     metavar="SECONDS",
     help="Stop an iteration's agent after this long.  [default: no limit]",
 )

@@ -8,6 +8,7 @@ directory that holds `.loop/`.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,8 @@ def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> 
             lowest_open = key == "timeout"
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise bad("a number of seconds")
+            if not math.isfinite(value):  # TOML has nan and inf; neither is a time
+                raise bad("a finite number of seconds")
             if value < 0 or (lowest_open and value == 0):
                 raise bad("a number of seconds above 0" if lowest_open else "0 or more seconds")
             setattr(config, key, float(value))

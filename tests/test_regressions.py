@@ -239,3 +239,27 @@ def test_text_the_output_encoding_cannot_show_is_escaped_not_a_crash(project: Pa
     done = run_process(["criteria", "set", "nope ✓", "true"], cwd=project, env=env)
     assert done.returncode == 1
     assert done.stderr.startswith(b"ralphstate: no criterion 'nope \\u2713' in this loop")
+
+
+# -- `ralphstate run`: times that are not numbers ---------------------------------------
+
+
+def test_run_refuses_nan_and_infinite_times(project: Path, rs: Any) -> None:
+    """A `grace` of nan never escalates a stop past SIGINT; a `timeout` of nan never fires."""
+    start(rs)
+    for value in ("nan", "inf"):
+        result = rs("run", "--agent", "my-agent", "--dry-run", "--timeout", value)
+        assert (result.code, result.out) == (1, "")
+        assert result.err == (
+            f"ralphstate: Invalid value for '--timeout': {value} is not a number of seconds."
+            " (see `ralphstate run --help`)\n"
+        )
+    config = project / ".loop" / "config.toml"
+    for key, value in (("grace", "nan"), ("timeout", "inf"), ("timeout", "-inf")):
+        config.write_text(f"[run]\n{key} = {value}\n")
+        result = rs("run", "--agent", "my-agent", "--dry-run")
+        assert (result.code, result.out) == (1, "")
+        assert result.err == (
+            f"ralphstate: .loop/config.toml [run]: {key!r} must be a finite number of seconds,"
+            f" not {float(value)}.\n"
+        )
