@@ -308,7 +308,7 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
         same_process = bool(pid) and entry.get("claudePid") == pid
         same_agent = _owner_agent(state) == agent.name
         if not (known and source == "clear" and same_process and same_agent):
-            whose = "" if same_agent else f"{_owner_agent(state)} "
+            whose = "" if same_agent else f"{_owner_agent(state)[:20]} "  # from the file
             return agent.render_context(
                 "A ralphstate loop in this project belongs to another session; do not work on"
                 " it unless the person asks. To take it over here: `ralphstate adopt`.",

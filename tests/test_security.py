@@ -220,11 +220,20 @@ def test_a_cloned_loop_is_announced_and_its_text_kept_out(
 
 
 def test_a_cloned_loop_owned_elsewhere_is_announced_without_its_text(project: Path) -> None:
-    hostile_loop(project, sessionId="their-session")
+    hostile_loop(project, sessionId=f"{CANARY}-session", ownerAgent=CANARY * 1000)
     run = hook("session-start", hook_input_for(project, source="startup"))
     out = orjson.loads(run.out)
-    assert CANARY not in run.out.decode()
-    assert "belongs to another session" in out["systemMessage"]
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": "A ralphstate loop in this project belongs to another"
+            " session; do not work on it unless the person asks. To take it over here:"
+            " `ralphstate adopt`.",
+        },
+        "systemMessage": "ralphstate: the loop here belongs to another session"
+        f" ({(CANARY * 3)[:20]} {CANARY[:8]}…); run `ralphstate adopt` to continue it in"
+        " this one.",
+    }
     assert hook("stop", hook_input_for(project)).out == b""
 
 
