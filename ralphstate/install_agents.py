@@ -30,7 +30,7 @@ from typing import Any
 
 from ralphstate import install
 from ralphstate.errors import RalphstateError
-from ralphstate.fsio import atomic_write
+from ralphstate.fsio import atomic_write, makedirs
 
 AGENTS = ("claude", "codex", "gemini", "cursor", "copilot")
 # Cursor's cap on follow-up messages from one stop hook in a conversation; the loop's
@@ -192,7 +192,7 @@ def install_agent(
                 continue
             payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
             mode = install._mode(real)
-            real.parent.mkdir(parents=True, exist_ok=True)
+            makedirs(real.parent)  # never world-writable, whatever the umask
             written = atomic_write(real, payload, still_ok=install._unchanged(real, original))
             if written and mode is not None:
                 os.chmod(real, mode)

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import filelock
 
-from ralphstate import ops, prompt, registry, runconfig, spawn
+from ralphstate import fsio, ops, prompt, registry, runconfig, spawn
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.hooks import ENV_RUNNER
@@ -105,7 +105,7 @@ def git_head(root: Path) -> str | None:
 
 @contextlib.contextmanager
 def _run_lock(paths: LoopPaths) -> Iterator[None]:
-    lock = filelock.FileLock(str(paths.dir / RUN_LOCK), timeout=0)
+    lock = filelock.FileLock(str(paths.dir / RUN_LOCK), timeout=0, mode=fsio.FILE_MODE)
     try:
         lock.acquire()
     except filelock.Timeout:
@@ -140,10 +140,12 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     argv = resolve_program(plan, store.paths.root)
     runs = store.paths.dir / RUNS_DIR
     try:
-        runs.mkdir(exist_ok=True)
+        fsio.makedirs(runs)  # never world-writable, whatever the umask
         ignore = runs / ".gitignore"
         if not ignore.exists():  # the agent commits its work; its logs stay out of git
-            ignore.write_text("# Written by ralphstate run: agent logs stay out of git.\n*\n")
+            fsio.atomic_write(
+                ignore, b"# Written by ralphstate run: agent logs stay out of git.\n*\n"
+            )
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
     with _run_lock(store.paths), spawn.Interrupts() as interrupts:
@@ -287,7 +289,7 @@ class _Run:
         env[ENV_RUNNER] = "1"
         self.log = _log_path(paths.dir / RUNS_DIR, state["iteration"])
         try:
-            with open(self.log, "xb") as log:
+            with open(self.log, "xb", opener=_private_opener) as log:
                 common: dict[str, Any] = {
                     "cwd": paths.root,
                     "env": env,
@@ -436,6 +438,12 @@ class _Run:
             time.monotonic() - self.started,
             error,
         )
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """Create a log with at most `fsio.FILE_MODE` (open's default, 0666, would leave it
+    world-writable under a umask of 0)."""
+    return os.open(path, flags, fsio.FILE_MODE)
 
 
 def _log_path(runs: Path, number: int) -> Path:

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -263,3 +264,40 @@ def test_run_refuses_nan_and_infinite_times(project: Path, rs: Any) -> None:
             f"ralphstate: .loop/config.toml [run]: {key!r} must be a finite number of seconds,"
             f" not {float(value)}.\n"
         )
+
+
+# -- what `install --agent` and `run` create is not world-writable -------------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits and umask")
+def test_agent_hook_files_and_run_logs_are_not_world_writable_whatever_the_umask(
+    project: Path, tmp_path: Path
+) -> None:
+    """A world-writable `.codex/` would let another local user plant hooks that run."""
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "ralphstate", *args],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            preexec_fn=lambda: os.umask(0),
+        )
+
+    assert run("init", "Build it", "-c", "a").returncode == 0
+    for agent in ("codex", "gemini", "cursor", "copilot"):
+        done = run("install", "--agent", agent)
+        assert done.returncode == 0, done.stderr
+    done = run("run", "--agent", "true", "--max", "1")
+    assert done.returncode == 3, done.stderr  # paused at its one iteration
+    created = [project, *project.rglob("*")]
+    names = {p.relative_to(project).as_posix() for p in created}
+    for expected in (".codex", ".github/hooks", ".loop/runs", ".loop/runs/0001.log"):
+        assert expected in names
+    writable = {
+        p.relative_to(project).as_posix(): oct(p.stat().st_mode & 0o777)
+        for p in created
+        if p.stat().st_mode & stat.S_IWOTH
+    }
+    assert writable == {}
