@@ -497,6 +497,20 @@ def _escape_unencodable_output() -> None:
                 pass
 
 
+# click 8.2 and later raise this for a group named without a subcommand; 8.1 printed help.
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def _usage_mistake(exc: click.ClickException) -> int:
+    """A usage mistake is a user mistake like any other: one line, exit 1."""
+    message = " ".join(exc.format_message().split())
+    hint = ""
+    if isinstance(exc, click.UsageError) and exc.ctx is not None:
+        hint = f" (see `{exc.ctx.command_path} --help`)"
+    click.echo(f"ralphstate: {message}{hint}", err=True)
+    return 1
+
+
 def run_cli(args: list[str]) -> int:
     """Run the command line; map errors to one line and an exit code."""
     _escape_unencodable_output()
@@ -511,13 +525,12 @@ def run_cli(args: list[str]) -> int:
         click.echo("Aborted.", err=True)
         return 1
     except click.ClickException as exc:
-        # A usage mistake is a user mistake like any other: one line, exit 1.
-        message = " ".join(exc.format_message().split())
-        hint = ""
-        if isinstance(exc, click.UsageError) and exc.ctx is not None:
-            hint = f" (see `{exc.ctx.command_path} --help`)"
-        click.echo(f"ralphstate: {message}{hint}", err=True)
-        return 1
+        if isinstance(exc, click.UsageError) and isinstance(exc, _NO_ARGS_IS_HELP):
+            # A group named without a subcommand (`ralphstate`, `ralphstate criteria`) asks
+            # for its help: shown whole, as click before 8.2 did, not as an error line.
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            return 0
+        return _usage_mistake(exc)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:

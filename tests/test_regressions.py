@@ -301,3 +301,20 @@ def test_agent_hook_files_and_run_logs_are_not_world_writable_whatever_the_umask
         if p.stat().st_mode & stat.S_IWOTH
     }
     assert writable == {}
+
+
+# -- a group named without a subcommand ----------------------------------------------------
+
+
+def test_a_group_without_a_subcommand_shows_its_help_not_one_folded_error_line(
+    rs: Any,
+) -> None:
+    for args, usage in (
+        ((), "Usage: ralphstate [OPTIONS] COMMAND [ARGS]..."),
+        (("criteria",), "Usage: ralphstate criteria [OPTIONS] COMMAND [ARGS]..."),
+        (("step",), "Usage: ralphstate step [OPTIONS] COMMAND [ARGS]..."),
+    ):
+        result = rs(*args)
+        assert (result.code, result.err) == (0, ""), args
+        assert result.out == rs(*args, "--help").out
+        assert result.out.startswith(usage + "\n\n")
