@@ -12,6 +12,7 @@ from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.ops import change, find_criterion
 from ralphstate.store import Event, Store, Unchanged, append_history
+from ralphstate.views import visible
 
 
 def set_check(
@@ -75,12 +76,12 @@ def describe(state: st.State, name: str) -> str:
     crit = find_criterion(state, name)
     command = state["checks"].get(crit)
     if command is None:
-        return f"{crit}: no check"
+        return f"{visible(crit)}: no check"
     own = state["checkTimeouts"].get(crit)
     limit = (
         f"timeout {own:g}s" if own is not None else f"timeout {limits.CHECK_TIMEOUT:g}s, default"
     )
-    return f"{crit}: {command}  ({limit})"
+    return f"{visible(crit)}: {visible(command)}  ({limit})"
 
 
 def trust_checks(store: Store) -> st.State:

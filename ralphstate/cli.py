@@ -245,7 +245,7 @@ def criteria_list() -> None:
     """
     state = ops.locate().load()
     for i, name in enumerate(state["criteria"], 1):
-        click.echo(f"{i}. [{'x' if st.met(state, name) else ' '}] {name}")
+        click.echo(f"{i}. [{'x' if st.met(state, name) else ' '}] {views.visible(name)}")
 
 
 @criteria.command("add", context_settings=SETTINGS)

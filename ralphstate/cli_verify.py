@@ -13,6 +13,7 @@ import orjson
 from ralphstate import checks, limits, ops
 from ralphstate import verify as verify_
 from ralphstate.errors import RalphstateError
+from ralphstate.views import visible
 
 SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_INTERRUPTED = 130
@@ -125,7 +126,7 @@ def trust() -> None:
         click.echo("this loop has no checks; there is nothing to trust")
         return
     for name, command in state["checks"].items():
-        click.echo(f"  {name}: {command}")
+        click.echo(f"  {visible(name)}: {visible(command)}")
     click.echo(f"trusted these {len(state['checks'])} checks in {store.paths.root} on this machine")
 
 

