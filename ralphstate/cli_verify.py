@@ -38,9 +38,10 @@ def _seconds(value: float | None) -> float | None:
 def result_lines(result: verify_.CheckResult) -> list[str]:
     """One line for a check, then, when it failed, the end of its output, indented."""
     took = f"{result.duration_ms / 1000:.1f}s"
+    name = visible(result.criterion)
     if result.passed:
-        return [f"{click.style('PASS', fg='green')}  {result.criterion}  ({took})"]
-    lines = [f"{click.style('FAIL', fg='red')}  {result.criterion}  ({took}, {result.summary})"]
+        return [f"{click.style('PASS', fg='green')}  {name}  ({took})"]
+    lines = [f"{click.style('FAIL', fg='red')}  {name}  ({took}, {result.summary})"]
     lines += ["    " + line for line in result.output_tail.splitlines()]
     return lines
 

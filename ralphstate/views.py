@@ -104,7 +104,7 @@ def history_line(entry: dict[str, Any]) -> str:
     details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration")}
     text = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in details.items())
     at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
-    return f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip()
+    return visible(f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip())
 
 
 def loop_row(row: dict[str, Any]) -> str:

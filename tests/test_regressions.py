@@ -353,3 +353,19 @@ def test_control_characters_in_a_state_file_are_shown_not_obeyed(project: Path, 
     assert trusted.out.splitlines()[0] == f"  {shown_name}: {shown_check}"
     for out in (status.out, check.out, trusted.out):
         assert "\x1b" not in out and "\r" not in out and "\x9b" not in out
+
+
+def test_history_and_check_results_from_a_cloned_loop_are_shown_not_obeyed(
+    project: Path, rs: Any
+) -> None:
+    start(rs, "--verify-on-stop")
+    assert rs("criteria", "add", "lint\x1b[8m clean", "--check", "true").code == 0
+    with open(project / ".loop" / "history.jsonl", "ab") as handle:
+        handle.write(
+            b'{"at": "now\\r\\u001b[2K", "event": "evil\\u001b]0;x\\u0007", "iteration": 1}\n'
+        )
+    log = rs("log", "-n", "1")
+    assert log.out == "now\\x0d\\x1b[2K  #1   evil\\x1b]0;x\\x07\n"
+    verified = rs("verify")
+    assert verified.code == 0, verified.err
+    assert verified.out.startswith("PASS  lint\\x1b[8m clean  (")
