@@ -6,6 +6,7 @@ which runs at every stop of every session, imports only what it needs.
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -14,7 +15,17 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["hook"]:
         from ralphstate.hooks import run_hook
 
-        return run_hook(args[1:])
+        code = run_hook(args[1:])
+        if argv is None:
+            # A real hook process, run at every stop: everything is written and every
+            # file closed, so skip the interpreter's teardown of the modules it loaded.
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+            os._exit(code)
+        return code
     from ralphstate.cli import run_cli
 
     return run_cli(args)
