@@ -303,17 +303,20 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
             )
         take = True
     elif _foreign(state, session_id, agent):
+        from ralphstate.views import visible
+
         entry = registry.entry(loop) or {}
         pid = _claude_pid(agent)
         same_process = bool(pid) and entry.get("claudePid") == pid
         same_agent = _owner_agent(state) == agent.name
         if not (known and source == "clear" and same_process and same_agent):
-            whose = "" if same_agent else f"{_owner_agent(state)[:20]} "  # from the file
+            whose = "" if same_agent else f"{visible(_owner_agent(state)[:20])} "
             return agent.render_context(
                 "A ralphstate loop in this project belongs to another session; do not work on"
                 " it unless the person asks. To take it over here: `ralphstate adopt`.",
                 "ralphstate: the loop here belongs to another session"
-                f" ({whose}{str(owner)[:8]}…); run `ralphstate adopt` to continue it in this one.",
+                f" ({whose}{visible(str(owner)[:8])}…); run `ralphstate adopt` to continue"
+                " it in this one.",
             )
         take = True
     if take and session_id:
@@ -334,9 +337,12 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
 
         try:
             state = store.update(own)
-            registry.record(loop, state, _claude_pid(agent))
         except RalphstateError as exc:
             raise Fault(str(exc).rstrip(".")) from None
+        try:
+            registry.record(loop, state, _claude_pid(agent))
+        except Exception as exc:  # noqa: BLE001 - the registry is a convenience
+            _complain("session-start", f"could not update the loop registry ({exc})")
     trusted = _trusted(loop, state)
     line = render.session_line(state)
     if not trusted:

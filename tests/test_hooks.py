@@ -315,3 +315,23 @@ def test_loop_found_from_a_subdirectory(root: Path) -> None:
     sub.mkdir(parents=True)
     out, _ = hook("stop", sub, {"session_id": SID, "last_assistant_message": "x"})
     assert out is not None and out["decision"] == "block"
+
+
+def test_a_foreign_owner_name_is_shown_without_control_characters(root: Path) -> None:
+    make_loop(root, sessionId="\x1b[2Kab")
+    out, _ = hook("session-start", root, {"session_id": SID, "source": "startup"})
+    assert out is not None
+    assert "\x1b" not in out["systemMessage"]
+    assert "(\\x1b[2Kab…)" in out["systemMessage"]
+
+
+def test_adoption_survives_a_registry_that_cannot_be_written(root: Path, isolated: Path) -> None:
+    path = make_loop(root, sessionId=None)
+    lock = isolated / "state" / "loops.json.lock"
+    lock.unlink(missing_ok=True)
+    lock.mkdir()  # the registry can still be read, but no longer changed
+    out, err = hook("session-start", root, {"session_id": "new-one", "source": "startup"})
+    assert out is not None
+    assert out["hookSpecificOutput"]["additionalContext"].startswith("A ralphstate loop")
+    assert st.parse(path.read_bytes())["sessionId"] == "new-one"
+    assert "could not update the loop registry" in err
