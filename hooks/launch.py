@@ -66,9 +66,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+# ralphstate's own bound on hook input (ralphstate.limits.MAX_HOOK_INPUT_BYTES): one
+# byte more is read, so the hook can tell an oversized input and refuse it.
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+
+
 def _read_stdin() -> bytes:
     try:
-        return sys.stdin.buffer.read() if sys.stdin is not None else b""
+        if sys.stdin is None:
+            return b""
+        return sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     except (OSError, ValueError):
         return b""
 

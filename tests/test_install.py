@@ -889,3 +889,15 @@ def test_plugin_command_runs_through_sh(tmp_path: Path, interpreter: str) -> Non
     env["CLAUDE_PLUGIN_ROOT"] = str(REPO)
     done = run(["/bin/sh", "-c", command], hook_input(project), env, tmp_path)
     assert (done.returncode, done.stdout) == (0, expected)
+
+
+def test_launcher_bound_matches_the_hook_input_limit() -> None:
+    import importlib.util
+
+    from ralphstate import limits
+
+    spec = importlib.util.spec_from_file_location("launch", REPO / "hooks" / "launch.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.MAX_INPUT_BYTES == limits.MAX_HOOK_INPUT_BYTES
