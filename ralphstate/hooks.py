@@ -156,16 +156,24 @@ def _load(loop: paths.LoopPaths) -> tuple[Any, Any] | None:
         raise Fault(str(exc).rstrip(".")) from None
 
 
-def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
-    if not agent.turn_finished(hook_input):
-        return None  # the person stopped this turn: never hold it open
+def _find(agent: adapters.Agent, hook_input: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """The loop, its store and its state; None when there is no loop; Fault if unusable."""
     loop = _locate(hook_input, agent)
     if loop is None:
         return None
     loaded = _load(loop)
     if loaded is None:
         return None
-    store, state = loaded
+    return (loop, *loaded)
+
+
+def stop(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
+    if not agent.turn_finished(hook_input):
+        return None  # the person stopped this turn: never hold it open
+    found = _find(agent, hook_input)
+    if found is None:
+        return None
+    loop, store, state = found
     session_id = agent.session_id(hook_input)
     if session_id is None:
         raise Fault("input has no session id")
@@ -265,16 +273,13 @@ def _trusted(loop: paths.LoopPaths, state: dict[str, Any]) -> bool:
 
 
 def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
-    loop = _locate(hook_input, agent)
-    if loop is None:
-        return None
     try:
-        loaded = _load(loop)
+        found = _find(agent, hook_input)
     except Fault as exc:
         return agent.render_notice(f"ralphstate: {exc}; the loop is ignored until it is fixed.")
-    if loaded is None:
+    if found is None:
         return None
-    store, state = loaded
+    loop, store, state = found
     from ralphstate import registry, render
     from ralphstate import state as st
 
@@ -351,13 +356,10 @@ def session_start(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output |
 
 
 def pre_compact(agent: adapters.Agent, hook_input: dict[str, Any]) -> Output | None:
-    loop = _locate(hook_input, agent)
-    if loop is None:
+    found = _find(agent, hook_input)
+    if found is None:
         return None
-    loaded = _load(loop)
-    if loaded is None:
-        return None
-    store, state = loaded
+    loop, store, state = found
     from ralphstate import clock
     from ralphstate import state as st
     from ralphstate.errors import RalphstateError
