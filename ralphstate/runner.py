@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import filelock
 
-from ralphstate import fsio, ops, prompt, registry, runconfig, spawn
+from ralphstate import clock, fsio, ops, prompt, registry, runconfig, spawn
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.hooks import ENV_RUNNER
@@ -353,6 +353,8 @@ class _Run:
             event["stops"] = agent.stops
         with contextlib.suppress(RalphstateError):
             append_history(paths.history, [event], number)
+        if (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted:
+            self._remember_error(number, agent.describe())
         parts = [
             f"[{run}/{self.plan.limit}] {met}/{total} criteria",
             f"{done}/{steps} steps",
@@ -366,6 +368,17 @@ class _Run:
         if decision == "continue" and quiet:
             parts.append(f"no progress ({quiet} of {state['stallLimit']})")
         self.report.line(" · ".join(parts))
+
+    def _remember_error(self, number: int, what: str) -> None:
+        """A failed iteration goes into the state's bounded `errors` list."""
+
+        def change(current: st.State) -> list[Event]:
+            st.add_error(current, f"agent {what}", at=clock.now_iso(), run=True)
+            current["errors"][-1]["iteration"] = number
+            return []
+
+        with contextlib.suppress(RalphstateError):
+            self.store.update(change)
 
     # -- the endings --
 

@@ -360,3 +360,10 @@ def set_steps(state: State, steps: list[str], completed: list[str]) -> None:
     state["steps"] = steps
     state["completedSteps"] = [s for s in steps if s in done]
     state["remainingSteps"] = [s for s in steps if s not in done]
+
+
+def add_error(state: State, message: str, *, at: str, **details: Any) -> None:
+    """Remember an error in `errors`, keeping only the most recent MAX_ERRORS."""
+    entry = {"at": at, "iteration": state["iteration"], "message": message[:MAX_PROBLEM_CHARS]}
+    entry.update(details)
+    state["errors"] = [*state["errors"], entry][-MAX_ERRORS:]

@@ -313,6 +313,11 @@ def test_a_crashing_agent_is_recorded_and_the_loop_goes_on_until_it_stalls(
     assert [(r["exit"], r["result"]) for r in runs] == [(7, "exit 7"), (7, "exit 7")]
     log = (project / ".loop" / "runs" / "0001.log").read_bytes()
     assert log == b"agent 1: crash\nboom\n"  # stderr is in the log too
+    errors = orjson.loads((project / ".loop" / "state.json").read_bytes())["errors"]
+    assert [(e["iteration"], e["message"], e["run"]) for e in errors] == [
+        (1, "agent exit 7", True),
+        (2, "agent exit 7", True),
+    ]
 
 
 def test_an_agent_that_corrupts_the_state_ends_the_run_with_an_error(

@@ -497,3 +497,15 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert list(json.loads(as_json.out)) == [*st.FIELD_ORDER, "ticket"]  # schema order
     log = rs("log", "-n", "1")
     assert log.out == (f"2026-03-14T10:41:37Z  #6   unmet            unmet={st.unmet(state)!r}\n")
+
+
+def test_errors_keep_only_the_most_recent() -> None:
+    from ralphstate import limits
+
+    state = st.new("x", ["a"], [], now="2026-01-01T00:00:00Z")
+    for i in range(limits.MAX_ERRORS + 3):
+        st.add_error(state, f"boom {i}" + "!" * 1000, at="2026-01-01T00:00:00Z")
+    assert len(state["errors"]) == limits.MAX_ERRORS
+    assert state["errors"][0]["message"].startswith("boom 3!")
+    assert len(state["errors"][-1]["message"]) == limits.MAX_PROBLEM_CHARS
+    assert st.parse(st.dumps(state))["errors"] == state["errors"]
