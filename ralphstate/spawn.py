@@ -284,7 +284,7 @@ def _wait(
 
 def _signal_group(child: subprocess.Popen[bytes], stage: str) -> None:
     """Send a stage of stopping to the agent's whole process group."""
-    if WINDOWS:
+    if sys.platform == "win32":  # spelled out so type checkers follow the branch
         _signal_windows(child, stage)
         return
     signum = {
