@@ -100,10 +100,11 @@ def _inside(path: str | os.PathLike[str], root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def check_safe(paths: LoopPaths) -> None:
-    """Refuse a `.loop/` or a file in it that is a symlink leading out of the project."""
+def check_safe(paths: LoopPaths, *more: Path) -> None:
+    """Refuse a `.loop/` or a file in it (or any of `more`) that is a symlink leading
+    out of the project."""
     root_real = os.path.realpath(paths.root)
-    for path in (paths.dir, paths.state, paths.history, paths.lock):
+    for path in (paths.dir, paths.state, paths.history, paths.lock, *more):
         if os.path.lexists(path) and not _inside(path, root_real):
             raise RalphstateError(
                 f"{paths.display(path)} leads outside the project ({os.path.realpath(path)});"

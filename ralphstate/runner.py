@@ -23,7 +23,7 @@ from ralphstate import clock, fsio, ops, prompt, registry, runconfig, spawn
 from ralphstate import state as st
 from ralphstate.errors import RalphstateError
 from ralphstate.hooks import ENV_RUNNER
-from ralphstate.paths import LoopPaths
+from ralphstate.paths import LoopPaths, check_safe
 from ralphstate.render import clip, quote
 from ralphstate.runplan import Plan, resolve_program
 from ralphstate.runresult import IterationRecord, Outcome, counts, format_duration
@@ -139,6 +139,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     _check_trusted(store, state)
     argv = resolve_program(plan, store.paths.root)
     runs = store.paths.dir / RUNS_DIR
+    check_safe(store.paths, runs)
     try:
         fsio.makedirs(runs)  # never world-writable, whatever the umask
         ignore = runs / ".gitignore"

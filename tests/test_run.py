@@ -752,3 +752,18 @@ def test_inside_a_run_a_loop_this_machine_never_saw_is_not_restored(
     assert out is not None
     assert "hookSpecificOutput" not in out
     assert "not started on this machine" in out["systemMessage"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need privileges on Windows")
+def test_a_runs_directory_leading_out_of_the_project_is_refused(
+    rs: Any, project: Path, script: Path, tmp_path: Path
+) -> None:
+    make_loop(rs)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (project / ".loop" / "runs").symlink_to(outside, target_is_directory=True)
+    done = rs("run", "--agent", run_agents.command(script, "stdin", "progress"))
+    assert done.code == 1
+    assert done.err.count("\n") == 1
+    assert done.err.startswith("ralphstate: .loop/runs leads outside the project")
+    assert list(outside.iterdir()) == []
