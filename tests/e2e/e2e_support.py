@@ -7,9 +7,11 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +209,23 @@ class HookProbe:
             record["chain"] = [(pid, argv) for pid, argv in record["chain"]]
             found.append(ProbeCall(**record))
         return found
+
+
+class LoopbackServer:
+    """An HTTP server on a free loopback port, served from a daemon thread; the scripted
+    API stand-ins start one each."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

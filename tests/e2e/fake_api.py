@@ -22,8 +22,10 @@ import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from e2e_support import LoopbackServer
 
 Block = dict[str, Any]
 Turn = Sequence[Block] | Callable[[dict[str, Any]], Sequence[Block]]
@@ -75,8 +77,7 @@ class FakeAnthropicAPI:
         self._lock = threading.Lock()
         self._served = 0
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http: LoopbackServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -86,22 +87,13 @@ class FakeAnthropicAPI:
         class Handler(_Handler):
             owner = api
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-anthropic-api", daemon=True
-        )
-        self._thread.start()
+        self._http = LoopbackServer(Handler, "fake-anthropic-api")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     def __enter__(self) -> FakeAnthropicAPI:
         return self.start()
@@ -111,8 +103,8 @@ class FakeAnthropicAPI:
 
     @property
     def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return int(self._server.server_address[1])
+        assert self._http is not None, "server not started"
+        return self._http.port
 
     @property
     def base_url(self) -> str:

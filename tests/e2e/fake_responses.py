@@ -18,8 +18,10 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from e2e_support import LoopbackServer
 
 Item = dict[str, Any]
 Turn = Sequence[Item] | Callable[[dict[str, Any]], Sequence[Item]]
@@ -81,8 +83,7 @@ class FakeResponsesAPI:
         self._lock = threading.Lock()
         self._served = 0
         self._ids = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http: LoopbackServer | None = None
 
     def start(self) -> FakeResponsesAPI:
         api = self
@@ -90,27 +91,18 @@ class FakeResponsesAPI:
         class Handler(_Handler):
             owner = api
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="fake-responses-api", daemon=True
-        )
-        self._thread.start()
+        self._http = LoopbackServer(Handler, "fake-responses-api")
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        assert self._http is not None, "server not started"
+        return f"http://127.0.0.1:{self._http.port}/v1"
 
     def next_items(self, body: dict[str, Any]) -> list[Item]:
         with self._lock:
