@@ -3,7 +3,7 @@
 Claude Code runs this from `hooks/hooks.json` with the hook input on stdin. It finds
 ralphstate and hands the input over unchanged:
 
-1. ralphstate importable by this interpreter: `ralphstate.hooks.run_hook([event])`;
+1. ralphstate importable by this interpreter: `ralphstate.hooks.entry.run_hook([event])`;
 2. else a `ralphstate` command on PATH: run `ralphstate hook EVENT` with the input;
 3. else say once (a marker file in the temporary directory) on stderr how to install
    it, and allow.
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-# ralphstate's own bound on hook input (ralphstate.limits.MAX_HOOK_INPUT_BYTES): one
+# ralphstate's own bound on hook input (ralphstate.core.limits.MAX_HOOK_INPUT_BYTES): one
 # byte more is read, so the hook can tell an oversized input and refuse it.
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 
@@ -99,7 +99,7 @@ def _run(event: str, data: bytes) -> bytes:
 
 def _import_run_hook() -> Callable[[list[str]], int] | None:
     try:
-        from ralphstate.hooks import run_hook
+        from ralphstate.hooks.entry import run_hook
     except Exception:  # noqa: BLE001 - absent, too old or broken: try PATH instead
         return None
     return run_hook

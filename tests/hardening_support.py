@@ -14,11 +14,11 @@ from typing import Any
 
 import orjson
 
-from ralphstate import registry
-from ralphstate import state as st
 from ralphstate.__main__ import main
-from ralphstate.hooks import run_hook
-from ralphstate.paths import LoopPaths
+from ralphstate.core import state as st
+from ralphstate.hooks.entry import run_hook
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths
 
 SID = "session-a"
 HOOKS = ("stop", "session-start", "pre-compact")

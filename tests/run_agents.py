@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from ralphstate import spawn
+from ralphstate.run import spawn
 
 SCRIPT = r"""
 import os, re, signal, subprocess, sys, time

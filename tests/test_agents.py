@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import adapters, registry
-from ralphstate import state as st
-from ralphstate.agent_transcripts import last_reply
-from ralphstate.decide import decide_stop
-from ralphstate.paths import LoopPaths
+from ralphstate.agents import table as adapters
+from ralphstate.agents.transcripts import last_reply
+from ralphstate.core import state as st
+from ralphstate.core.decide import decide_stop
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths
 from tests.conftest import run_process
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents"

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from ralphstate import registry
-from ralphstate import state as st
-from ralphstate.paths import LoopPaths
+from ralphstate.core import state as st
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths
 
 NOW = "2026-01-02T03:04:05Z"
 NO_LOOP = (

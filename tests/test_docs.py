@@ -10,7 +10,7 @@ from typing import Any
 import click
 import pytest
 
-from ralphstate.cli import cli
+from ralphstate.cli.main import cli
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 # `ralphstate hook ...` is dispatched before click (the hot path); it is documented too.

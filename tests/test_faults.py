@@ -24,11 +24,11 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import decide, limits
-from ralphstate import state as st
-from ralphstate.errors import CorruptState, RalphstateError
-from ralphstate.paths import LoopPaths
-from ralphstate.store import Store
+from ralphstate.core import decide, limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.store import Store
 from tests.hardening_support import (
     SID,
     Run,

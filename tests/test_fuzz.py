@@ -20,11 +20,13 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as hs
 
-from ralphstate import adapters, limits, paths, registry, trust
-from ralphstate import state as st
-from ralphstate.decide import decide_stop
-from ralphstate.errors import CorruptState
-from ralphstate.transcript import last_assistant_text
+from ralphstate.agents import table as adapters
+from ralphstate.agents.transcript import last_assistant_text
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.decide import decide_stop
+from ralphstate.core.errors import CorruptState
+from ralphstate.storage import paths, registry, trust
 from tests.conftest import run_process
 from tests.hardening_support import (
     HOOKS,

@@ -10,9 +10,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import limits, registry
-from ralphstate import state as st
-from ralphstate.paths import LoopPaths
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths
 from tests.conftest import run_process
 
 SID = "session-a"

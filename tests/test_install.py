@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 import ralphstate
-from ralphstate import install as inst
-from ralphstate.errors import RalphstateError
-from ralphstate.install import (
+from ralphstate.core.errors import RalphstateError
+from ralphstate.install import claude as inst
+from ralphstate.install.claude import (
     InstalledHook,
     command_target,
     find_installed,
@@ -894,7 +894,7 @@ def test_plugin_command_runs_through_sh(tmp_path: Path, interpreter: str) -> Non
 def test_launcher_bound_matches_the_hook_input_limit() -> None:
     import importlib.util
 
-    from ralphstate import limits
+    from ralphstate.core import limits
 
     spec = importlib.util.spec_from_file_location("launch", REPO / "hooks" / "launch.py")
     assert spec is not None and spec.loader is not None

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ralphstate import install
-from ralphstate.install_agents import CURSOR_LOOP_LIMIT, TARGETS, hooks_path
+from ralphstate.install import claude as install
+from ralphstate.install.agents import CURSOR_LOOP_LIMIT, TARGETS, hooks_path
 from tests.conftest import Result
 
 

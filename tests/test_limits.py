@@ -1,4 +1,4 @@
-"""Every bound of ralphstate/limits.py that guards what is read or emitted, tested at
+"""Every bound of ralphstate/core/limits.py that guards what is read or emitted, tested at
 its boundary: the value at the limit passes whole, one more is refused or cut.
 
 Bounds tested elsewhere: MAX_HOOK_INPUT_BYTES through real processes in test_hooks.py;
@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import limits, render
-from ralphstate import state as st
-from ralphstate.decide import decide_stop
+from ralphstate.core import limits, render
+from ralphstate.core import state as st
+from ralphstate.core.decide import decide_stop
 from tests.hardening_support import SID, cli, hook, hook_input_for, make_loop
 
 

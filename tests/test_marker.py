@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ralphstate.marker import contains_marker
+from ralphstate.core.marker import contains_marker
 
 M = "<loop-complete>"
 

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from ralphstate import state as st
+from ralphstate.core import state as st
 from tests.conftest import run_process
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from ralphstate import limits, prompt
-from ralphstate import state as st
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.run import prompt
 from tests.conftest import run_process
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import spawn
+from ralphstate.run import spawn
 from tests import run_agents
 from tests.conftest import run_process
 

@@ -15,10 +15,13 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from ralphstate import limits, prompt, runconfig, runresult, spawn, watch
-from ralphstate import state as st
-from ralphstate.errors import RalphstateError
-from ralphstate.ops import locate
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop.ops import locate
+from ralphstate.run import config as runconfig
+from ralphstate.run import prompt, spawn, watch
+from ralphstate.run import result as runresult
 
 # -- the prompt ------------------------------------------------------------------------------
 
@@ -412,7 +415,7 @@ def test_run_json_dry_run_is_one_object(rs: Any, project: Path) -> None:
 
 
 def test_docs_name_every_option_of_run_and_watch() -> None:
-    from ralphstate.cli_run import run_command, watch_command
+    from ralphstate.cli.run import run_command, watch_command
 
     docs = (Path(__file__).resolve().parent.parent / "docs" / "run.md").read_text("utf-8")
     for command in (run_command, watch_command):
@@ -425,7 +428,7 @@ def test_docs_name_every_option_of_run_and_watch() -> None:
 
 
 def test_a_log_name_an_earlier_loop_used_is_not_reused(tmp_path: Path) -> None:
-    from ralphstate.runner import _log_path
+    from ralphstate.run.loop import _log_path
 
     assert _log_path(tmp_path, 7) == tmp_path / "0007.log"
     (tmp_path / "0007.log").write_text("old")

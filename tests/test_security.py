@@ -16,10 +16,11 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import limits, logs, registry
-from ralphstate import state as st
-from ralphstate.errors import RalphstateError
-from ralphstate.store import append_history
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import logs, registry
+from ralphstate.storage.store import append_history
 from tests.hardening_support import (
     HOOKS,
     SID,

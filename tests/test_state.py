@@ -1,6 +1,6 @@
 """Reading state files the way agents write them by hand, and writing them back stably.
 
-Each table runs twice: against the pure functions in `ralphstate.state`, and through
+Each table runs twice: against the pure functions in `ralphstate.core.state`, and through
 the real command line on a real `.loop/state.json`.
 """
 
@@ -18,11 +18,11 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ralphstate import state as st
-from ralphstate import views
-from ralphstate.errors import CorruptState
-from ralphstate.paths import LoopPaths
-from ralphstate.store import Store
+from ralphstate.cli import views
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState
+from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / ".loop.example"
@@ -500,7 +500,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
 
 
 def test_errors_keep_only_the_most_recent() -> None:
-    from ralphstate import limits
+    from ralphstate.core import limits
 
     state = st.new("x", ["a"], [], now="2026-01-01T00:00:00Z")
     for i in range(limits.MAX_ERRORS + 3):

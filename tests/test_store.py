@@ -20,11 +20,12 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from ralphstate import fsio, limits
-from ralphstate import state as st
-from ralphstate.errors import RalphstateError
-from ralphstate.paths import LoopPaths
-from ralphstate.store import Store, event
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import fsio
+from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.store import Store, event
 from tests.conftest import run_process
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals/symlinks")

@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import install as inst
-from ralphstate import state as st
-from ralphstate import trust
-from ralphstate.paths import LoopPaths
+from ralphstate.core import state as st
+from ralphstate.install import claude as inst
+from ralphstate.storage import trust
+from ralphstate.storage.paths import LoopPaths
 from tests.conftest import run_process
 from tests.verify_support import PASS, alive, py, sleeper, wait_for
 
@@ -297,7 +297,7 @@ def test_install_gives_the_stop_hook_room_for_verification(tmp_path: Path) -> No
 
 
 def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
-    from ralphstate import doctor
+    from ralphstate.install import doctor
 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()

@@ -12,9 +12,11 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import clock, limits, ops, verify
-from ralphstate import state as st
-from ralphstate.errors import CorruptState
+from ralphstate.core import clock, limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState
+from ralphstate.loop import ops
+from ralphstate.verify import execute as verify
 from tests.verify_support import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
@@ -337,7 +339,7 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
 def test_status_shows_the_age_of_the_evidence() -> None:
     from freezegun import freeze_time
 
-    from ralphstate import views
+    from ralphstate.cli import views
 
     state = st.new("s", ["a", "b", "c", "d"], [], now="2026-01-01T00:00:00Z")
     state["checks"] = {"a": "x", "b": "y", "d": "z"}

@@ -13,11 +13,12 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate import limits, registry, trust
-from ralphstate import state as st
-from ralphstate.decide import decide_stop
-from ralphstate.paths import LoopPaths
-from ralphstate.verify import CheckResult
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.decide import decide_stop
+from ralphstate.storage import registry, trust
+from ralphstate.storage.paths import LoopPaths
+from ralphstate.verify.execute import CheckResult
 from tests.conftest import run_process
 from tests.verify_support import FAIL, PASS, alive, py, script, sleeper, wait_for
 
@@ -193,7 +194,7 @@ def test_a_check_changed_while_it_ran_is_not_recorded() -> None:
     state = st.new("s", ["a"], [], now="2026-01-01T00:00:00Z")
     state["checks"] = {"a": "new command"}
     state["criteriaStatus"] = {"a": True}
-    from ralphstate.verify import apply
+    from ralphstate.verify.execute import apply
 
     old = CheckResult("a", "old command", passed=False, exit_code=1, duration_ms=5, timeout=9)
     assert apply(state, [old], "stop") == []

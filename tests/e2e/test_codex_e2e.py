@@ -21,7 +21,7 @@ import pytest
 from codex_fixtures import base_env, find_codex, run_codex, write_config
 from fake_responses import FakeResponsesAPI, message, shell, texts, user_texts
 
-from ralphstate import state as st
+from ralphstate.core import state as st
 
 pytestmark = pytest.mark.e2e
 HOOK_PROMPT = re.compile(r'^<hook_prompt hook_run_id="[^"]+">(.*)</hook_prompt>$', re.DOTALL)

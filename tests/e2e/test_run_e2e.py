@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from fake_api import FakeAnthropicAPI, bash, text, texts
 
-from ralphstate.spawn import join_command
+from ralphstate.run.spawn import join_command
 
 pytestmark = pytest.mark.e2e
 

@@ -1,0 +1,207 @@
+"""`ralphstate run` and `ralphstate watch`: parse the options, call the core, print."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+from typing import IO
+
+import click
+import orjson
+
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop import ops
+from ralphstate.run import config as runconfig
+
+SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class _Terminal:
+    """Progress lines and the agent's output, to stdout (stderr with --json)."""
+
+    def __init__(self, to_stderr: bool) -> None:
+        self.stream: IO[str] = sys.stderr if to_stderr else sys.stdout
+
+    def line(self, text: str) -> None:
+        click.echo(text, file=self.stream)
+
+    def output(self, data: bytes) -> None:
+        self.stream.flush()
+        buffer = getattr(self.stream, "buffer", None)
+        if buffer is not None:
+            buffer.write(data)
+            buffer.flush()
+        else:
+            self.stream.write(data.decode("utf-8", "replace"))
+            self.stream.flush()
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds.")
+    return value
+
+
+def _json(data: object) -> None:
+    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+
+
+@click.command("run", context_settings=SETTINGS)
+@click.option(
+    "--agent",
+    metavar="CMD",
+    default=None,
+    help='The agent\'s command line, e.g. "claude -p". Default: `agent` in the config.',
+)
+@click.option(
+    "--prompt-mode",
+    type=click.Choice(runconfig.PROMPT_MODES),
+    default=None,
+    help="How the prompt reaches the agent: on stdin, as the last argument, or in a file"
+    " whose path replaces {prompt_file} in CMD.  [default: file when CMD holds"
+    " {prompt_file}, else stdin]",
+)
+@click.option(
+    "--max",
+    "max_iterations",
+    type=click.IntRange(1, limits.RUN_MAX_ITERATIONS),
+    default=None,
+    help="Run at most N iterations (the loop's maxIterations becomes iteration + N)."
+    "  [default: what the loop's maxIterations leaves]",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    callback=_finite,
+    metavar="SECONDS",
+    help="Stop an iteration's agent after this long.  [default: no limit]",
+)
+@click.option(
+    "--context",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="A file to put into every prompt (repeat); bounded in size.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
+def run_command(
+    agent: str | None,
+    prompt_mode: str | None,
+    max_iterations: int | None,
+    timeout: float | None,
+    context: tuple[Path, ...],
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Run the loop with a fresh agent process per iteration until it is done.
+
+    Each iteration gives the agent a prompt built from .loop/state.json (spec,
+    criteria, steps, protocol), streams its output here and to .loop/runs/NNNN.log,
+    then re-reads the state, runs the criteria's checks and decides: complete, paused
+    (max iterations, stall, Ctrl-C) or go on. Defaults come from [tool.ralphstate.run]
+    in pyproject.toml or [run] in .loop/config.toml.
+
+    Exit codes: 0 complete, 3 paused (max iterations, stall, Ctrl-C), 1 error.
+
+    \b
+    Example:
+      ralphstate run --agent "claude -p --dangerously-skip-permissions" --max 10
+      ralphstate run --agent "codex exec --full-auto" --timeout 1800
+      ralphstate run --agent "my-agent --instructions {prompt_file}"
+      ralphstate run --dry-run
+    """
+    from ralphstate.run import loop as runner
+    from ralphstate.run import plan as runplan
+    from ralphstate.run import result as runresult
+
+    store = ops.locate()
+    state = store.load()
+    files = [path.resolve() for path in context]
+    plan = runplan.make_plan(
+        store,
+        state,
+        agent=agent,
+        prompt_mode=prompt_mode,
+        max_iterations=max_iterations,
+        timeout=timeout,
+        context=files or None,
+    )
+    if dry_run:
+        _show_preview(runplan.preview(store, plan), as_json)
+        return
+    terminal = _Terminal(to_stderr=as_json)
+    try:
+        outcome = runner.run(store, plan, terminal)
+    except KeyboardInterrupt:  # a second Ctrl-C while the run was ending
+        click.echo("ralphstate: interrupted.", err=True)
+        raise SystemExit(runresult.EXIT_CODES["paused"]) from None
+    if outcome.error:
+        click.echo(f"ralphstate: {outcome.error}", err=True)
+    for line in outcome.summary():
+        terminal.line(line)
+    if as_json:
+        _json(outcome.as_json())
+    if outcome.exit_code:
+        raise SystemExit(outcome.exit_code)
+
+
+def _show_preview(shown: dict[str, object], as_json: bool) -> None:
+    if as_json:
+        _json(shown)
+        return
+    timeout = shown["timeout"]
+    click.echo(f"would run, in {shown['cwd']} with RALPHSTATE_RUNNER=1:")
+    click.echo(f"  {shown['commandLine']}")
+    click.echo(
+        f"{shown['delivery']}; at most {shown['limit']} iterations;"
+        f" {'no time limit' if timeout is None else f'{timeout:g}s per iteration'}."
+    )
+    if not shown["found"]:
+        click.echo(f"note: the agent program {shown['program']!r} was not found.")
+    text = str(shown["prompt"])
+    click.echo(f"----- prompt ({len(text)} characters) -----")
+    click.echo(text, nl=False)
+    click.echo("----- end of prompt -----")
+
+
+@click.command("watch", context_settings=SETTINGS)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.05, 60),
+    default=limits.WATCH_INTERVAL,
+    show_default=True,
+    metavar="SECONDS",
+    help="How often to look at the state file.",
+)
+@click.option("--once", is_flag=True, help="Show the state once and exit.")
+def watch_command(interval: float, once: bool) -> None:
+    """Show a loop's live state, redrawn as .loop/state.json changes; Ctrl-C ends it.
+
+    Works for any loop, run by `ralphstate run` or by the hooks, from another terminal.
+
+    \b
+    Example:
+      ralphstate watch
+      ralphstate watch --once
+    """
+    from ralphstate.run import watch
+
+    store = ops.locate()
+    if not store.exists():
+        raise RalphstateError("no loop here.")
+    tty = sys.stdout.isatty()
+    try:
+        watch.watch(
+            store,
+            click.echo,
+            interval=interval,
+            once=once,
+            clear=click.clear if tty else None,
+            style=click.style,
+        )
+    except KeyboardInterrupt:
+        click.echo("")

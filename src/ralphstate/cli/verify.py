@@ -1,0 +1,194 @@
+"""Commands for checks: `verify`, `trust`, `config` and `criteria check`.
+
+They parse and dispatch to `verify`, `checks` and `trust`; `register` adds them to
+the command line in cli.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import orjson
+
+from ralphstate.cli.views import visible
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop import ops
+from ralphstate.verify import checks
+from ralphstate.verify import execute as verify_
+
+SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+EXIT_INTERRUPTED = 130
+
+
+def register(cli: click.Group, criteria: click.Group) -> None:
+    cli.add_command(verify)
+    cli.add_command(trust)
+    cli.add_command(config)
+    criteria.add_command(criteria_check)
+
+
+def _seconds(value: float | None) -> float | None:
+    if value is not None and not 0 < value <= limits.MAX_CHECK_TIMEOUT:
+        raise RalphstateError(
+            f"--timeout must be a number of seconds above 0 and at most"
+            f" {limits.MAX_CHECK_TIMEOUT:g}, not {value:g}."
+        )
+    return value
+
+
+def result_lines(result: verify_.CheckResult) -> list[str]:
+    """One line for a check, then, when it failed, the end of its output, indented."""
+    took = f"{result.duration_ms / 1000:.1f}s"
+    name = visible(result.criterion)
+    if result.passed:
+        return [f"{click.style('PASS', fg='green')}  {name}  ({took})"]
+    lines = [f"{click.style('FAIL', fg='red')}  {name}  ({took}, {result.summary})"]
+    lines += ["    " + line for line in result.output_tail.splitlines()]
+    return lines
+
+
+@click.command(context_settings=SETTINGS)
+@click.argument("names", metavar="[NAME]...", nargs=-1)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help="Seconds each check may run, for this run"
+    f" (default: the criterion's own timeout, else {limits.CHECK_TIMEOUT:g}).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None:
+    """Run the criteria's checks now and record what they prove.
+
+    Each check runs in the project root. Exit code 0 records its criterion as met and
+    verified; any other exit code, or a timeout, records it as not met and failing,
+    with the end of its output. Without NAME, every criterion that has a check runs;
+    NAME may be a criterion's number. Exits 1 when a check fails; Ctrl-C stops the
+    running check and records nothing for it.
+
+    Only checks trusted on this machine run (see `ralphstate trust`).
+
+    \b
+    Example:
+      ralphstate verify
+      ralphstate verify "tests pass" --timeout 300
+    """
+    _seconds(timeout)
+    store = ops.locate()
+    done: list[verify_.CheckResult] = []
+
+    def show(result: verify_.CheckResult) -> None:
+        done.append(result)
+        if not as_json:
+            for line in result_lines(result):
+                click.echo(line)
+
+    try:
+        with verify_.terminate_as_interrupt():
+            results = verify_.run_checks(store, list(names) or None, timeout, progress=show)
+    except KeyboardInterrupt:
+        click.echo(
+            "ralphstate: interrupted; the running check was stopped and nothing was recorded"
+            f" for it ({len(done)} finished before it were recorded).",
+            err=True,
+        )
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    if not results:
+        raise RalphstateError(
+            'no criterion in this loop has a check; add one: ralphstate criteria check NAME "CMD".'
+        )
+    failed = [r for r in results if not r.passed]
+    if as_json:
+        data: Any = [r.as_dict() for r in results]
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    elif failed:
+        click.echo(f"{len(failed)} of {len(results)} checks failed")
+    else:
+        click.echo(f"all {len(results)} checks passed")
+    if failed:
+        raise SystemExit(1)
+
+
+@click.command(context_settings=SETTINGS)
+def trust() -> None:
+    """Allow this loop's check commands to run on this machine.
+
+    Check commands are code. Checks that came with a repository, or were changed
+    other than through ralphstate on this machine, are not run by `verify` or the
+    hooks until you have read them and run this. It prints what it trusted.
+
+    \b
+    Example:
+      ralphstate status     # read the checks first
+      ralphstate trust
+    """
+    store = ops.locate()
+    state = checks.trust_checks(store)
+    if not state["checks"]:
+        click.echo("this loop has no checks; there is nothing to trust")
+        return
+    for name, command in state["checks"].items():
+        click.echo(f"  {visible(name)}: {visible(command)}")
+    click.echo(f"trusted these {len(state['checks'])} checks in {store.paths.root} on this machine")
+
+
+@click.command(context_settings=SETTINGS)
+@click.argument("key", required=False)
+@click.argument("value", required=False)
+def config(key: str | None, value: str | None) -> None:
+    """Show or change a loop setting.
+
+    \b
+    Settings:
+      verify-on-stop  true/false: run the criteria's checks before the Stop hook
+                      allows a claimed completion (default false)
+
+    \b
+    Example:
+      ralphstate config
+      ralphstate config verify-on-stop true
+    """
+    store = ops.locate()
+    if key is None:
+        state = store.load()
+        for name in checks.SETTINGS:
+            click.echo(f"{name}: {checks.get_setting(state, name)}")
+    elif value is None:
+        click.echo(checks.get_setting(store.load(), key))
+    else:
+        click.echo(f"{key}: {checks.set_setting(store, key, value)}")
+
+
+@click.command("check", context_settings=SETTINGS)
+@click.argument("name")
+@click.argument("command", required=False)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help=f"Seconds the check may run (default {limits.CHECK_TIMEOUT:g}).",
+)
+@click.option("--remove", is_flag=True, help="Remove the criterion's check.")
+def criteria_check(name: str, command: str | None, timeout: float | None, remove: bool) -> None:
+    """Show, set or remove the shell command that verifies a criterion.
+
+    NAME may be the criterion's number. The command runs in the project root with
+    `ralphstate verify` (and, with verify-on-stop, before the loop may end); exit code
+    0 means the criterion is met. A check set here is trusted on this machine.
+
+    \b
+    Example:
+      ralphstate criteria check "tests pass" "pytest -q"
+      ralphstate criteria check "tests pass" --timeout 900
+      ralphstate criteria check "tests pass"
+      ralphstate criteria check "tests pass" --remove
+    """
+    store = ops.locate()
+    if remove and (command is not None or timeout is not None):
+        raise RalphstateError("--remove takes no command and no --timeout.")
+    if command is None and timeout is None and not remove:
+        click.echo(checks.describe(store.load(), name))
+        return
+    found, new = checks.set_check(store, name, command, timeout=timeout, remove=remove)
+    click.echo(f"removed the check of {found!r}" if remove else checks.describe(new, found))

@@ -1,0 +1,115 @@
+"""Text for people: the status view, history lines, the loop list."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ralphstate.core import clock
+from ralphstate.core import state as st
+
+Style = Any  # a callable like click.style(text, fg=...)
+# Control characters but tab and newline: C0, DEL and C1.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Text from a state file as a terminal shows it faithfully: a control character (an
+    escape sequence, a carriage return, in a file that came with a clone) is shown as
+    `\\xNN` instead of redrawing the line, so a check command reviewed before `ralphstate
+    trust` is the command that will run."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
+
+
+def _plain(text: str, **_: Any) -> str:
+    return text
+
+
+def _standing(state: st.State, name: str, style: Style) -> str:
+    """`  (verified 3m ago)`, `  (failing 1h ago: exit code 1)`, ...; "" for an unmet
+    criterion without a check."""
+    label = st.standing(state, name)
+    if label is None:
+        return ""
+    colour = {"verified": "green", "claimed": "yellow", "failing": "red"}.get(label)
+    text = style(label, fg=colour) if colour else label
+    evidence = state["evidence"].get(name, {})
+    if label in ("verified", "failing", "claimed") and evidence.get("at"):
+        text += f" {clock.age(evidence['at'])} ago"
+    if label == "failing" and evidence.get("summary"):
+        text += f": {visible(evidence['summary'])}"
+    return f"  ({text})"
+
+
+def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
+    names = [c for c in state["criteria"] if c in state["checks"]]
+    if not names:
+        return []
+    head = ["verify on stop: " + ("on" if state["verifyOnStop"] else "off")]
+    if trusted is True:
+        head.insert(0, "trusted on this machine")
+    elif trusted is False:
+        head.insert(
+            0,
+            style("NOT trusted on this machine", fg="red", bold=True)
+            + " (changed outside ralphstate, or they came with the repository); they will not"
+            " run until you review them and run `ralphstate trust`",
+        )
+    lines = [f"checks {len(names)}: " + " · ".join(head)]
+    for name in names:
+        own = state["checkTimeouts"].get(name)
+        limit = f"  (timeout {own:g}s)" if own is not None else ""
+        lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
+    return lines
+
+
+def status(state: st.State, where: str, style: Style = _plain, trusted: bool | None = None) -> str:
+    """The status view; `trusted` says whether the loop's checks may run here (None:
+    not known, not shown)."""
+    met = len(state["criteria"]) - len(st.unmet(state))
+    colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
+        state["status"], "red"
+    )
+    owner = state.get("sessionId")
+    head = [
+        style(state["status"].replace("_", " "), fg=colour, bold=True),
+        f"iteration {state['iteration']}/{state['maxIterations']}",
+        f"owner {visible(owner[:8]) if owner else 'none'}",
+        f"updated {clock.age(state.get('updatedAt'))} ago",
+    ]
+    if state.get("pauseReason"):
+        head.insert(1, f"({visible(state['pauseReason'])})")
+    lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
+    lines.append(f"criteria {met}/{len(state['criteria'])}:")
+    for name in state["criteria"]:
+        ok = st.met(state, name)
+        mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
+        lines.append(f"  {mark} {visible(name)}{_standing(state, name, style)}")
+    lines += _checks(state, trusted, style)
+    steps = state["steps"]
+    if steps:
+        lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}:")
+        remaining = state["remainingSteps"]
+        for name in steps:
+            if name in state["completedSteps"]:
+                lines.append(f"  {style('[x]', fg='green')} {visible(name)}")
+            elif remaining and name == remaining[0]:
+                lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next)")
+            else:
+                lines.append(f"  [ ] {visible(name)}")
+    return "\n".join(lines)
+
+
+def history_line(entry: dict[str, Any]) -> str:
+    details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration")}
+    text = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in details.items())
+    at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
+    return visible(f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip())
+
+
+def loop_row(row: dict[str, Any]) -> str:
+    total = row.get("criteriaTotal")
+    met = row.get("criteriaMet")
+    criteria = f"{met}/{total}" if total is not None else "?"
+    spec = visible(str(row.get("spec") or "")[:50])
+    return f"{visible(row.get('status', '?')):<12} {criteria:<6} {visible(row['path'])}  {spec}"

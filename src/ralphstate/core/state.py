@@ -1,0 +1,369 @@
+"""The loop state: schema version 1, tolerant reading, stable writing.
+
+The state is a plain dict with the camelCase keys of the schema, because agents
+and people write the file by hand. `normalise` turns whatever was read into a
+complete, checked state (defaults filled, `remainingSteps` derived, unknown keys
+kept); `dumps` writes it back in the schema's order, unknown keys last.
+
+Schema versions:
+- (none): the seed's format, before `version` existed; read as version 1.
+- 1: the table in SPEC.md, plus the fields marked "ralphstate" below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+import orjson
+
+from ralphstate.core.errors import CorruptState
+from ralphstate.core.limits import MAX_CHECK_TIMEOUT, MAX_ERRORS, MAX_PROBLEM_CHARS
+
+SCHEMA_VERSION = 1
+DEFAULT_MAX_ITERATIONS = 20
+DEFAULT_STALL_LIMIT = 5
+DEFAULT_MARKER = "<loop-complete>"
+# Iterations beyond this are refused: the cap exists to be a cap.
+MAX_ITERATIONS_CEILING = 100_000
+STATUSES = ("in_progress", "paused", "complete", "cancelled")
+# The agent a `sessionId` belongs to when the file does not say.
+DEFAULT_AGENT = "claude"
+# What backs a criterion's status: its check passed or failed, or someone said so.
+EVIDENCE_RESULTS = ("verified", "claimed", "failing")
+ACTIVE = ("in_progress", "paused")
+
+State = dict[str, Any]
+
+# The schema's order; files are written in it so diffs stay readable.
+FIELD_ORDER = (
+    "version",
+    "spec",
+    "criteria",
+    "criteriaStatus",
+    "checks",
+    "steps",
+    "completedSteps",
+    "remainingSteps",
+    "iteration",
+    "maxIterations",
+    "stallLimit",
+    "completionMarker",
+    "continueMessage",
+    "status",
+    "pauseReason",
+    "sessionId",
+    "startedAt",
+    "updatedAt",
+    "lastCheckpoint",
+    "errors",
+    # ralphstate: consecutive blocks with no progress, and the progress they saw.
+    "blocksWithoutProgress",
+    "lastProgress",
+    # ralphstate: run the checks before the Stop hook allows a claimed completion;
+    # per-criterion check timeouts (seconds); what backs each criterion's status.
+    "verifyOnStop",
+    "checkTimeouts",
+    "evidence",
+    # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
+    "ownerAgent",
+)
+
+
+def _defaults() -> State:
+    return {
+        "version": SCHEMA_VERSION,
+        "spec": "",
+        "criteria": [],
+        "criteriaStatus": {},
+        "checks": {},
+        "steps": [],
+        "completedSteps": [],
+        "remainingSteps": [],
+        "iteration": 0,
+        "maxIterations": DEFAULT_MAX_ITERATIONS,
+        "stallLimit": DEFAULT_STALL_LIMIT,
+        "completionMarker": DEFAULT_MARKER,
+        "continueMessage": None,
+        "status": "in_progress",
+        "pauseReason": None,
+        "sessionId": None,
+        "startedAt": None,
+        "updatedAt": None,
+        "lastCheckpoint": None,
+        "errors": [],
+        "blocksWithoutProgress": 0,
+        "lastProgress": None,
+        "verifyOnStop": False,
+        "checkTimeouts": {},
+        "evidence": {},
+        "ownerAgent": None,
+    }
+
+
+class _Bad(Exception):
+    pass
+
+
+def _str_list(raw: State, key: str) -> list[str]:
+    value = raw.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Bad(f"'{key}' must be a list of strings")
+    return list(dict.fromkeys(value))  # duplicates read as one
+
+
+def _int(raw: State, key: str, default: int, lowest: int) -> int:
+    value = raw.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _Bad(f"'{key}' must be a whole number")
+    if value < lowest or value > MAX_ITERATIONS_CEILING:
+        raise _Bad(f"'{key}' must be between {lowest} and {MAX_ITERATIONS_CEILING}, not {value}")
+    return value
+
+
+def _opt_str(raw: State, key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _Bad(f"'{key}' must be a string or null")
+    return value
+
+
+def _timeouts(raw: State) -> dict[str, float]:
+    value = raw.get("checkTimeouts") or {}
+    if not isinstance(value, dict):
+        raise _Bad("'checkTimeouts' must be an object of criterion: seconds")
+    for name, seconds in value.items():
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 < seconds <= MAX_CHECK_TIMEOUT
+        ):
+            raise _Bad(
+                f"checkTimeouts[{name!r}] must be a number of seconds above 0 and at most"
+                f" {MAX_CHECK_TIMEOUT:g}, not {seconds!r}"
+            )
+    return dict(value)
+
+
+def _evidence(raw: State) -> dict[str, dict[str, Any]]:
+    value = raw.get("evidence") or {}
+    if not isinstance(value, dict):
+        raise _Bad("'evidence' must be an object of criterion: {result, ...}")
+    for name, entry in value.items():
+        if not isinstance(entry, dict) or entry.get("result") not in EVIDENCE_RESULTS:
+            raise _Bad(
+                f"evidence[{name!r}] must be an object whose 'result' is"
+                f" {', '.join(EVIDENCE_RESULTS)}"
+            )
+    return {name: dict(entry) for name, entry in value.items()}
+
+
+def normalise(raw: object) -> State:
+    """A complete, checked state from what was read; raises CorruptState if unusable."""
+    if not isinstance(raw, dict):
+        raise CorruptState(f"state.json must hold a JSON object, not {type(raw).__name__}")
+    try:
+        return _normalise(raw)
+    except _Bad as exc:
+        problem = str(exc)  # it may quote the file's values, which can be huge
+        if len(problem) > MAX_PROBLEM_CHARS:
+            problem = problem[: MAX_PROBLEM_CHARS - 1] + "…"
+        raise CorruptState(f"state.json: {problem}") from None
+
+
+def _normalise(raw: State) -> State:
+    version = raw.get("version", SCHEMA_VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _Bad(f"'version' must be a positive whole number, not {version!r}")
+    if version > SCHEMA_VERSION:
+        raise CorruptState(
+            f"state.json has schema version {version}, newer than this ralphstate"
+            f" understands ({SCHEMA_VERSION}); upgrade ralphstate to use it"
+        )
+    state = _defaults()
+    spec = raw.get("spec", "")
+    if not isinstance(spec, str):
+        raise _Bad("'spec' must be a string")
+    state["spec"] = spec
+    state["criteria"] = _str_list(raw, "criteria")
+    status_map = raw.get("criteriaStatus") or {}
+    if not isinstance(status_map, dict):
+        raise _Bad("'criteriaStatus' must be an object of criterion: true/false")
+    for name, value in status_map.items():
+        if not isinstance(value, bool):
+            raise _Bad(f"criteriaStatus[{name!r}] must be true or false, not {value!r}")
+    state["criteriaStatus"] = dict(status_map)
+    checks = raw.get("checks") or {}
+    if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
+        raise _Bad("'checks' must be an object of criterion: command")
+    state["checks"] = dict(checks)
+    state["checkTimeouts"] = _timeouts(raw)
+    state["evidence"] = _evidence(raw)
+    verify_on_stop = raw.get("verifyOnStop", False)
+    if verify_on_stop is not None and not isinstance(verify_on_stop, bool):
+        raise _Bad(f"'verifyOnStop' must be true or false, not {verify_on_stop!r}")
+    state["verifyOnStop"] = bool(verify_on_stop)
+
+    steps = _str_list(raw, "steps")
+    completed = _str_list(raw, "completedSteps")
+    remaining = _str_list(raw, "remainingSteps")
+    # A step named anywhere is a step; order: the plan, then what was only added elsewhere.
+    steps = list(dict.fromkeys([*steps, *completed, *remaining]))
+    done = set(completed)
+    state["steps"] = steps
+    state["completedSteps"] = [s for s in steps if s in done]
+    state["remainingSteps"] = [s for s in steps if s not in done]
+
+    state["iteration"] = _int(raw, "iteration", 0, 0)
+    state["maxIterations"] = _int(raw, "maxIterations", DEFAULT_MAX_ITERATIONS, 1)
+    state["stallLimit"] = _int(raw, "stallLimit", DEFAULT_STALL_LIMIT, 1)
+    state["blocksWithoutProgress"] = _int(raw, "blocksWithoutProgress", 0, 0)
+    marker = raw.get("completionMarker") or DEFAULT_MARKER
+    if not isinstance(marker, str) or not marker.strip():
+        raise _Bad("'completionMarker' must be a non-empty string")
+    state["completionMarker"] = marker
+    status = raw.get("status", "in_progress")
+    if status not in STATUSES:
+        raise _Bad(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
+    state["status"] = status
+    for key in (
+        "continueMessage",
+        "pauseReason",
+        "sessionId",
+        "ownerAgent",
+        "startedAt",
+        "updatedAt",
+        "lastCheckpoint",
+        "lastProgress",
+    ):
+        state[key] = _opt_str(raw, key)
+    # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
+    state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
+    errors = raw.get("errors") or []
+    if not isinstance(errors, list):
+        raise _Bad("'errors' must be a list")
+    state["errors"] = errors[-MAX_ERRORS:]  # the most recent, bounded
+    for key, value in raw.items():
+        if key not in state:
+            state[key] = value
+    state["version"] = SCHEMA_VERSION
+    return _in_schema_order(state)
+
+
+def _in_schema_order(state: State) -> State:
+    """The schema's keys in the schema's order, then unknown keys in the order found."""
+    ordered = {key: state[key] for key in FIELD_ORDER if key in state}
+    ordered.update((k, v) for k, v in state.items() if k not in ordered)
+    return ordered
+
+
+def parse(data: bytes) -> State:
+    """Parse and normalise state.json's bytes; CorruptState names line and column."""
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptState(
+            f"state.json is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+        ) from None
+    return normalise(raw)
+
+
+def dumps(state: State) -> bytes:
+    """The file's bytes: indented, schema order, unknown keys after, newline-terminated."""
+    return orjson.dumps(_in_schema_order(state), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def new(
+    spec: str,
+    criteria: list[str],
+    steps: list[str],
+    *,
+    max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    stall_limit: int = DEFAULT_STALL_LIMIT,
+    marker: str = DEFAULT_MARKER,
+    session_id: str | None = None,
+    agent: str | None = None,
+    now: str,
+    extra: State | None = None,
+) -> State:
+    """A fresh in-progress loop."""
+    raw: State = dict(extra or {})
+    raw.update(
+        spec=spec,
+        criteria=criteria,
+        criteriaStatus={c: bool((extra or {}).get("criteriaStatus", {}).get(c)) for c in criteria},
+        steps=steps,
+        maxIterations=max_iterations,
+        stallLimit=stall_limit,
+        completionMarker=marker,
+        status="in_progress",
+        sessionId=session_id,
+        ownerAgent=agent if session_id else None,
+        startedAt=now,
+        updatedAt=now,
+        iteration=0,
+        blocksWithoutProgress=0,
+        pauseReason=None,
+    )
+    state = normalise(raw)
+    state["lastProgress"] = progress(state)
+    return state
+
+
+def met(state: State, criterion: str) -> bool:
+    return state["criteriaStatus"].get(criterion) is True
+
+
+def unmet(state: State) -> list[str]:
+    """Criteria not verified yet, in order; a criterion missing from the map is unmet."""
+    return [c for c in state["criteria"] if not met(state, c)]
+
+
+def standing(state: State, criterion: str) -> str | None:
+    """What backs a criterion's status: `verified`, `claimed`, `failing`, `unchecked`
+    (unmet, with a check that has not proven anything yet) or None (unmet, no check).
+
+    Read from `criteriaStatus` first, so evidence a later change left behind never
+    makes a criterion look better than its status."""
+    result = state["evidence"].get(criterion, {}).get("result")
+    if met(state, criterion):
+        return "verified" if result == "verified" else "claimed"
+    if result == "failing":
+        return "failing"
+    return "unchecked" if criterion in state["checks"] else None
+
+
+def progress(state: State, marker_seen: bool = False) -> str:
+    """A short fingerprint of everything that counts as progress."""
+    basis = orjson.dumps(
+        [
+            [[c, met(state, c)] for c in state["criteria"]],
+            state["steps"],
+            state["completedSteps"],
+            marker_seen,
+        ]
+    )
+    return hashlib.sha256(basis).hexdigest()[:16]
+
+
+def set_steps(state: State, steps: list[str], completed: list[str]) -> None:
+    """Replace the plan, keeping the three step lists consistent."""
+    steps = list(dict.fromkeys(steps))
+    done = set(completed)
+    state["steps"] = steps
+    state["completedSteps"] = [s for s in steps if s in done]
+    state["remainingSteps"] = [s for s in steps if s not in done]
+
+
+def add_error(state: State, message: str, *, at: str, **details: Any) -> None:
+    """Remember an error in `errors`, keeping only the most recent MAX_ERRORS."""
+    entry = {"at": at, "iteration": state["iteration"], "message": message[:MAX_PROBLEM_CHARS]}
+    entry.update(details)
+    state["errors"] = [*state["errors"], entry][-MAX_ERRORS:]

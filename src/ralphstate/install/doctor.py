@@ -1,0 +1,228 @@
+"""`ralphstate doctor`: check the installation and the loop, one line each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.install import claude as install
+from ralphstate.loop.ops import locate, session_id
+from ralphstate.storage import registry
+from ralphstate.storage.paths import check_safe
+from ralphstate.storage.store import Store
+
+DEFAULT_BLOCK_CAP = 8
+Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
+
+
+def project_root(start: Path) -> Path:
+    """Where project-scoped Claude Code settings live: the nearest ancestor with
+    `.claude/`, `.git` or `.loop/`, else `start` itself."""
+    for candidate in (start, *start.parents):
+        if any((candidate / name).exists() for name in (".claude", ".git", ".loop")):
+            return candidate
+    return start
+
+
+def _executable(command: str) -> tuple[bool, str]:
+    target = install.command_target(command)
+    if target is None:
+        return False, "cannot tell which program it runs"
+    if os.sep in target or "/" in target:
+        ok = os.path.isfile(target) and os.access(target, os.X_OK)
+        return ok, target
+    found = shutil.which(target)
+    return found is not None, found or target
+
+
+def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    found = install.find_installed(root, home)
+    for event in install.EVENTS:
+        mine = [h for h in found if h.event == event]
+        if not mine:
+            findings.append(
+                (
+                    "fail" if event == "Stop" else "warn",
+                    f"no {event} hook installed; run `ralphstate install`",
+                )
+            )
+            continue
+        for hook in mine:
+            ok, target = _executable(hook.command)
+            where = f"{event} hook in {hook.path}"
+            needed = install.TIMEOUTS.get(event)
+            short = needed is not None and _too_short(hook.timeout, needed)
+            if ok and short:
+                findings.append(
+                    (
+                        "warn",
+                        f"{where} has a timeout of {hook.timeout!r}s, less than the {needed}s"
+                        " verify-on-stop may need; run `ralphstate install` again",
+                    )
+                )
+            elif ok:
+                findings.append(("ok", f"{where} runs {target}"))
+            else:
+                findings.append(
+                    (
+                        "fail",
+                        f"{where} runs {target}, which is missing or not executable;"
+                        " run `ralphstate install` again",
+                    )
+                )
+    scopes = {h.scope for h in found if h.event == "Stop"}
+    if len(scopes) > 1:
+        findings.append(
+            (
+                "warn",
+                f"the Stop hook is installed in {len(scopes)} scopes ({', '.join(sorted(scopes))});"
+                " each stop is judged more than once",
+            )
+        )
+    return findings
+
+
+def _too_short(timeout: object, needed: int) -> bool:
+    """Claude Code's default hook timeout (600 s) applies when none is written."""
+    if timeout is None:
+        return False
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return True
+    return timeout < needed
+
+
+def _check_findings(store: Store, state: st.State) -> list[Finding]:
+    count = len(state["checks"])
+    if not count:
+        return []
+    from ralphstate.storage import trust
+
+    when = "run by `ralphstate verify`" + (
+        " and before the Stop hook allows a claimed completion" if state["verifyOnStop"] else ""
+    )
+    if trust.is_trusted(store.paths, state):
+        return [("ok", f"{count} checks, trusted on this machine, {when}")]
+    return [
+        (
+            "warn",
+            f"the loop's {count} checks are not trusted on this machine (changed outside"
+            " ralphstate, or they came with the repository), so nothing runs them; review"
+            " them (`ralphstate status`) and run `ralphstate trust`",
+        )
+    ]
+
+
+def check_loop(start: Path) -> list[Finding]:
+    try:
+        store = locate(start)
+    except RalphstateError as exc:
+        return [("ok", f"{exc}".replace("ralphstate init", "ralphstate init"))]
+    findings: list[Finding] = []
+    shown = store.paths.display(store.paths.state)
+    try:
+        check_safe(store.paths)
+        state = store.load()
+    except RalphstateError as exc:
+        return [("fail", str(exc))]
+    unmet = st.unmet(state)
+    findings.append(
+        (
+            "ok",
+            f"{shown} is valid: {state['status']}, {len(state['criteria']) - len(unmet)}"
+            f"/{len(state['criteria'])} criteria, iteration"
+            f" {state['iteration']}/{state['maxIterations']}",
+        )
+    )
+    findings += _check_findings(store, state)
+    owner = state.get("sessionId")
+    current = session_id()
+    known = registry.knows(store.paths, state)
+    if not known:
+        findings.append(
+            (
+                "warn",
+                "this loop was not created or adopted on this machine; the hooks ignore it"
+                " until you run `ralphstate adopt`",
+            )
+        )
+    if owner is None:
+        findings.append(("ok", "the loop has no owner yet; the next session here adopts it"))
+    elif current and owner != current:
+        findings.append(
+            (
+                "warn",
+                f"the loop belongs to session {owner[:8]}, not this one ({current[:8]});"
+                " `ralphstate adopt` takes it over",
+            )
+        )
+    else:
+        findings.append(("ok", f"owned by session {owner}"))
+    cap = _block_cap()
+    if state["stallLimit"] >= cap:
+        findings.append(
+            (
+                "warn",
+                f"stallLimit {state['stallLimit']} is not below Claude Code's cap of {cap}"
+                " consecutive Stop blocks without a tool call; an idle agent is released by"
+                " Claude Code before ralphstate pauses the loop",
+            )
+        )
+    if state["maxIterations"] > cap:
+        findings.append(
+            (
+                "ok",
+                f"maxIterations {state['maxIterations']} exceeds Claude Code's {cap} blocks"
+                " in a row without a tool call; a turn that makes no tool call ends there,"
+                " and the loop continues with the next prompt",
+            )
+        )
+    return findings
+
+
+def _block_cap() -> int:
+    try:
+        return int(os.environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", DEFAULT_BLOCK_CAP))
+    except ValueError:
+        return DEFAULT_BLOCK_CAP
+
+
+def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
+    """Every other agent's ralphstate hooks that are configured, one line each."""
+    from ralphstate.install.agents import find_installed
+
+    findings: list[Finding] = []
+    for hook in find_installed(root, home):
+        ok, target = _executable(hook.command)
+        where = f"{hook.agent} {hook.event} hook in {hook.path}"
+        if ok:
+            findings.append(("ok", f"{where} runs {target}"))
+        else:
+            findings.append(
+                (
+                    "fail",
+                    f"{where} runs {target}, which is missing or not executable;"
+                    f" run `ralphstate install --agent {hook.agent}` again",
+                )
+            )
+    return findings
+
+
+def run(start: Path, home: Path | None = None) -> list[Finding]:
+    findings: list[Finding] = [("ok", f"Python {sys.version.split()[0]} at {sys.executable}")]
+    root = project_root(start)
+    try:
+        hooks = check_hooks(root, home)
+        agents = check_agents(root, home)
+        if agents and not install.find_installed(root, home):
+            # Another agent keeps the loop; Claude Code's missing hooks are no fault.
+            hooks = [("ok", "no Claude Code hooks installed (`ralphstate install` adds them)")]
+        findings += hooks + agents
+    except RalphstateError as exc:
+        findings.append(("fail", str(exc)))
+    findings += check_loop(start)
+    return findings

@@ -1,0 +1,401 @@
+"""What the commands do to a loop, with no knowledge of click.
+
+Each operation finds the loop, changes it through the store (locked, atomic,
+logged to history) and returns what the command line reports.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ralphstate.core import clock
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
+from ralphstate.storage import registry, trust
+from ralphstate.storage.paths import LoopPaths, find, for_init
+from ralphstate.storage.store import Event, Store, Unchanged
+
+ENV_SESSION = "CLAUDE_CODE_SESSION_ID"
+ENV_CLAUDE_PID = "CLAUDE_PID"
+TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def session_id() -> str | None:
+    return current_session()[1]
+
+
+def current_session() -> tuple[str | None, str | None]:
+    """(agent, session id) of the agent session this command runs in, read from the
+    variables each agent gives its shell commands (`adapters.session_from_env`)."""
+    from ralphstate.agents.table import session_from_env
+
+    return session_from_env(os.environ)
+
+
+def claude_pid() -> str | None:
+    return os.environ.get(ENV_CLAUDE_PID) or None
+
+
+def locate(start: str | os.PathLike[str] | None = None) -> Store:
+    """The store of the loop at or above `start` (default: the current directory)."""
+    loop = find(start if start is not None else os.getcwd())
+    if loop is None:
+        raise NoLoop(
+            "no loop here: no .loop/ in this directory or above (start one with `ralphstate init`)."
+        )
+    store = Store(loop)
+    if not store.exists():
+        raise NoLoop(
+            f"no loop here: {loop.display(loop.state)} does not exist"
+            " (start one with `ralphstate init`)."
+        )
+    return store
+
+
+def parse_bool(text: str) -> bool:
+    try:
+        return TRUE_WORDS[text.strip().lower()]
+    except KeyError:
+        raise RalphstateError(
+            f"{text!r} is not true or false (use true/false, yes/no or 1/0)."
+        ) from None
+
+
+# -- init ----------------------------------------------------------------------
+
+
+def init(
+    spec: str,
+    criteria: list[str],
+    steps: list[str],
+    *,
+    max_iterations: int | None,
+    stall_limit: int | None,
+    marker: str | None,
+    continue_message: str | None = None,
+    force: bool = False,
+    template: dict[str, Any] | None = None,
+    verify_on_stop: bool | None = None,
+    start: str | os.PathLike[str] | None = None,
+) -> tuple[Store, st.State, Any]:
+    """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one."""
+    loop = for_init(start if start is not None else os.getcwd())
+    store = Store(loop)
+    if store.exists() and not force:
+        try:
+            old = store.load()
+        except RalphstateError as exc:
+            raise RalphstateError(
+                f"{exc} Use --force to start over (a copy of it is kept)."
+            ) from None
+        if old["status"] in st.ACTIVE:
+            raise RalphstateError(
+                f"an unfinished loop is already here ({old['status']}, spec:"
+                f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
+            )
+    extra = dict(template or {})
+    # An option given on the command line wins over the template, which wins over the default.
+    if max_iterations is None:
+        max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
+    if stall_limit is None:
+        stall_limit = int(extra.get("stallLimit", st.DEFAULT_STALL_LIMIT))
+    if marker is None:
+        marker = str(extra.get("completionMarker") or st.DEFAULT_MARKER)
+    if not spec:
+        spec = str(extra.get("spec") or "")
+    if not spec:
+        raise RalphstateError('a loop needs a spec: ralphstate init "what to build".')
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *criteria]))
+    steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
+    for key in ("criteria", "steps", "spec", "remainingSteps"):
+        extra.pop(key, None)
+    for key in (
+        "iteration",
+        "status",
+        "pauseReason",
+        "sessionId",
+        "ownerAgent",
+        "startedAt",
+        "updatedAt",
+        "lastCheckpoint",
+        "errors",
+        "blocksWithoutProgress",
+        "lastProgress",
+        "version",
+        "evidence",
+    ):
+        extra.pop(key, None)
+    if continue_message is not None:
+        extra["continueMessage"] = continue_message
+    if verify_on_stop is not None:
+        extra["verifyOnStop"] = verify_on_stop
+    try:
+        new = st.new(
+            spec,
+            criteria,
+            steps,
+            max_iterations=max_iterations,
+            stall_limit=stall_limit,
+            marker=marker,
+            session_id=current_session()[1],
+            agent=current_session()[0],
+            now=clock.now_iso(),
+            extra=extra,
+        )
+    except CorruptState as exc:  # a value given to init, not a file on disk
+        detail = str(exc).removeprefix("state.json: ")
+        raise RalphstateError(f"cannot start this loop: {detail}.") from None
+    backup = store.create(
+        new,
+        [
+            {
+                "event": "init",
+                "spec": spec[:200],
+                "criteria": len(criteria),
+                "steps": len(steps),
+                "session": new["sessionId"],
+            }
+        ],
+        backup=force or store.exists(),  # a finished loop is replaced, but kept
+    )
+    _register(loop, new)
+    if new["checks"]:  # the person starting the loop chose these checks
+        trust.carry(loop, {}, new)
+    return store, new, backup
+
+
+def _register(loop: LoopPaths, state: st.State) -> None:
+    try:
+        registry.record(loop, state, claude_pid())
+    except (OSError, RalphstateError):
+        pass  # the loop works without the registry; `list` just won't show it
+
+
+# -- generic change --------------------------------------------------------------
+
+
+def change(store: Store, fn: Any) -> st.State:
+    new = store.update(fn)
+    try:
+        registry.refresh(store.paths, new)
+    except (OSError, RalphstateError):
+        pass
+    return new
+
+
+def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
+    """The item named `ref`, or numbered `ref` (from 1); RalphstateError listing them."""
+    if ref in items:
+        return ref
+    if ref.isdecimal() and 1 <= int(ref) <= len(items):  # "¹" is a digit, not a number
+        return str(items[int(ref) - 1])
+    known = ", ".join(repr(i) for i in items) or "none"
+    raise RalphstateError(f"no {kind} {ref!r} in this loop ({plural}: {known}).")
+
+
+def find_criterion(state: st.State, name: str) -> str:
+    """The criterion `name` names: its text, or its 1-based number."""
+    return _pick(state["criteria"], name, "criterion", "criteria")
+
+
+def find_step(state: st.State, ref: str) -> str:
+    """The step `ref` names: its text, or its 1-based number."""
+    return _pick(state["steps"], ref, "step", "steps")
+
+
+def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
+    before: dict[str, str] = {}
+
+    def fn(state: st.State) -> list[Event]:
+        if name in state["criteria"]:
+            raise RalphstateError(f"criterion {name!r} is already in this loop.")
+        before.clear()
+        before.update(state["checks"])
+        state["criteria"].append(name)
+        state["criteriaStatus"][name] = False
+        state["evidence"].pop(name, None)
+        if check:
+            state["checks"][name] = check
+        return [{"event": "criterion_added", "criterion": name}]
+
+    if not name.strip():
+        raise RalphstateError("a criterion needs a name.")
+    new = change(store, fn)
+    trust.carry(store.paths, before, new)
+    return new
+
+
+def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
+    result: list[str] = []
+
+    def fn(state: st.State) -> list[Event]:
+        found = find_criterion(state, name)
+        result[:] = [found]
+        before = st.met(state, found)
+        if before == value and found in state["criteriaStatus"]:
+            raise Unchanged
+        state["criteriaStatus"][found] = value
+        entry: Event = {"event": "criterion_set", "criterion": found, "value": value}
+        if value:  # said, not proven: `ralphstate verify` proves it
+            state["evidence"][found] = {"result": "claimed", "at": clock.now_iso()}
+            entry["evidence"] = "claimed"
+        else:
+            state["evidence"].pop(found, None)
+        if note:
+            entry["note"] = note
+        return [entry]
+
+    change(store, fn)
+    return result[0], value
+
+
+def criteria_remove(store: Store, name: str) -> str:
+    result: list[str] = []
+    before: dict[str, str] = {}
+
+    def fn(state: st.State) -> list[Event]:
+        found = find_criterion(state, name)
+        result[:] = [found]
+        before.clear()
+        before.update(state["checks"])
+        state["criteria"].remove(found)
+        for key in ("criteriaStatus", "checks", "checkTimeouts", "evidence"):
+            state[key].pop(found, None)
+        return [{"event": "criterion_removed", "criterion": found}]
+
+    new = change(store, fn)
+    trust.carry(store.paths, before, new)
+    return result[0]
+
+
+# -- steps -----------------------------------------------------------------------
+
+
+def step_add(store: Store, text: str) -> str:
+    if not text.strip():
+        raise RalphstateError("a step needs some text.")
+
+    def fn(state: st.State) -> list[Event]:
+        if text in state["steps"]:
+            raise RalphstateError(f"step {text!r} is already in this loop.")
+        st.set_steps(state, [*state["steps"], text], state["completedSteps"])
+        return [{"event": "step_added", "step": text}]
+
+    change(store, fn)
+    return text
+
+
+def step_mark(store: Store, ref: str, done: bool) -> str:
+    result: list[str] = []
+
+    def fn(state: st.State) -> list[Event]:
+        found = find_step(state, ref)
+        result[:] = [found]
+        completed = [s for s in state["completedSteps"] if s != found]
+        if done:
+            completed.append(found)
+        if (found in state["completedSteps"]) == done:
+            raise Unchanged
+        st.set_steps(state, state["steps"], completed)
+        return [{"event": "step_done" if done else "step_undone", "step": found}]
+
+    change(store, fn)
+    return result[0]
+
+
+# -- lifecycle -------------------------------------------------------------------
+
+
+def pause(store: Store, reason: str) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] != "in_progress":
+            raise RalphstateError(f"the loop is {state['status']}, not in progress.")
+        state["status"], state["pauseReason"] = "paused", reason
+        return [{"event": "paused", "reason": reason}]
+
+    return change(store, fn)
+
+
+def resume(store: Store, more: int | None) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] == "cancelled":
+            raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
+        if state["status"] == "in_progress" and more is None:
+            raise Unchanged
+        extra = more
+        if extra is None and state["iteration"] >= state["maxIterations"]:
+            extra = 10
+        if extra:
+            state["maxIterations"] = max(state["maxIterations"], state["iteration"]) + extra
+        if state["status"] == "complete" and not st.unmet(state):
+            raise RalphstateError(
+                "the loop is complete; set a criterion back to false first"
+                " (ralphstate criteria set NAME false) or start a new loop."
+            )
+        state["status"], state["pauseReason"] = "in_progress", None
+        state["blocksWithoutProgress"] = 0
+        state["lastProgress"] = None
+        return [{"event": "resumed", "maxIterations": state["maxIterations"]}]
+
+    return change(store, fn)
+
+
+def cancel(store: Store) -> st.State:
+    def fn(state: st.State) -> list[Event]:
+        if state["status"] == "cancelled":
+            raise Unchanged
+        state["status"], state["pauseReason"] = "cancelled", None
+        return [{"event": "cancelled"}]
+
+    return change(store, fn)
+
+
+def adopt(store: Store) -> st.State:
+    """Own the loop from this agent session (or, outside one, let the next adopt it)."""
+    agent, sid = current_session()
+
+    def fn(state: st.State) -> list[Event]:
+        previous = state.get("sessionId")
+        state["sessionId"], state["ownerAgent"] = sid, agent if sid else None
+        return [{"event": "adopted", "session": sid, "agent": agent, "from": previous, "by": "cli"}]
+
+    new = store.update(fn)
+    registry.record(store.paths, new, claude_pid())
+    return new
+
+
+def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """A registry entry refreshed from the loop's own file where it still exists."""
+    loop_dir = key
+    root = os.path.dirname(loop_dir)
+    row: dict[str, Any] = {"path": root, "loopDir": loop_dir, **entry}
+    row["exists"] = os.path.isdir(loop_dir)
+    if row["exists"]:
+        try:
+            state = Store(LoopPaths(root, loop_dir)).load()
+        except RalphstateError as exc:
+            row["status"] = "unreadable"
+            row["problem"] = str(exc)
+        else:
+            row.update(
+                spec=state["spec"][:200],
+                status=state["status"],
+                criteriaMet=len(state["criteria"]) - len(st.unmet(state)),
+                criteriaTotal=len(state["criteria"]),
+                updatedAt=state.get("updatedAt"),
+                sessionId=state.get("sessionId"),
+            )
+    else:
+        row["status"] = "gone"
+    return row
+
+
+def list_loops(prune: bool = False) -> list[dict[str, Any]]:
+    rows = [loop_summary(k, v) for k, v in sorted(registry.read().items())]
+    if prune:
+        for row in rows:
+            if not row["exists"]:
+                registry.forget(row["loopDir"])
+        rows = [r for r in rows if r["exists"]]
+    return rows

@@ -1,0 +1,101 @@
+"""Loop templates for `ralphstate init --from FILE`: JSON with the state's keys, or
+a markdown checklist (the seeds' task files).
+
+Markdown: the first `# Title` (or the text under a "Spec" heading) is the spec;
+`- [ ]` items under a heading containing "Criteria" become criteria and under one
+containing "Steps" become steps; `- [x]` items start out met or done.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_ITEM = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$")
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A template as state keys; RalphstateError when it cannot be used."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RalphstateError(f"cannot read template {path}: {exc.strerror}.") from None
+    if len(data) > limits.MAX_STATE_BYTES:
+        raise RalphstateError(f"template {path} is larger than {limits.MAX_STATE_BYTES} bytes.")
+    if path.suffix.lower() == ".json":
+        return _from_json(path, data)
+    return from_markdown(data.decode("utf-8", "replace"))
+
+
+def _from_json(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise RalphstateError(
+            f"template {path} is not valid JSON (line {exc.lineno}, column {exc.colno})."
+        ) from None
+    try:
+        checked = st.normalise(raw)
+    except RalphstateError as exc:
+        raise RalphstateError(str(exc).replace("state.json", f"template {path}")) from None
+    keep = set(raw) if isinstance(raw, dict) else set()
+    return {k: v for k, v in checked.items() if k in keep}
+
+
+def from_markdown(text: str) -> dict[str, Any]:
+    spec_lines: list[str] = []
+    title = ""
+    criteria: list[str] = []
+    status: dict[str, bool] = {}
+    steps: list[str] = []
+    completed: list[str] = []
+    section = ""
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            name = heading.group(2).strip()
+            if not title and len(heading.group(1)) == 1:
+                title = name
+            lowered = name.lower()
+            section = (
+                "criteria"
+                if "criteria" in lowered
+                else "steps"
+                if "step" in lowered or "tasks" in lowered
+                else "spec"
+                if "spec" in lowered
+                else ""
+            )
+            continue
+        item = _ITEM.match(line)
+        if item and section in ("criteria", "steps"):
+            done, name = item.group(1).lower() == "x", item.group(2)
+            if section == "criteria":
+                criteria.append(name)
+                status[name] = done
+            else:
+                steps.append(name)
+                if done:
+                    completed.append(name)
+        elif section == "spec" and line.strip():
+            spec_lines.append(line.strip())
+    spec = " ".join(spec_lines) or title
+    if not criteria and not steps:
+        raise RalphstateError(
+            "the template has no `- [ ]` items under a Criteria or Steps heading."
+        )
+    return {
+        "spec": spec,
+        "criteria": criteria,
+        "criteriaStatus": status,
+        "steps": steps,
+        "completedSteps": completed,
+    }

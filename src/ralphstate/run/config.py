@@ -1,0 +1,118 @@
+"""Defaults for `ralphstate run`, so a person types the agent command once.
+
+They are read from the `[tool.ralphstate.run]` table of the project's
+`pyproject.toml`, then from the `[run]` table of `.loop/config.toml`, whose keys
+win; options given on the command line win over both. The project is the
+directory that holds `.loop/`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PROMPT_MODES = ("stdin", "arg", "file")
+PROMPT_FILE = "{prompt_file}"
+KEYS = ("agent", "prompt-mode", "max", "timeout", "context", "grace")
+
+
+@dataclass
+class RunConfig:
+    agent: str | None = None
+    prompt_mode: str | None = None
+    max: int | None = None
+    timeout: float | None = None
+    context: list[Path] = field(default_factory=list)
+    grace: float | None = None
+    # The files the values came from, for messages.
+    sources: list[str] = field(default_factory=list)
+
+
+def load(root: Path, loop_dir: Path) -> RunConfig:
+    """The run defaults of the project at `root`; RalphstateError for a bad file or value."""
+    config = RunConfig()
+    pyproject = root / "pyproject.toml"
+    table = _table(pyproject, ("tool", "ralphstate", "run"))
+    if table is not None:
+        _apply(config, table, root, "pyproject.toml [tool.ralphstate.run]")
+    own = loop_dir / "config.toml"
+    table = _table(own, ("run",))
+    if table is not None:
+        _apply(config, table, root, f"{_shown(own, root)} [run]")
+    return config
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _table(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    try:
+        data: Any = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or type(exc).__name__
+        raise RalphstateError(f"could not read {path}: {reason}.") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RalphstateError(f"{path} is not valid TOML: {exc}.") from None
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    if not isinstance(data, dict):
+        raise RalphstateError(f"{path}: [{'.'.join(keys)}] must be a table.")
+    return data
+
+
+def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> None:
+    config.sources.append(where)
+    for key, value in table.items():
+        if key not in KEYS:
+            raise RalphstateError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)}).")
+
+        def bad(wanted: str, key: str = key, value: Any = value) -> RalphstateError:
+            return RalphstateError(f"{where}: {key!r} must be {wanted}, not {value!r}.")
+
+        if key == "agent":
+            if not isinstance(value, str) or not value.strip():
+                raise bad("a non-empty string (the agent command)")
+            config.agent = value
+        elif key == "prompt-mode":
+            if value not in PROMPT_MODES:
+                raise bad(" or ".join(PROMPT_MODES))
+            config.prompt_mode = value
+        elif key == "max":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
+            if not 1 <= value <= limits.RUN_MAX_ITERATIONS:
+                raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
+            config.max = value
+        elif key in ("timeout", "grace"):
+            lowest_open = key == "timeout"
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise bad("a number of seconds")
+            if not math.isfinite(value):  # TOML has nan and inf; neither is a time
+                raise bad("a finite number of seconds")
+            if value < 0 or (lowest_open and value == 0):
+                raise bad("a number of seconds above 0" if lowest_open else "0 or more seconds")
+            setattr(config, key, float(value))
+        elif key == "context":
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise bad("a file name or a list of file names")
+            config.context = [root / item for item in items]

@@ -1,0 +1,475 @@
+"""`ralphstate run`: a loop of fresh agent processes, with no knowledge of click.
+
+Each iteration counts itself in the state, assembles the prompt from the files on
+disk, runs the agent (`spawn.run_agent`), re-reads the state, verifies the criteria
+(`verify_criteria`, the one verification point) and decides: complete, paused
+(max iterations, stall, Ctrl-C), or go on. Every iteration and every decision is
+appended to history.jsonl; the agent's output goes to `.loop/runs/NNNN.log`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import filelock
+
+from ralphstate.core import clock
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.render import clip, quote
+from ralphstate.hooks.entry import ENV_RUNNER
+from ralphstate.loop import ops
+from ralphstate.run import config as runconfig
+from ralphstate.run import prompt, spawn
+from ralphstate.run.plan import Plan, resolve_program
+from ralphstate.run.result import IterationRecord, Outcome, counts, format_duration
+from ralphstate.storage import fsio, registry
+from ralphstate.storage.paths import LoopPaths, check_safe
+from ralphstate.storage.store import Event, Store, append_history
+
+RUNS_DIR = "runs"
+RUN_LOCK = "run.lock"
+
+
+class Reporter(Protocol):
+    """Where the run speaks: progress lines, and the agent's output as it comes."""
+
+    def line(self, text: str) -> None: ...
+
+    def output(self, data: bytes) -> None: ...
+
+
+# -- the verification point ----------------------------------------------------------
+
+
+def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State:
+    """The run's one verification point, after every iteration (and before the
+    first, when every criterion already reads as met).
+
+    A criterion with a check (`checks`) is verified by running it: `verify.run_checks`
+    records pass or fail in `criteriaStatus` and `evidence`. A criterion without one
+    counts as verified when `criteriaStatus` says so. Returns the state afterwards.
+    """
+    if not state["checks"]:
+        return state
+    from ralphstate.verify import execute as verify
+
+    def said(result: Any) -> None:
+        seconds = format_duration(result.duration_ms / 1000)
+        report.line(
+            f"  check {quote(result.criterion)}: {result.result} ({result.summary}, {seconds})"
+        )
+
+    verify.run_checks(store, by="run", progress=said)
+    return store.load()
+
+
+def _check_trusted(store: Store, state: st.State) -> None:
+    if not state["checks"]:
+        return
+    from ralphstate.storage import trust
+    from ralphstate.verify import execute as verify
+
+    if not trust.is_trusted(store.paths, state):
+        raise RalphstateError(verify.untrusted_message(store))
+
+
+# -- the loop ----------------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """The loop left `in_progress` from outside the run (paused, cancelled, complete)."""
+
+    def __init__(self, state: st.State) -> None:
+        super().__init__(state["status"])
+        self.state = state
+
+
+def git_head(root: Path) -> str | None:
+    """The commit HEAD names, or None outside a git repository (or without git)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    head = done.stdout.decode("ascii", "replace").strip()
+    return head if done.returncode == 0 and head else None
+
+
+@contextlib.contextmanager
+def _run_lock(paths: LoopPaths) -> Iterator[None]:
+    lock = filelock.FileLock(str(paths.dir / RUN_LOCK), timeout=0, mode=fsio.FILE_MODE)
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        raise RalphstateError(
+            "another `ralphstate run` is already driving this loop"
+            f" ({paths.display(paths.dir / RUN_LOCK)} is held)."
+        ) from None
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not lock {paths.display(paths.dir / RUN_LOCK)}: {exc}."
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
+    """Run the loop until it completes, pauses or fails; never raises RalphstateError
+    once the first iteration has been recorded (it becomes the `error` outcome)."""
+    state = store.load()
+    if not state["criteria"]:
+        raise RalphstateError(
+            "the loop has no criteria, so a run could never tell that it is done;"
+            ' add one with `ralphstate criteria add "NAME"`.'
+        )
+    if state["status"] == "cancelled":
+        raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
+    if state["status"] == "complete":
+        return Outcome("complete", None, [], state, 0.0)
+    _check_trusted(store, state)
+    argv = resolve_program(plan, store.paths.root)
+    runs = store.paths.dir / RUNS_DIR
+    check_safe(store.paths, runs)
+    try:
+        fsio.makedirs(runs)  # never world-writable, whatever the umask
+        ignore = runs / ".gitignore"
+        if not ignore.exists():  # the agent commits its work; its logs stay out of git
+            fsio.atomic_write(
+                ignore, b"# Written by ralphstate run: agent logs stay out of git.\n*\n"
+            )
+    except OSError as exc:
+        raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
+    with _run_lock(store.paths), spawn.Interrupts() as interrupts:
+        return _Run(store, plan, argv, report, interrupts).go()
+
+
+class _Run:
+    def __init__(
+        self,
+        store: Store,
+        plan: Plan,
+        argv: list[str],
+        report: Reporter,
+        interrupts: spawn.Interrupts,
+    ) -> None:
+        self.store, self.plan, self.argv, self.report = store, plan, argv, report
+        self.interrupts = interrupts
+        self.records: list[IterationRecord] = []
+        self.started = time.monotonic()
+        self.state: st.State | None = None
+        self.log = store.paths.dir / RUNS_DIR
+
+    # -- the outline --
+
+    def go(self) -> Outcome:
+        try:
+            return self._loop()
+        except KeyboardInterrupt:
+            return self._finish("paused", "user")
+        except _Stopped as stop:
+            return self._stopped(stop.state)
+        except RalphstateError as exc:
+            return self._failed(str(exc))
+
+    def _loop(self) -> Outcome:
+        if self.plan.limit <= 0:
+            return self._finish("paused", "max_iterations")
+        state = self._begin()
+        if not st.unmet(state):
+            state = verify_criteria(self.store, state, self.report)
+            if not st.unmet(state):
+                return self._finish("complete", None)
+        seen = self._fingerprint(state)
+        quiet = 0
+        for run in range(1, self.plan.limit + 1):
+            state = self._start_iteration(run)
+            agent = self._agent(run, state)
+            number = state["iteration"]
+            if self.interrupts.count:
+                self._record(run, number, agent, "user", state, quiet)
+                return self._finish("paused", "user")
+            try:
+                state = self.store.load()
+            except RalphstateError as exc:
+                self._record(run, number, agent, "error", state, quiet)
+                raise RalphstateError(f"after iteration {number}: {exc}") from None
+            self.state = state
+            if state["status"] != "in_progress":
+                self._record(run, number, agent, state["status"], state, quiet)
+                raise _Stopped(state)
+            state = verify_criteria(self.store, state, self.report)
+            self.state = state
+            now = self._fingerprint(state)
+            quiet = 0 if now != seen else quiet + 1
+            seen = now
+            if not st.unmet(state):
+                decision = "complete"
+            elif run >= self.plan.limit:
+                decision = "max_iterations"
+            elif quiet >= state["stallLimit"]:
+                decision = "stall"
+            else:
+                decision = "continue"
+            self._record(run, number, agent, decision, state, quiet)
+            if decision == "complete":
+                return self._finish("complete", None)
+            if decision != "continue":
+                return self._finish("paused", decision)
+        raise AssertionError("unreachable: the last iteration decides")  # pragma: no cover
+
+    # -- the steps --
+
+    def _begin(self) -> st.State:
+        plan = self.plan
+
+        def change(state: st.State) -> list[Event]:
+            events: list[Event] = []
+            if state["status"] == "paused":
+                events.append({"event": "resumed", "by": "run", "from": state["pauseReason"]})
+                state["status"], state["pauseReason"] = "in_progress", None
+            elif state["status"] != "in_progress":
+                raise _Stopped(state)
+            if plan.set_max:
+                state["maxIterations"] = state["iteration"] + plan.limit
+            events.append(
+                {
+                    "event": "run_started",
+                    "agent": plan.agent,
+                    "promptMode": plan.prompt_mode,
+                    "limit": plan.limit,
+                    "timeout": plan.timeout,
+                    "maxIterations": state["maxIterations"],
+                    "pid": os.getpid(),
+                }
+            )
+            return events
+
+        state = ops.change(self.store, change)
+        with contextlib.suppress(OSError, RalphstateError):
+            registry.record(self.store.paths, state)  # running it here is adopting it
+        self.state = state
+        return state
+
+    def _start_iteration(self, run: int) -> st.State:
+        def change(state: st.State) -> list[Event]:
+            if state["status"] != "in_progress":
+                raise _Stopped(state)
+            state["iteration"] += 1
+            return [{"event": "iteration_started", "run": run, "of": self.plan.limit}]
+
+        state = self.store.update(change)
+        self.state = state
+        return state
+
+    def _agent(self, run: int, state: st.State) -> spawn.AgentRun:
+        paths = self.store.paths
+        text = prompt.assemble(
+            state,
+            iteration=run,
+            limit=self.plan.limit,
+            notes=prompt.recent_notes(self.store),
+            context=prompt.read_context(self.plan.context, paths.root),
+        )
+        remaining, unmet = state["remainingSteps"], st.unmet(state)
+        if remaining:
+            nxt = f"next step: {clip(remaining[0], 80)}"
+        else:
+            nxt = f"next criterion: {clip(unmet[0], 80)}" if unmet else "checking the work"
+        self.report.line(f"[{run}/{self.plan.limit}] iteration {state['iteration']} · {nxt}")
+        env = dict(os.environ)
+        env[ENV_RUNNER] = "1"
+        self.log = _log_path(paths.dir / RUNS_DIR, state["iteration"])
+        try:
+            with open(self.log, "xb", opener=_private_opener) as log:
+                common: dict[str, Any] = {
+                    "cwd": paths.root,
+                    "env": env,
+                    "log": log,
+                    "echo": self.report.output,
+                    "interrupts": self.interrupts,
+                    "timeout": self.plan.timeout,
+                    "grace": self.plan.grace,
+                }
+                mode = self.plan.prompt_mode
+                if mode == "file":
+                    with spawn.prompt_file(text) as path:
+                        argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in self.argv]
+                        return spawn.run_agent(argv, stdin_data=None, **common)
+                if mode == "arg":
+                    return spawn.run_agent([*self.argv, text], stdin_data=None, **common)
+                return spawn.run_agent(self.argv, stdin_data=text.encode("utf-8"), **common)
+        except OSError as exc:  # the log or the prompt file: the run ends as an error
+            reason = exc.strerror or type(exc).__name__
+            shown = paths.display(Path(exc.filename)) if exc.filename else "a file"
+            raise RalphstateError(
+                f"iteration {state['iteration']}: could not write {shown}: {reason}."
+            ) from None
+
+    def _fingerprint(self, state: st.State) -> tuple[str, str | None]:
+        return st.progress(state), git_head(self.store.paths.root)
+
+    def _record(
+        self,
+        run: int,
+        number: int,
+        agent: spawn.AgentRun,
+        decision: str,
+        state: st.State,
+        quiet: int,
+    ) -> None:
+        paths = self.store.paths
+        record = IterationRecord(
+            run=run,
+            iteration=number,
+            exit_code=agent.exit_code,
+            result=agent.describe(),
+            duration=agent.duration,
+            log=paths.display(self.log),
+            timed_out=agent.timed_out,
+            interrupted=agent.interrupted,
+            decision=decision,
+        )
+        self.records.append(record)
+        met, total, done, steps = counts(state)
+        event: Event = {
+            "event": "run_iteration",
+            **{k: v for k, v in record.as_json().items() if k not in ("iteration",)},
+            "criteriaMet": met,
+            "criteriaTotal": total,
+            "stepsDone": done,
+            "stepsTotal": steps,
+            "noProgress": quiet,
+        }
+        if agent.stops:
+            event["stops"] = agent.stops
+        with contextlib.suppress(RalphstateError):
+            append_history(paths.history, [event], number)
+        if (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted:
+            self._remember_error(number, agent.describe())
+        parts = [
+            f"[{run}/{self.plan.limit}] {met}/{total} criteria",
+            f"{done}/{steps} steps",
+            format_duration(agent.duration),
+            agent.describe(),
+        ]
+        if agent.timed_out:
+            parts.append(f"timed out after {self.plan.timeout:g}s")
+        if agent.interrupted:
+            parts.append("interrupted")
+        if decision == "continue" and quiet:
+            parts.append(f"no progress ({quiet} of {state['stallLimit']})")
+        self.report.line(" · ".join(parts))
+
+    def _remember_error(self, number: int, what: str) -> None:
+        """A failed iteration goes into the state's bounded `errors` list."""
+
+        def change(current: st.State) -> list[Event]:
+            st.add_error(current, f"agent {what}", at=clock.now_iso(), run=True)
+            current["errors"][-1]["iteration"] = number
+            return []
+
+        with contextlib.suppress(RalphstateError):
+            self.store.update(change)
+
+    # -- the endings --
+
+    def _finish(self, outcome: str, reason: str | None) -> Outcome:
+        """Write the ending into the state and history; a second Ctrl-C cuts it short."""
+        details: Event = {
+            "event": "run_finished",
+            "outcome": outcome,
+            "reason": reason,
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+
+        def change(state: st.State) -> list[Event]:
+            if outcome == "complete":
+                state["status"], state["pauseReason"] = "complete", None
+            elif state["status"] == "in_progress":
+                state["status"], state["pauseReason"] = "paused", reason
+            return [details]
+
+        try:
+            self.state = ops.change(self.store, change)
+        except RalphstateError:
+            with contextlib.suppress(RalphstateError):
+                append_history(self.store.paths.history, [details], self._iteration())
+        return self._outcome(outcome, reason)
+
+    def _stopped(self, state: st.State) -> Outcome:
+        """The loop was paused, cancelled or completed from outside the run."""
+        self.state = state
+        status = state["status"]
+        outcome = {"paused": "paused", "cancelled": "cancelled", "complete": "complete"}[status]
+        reason = state["pauseReason"] if status == "paused" else None
+        event: Event = {
+            "event": "run_finished",
+            "outcome": outcome,
+            "reason": reason,
+            "by": "outside",
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+        with contextlib.suppress(RalphstateError):
+            append_history(self.store.paths.history, [event], state["iteration"])
+        return self._outcome(outcome, reason)
+
+    def _failed(self, message: str) -> Outcome:
+        event: Event = {
+            "event": "run_finished",
+            "outcome": "error",
+            "error": message,
+            "iterations": len(self.records),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+        with contextlib.suppress(RalphstateError):
+            append_history(self.store.paths.history, [event], self._iteration())
+        return self._outcome("error", None, message)
+
+    def _iteration(self) -> int:
+        return self.state["iteration"] if self.state is not None else 0
+
+    def _outcome(self, outcome: str, reason: str | None, error: str | None = None) -> Outcome:
+        if outcome != "error" or self.state is None:
+            with contextlib.suppress(RalphstateError):
+                self.state = self.store.load()
+        return Outcome(
+            outcome,
+            reason,
+            self.records,
+            self.state,
+            time.monotonic() - self.started,
+            error,
+        )
+
+
+def _private_opener(path: str, flags: int) -> int:
+    """Create a log with at most `fsio.FILE_MODE` (open's default, 0666, would leave it
+    world-writable under a umask of 0)."""
+    return os.open(path, flags, fsio.FILE_MODE)
+
+
+def _log_path(runs: Path, number: int) -> Path:
+    """`NNNN.log`, or `NNNN.2.log` when an earlier loop left one by that name."""
+    path = runs / f"{number:04d}.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = runs / f"{number:04d}.{n}.log"
+    return path

@@ -1,0 +1,135 @@
+"""What `ralphstate run` will run: the command line's options over the project's
+config, checked before anything starts; and the `--dry-run` preview."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.hooks.entry import ENV_RUNNER
+from ralphstate.run import config as runconfig
+from ralphstate.run import prompt, spawn
+from ralphstate.storage.store import Store
+
+
+@dataclass
+class Plan:
+    """The run's settings: the command line's options over the project's config."""
+
+    agent: str
+    argv: list[str]
+    prompt_mode: str
+    # Iterations this run may do; with `set_max` the loop's maxIterations is set to
+    # its iteration + `limit` (a --max or a configured max was given).
+    limit: int
+    set_max: bool
+    timeout: float | None
+    grace: float
+    context: list[Path]
+    sources: list[str] = field(default_factory=list)
+
+
+def make_plan(
+    store: Store,
+    state: st.State,
+    *,
+    agent: str | None = None,
+    prompt_mode: str | None = None,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
+    context: list[Path] | None = None,
+) -> Plan:
+    """Merge the command line over the config; RalphstateError for a plan that cannot run."""
+    config = runconfig.load(store.paths.root, store.paths.dir)
+    command = agent if agent is not None else config.agent
+    if not command or not command.strip():
+        raise RalphstateError(
+            'no agent command: give one with --agent "CMD", or set `agent` in the'
+            " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
+            " .loop/config.toml."
+        )
+    argv = spawn.split_command(command)
+    mode = prompt_mode or config.prompt_mode
+    has_slot = any(runconfig.PROMPT_FILE in part for part in argv)
+    if mode is None:
+        mode = "file" if has_slot else "stdin"
+    if mode == "file" and not has_slot:
+        raise RalphstateError(
+            f"--prompt-mode file needs {runconfig.PROMPT_FILE} in the agent command,"
+            " where the prompt file's path goes."
+        )
+    if mode != "file" and has_slot:
+        raise RalphstateError(
+            f"the agent command holds {runconfig.PROMPT_FILE}, which only --prompt-mode"
+            f" file fills (the prompt mode is {mode})."
+        )
+    chosen_max = max_iterations if max_iterations is not None else config.max
+    if chosen_max is not None:
+        limit = min(chosen_max, st.MAX_ITERATIONS_CEILING - state["iteration"])
+    else:
+        limit = state["maxIterations"] - state["iteration"]
+    files = list(context) if context else list(config.context)
+    for path in files:
+        if not path.is_file():
+            raise RalphstateError(f"the context file {path} does not exist.")
+    return Plan(
+        agent=command,
+        argv=argv,
+        prompt_mode=mode,
+        limit=limit,
+        set_max=chosen_max is not None,
+        timeout=timeout if timeout is not None else config.timeout,
+        grace=config.grace if config.grace is not None else limits.RUN_GRACE_SECONDS,
+        context=files,
+        sources=config.sources,
+    )
+
+
+def resolve_program(plan: Plan, root: Path) -> list[str]:
+    """The argument list with the program found; RalphstateError when it is nowhere."""
+    found = spawn.resolve(plan.argv[0], root)
+    if found is None:
+        raise RalphstateError(
+            f"the agent program {plan.argv[0]!r} was not found"
+            + ("" if os.sep in plan.argv[0] or "/" in plan.argv[0] else " on PATH")
+            + "."
+        )
+    return [found, *plan.argv[1:]]
+
+
+def preview(store: Store, plan: Plan) -> dict[str, Any]:
+    """What `--dry-run` shows: the prompt and the command, with nothing run."""
+    state = store.load()
+    text = prompt.assemble(
+        state,
+        iteration=1,
+        limit=max(plan.limit, 1),
+        notes=prompt.recent_notes(store),
+        context=prompt.read_context(plan.context, store.paths.root),
+    )
+    shown = spawn.join_command(plan.argv)
+    delivery = {
+        "stdin": "the prompt goes to its standard input",
+        "arg": "the prompt is appended as its last argument",
+        "file": f"{runconfig.PROMPT_FILE} becomes the path of a temporary file holding the prompt",
+    }[plan.prompt_mode]
+    return {
+        "dryRun": True,
+        "command": plan.argv,
+        "commandLine": shown + (" PROMPT" if plan.prompt_mode == "arg" else ""),
+        "cwd": str(store.paths.root),
+        "promptMode": plan.prompt_mode,
+        "delivery": delivery,
+        "environment": {ENV_RUNNER: "1"},
+        "limit": plan.limit,
+        "timeout": plan.timeout,
+        "prompt": text,
+        "program": plan.argv[0],
+        "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
+        "config": plan.sources,
+    }

@@ -1,0 +1,119 @@
+"""What a `ralphstate run` did: each iteration, the outcome, its exit code, its
+summary for a person and its JSON object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ralphstate.core import state as st
+
+# What `ralphstate run` exits with for each outcome.
+EXIT_CODES = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+
+
+@dataclass
+class IterationRecord:
+    run: int
+    iteration: int
+    exit_code: int
+    result: str
+    duration: float
+    log: str
+    timed_out: bool
+    interrupted: bool
+    decision: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run,
+            "iteration": self.iteration,
+            "exit": self.exit_code,
+            "result": self.result,
+            "duration": round(self.duration, 3),
+            "timedOut": self.timed_out,
+            "interrupted": self.interrupted,
+            "decision": self.decision,
+            "log": self.log,
+        }
+
+
+@dataclass
+class Outcome:
+    outcome: str  # complete, paused, cancelled, error
+    reason: str | None
+    iterations: list[IterationRecord]
+    state: st.State | None
+    duration: float
+    error: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.outcome]
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """(criteria met, criteria, steps done, steps)."""
+        return counts(self.state) if self.state is not None else (0, 0, 0, 0)
+
+    def summary(self) -> list[str]:
+        """The final lines a person reads."""
+        met, total, done, steps = self.counts()
+        n = len(self.iterations)
+        head = self.outcome + (f" ({self.reason})" if self.reason else "")
+        line = (
+            f"{head} · {met}/{total} criteria · {done}/{steps} steps"
+            f" · {n} iteration{'' if n == 1 else 's'} · {format_duration(self.duration)}"
+        )
+        hint = {
+            "max_iterations": "Give it more with `ralphstate run --max N`.",
+            "stall": "No progress in the last iterations: look at `ralphstate status` and"
+            " .loop/runs/, then `ralphstate run` again.",
+            "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
+        }.get(self.reason or "")
+        if self.outcome == "paused" and hint is None:
+            hint = "The loop was paused from outside the run; `ralphstate run` continues it."
+        if self.outcome == "cancelled":
+            hint = "The loop was cancelled while the run was going."
+        return [line, hint] if hint else [line]
+
+    def as_json(self) -> dict[str, Any]:
+        met, total, done, steps = self.counts()
+        unmet = st.unmet(self.state) if self.state is not None else []
+        out: dict[str, Any] = {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "exitCode": self.exit_code,
+            "iterations": len(self.iterations),
+            "criteria": {"met": met, "total": total, "unmet": unmet},
+            "steps": {"done": done, "total": steps},
+            "durations": {
+                "total": round(self.duration, 3),
+                "iterations": [round(r.duration, 3) for r in self.iterations],
+            },
+            "runs": [r.as_json() for r in self.iterations],
+        }
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def counts(state: st.State) -> tuple[int, int, int, int]:
+    total = len(state["criteria"])
+    return (
+        total - len(st.unmet(state)),
+        total,
+        len(state["completedSteps"]),
+        len(state["steps"]),
+    )
+
+
+def format_duration(seconds: float) -> str:
+    """`0.4s`, `12s`, `1m12s`, `2h05m`."""
+    if seconds < 10:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"

@@ -1,0 +1,329 @@
+"""One agent process for `ralphstate run`: started in its own process group, its
+output streamed to the terminal and to a log file, and stopped in order when it
+must be (interrupt, then terminate, then kill, with a grace period between).
+
+Ctrl-C reaches only this process (the agent has its own process group, so the
+terminal does not signal it); `Interrupts` turns the first one into an orderly
+stop of the agent and a second one into an immediate exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
+
+WINDOWS = sys.platform == "win32"
+# How often the waiting loop looks at the clock and at Ctrl-C.
+_POLL = 0.05
+_CHUNK = 64 * 1024
+
+Echo = Callable[[bytes], None]
+
+
+# -- the command line ------------------------------------------------------------
+
+
+def split_command(text: str) -> list[str]:
+    """The agent command as an argument list: shell-like quoting, no shell."""
+    try:
+        if WINDOWS:
+            parts = [_unquote(p) for p in shlex.split(text, posix=False)]
+        else:
+            parts = shlex.split(text)
+    except ValueError as exc:
+        raise RalphstateError(f"the agent command {text!r} cannot be read ({exc}).") from None
+    if not parts:
+        raise RalphstateError("the agent command is empty.")
+    return parts
+
+
+def _unquote(part: str) -> str:
+    if len(part) >= 2 and part[0] == part[-1] == '"':
+        return part[1:-1]
+    return part
+
+
+def join_command(argv: list[str]) -> str:
+    """An argument list as one line a person could paste into their shell."""
+    return subprocess.list2cmdline(argv) if WINDOWS else shlex.join(argv)
+
+
+def resolve(program: str, cwd: Path) -> str | None:
+    """The program's path: looked up on PATH, or relative to `cwd` when it names a path."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program)
+        path = path if path.is_absolute() else cwd / path
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(program)
+
+
+# -- Ctrl-C ------------------------------------------------------------------------
+
+
+class Interrupts:
+    """While installed, Ctrl-C (and SIGTERM) are counted instead of raising at once.
+
+    With an agent running, the first one asks the wait loop to stop the agent in
+    order; a second kills the agent's process group and raises KeyboardInterrupt.
+    With no agent running, any of them raises KeyboardInterrupt.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        # True from just before the agent starts until it has ended.
+        self.agent_phase = False
+        self.child: subprocess.Popen[bytes] | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+        if self.agent_phase:
+            if self.count < 2:
+                return  # the wait loop starts the orderly stop
+            if self.child is not None:
+                _signal_group(self.child, "kill")
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> Interrupts:
+        wanted = [signal.SIGINT] if WINDOWS else [signal.SIGINT, signal.SIGTERM]
+        for signum in wanted:
+            try:
+                self._previous[signum] = signal.signal(signum, self._handle)
+            except ValueError:  # not the main thread: leave Ctrl-C as it is
+                break
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+        self._previous.clear()
+
+
+# -- one agent run -----------------------------------------------------------------
+
+
+@dataclass
+class AgentRun:
+    """What happened to one agent process."""
+
+    exit_code: int
+    duration: float
+    timed_out: bool = False
+    interrupted: bool = False
+    # The stages sent to stop it: "interrupt", "terminate", "kill".
+    stops: list[str] = field(default_factory=list)
+    output_bytes: int = 0
+
+    def describe(self) -> str:
+        """`exit 0`, `exit 2` or `signal SIGTERM`, as a person reads it."""
+        if self.exit_code < 0:
+            try:
+                return f"signal {signal.Signals(-self.exit_code).name}"
+            except ValueError:
+                return f"signal {-self.exit_code}"
+        return f"exit {self.exit_code}"
+
+
+class _Pump(threading.Thread):
+    """Copies the agent's output to the log file and the terminal until it ends."""
+
+    def __init__(self, fd: int, log: IO[bytes], echo: Echo) -> None:
+        super().__init__(name="ralphstate-agent-output", daemon=True)
+        self.fd, self.log, self.echo = fd, log, echo
+        self.lock = threading.Lock()
+        self.closed = False
+        self.count = 0
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.fd, _CHUNK)
+            except OSError:
+                return
+            if not chunk:
+                return
+            with self.lock:
+                if self.closed:
+                    continue  # abandoned: keep draining so the writer never blocks
+                self.count += len(chunk)
+                with contextlib.suppress(OSError, ValueError):
+                    self.log.write(chunk)
+                    self.log.flush()
+                with contextlib.suppress(OSError, ValueError):
+                    self.echo(chunk)
+
+    def finish(self, timeout: float) -> None:
+        self.join(timeout)
+        with self.lock:
+            self.closed = True
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    try:
+        stream.write(data)
+    except (OSError, ValueError):
+        pass  # the agent closed its stdin, or exited: what it read is what it got
+    with contextlib.suppress(OSError, ValueError):
+        stream.close()
+
+
+def run_agent(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    stdin_data: bytes | None,
+    log: IO[bytes],
+    echo: Echo,
+    interrupts: Interrupts,
+    timeout: float | None = None,
+    grace: float = limits.RUN_GRACE_SECONDS,
+) -> AgentRun:
+    """Run the agent to its end, streaming its output (stdout and stderr, merged).
+
+    Past `timeout`, or after a Ctrl-C, it is stopped in order: interrupt, then
+    terminate, then kill, `grace` seconds apart. Raises RalphstateError when it
+    cannot be started, KeyboardInterrupt on a second Ctrl-C.
+    """
+    options: dict[str, Any] = {}
+    if WINDOWS:
+        options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
+    else:
+        options["start_new_session"] = True
+    started = time.monotonic()
+    interrupts.agent_phase = True
+    try:
+        child = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            **options,
+        )
+        interrupts.child = child
+    except OSError as exc:
+        interrupts.agent_phase = False
+        reason = exc.strerror or type(exc).__name__
+        raise RalphstateError(f"could not start the agent {argv[0]!r}: {reason}.") from None
+    assert child.stdout is not None
+    pump = _Pump(child.stdout.fileno(), log, echo)
+    pump.start()
+    if stdin_data is not None:
+        assert child.stdin is not None
+        threading.Thread(
+            target=_feed, args=(child.stdin, stdin_data), name="ralphstate-agent-input", daemon=True
+        ).start()
+    result = AgentRun(exit_code=0, duration=0.0)
+    try:
+        result.exit_code = _wait(child, result, interrupts, started, timeout, grace)
+    finally:
+        interrupts.agent_phase = False
+        interrupts.child = None
+        result.interrupted = result.interrupted or bool(interrupts.count)
+        if child.returncode is None:  # leaving on a second Ctrl-C or an error
+            _signal_group(child, "kill")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(limits.RUN_DRAIN_SECONDS)
+        elif result.stops:
+            _signal_group(child, "kill")  # what is left of a group that was told to stop
+        pump.finish(limits.RUN_DRAIN_SECONDS)
+        if not pump.is_alive():
+            child.stdout.close()
+    result.duration = time.monotonic() - started
+    result.output_bytes = pump.count
+    return result
+
+
+def _wait(
+    child: subprocess.Popen[bytes],
+    result: AgentRun,
+    interrupts: Interrupts,
+    started: float,
+    timeout: float | None,
+    grace: float,
+) -> int:
+    stages = ["interrupt", "terminate", "kill"]
+    next_stage_at: float | None = None
+    while True:
+        try:
+            return child.wait(_POLL)
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if next_stage_at is None:
+            if interrupts.count:
+                result.interrupted = True
+            elif timeout is not None and now - started >= timeout:
+                result.timed_out = True
+            else:
+                continue
+            next_stage_at = now
+        if now >= next_stage_at and len(result.stops) < len(stages):
+            stage = stages[len(result.stops)]
+            result.stops.append(stage)
+            _signal_group(child, stage)
+            next_stage_at = now + grace
+
+
+def _signal_group(child: subprocess.Popen[bytes], stage: str) -> None:
+    """Send a stage of stopping to the agent's whole process group."""
+    if sys.platform == "win32":  # spelled out so type checkers follow the branch
+        _signal_windows(child, stage)
+        return
+    signum = {
+        "interrupt": signal.SIGINT,
+        "terminate": signal.SIGTERM,
+        "kill": signal.SIGKILL,
+    }[stage]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signum)
+
+
+def _signal_windows(child: subprocess.Popen[bytes], stage: str) -> None:  # pragma: no cover
+    if stage == "interrupt":
+        with contextlib.suppress(OSError):
+            os.kill(child.pid, signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined,unused-ignore]
+        return
+    if child.returncode is not None:
+        return
+    # taskkill /T ends the agent's whole tree; /F only at the last stage.
+    command = ["taskkill", "/T", "/PID", str(child.pid)]
+    if stage == "kill":
+        command.insert(1, "/F")
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(command, capture_output=True, timeout=10, check=False)
+    if stage == "kill":
+        with contextlib.suppress(OSError):
+            child.kill()
+
+
+@contextlib.contextmanager
+def prompt_file(text: str) -> Iterator[Path]:
+    """A temporary file holding the prompt, removed afterwards."""
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix="ralphstate-prompt-", suffix=".md")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+        yield Path(name)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)

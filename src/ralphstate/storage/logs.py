@@ -1,0 +1,38 @@
+"""The error log: one line per fault, tracebacks for the unexpected, rotated by size.
+
+It holds what is needed to debug, never a hook's input: the command, the event,
+the session id and the error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import traceback
+from pathlib import Path
+
+from ralphstate.core import clock, limits
+from ralphstate.storage import fsio, home
+
+LOG_NAME = "ralphstate.log"
+
+
+def path() -> Path:
+    return home.log_dir() / LOG_NAME
+
+
+def write(message: str, exc: BaseException | None = None) -> Path | None:
+    """Append to the log; returns its path, or None when the log cannot be written."""
+    target = path()
+    text = f"{clock.now_iso()} {message}\n"
+    if exc is not None:
+        text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        fsio.makedirs(target.parent)
+        with contextlib.suppress(OSError):
+            if target.stat().st_size > limits.MAX_LOG_FILE_BYTES:
+                os.replace(target, target.with_name(LOG_NAME + ".1"))
+        fsio.append_line_bytes(target, text.encode("utf-8", "replace"))
+    except OSError:
+        return None
+    return target

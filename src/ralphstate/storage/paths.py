@@ -1,0 +1,112 @@
+"""Where a loop lives: finding `.loop/` and refusing paths that leave the project.
+
+`find_dir` uses only `os.path`, so the Stop hook can learn that there is no loop
+without importing anything else.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ralphstate.core.errors import RalphstateError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+LOOP_DIR_NAME = ".loop"
+STATE_NAME = "state.json"
+HISTORY_NAME = "history.jsonl"
+LOCK_NAME = "state.lock"
+ENV_DIR = "RALPHSTATE_DIR"
+
+
+class LoopPaths:
+    """The project root and the loop directory inside it."""
+
+    __slots__ = ("root", "dir")
+
+    def __init__(self, root: str | os.PathLike[str], loop_dir: str | os.PathLike[str]) -> None:
+        from pathlib import Path
+
+        self.root = Path(root)
+        self.dir = Path(loop_dir)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LoopPaths) and (self.root, self.dir) == (other.root, other.dir)
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.dir))
+
+    def __repr__(self) -> str:
+        return f"LoopPaths(root={str(self.root)!r}, dir={str(self.dir)!r})"
+
+    @property
+    def state(self) -> Path:
+        return self.dir / STATE_NAME
+
+    @property
+    def history(self) -> Path:
+        return self.dir / HISTORY_NAME
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / LOCK_NAME
+
+    def display(self, path: Path) -> str:
+        """A path relative to the project root when it is inside it."""
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+def find_dir(start: str | os.PathLike[str]) -> str | None:
+    """The nearest loop directory at or above `start`, `$RALPHSTATE_DIR` first."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    here = os.path.abspath(start)
+    while True:
+        candidate = os.path.join(here, LOOP_DIR_NAME)
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def find(start: str | os.PathLike[str]) -> LoopPaths | None:
+    """The nearest loop at or above `start` (like git finds `.git`), or None."""
+    loop_dir = find_dir(start)
+    if loop_dir is None:
+        return None
+    return LoopPaths(os.path.dirname(loop_dir), loop_dir)
+
+
+def for_init(start: str | os.PathLike[str]) -> LoopPaths:
+    """Where `init` creates a loop: `$RALPHSTATE_DIR`, or `.loop/` in `start` itself."""
+    env = os.environ.get(ENV_DIR)
+    if env:
+        loop_dir = os.path.abspath(os.path.expanduser(env))
+        return LoopPaths(os.path.dirname(loop_dir), loop_dir)
+    here = os.path.abspath(start)
+    return LoopPaths(here, os.path.join(here, LOOP_DIR_NAME))
+
+
+def _inside(path: str | os.PathLike[str], root_real: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def check_safe(paths: LoopPaths, *more: Path) -> None:
+    """Refuse a `.loop/` or a file in it (or any of `more`) that is a symlink leading
+    out of the project."""
+    root_real = os.path.realpath(paths.root)
+    for path in (paths.dir, paths.state, paths.history, paths.lock, *more):
+        if os.path.lexists(path) and not _inside(path, root_real):
+            raise RalphstateError(
+                f"{paths.display(path)} leads outside the project ({os.path.realpath(path)});"
+                " ralphstate refuses to follow it."
+            )

@@ -1,0 +1,83 @@
+"""The loops this machine knows: created or adopted here.
+
+A small JSON file under the user state directory, keyed by the loop directory's
+absolute path. A loop is known when its path is recorded with the same `startedAt`,
+so a repository cloned over an old path with a different loop is still a stranger.
+The hooks use this to tell a loop made here from one that arrived with a clone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import clock
+from ralphstate.storage import home, jsonstore
+from ralphstate.storage.jsonstore import Entry
+from ralphstate.storage.paths import LoopPaths
+
+REGISTRY_NAME = "loops.json"
+
+
+def _path() -> Path:
+    return home.state_dir() / REGISTRY_NAME
+
+
+def read() -> dict[str, Entry]:
+    """Every recorded loop by loop directory; an unreadable registry reads as empty."""
+    return jsonstore.read(_path())
+
+
+def entry(paths: LoopPaths) -> Entry | None:
+    return read().get(jsonstore.key(paths))
+
+
+def knows(paths: LoopPaths, state: dict[str, Any]) -> bool:
+    """True when this machine created or adopted this very loop."""
+    found = entry(paths)
+    return found is not None and found.get("startedAt") == state.get("startedAt")
+
+
+def _summary(state: dict[str, Any]) -> Entry:
+    criteria = state["criteria"]
+    met = sum(1 for c in criteria if state["criteriaStatus"].get(c) is True)
+    return {
+        "startedAt": state.get("startedAt"),
+        "spec": state["spec"][:200],
+        "status": state["status"],
+        "criteriaMet": met,
+        "criteriaTotal": len(criteria),
+        "sessionId": state.get("sessionId"),
+        "updatedAt": clock.now_iso(),
+    }
+
+
+def _change(key: str, new: Entry | None) -> None:
+    """Record `new` over the entry of `key` (None: forget it); RalphstateError when the
+    registry cannot be written."""
+
+    def edit(loops: dict[str, Entry]) -> None:
+        if new is None:
+            loops.pop(key, None)
+        else:
+            loops[key] = {**loops.get(key, {}), **new}
+
+    jsonstore.change(_path(), "the loop registry", edit)
+
+
+def record(paths: LoopPaths, state: dict[str, Any], claude_pid: str | None = None) -> None:
+    """Remember this loop as made or adopted here, with the owner's Claude Code process."""
+    new = _summary(state)
+    if claude_pid is not None:
+        new["claudePid"] = claude_pid
+    _change(jsonstore.key(paths), new)
+
+
+def refresh(paths: LoopPaths, state: dict[str, Any]) -> None:
+    """Update a known loop's summary (status, criteria met); unknown loops stay unknown."""
+    if knows(paths, state):
+        _change(jsonstore.key(paths), _summary(state))
+
+
+def forget(key: str) -> None:
+    _change(key, None)

@@ -1,0 +1,259 @@
+"""The state file on disk: locked read-modify-write, atomic replace, history.
+
+Every change happens under `.loop/state.lock`, re-reads the file inside the lock,
+writes a temporary file in `.loop/`, fsyncs it and `os.replace`s it over
+`state.json`. An agent may also edit the file by hand without the lock; a change
+notices a file replaced under it and starts again on the new content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import filelock
+import orjson
+
+from ralphstate.core import clock, limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
+from ralphstate.storage import fsio
+from ralphstate.storage.paths import LoopPaths, check_safe
+
+Event = dict[str, Any]
+# What a change returns: the history events it caused; None means "nothing changed".
+Change = Callable[[st.State], "list[Event] | None"]
+
+_RETRIES = 5
+
+
+class Unchanged(Exception):
+    """Raised inside a change to leave the file as it is."""
+
+
+def _os_error(action: str, path: str, exc: OSError) -> RalphstateError:
+    reason = exc.strerror or exc.__class__.__name__
+    return RalphstateError(f"could not {action} {path}: {reason}.")
+
+
+class Store:
+    def __init__(self, paths: LoopPaths, lock_timeout: float | None = None) -> None:
+        self.paths = paths
+        # Read at call time, so the bound in `limits` is the one in force.
+        self.lock_timeout = limits.LOCK_TIMEOUT if lock_timeout is None else lock_timeout
+
+    # -- reading ---------------------------------------------------------------
+
+    def exists(self) -> bool:
+        return os.path.lexists(self.paths.state)
+
+    def _read(self) -> tuple[bytes, tuple[int, int, int]]:
+        path = self.paths.state
+        shown = self.paths.display(path)
+        check_safe(self.paths)
+        try:
+            with fsio.open_regular(path) as handle:  # a FIFO is refused, not waited on
+                info = os.fstat(handle.fileno())
+                if info.st_size > limits.MAX_STATE_BYTES:
+                    raise CorruptState(
+                        f"{shown} is {info.st_size} bytes, more than the"
+                        f" {limits.MAX_STATE_BYTES} ralphstate reads; it was left as it is."
+                    )
+                data = handle.read(limits.MAX_STATE_BYTES + 1)
+        except FileNotFoundError:
+            raise NoLoop(
+                f"no loop here: {shown} does not exist (start one with `ralphstate init`)."
+            ) from None
+        except (IsADirectoryError, fsio.NotRegular):
+            raise CorruptState(f"{shown} is not a regular file.") from None
+        except OSError as exc:
+            raise _os_error("read", shown, exc) from None
+        return data, (info.st_mtime_ns, info.st_size, info.st_ino)
+
+    def read_bytes(self) -> bytes:
+        return self._read()[0]
+
+    def load(self) -> st.State:
+        """The current state, read without the lock (a reader never sees a torn file)."""
+        data, _ = self._read()
+        return self._parse(data)
+
+    def _parse(self, data: bytes) -> st.State:
+        try:
+            return st.parse(data)
+        except CorruptState as exc:
+            shown = self.paths.display(self.paths.state)
+            text = str(exc).replace("state.json", shown, 1)
+            raise CorruptState(f"{text}; it was left untouched.") from None
+
+    # -- locking and writing ---------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        check_safe(self.paths)
+        lock = filelock.FileLock(
+            str(self.paths.lock), timeout=self.lock_timeout, mode=fsio.FILE_MODE
+        )
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise RalphstateError(
+                f"{self.paths.display(self.paths.lock)} is held by another process;"
+                f" gave up after {self.lock_timeout:g}s."
+            ) from None
+        except OSError as exc:
+            raise _os_error("lock", self.paths.display(self.paths.lock), exc) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _write(self, state: st.State, expect: tuple[int, int, int] | None) -> bool:
+        """Write atomically; False when the file changed since it was read."""
+        target = self.paths.state
+        try:
+            return fsio.atomic_write(
+                target,
+                st.dumps(state),
+                None if expect is None else (lambda: _signature(target) == expect),
+            )
+        except OSError as exc:
+            raise _os_error("write", self.paths.display(target), exc) from None
+
+    def update(self, change: Change) -> st.State:
+        """Apply `change` to the freshest state under the lock and write it back."""
+        with self.locked():
+            for _ in range(_RETRIES):
+                data, signature = self._read()
+                state = self._parse(data)
+                try:
+                    events = change(state)
+                except Unchanged:
+                    return state
+                if events is None:
+                    return state
+                state["updatedAt"] = clock.now_iso()
+                self._check_readable(state)
+                fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
+                if self._write(state, signature):
+                    self._log(events, state)
+                    return state
+            raise RalphstateError(
+                f"{self.paths.display(self.paths.state)} kept changing while being updated;"
+                " nothing was written. Try again."
+            )
+
+    def _check_readable(self, state: st.State) -> None:
+        """Refuse to write a state that reading would refuse (a `resume --more` past the
+        iteration ceiling, say): the file on disk stays the last good one."""
+        try:
+            st.normalise(state)
+        except CorruptState as exc:
+            detail = str(exc).removeprefix("state.json: ")
+            raise RalphstateError(
+                f"that change would leave {self.paths.display(self.paths.state)} unreadable"
+                f" ({detail}); nothing was written."
+            ) from None
+
+    def create(self, state: st.State, events: list[Event], backup: bool) -> Path | None:
+        """Write a new loop; with `backup`, keep the old file beside it first."""
+        try:
+            fsio.makedirs(self.paths.dir)
+        except OSError as exc:
+            raise _os_error("create", self.paths.display(self.paths.dir), exc) from None
+        with self.locked():
+            kept = None
+            if backup and os.path.lexists(self.paths.state):
+                kept = self._backup_path()
+                try:
+                    os.replace(self.paths.state, kept)
+                except OSError as exc:
+                    shown = self.paths.display(self.paths.state)
+                    raise _os_error("keep a copy of", shown, exc) from None
+            elif os.path.lexists(self.paths.state):
+                raise RalphstateError(f"{self.paths.display(self.paths.state)} already exists.")
+            try:
+                self._write(state, None)
+            except RalphstateError:
+                if kept is not None:  # put the old file back rather than leave none
+                    with contextlib.suppress(OSError):
+                        os.replace(kept, self.paths.state)
+                raise
+            self._log(events, state)
+            return kept
+
+    def _backup_path(self) -> Path:
+        """A name for the kept copy that no earlier copy has (two in a second differ)."""
+        stamp = clock.now().strftime("%Y%m%dT%H%M%S")
+        kept = self.paths.dir / f"state.{stamp}.json.bak"
+        n = 1
+        while os.path.lexists(kept):
+            kept = self.paths.dir / f"state.{stamp}.{n}.json.bak"
+            n += 1
+        return kept
+
+    # -- history -----------------------------------------------------------------
+
+    def _log(self, events: list[Event], state: st.State) -> None:
+        if not events:
+            return
+        try:
+            append_history(self.paths.history, events, state["iteration"])
+        except RalphstateError as exc:  # the state is written; say so, not just "failed"
+            shown = self.paths.display(self.paths.state)
+            raise RalphstateError(f"the change was saved in {shown}, but {exc}") from None
+
+    def history(self, limit: int | None = None) -> list[Event]:
+        """History entries, oldest first; lines that do not parse are skipped. With a
+        limit, only the end of the file is read."""
+        check_safe(self.paths)
+        try:
+            with fsio.open_regular(self.paths.history) as handle:
+                data = handle.read() if limit is None else fsio.read_tail(handle, limit)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise _os_error("read", self.paths.display(self.paths.history), exc) from None
+        lines = data.splitlines()
+        if limit is not None:
+            lines = lines[-limit:] if limit > 0 else []
+        entries = []
+        for line in lines:
+            try:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+        return entries
+
+
+def append_history(path: Path, events: list[Event], iteration: int) -> None:
+    """Append one JSON line per event (`at`, `event`, `iteration`, details) to the
+    history of the loop directory `path` is in, refusing a path that leads outside it."""
+    loop = LoopPaths(path.parent.parent, path.parent)
+    check_safe(loop)
+    at = clock.now_iso()
+    lines = b"".join(
+        orjson.dumps({"at": at, "event": ev["event"], "iteration": iteration, **ev}) + b"\n"
+        for ev in events
+    )
+    try:
+        fsio.append_line_bytes(path, lines)
+    except OSError as exc:
+        raise _os_error("append to", loop.display(path), exc) from None
+
+
+def event(name: str, **details: Any) -> Event:
+    return {"event": name, **details}
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size, info.st_ino)

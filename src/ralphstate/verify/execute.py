@@ -1,0 +1,359 @@
+"""Running criteria's check commands and recording what they proved.
+
+    results = run_checks(store)                       # every criterion with a check
+    results = run_checks(store, ["tests pass"], timeout=60, budget=120)
+
+Each check is a shell command line run by the platform's shell in the project root
+(the directory holding `.loop/`), with stdin closed and stdout and stderr read
+together as it runs; only the tail is kept (`limits.MAX_CHECK_OUTPUT_BYTES`,
+`MAX_CHECK_OUTPUT_LINES`), so a check that prints gigabytes costs no memory. Each
+runs in its own process group (a new session on POSIX), and the whole group is
+killed when the check times out, when it is interrupted, and when its shell exits
+(so nothing it started in the background outlives it).
+
+Exit code 0 verifies the criterion; anything else, a timeout or a failure to start
+makes it failing. Results go into the state (`criteriaStatus`, `evidence`) and into
+history, one `check` event each. Only trusted checks run (see `trust`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from ralphstate.core import clock, limits
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop.ops import find_criterion
+from ralphstate.storage import trust
+from ralphstate.storage.store import Event, Store
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class Untrusted(RalphstateError):
+    """The loop's checks are not trusted on this machine; nothing was run."""
+
+
+@dataclass
+class CheckResult:
+    """What one check did."""
+
+    criterion: str
+    command: str
+    passed: bool
+    exit_code: int | None  # None: it was killed, or never started
+    duration_ms: int
+    timeout: float  # the limit it ran under, in seconds
+    timed_out: bool = False
+    output_tail: str = ""
+    output_bytes: int = 0
+    # Why it did not run to an exit code, when it did not ("could not start: ...").
+    problem: str | None = None
+
+    @property
+    def result(self) -> str:
+        return "verified" if self.passed else "failing"
+
+    @property
+    def summary(self) -> str:
+        """A few words on how it ended: `exit code 1`, `timed out after 5s`, ..."""
+        if self.problem:
+            return self.problem
+        if self.timed_out:
+            return f"timed out after {self.timeout:g}s"
+        return f"exit code {self.exit_code}"
+
+    def evidence(self, at: str) -> dict[str, Any]:
+        """The entry kept in state.json's `evidence` for this criterion."""
+        return {
+            "result": self.result,
+            "command": self.command,
+            "exitCode": self.exit_code,
+            "timedOut": self.timed_out,
+            "durationMs": self.duration_ms,
+            "at": at,
+            "summary": self.summary,
+            "outputTail": self.output_tail,
+            "outputBytes": self.output_bytes,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"criterion": self.criterion, **self.evidence(clock.now_iso())}
+
+
+Progress = Callable[[CheckResult], None]
+
+
+def plan(state: st.State, names: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """(criterion, command) for each named criterion, or every criterion with a check,
+    in the loop's order. A named criterion without a check is a mistake."""
+    if names is None:
+        return [(c, state["checks"][c]) for c in state["criteria"] if c in state["checks"]]
+    chosen: list[str] = []
+    for name in names:
+        found = find_criterion(state, name)
+        if found not in state["checks"]:
+            raise RalphstateError(
+                f"criterion {found!r} has no check; give it one with"
+                f' `ralphstate criteria check {_quote(found)} "COMMAND"`.'
+            )
+        if found not in chosen:
+            chosen.append(found)
+    return [(c, state["checks"][c]) for c in state["criteria"] if c in chosen]
+
+
+def _quote(text: str) -> str:
+    from ralphstate.core.render import quote
+
+    return quote(text)
+
+
+def untrusted_message(store: Store) -> str:
+    return (
+        f"the checks in {store.paths.display(store.paths.state)} are not trusted on this"
+        " machine (changed outside ralphstate, or they came with the repository); nothing"
+        " was run. Review them (`ralphstate criteria check NAME` or `ralphstate status`),"
+        " then run `ralphstate trust`."
+    )
+
+
+def run_checks(
+    store: Store,
+    names: Sequence[str] | None = None,
+    timeout: float | None = None,
+    *,
+    budget: float | None = None,
+    record: bool = True,
+    progress: Progress | None = None,
+    by: str = "verify",
+) -> list[CheckResult]:
+    """Run the loop's checks in the project root and record what they proved.
+
+    `names`: criteria (names or 1-based numbers) to check; None runs every criterion
+    that has a check, and returns [] when none has. `timeout` (seconds) overrides
+    every check's own limit (`checkTimeouts[criterion]`, else `limits.CHECK_TIMEOUT`).
+    `budget` (seconds) bounds all of them together: a check cut short by it fails as
+    timed out, and a check it leaves no time for fails as not run.
+
+    With `record`, the results are written to the state (`criteriaStatus` from the
+    exit code, `evidence`) and to history (`check` events, `by` says who ran them) in
+    one locked update. A result whose criterion or command changed while it ran is
+    not recorded. `progress` is called with each result as it finishes.
+
+    Raises `Untrusted` (a RalphstateError) when the checks are not trusted, and
+    RalphstateError for a name that is not a criterion with a check. On
+    KeyboardInterrupt the running check is killed, the finished ones are recorded,
+    and the interrupt propagates: nothing is recorded for the check it stopped.
+    """
+    state = store.load()
+    todo = plan(state, names)
+    if not todo:
+        return []
+    if not trust.is_trusted(store.paths, state):
+        raise Untrusted(untrusted_message(store))
+    results: list[CheckResult] = []
+    deadline = None if budget is None else time.monotonic() + budget
+    try:
+        for criterion, command in todo:
+            limit = timeout if timeout is not None else _own_timeout(state, criterion)
+            result = _run_within(criterion, command, str(store.paths.root), limit, deadline)
+            results.append(result)
+            if progress is not None:
+                progress(result)
+    except KeyboardInterrupt:
+        if record and results:
+            record_results(store, results, by)
+        raise
+    if record:
+        record_results(store, results, by)
+    return results
+
+
+def _own_timeout(state: st.State, criterion: str) -> float:
+    return float(state["checkTimeouts"].get(criterion, limits.CHECK_TIMEOUT))
+
+
+def _run_within(
+    criterion: str, command: str, cwd: str, limit: float, deadline: float | None
+) -> CheckResult:
+    if deadline is None:
+        return run_one(criterion, command, cwd, limit)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return CheckResult(
+            criterion,
+            command,
+            passed=False,
+            exit_code=None,
+            duration_ms=0,
+            timeout=limit,
+            problem="not run: the verification time budget was used up",
+        )
+    if left >= limit:
+        return run_one(criterion, command, cwd, limit)
+    result = run_one(criterion, command, cwd, left)
+    if result.timed_out:
+        result.problem = f"timed out after {left:.3g}s: the verification time budget ran out"
+    return result
+
+
+def record_results(store: Store, results: Sequence[CheckResult], by: str = "verify") -> st.State:
+    """Write results to the state and history in one update (see `apply`)."""
+
+    def change(state: st.State) -> list[Event] | None:
+        return apply(state, results, by) or None
+
+    return store.update(change)
+
+
+def apply(state: st.State, results: Sequence[CheckResult], by: str) -> list[Event]:
+    """Set each result's criterion from its exit code and keep its evidence; return the
+    history events. Results whose criterion is gone, or whose check changed since it
+    ran, are skipped."""
+    at = clock.now_iso()
+    events: list[Event] = []
+    for result in results:
+        name = result.criterion
+        if name not in state["criteria"] or state["checks"].get(name) != result.command:
+            continue
+        state["criteriaStatus"][name] = result.passed
+        state["evidence"][name] = result.evidence(at)
+        entry = result.evidence(at)
+        del entry["at"]
+        events.append({"event": "check", "criterion": name, "by": by, **entry})
+    return events
+
+
+# -- running one command -------------------------------------------------------------
+
+
+class _Tail:
+    """The last bytes of a stream, read as it comes; memory stays bounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.total = 0
+
+    def drain(self, stream: IO[bytes]) -> None:
+        fd = stream.fileno()
+        try:
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return
+                self.total += len(chunk)
+                self.data += chunk
+                if len(self.data) > 2 * self.limit:
+                    del self.data[: len(self.data) - self.limit]
+        except OSError:
+            return
+
+    def text(self, max_lines: int) -> str:
+        data = bytes(self.data[-self.limit :])
+        text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+        text = _CONTROL.sub("", _ANSI.sub("", text))
+        lines = text.rstrip("\n").split("\n")
+        if self.total > len(data) and len(lines) > 1:
+            lines = lines[1:]  # the first line was cut through
+        return "\n".join(line.rstrip() for line in lines[-max_lines:]).strip("\n")
+
+
+def run_one(criterion: str, command: str, cwd: str, timeout: float) -> CheckResult:
+    """Run one check under `timeout` seconds; never raises but for KeyboardInterrupt."""
+    kwargs: dict[str, Any] = {}
+    if sys.platform == "win32":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        kwargs["start_new_session"] = True
+    started = time.monotonic()
+
+    def finish(**kw: Any) -> CheckResult:
+        elapsed = int((time.monotonic() - started) * 1000)
+        return CheckResult(criterion, command, duration_ms=elapsed, timeout=timeout, **kw)
+
+    try:
+        proc = subprocess.Popen(
+            command,
+            shell=True,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            **kwargs,
+        )
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return finish(passed=False, exit_code=None, problem=f"could not start: {reason}")
+    assert proc.stdout is not None
+    tail = _Tail(limits.MAX_CHECK_OUTPUT_BYTES)
+    reader = threading.Thread(target=tail.drain, args=(proc.stdout,), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        try:
+            code: int | None = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out, code = True, None
+    finally:
+        # Timeout, interrupt, or the shell has exited: nothing it started lives on.
+        _kill_group(proc)
+        with contextlib.suppress(BaseException):
+            proc.wait()
+        reader.join(5)
+        if not reader.is_alive():  # else a process outside the group holds the pipe open
+            with contextlib.suppress(OSError):
+                proc.stdout.close()
+    return finish(
+        passed=code == 0 and not timed_out,
+        exit_code=code,
+        timed_out=timed_out,
+        output_tail=tail.text(limits.MAX_CHECK_OUTPUT_LINES),
+        output_bytes=tail.total,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    if sys.platform == "win32":
+        if proc.poll() is None:
+            subprocess.run(
+                ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
+        with contextlib.suppress(OSError):
+            proc.kill()
+        return
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """While checks run, SIGTERM (how a client stops a hook that ran too long) raises
+    KeyboardInterrupt, so the running check's process group is killed on the way out."""
+    if sys.platform == "win32" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
