@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -998,3 +999,57 @@ def test_usage_mistakes_are_one_line_and_exit_1(
 ) -> None:
     result = rs(*args)
     assert (result.code, result.out, result.err) == (1, "", expected)
+
+
+# -- the command table -------------------------------------------------------------------
+# The root group and `criteria` import a command's module only when it is asked for
+# (cli/lazy.py). In this process every command is loaded already (test_docs walks the
+# tree), so what depends on laziness runs in a real process.
+
+
+def test_every_name_in_the_command_table_is_that_command() -> None:
+    from ralphstate.cli.app import COMMANDS
+
+    for name, target in COMMANDS.items():
+        module, _, attribute = target.partition(":")
+        __import__(module)
+        assert sys.modules[module].__dict__[attribute].name == name
+
+
+def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> None:
+    from ralphstate.cli.app import COMMANDS
+    from tests.conftest import run_process
+
+    done = run_process(["--help"], cwd=project)
+    assert (done.returncode, done.stderr) == (0, b"")
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    assert "  criteria  List, add, set or remove success criteria." in listed
+    assert "  status    Show the loop: spec, criteria, steps, iteration, owner." in listed
+    done = run_process(["criteria", "--help"], cwd=project)
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == ["add", "check", "list", "remove", "set"]
+
+
+@pytest.mark.parametrize(
+    ("args", "close", "group"),
+    [
+        (["statsu"], "status", "ralphstate"),
+        (["criteria", "chek"], "check", "ralphstate criteria"),
+        (["step", "dne"], "done", "ralphstate step"),
+    ],
+)
+def test_a_mistyped_command_in_a_real_process(
+    project: Path, args: list[str], close: str, group: str
+) -> None:
+    import click
+
+    from tests.conftest import run_process
+
+    done = run_process(args, cwd=project)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert err.startswith(f"ralphstate: No such command {args[-1]!r}.")
+    assert err.endswith(f" (see `{group} --help`)\n")
+    if hasattr(click.exceptions, "NoSuchCommand"):  # click 8.4 and later name close ones
+        assert f"'{close}'" in err

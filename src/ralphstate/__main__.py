@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
                     pass
             os._exit(code)
         return code
-    from ralphstate.cli.main import run_cli
+    from ralphstate.cli.app import run_cli
 
     return run_cli(args)
 

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import IO
 
 import click
-import orjson
 
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import ops
 from ralphstate.run import config as runconfig
-
-SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class _Terminal:
@@ -25,7 +24,7 @@ class _Terminal:
         self.stream: IO[str] = sys.stderr if to_stderr else sys.stdout
 
     def line(self, text: str) -> None:
-        click.echo(text, file=self.stream)
+        output.text(text, file=self.stream)
 
     def output(self, data: bytes) -> None:
         self.stream.flush()
@@ -42,10 +41,6 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds.")
     return value
-
-
-def _json(data: object) -> None:
-    click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
 
 
 @click.command("run", context_settings=SETTINGS)
@@ -137,35 +132,35 @@ def run_command(
     try:
         outcome = runner.run(store, plan, terminal)
     except KeyboardInterrupt:  # a second Ctrl-C while the run was ending
-        click.echo("ralphstate: interrupted.", err=True)
+        output.error("interrupted.")
         raise SystemExit(runresult.EXIT_CODES["paused"]) from None
     if outcome.error:
-        click.echo(f"ralphstate: {outcome.error}", err=True)
+        output.error(str(outcome.error))
     for line in outcome.summary():
         terminal.line(line)
     if as_json:
-        _json(outcome.as_json())
+        output.json(outcome.as_json())
     if outcome.exit_code:
         raise SystemExit(outcome.exit_code)
 
 
 def _show_preview(shown: dict[str, object], as_json: bool) -> None:
     if as_json:
-        _json(shown)
+        output.json(shown)
         return
     timeout = shown["timeout"]
-    click.echo(f"would run, in {shown['cwd']} with RALPHSTATE_RUNNER=1:")
-    click.echo(f"  {shown['commandLine']}")
-    click.echo(
+    output.text(f"would run, in {shown['cwd']} with RALPHSTATE_RUNNER=1:")
+    output.text(f"  {shown['commandLine']}")
+    output.text(
         f"{shown['delivery']}; at most {shown['limit']} iterations;"
         f" {'no time limit' if timeout is None else f'{timeout:g}s per iteration'}."
     )
     if not shown["found"]:
-        click.echo(f"note: the agent program {shown['program']!r} was not found.")
+        output.text(f"note: the agent program {shown['program']!r} was not found.")
     text = str(shown["prompt"])
-    click.echo(f"----- prompt ({len(text)} characters) -----")
-    click.echo(text, nl=False)
-    click.echo("----- end of prompt -----")
+    output.text(f"----- prompt ({len(text)} characters) -----")
+    output.text(text, nl=False)
+    output.text("----- end of prompt -----")
 
 
 @click.command("watch", context_settings=SETTINGS)
@@ -197,11 +192,11 @@ def watch_command(interval: float, once: bool) -> None:
     try:
         watch.watch(
             store,
-            click.echo,
+            output.text,
             interval=interval,
             once=once,
             clear=click.clear if tty else None,
-            style=click.style,
+            style=output.style,
         )
     except KeyboardInterrupt:
-        click.echo("")
+        output.text("")

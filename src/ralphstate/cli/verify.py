@@ -1,15 +1,16 @@
 """Commands for checks: `verify`, `trust`, `config` and `criteria check`.
 
-They parse and dispatch to `verify`, `checks` and `trust`; `register` adds them to
-the command line in cli.py."""
+They parse and dispatch to `verify.execute` and `verify.checks`; app.py and
+criteria.py name them, and they are imported only when one of them runs."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
-import orjson
 
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
 from ralphstate.cli.views import visible
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
@@ -17,15 +18,7 @@ from ralphstate.loop import ops
 from ralphstate.verify import checks
 from ralphstate.verify import execute as verify_
 
-SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 EXIT_INTERRUPTED = 130
-
-
-def register(cli: click.Group, criteria: click.Group) -> None:
-    cli.add_command(verify)
-    cli.add_command(trust)
-    cli.add_command(config)
-    criteria.add_command(criteria_check)
 
 
 def _seconds(value: float | None) -> float | None:
@@ -42,8 +35,8 @@ def result_lines(result: verify_.CheckResult) -> list[str]:
     took = f"{result.duration_ms / 1000:.1f}s"
     name = visible(result.criterion)
     if result.passed:
-        return [f"{click.style('PASS', fg='green')}  {name}  ({took})"]
-    lines = [f"{click.style('FAIL', fg='red')}  {name}  ({took}, {result.summary})"]
+        return [f"{output.style('PASS', fg='green')}  {name}  ({took})"]
+    lines = [f"{output.style('FAIL', fg='red')}  {name}  ({took}, {result.summary})"]
     lines += ["    " + line for line in result.output_tail.splitlines()]
     return lines
 
@@ -82,16 +75,15 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
         done.append(result)
         if not as_json:
             for line in result_lines(result):
-                click.echo(line)
+                output.text(line)
 
     try:
         with verify_.terminate_as_interrupt():
             results = verify_.run_checks(store, list(names) or None, timeout, progress=show)
     except KeyboardInterrupt:
-        click.echo(
-            "ralphstate: interrupted; the running check was stopped and nothing was recorded"
-            f" for it ({len(done)} finished before it were recorded).",
-            err=True,
+        output.error(
+            "interrupted; the running check was stopped and nothing was recorded"
+            f" for it ({len(done)} finished before it were recorded)."
         )
         raise SystemExit(EXIT_INTERRUPTED) from None
     if not results:
@@ -101,11 +93,11 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
     failed = [r for r in results if not r.passed]
     if as_json:
         data: Any = [r.as_dict() for r in results]
-        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+        output.json(data)
     elif failed:
-        click.echo(f"{len(failed)} of {len(results)} checks failed")
+        output.text(f"{len(failed)} of {len(results)} checks failed")
     else:
-        click.echo(f"all {len(results)} checks passed")
+        output.text(f"all {len(results)} checks passed")
     if failed:
         raise SystemExit(1)
 
@@ -126,11 +118,13 @@ def trust() -> None:
     store = ops.locate()
     state = checks.trust_checks(store)
     if not state["checks"]:
-        click.echo("this loop has no checks; there is nothing to trust")
+        output.text("this loop has no checks; there is nothing to trust")
         return
     for name, command in state["checks"].items():
-        click.echo(f"  {visible(name)}: {visible(command)}")
-    click.echo(f"trusted these {len(state['checks'])} checks in {store.paths.root} on this machine")
+        output.text(f"  {visible(name)}: {visible(command)}")
+    output.text(
+        f"trusted these {len(state['checks'])} checks in {store.paths.root} on this machine"
+    )
 
 
 @click.command(context_settings=SETTINGS)
@@ -153,11 +147,11 @@ def config(key: str | None, value: str | None) -> None:
     if key is None:
         state = store.load()
         for name in checks.SETTINGS:
-            click.echo(f"{name}: {checks.get_setting(state, name)}")
+            output.text(f"{name}: {checks.get_setting(state, name)}")
     elif value is None:
-        click.echo(checks.get_setting(store.load(), key))
+        output.text(checks.get_setting(store.load(), key))
     else:
-        click.echo(f"{key}: {checks.set_setting(store, key, value)}")
+        output.text(f"{key}: {checks.set_setting(store, key, value)}")
 
 
 @click.command("check", context_settings=SETTINGS)
@@ -188,7 +182,7 @@ def criteria_check(name: str, command: str | None, timeout: float | None, remove
     if remove and (command is not None or timeout is not None):
         raise RalphstateError("--remove takes no command and no --timeout.")
     if command is None and timeout is None and not remove:
-        click.echo(checks.describe(store.load(), name))
+        output.text(checks.describe(store.load(), name))
         return
     found, new = checks.set_check(store, name, command, timeout=timeout, remove=remove)
-    click.echo(f"removed the check of {found!r}" if remove else checks.describe(new, found))
+    output.text(f"removed the check of {found!r}" if remove else checks.describe(new, found))

@@ -1,0 +1,123 @@
+"""The root command group and `run_cli`, which maps every error to one line and an exit
+code. Each command lives in the module of its group and is imported when it is asked
+for (see lazy.py); this module imports click and nothing of the commands."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ralphstate import __version__
+from ralphstate.cli import output
+from ralphstate.cli.lazy import LazyGroup
+from ralphstate.cli.options import SETTINGS
+from ralphstate.core.errors import RalphstateError
+
+# Command name -> "module:attribute" of its click command.
+COMMANDS = {
+    "init": "ralphstate.cli.loop:init",
+    "status": "ralphstate.cli.loop:status",
+    "show": "ralphstate.cli.loop:show",
+    "log": "ralphstate.cli.loop:log",
+    "list": "ralphstate.cli.loop:list_",
+    "criteria": "ralphstate.cli.criteria:criteria",
+    "step": "ralphstate.cli.steps:step",
+    "pause": "ralphstate.cli.lifecycle:pause",
+    "resume": "ralphstate.cli.lifecycle:resume",
+    "adopt": "ralphstate.cli.lifecycle:adopt",
+    "cancel": "ralphstate.cli.lifecycle:cancel",
+    "install": "ralphstate.cli.setup:install_",
+    "doctor": "ralphstate.cli.setup:doctor",
+    "demo": "ralphstate.cli.setup:demo",
+    "verify": "ralphstate.cli.verify:verify",
+    "trust": "ralphstate.cli.verify:trust",
+    "config": "ralphstate.cli.verify:config",
+    "run": "ralphstate.cli.run:run_command",
+    "watch": "ralphstate.cli.run:watch_command",
+}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=SETTINGS)
+@click.version_option(__version__, prog_name="ralphstate")
+def cli() -> None:
+    """Keep an autonomous coding-agent loop honest and resumable.
+
+    The loop lives in .loop/state.json (found in this directory or above). Claude
+    Code's Stop hook refuses to let the agent stop while a criterion is unmet or it
+    has not said <loop-complete>; SessionStart restores the loop after compaction.
+
+    \b
+    Start:   ralphstate init "Add a CSV export" -c "tests pass" -s "write exporter"
+    Install: ralphstate install
+    Record:  ralphstate criteria set "tests pass" true
+    """
+
+
+def _escape_unencodable_output() -> None:
+    """Text the output's encoding cannot show (a criterion with a ✓ printed to a Windows
+    pipe in cp1252) is written as `\\u2713`, never an error after the change was made."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
+# click 8.2 and later raise this for a group named without a subcommand; 8.1 printed help.
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def _usage_mistake(exc: click.ClickException) -> int:
+    """A usage mistake is a user mistake like any other: one line, exit 1."""
+    message = " ".join(exc.format_message().split())
+    hint = ""
+    if isinstance(exc, click.UsageError) and exc.ctx is not None:
+        hint = f" (see `{exc.ctx.command_path} --help`)"
+    output.error(f"{message}{hint}")
+    return 1
+
+
+def run_cli(args: list[str]) -> int:
+    """Run the command line; map errors to one line and an exit code."""
+    _escape_unencodable_output()
+    for arg in args:  # bytes that are not UTF-8 arrive as lone surrogates (POSIX)
+        if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
+            shown = repr(arg) if len(arg) <= 60 else repr(arg[:60]) + "…"
+            output.error(f"{shown} is not valid UTF-8 text; nothing was done.")
+            return 1
+    try:
+        cli.main(args=args, prog_name="ralphstate", standalone_mode=False)
+    except click.exceptions.Abort:
+        output.text("Aborted.", err=True)
+        return 1
+    except click.ClickException as exc:
+        if isinstance(exc, click.UsageError) and isinstance(exc, _NO_ARGS_IS_HELP):
+            # A group named without a subcommand (`ralphstate`, `ralphstate criteria`) asks
+            # for its help: shown whole, as click before 8.2 did, not as an error line.
+            output.text(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+            return 0
+        return _usage_mistake(exc)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code or 0)
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    except RalphstateError as exc:
+        output.error(str(exc))
+        return 1
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place the unexpected is caught
+        from ralphstate.storage import logs
+
+        where = logs.write(f"ralphstate {' '.join(args[:2])}: unexpected error", exc)
+        tail = f"; details in {where}" if where else ""
+        output.error(f"unexpected error ({type(exc).__name__}: {exc}){tail}.")
+        return 1
+    return 0
+
+
+def main() -> None:
+    sys.exit(run_cli(sys.argv[1:]))

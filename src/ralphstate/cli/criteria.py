@@ -1,0 +1,86 @@
+"""`ralphstate criteria list|add|set|remove`; `criteria check` lives with the other
+commands about checks, in verify.py, and is imported only when it is asked for."""
+
+from __future__ import annotations
+
+import click
+
+from ralphstate.cli import output
+from ralphstate.cli.lazy import LazyGroup
+from ralphstate.cli.options import SETTINGS
+from ralphstate.core import state as st
+from ralphstate.loop import ops
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy={"check": "ralphstate.cli.verify:criteria_check"},
+    context_settings=SETTINGS,
+)
+def criteria() -> None:
+    """List, add, set or remove success criteria.
+
+    \b
+    Example:
+      ralphstate criteria set "tests pass" true --note "pytest -q: 84 passed"
+    """
+
+
+@criteria.command("list", context_settings=SETTINGS)
+def criteria_list() -> None:
+    """List the criteria with their status.
+
+    \b
+    Example:
+      ralphstate criteria list
+    """
+    from ralphstate.cli.views import visible
+
+    state = ops.locate().load()
+    for i, name in enumerate(state["criteria"], 1):
+        output.text(f"{i}. [{'x' if st.met(state, name) else ' '}] {visible(name)}")
+
+
+@criteria.command("add", context_settings=SETTINGS)
+@click.argument("name")
+@click.option("--check", default=None, help="A shell command that verifies the criterion.")
+def criteria_add(name: str, check: str | None) -> None:
+    """Add a criterion (unmet).
+
+    \b
+    Example:
+      ralphstate criteria add "docs updated"
+    """
+    ops.criteria_add(ops.locate(), name, check)
+    output.text(f"added criterion {name!r}")
+
+
+@criteria.command("set", context_settings=SETTINGS)
+@click.argument("name")
+@click.argument("value")
+@click.option("--note", default=None, help="Why; recorded in the history.")
+def criteria_set(name: str, value: str, note: str | None) -> None:
+    """Record a criterion as verified (true) or not (false). NAME may be its number.
+
+    VALUE is true/false, yes/no or 1/0.
+
+    \b
+    Example:
+      ralphstate criteria set "tests pass" true
+      ralphstate criteria set 2 no --note "lint fails on utils.py"
+    """
+    found, flag = ops.criteria_set(ops.locate(), name, ops.parse_bool(value), note)
+    output.text(f"{found}: {'met' if flag else 'not met'}")
+
+
+@criteria.command("remove", context_settings=SETTINGS)
+@click.argument("name")
+def criteria_remove(name: str) -> None:
+    """Remove a criterion. NAME may be its number.
+
+    \b
+    Example:
+      ralphstate criteria remove "docs updated"
+    """
+    found = ops.criteria_remove(ops.locate(), name)
+    output.text(f"removed criterion {found!r}")

@@ -1,0 +1,71 @@
+"""`ralphstate pause`, `resume`, `adopt`, `cancel`: the loop's status and its owner."""
+
+from __future__ import annotations
+
+import click
+
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS, positive
+from ralphstate.loop import ops
+
+
+@click.command(context_settings=SETTINGS)
+@click.option("--reason", default="user", show_default=True, help="Recorded as pauseReason.")
+def pause(reason: str) -> None:
+    """Pause the loop: the Stop hook lets the agent stop until you resume.
+
+    \b
+    Example:
+      ralphstate pause --reason "waiting for API keys"
+    """
+    ops.pause(ops.locate(), reason)
+    output.text("paused; continue with `ralphstate resume`")
+
+
+@click.command(context_settings=SETTINGS)
+@click.option(
+    "--more",
+    type=int,
+    default=None,
+    callback=positive,
+    help="Allow N more iterations (10 when the cap was reached and N is not given).",
+)
+def resume(more: int | None) -> None:
+    """Resume a paused loop.
+
+    \b
+    Example:
+      ralphstate resume --more 10
+    """
+    new = ops.resume(ops.locate(), more)
+    output.text(f"in progress: iteration {new['iteration']}/{new['maxIterations']}")
+
+
+@click.command(context_settings=SETTINGS)
+def adopt() -> None:
+    """Own the loop from this Claude Code session ($CLAUDE_CODE_SESSION_ID).
+
+    Run outside a session, it marks the loop as trusted on this machine and lets the
+    next session that starts here take it.
+
+    \b
+    Example:
+      ralphstate adopt
+    """
+    new = ops.adopt(ops.locate())
+    owner = new["sessionId"]
+    output.text(
+        f"adopted by session {owner}" if owner else "adopted; the next session here owns it"
+    )
+
+
+@click.command(context_settings=SETTINGS)
+def cancel() -> None:
+    """Cancel the loop; the state stays on disk for reference.
+
+    \b
+    Example:
+      ralphstate cancel
+    """
+    ops.cancel(ops.locate())
+    output.text("cancelled")

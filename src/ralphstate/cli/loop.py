@@ -1,0 +1,192 @@
+"""Commands about the loop as a whole: `init`, `status`, `show`, `log`, `list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS, positive
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop import ops
+
+
+@click.command(context_settings=SETTINGS)
+@click.argument("spec", required=False, default="")
+@click.option("-c", "--criterion", "criteria", multiple=True, help="A success criterion (repeat).")
+@click.option("-s", "--step", "steps", multiple=True, help="A step of the plan (repeat).")
+@click.option(
+    "--max-iterations",
+    type=int,
+    default=None,
+    callback=positive,
+    help=f"Pause after this many blocked stops.  [default: {st.DEFAULT_MAX_ITERATIONS},"
+    " or the template's]",
+)
+@click.option(
+    "--stall-limit",
+    type=int,
+    default=None,
+    callback=positive,
+    help=f"Pause after this many blocks with no progress.  [default: {st.DEFAULT_STALL_LIMIT},"
+    " or the template's]",
+)
+@click.option(
+    "--marker",
+    default=None,
+    help=f"What the agent says when the work is done.  [default: {st.DEFAULT_MARKER},"
+    " or the template's]",
+)
+@click.option("--continue-message", default=None, help="Text that opens every block reason.")
+@click.option(
+    "--from",
+    "template",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Start from a template: a JSON state or a markdown checklist.",
+)
+@click.option("--force", is_flag=True, help="Replace an unfinished loop (a copy is kept).")
+@click.option(
+    "--verify-on-stop/--no-verify-on-stop",
+    default=None,
+    help="Run the criteria's checks before the Stop hook allows a claimed completion"
+    " (default: off, or the template's).",
+)
+def init(
+    spec: str,
+    criteria: tuple[str, ...],
+    steps: tuple[str, ...],
+    max_iterations: int | None,
+    stall_limit: int | None,
+    marker: str | None,
+    continue_message: str | None,
+    template: Path | None,
+    force: bool,
+    verify_on_stop: bool | None,
+) -> None:
+    """Start a loop in this directory (.loop/state.json).
+
+    Inside a Claude Code session the loop is owned by that session.
+
+    \b
+    Example:
+      ralphstate init "Add CSV export to the report page" \\
+        -c "tests pass" -c "export button works" \\
+        -s "write the exporter" -s "wire the button" --max-iterations 30
+      ralphstate init --from loop-template.md
+    """
+    from ralphstate.loop import template as tpl
+
+    loaded = tpl.load(template) if template else None
+    if marker is not None and not marker.strip():
+        raise RalphstateError("the marker cannot be empty.")
+    store, new, backup = ops.init(
+        spec,
+        list(criteria),
+        list(steps),
+        max_iterations=max_iterations,
+        stall_limit=stall_limit,
+        marker=marker,
+        continue_message=continue_message,
+        force=force,
+        template=loaded,
+        verify_on_stop=verify_on_stop,
+    )
+    if backup:
+        output.text(f"kept the old state as {store.paths.display(backup)}")
+    owner = f", owned by session {new['sessionId'][:8]}" if new["sessionId"] else ""
+    output.text(
+        f"started a loop in {store.paths.display(store.paths.state)}: "
+        f"{len(new['criteria'])} criteria, {len(new['steps'])} steps,"
+        f" max {new['maxIterations']} iterations{owner}"
+    )
+    for name, command in new["checks"].items():  # trusted here: show what will run
+        output.text(f"check (trusted on this machine) {name}: {command}")
+
+
+@click.command(context_settings=SETTINGS)
+@click.option("--json", "as_json", is_flag=True, help="Print the normalised state as JSON.")
+def status(as_json: bool) -> None:
+    """Show the loop: spec, criteria, steps, iteration, owner.
+
+    \b
+    Example:
+      ralphstate status
+      ralphstate status --json | jq .criteriaStatus
+    """
+    store = ops.locate()
+    state = store.load()
+    if as_json:
+        output.json(state)
+        return
+    from ralphstate.cli import views
+    from ralphstate.storage import trust
+
+    trusted = trust.is_trusted(store.paths, state)
+    output.text(views.status(state, str(store.paths.root), output.style, trusted))
+
+
+@click.command(context_settings=SETTINGS)
+def show() -> None:
+    """Print .loop/state.json exactly as it is stored.
+
+    \b
+    Example:
+      ralphstate show
+    """
+    store = ops.locate()
+    data = store.read_bytes()
+    output.text(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
+
+
+@click.command(context_settings=SETTINGS)
+@click.option(
+    "-n",
+    "lines",
+    type=int,
+    default=20,
+    show_default=True,
+    callback=positive,
+    help="How many of the newest entries.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object a line.")
+def log(lines: int, as_json: bool) -> None:
+    """Show the loop's history (.loop/history.jsonl), newest last.
+
+    \b
+    Example:
+      ralphstate log -n 50
+    """
+    from ralphstate.cli import views
+    from ralphstate.core import limits
+
+    store = ops.locate()
+    for entry in store.history(min(lines, limits.MAX_LOG_LINES)):
+        if as_json:
+            output.json(entry, compact=True)
+        else:
+            output.text(views.history_line(entry))
+
+
+@click.command("list", context_settings=SETTINGS)
+@click.option("--json", "as_json", is_flag=True, help="Print the loops as JSON.")
+@click.option("--prune", is_flag=True, help="Forget loops whose directory is gone.")
+def list_(as_json: bool, prune: bool) -> None:
+    """List every loop created or adopted on this machine.
+
+    \b
+    Example:
+      ralphstate list
+      ralphstate list --prune
+    """
+    rows = ops.list_loops(prune)
+    if as_json:
+        output.json(rows)
+        return
+    from ralphstate.cli import views
+
+    if not rows:
+        output.text("no loops recorded on this machine")
+    for row in rows:
+        output.text(views.loop_row(row))

@@ -1,0 +1,85 @@
+"""`ralphstate install`, `doctor` and `demo`: setting up the hooks and seeing them work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ralphstate.agents.table import AGENTS
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
+
+
+@click.command("install", context_settings=SETTINGS)
+@click.option(
+    "--scope",
+    type=click.Choice(["project", "local", "user"]),
+    default="project",
+    show_default=True,
+    help="project: .claude/settings.json; local: .claude/settings.local.json;"
+    " user: ~/.claude/settings.json. Other agents: project or user (docs/agents.md).",
+)
+@click.option(
+    "--agent",
+    type=click.Choice(tuple(AGENTS)),
+    default="claude",
+    show_default=True,
+    help="Whose hook configuration to write.",
+)
+@click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
+def install_(scope: str, agent: str, uninstall: bool) -> None:
+    """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings,
+    or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI.
+
+    Other settings and hooks are kept; running it twice changes nothing. The hooks
+    run this installation of ralphstate by its absolute path.
+
+    \b
+    Example:
+      ralphstate install
+      ralphstate install --scope user
+      ralphstate install --agent codex
+      ralphstate install --uninstall
+    """
+    from ralphstate.install.agents import install_agent
+    from ralphstate.install.doctor import project_root
+
+    result = install_agent(agent, scope, project_root(Path.cwd()), uninstall=uninstall)
+    for action in result.actions:
+        output.text(action)
+    output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
+
+
+@click.command(context_settings=SETTINGS)
+def doctor() -> None:
+    """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
+
+    \b
+    Example:
+      ralphstate doctor
+    """
+    from ralphstate.install import doctor as doctor_
+
+    findings = doctor_.run(Path.cwd())
+    colours = {"ok": "green", "warn": "yellow", "fail": "red"}
+    for level, text in findings:
+        output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {text}")
+    if any(level == "fail" for level, _ in findings):
+        raise SystemExit(1)
+
+
+@click.command(context_settings=SETTINGS)
+def demo() -> None:
+    """Play a short scripted session through the real hooks, in a scratch directory.
+
+    Shows each stop decision and the reason exactly as the model reads it; needs no
+    Claude Code and leaves nothing behind.
+
+    \b
+    Example:
+      ralphstate demo
+    """
+    from ralphstate.cli import demo as demo_
+
+    demo_.run(output.text)
