@@ -1,0 +1,188 @@
+"""What a process imports. The Stop hook runs at every stop of every session and
+`criteria set` dozens of times a loop, so each imports only what it needs: the hook
+without a loop nothing but a few small modules of its own, the hooks never click,
+a command the module of its own command group and not those of `run`, `verify` or
+`install`.
+
+Each case is a real interpreter running the real entry point, its hook input on
+stdin from a file; it reports the modules that were not loaded when the interpreter
+had started (what `python -c pass` loads is never held against it).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import ralphstate.hooks
+
+SESSION = "imports-session"
+# Runs the code in $PROBE_RUN and writes to $PROBE_OUT, one a line, every module it
+# imported; also when the code ends the process with os._exit, as a hook process does.
+PROBE = """
+import os, sys
+_start = set(sys.modules)
+_exit = os._exit
+def _report():
+    with open(os.environ["PROBE_OUT"], "w", encoding="utf-8") as out:
+        out.write("\\n".join(sorted(set(sys.modules) - _start)))
+def _report_and_exit(code):
+    _report()
+    _exit(code)
+os._exit = _report_and_exit
+try:
+    exec(os.environ["PROBE_RUN"])
+finally:
+    _report()
+"""
+# The console script's way: `ralphstate hook stop` through ralphstate.__main__.main.
+CONSOLE = "from ralphstate.__main__ import main\nsys.argv = ['ralphstate', *{args!r}]\nmain()"
+# What ralphstate.__main__ hands the hooks to.
+ENTRY = "from ralphstate.hooks.entry import run_hook\nsys.exit(run_hook({args!r}))"
+# The command `ralphstate install` writes: `python .../ralphstate/hooks/__main__.py stop`,
+# run as a script is (its directory first on sys.path, __name__ "__main__").
+HOOK_SCRIPT = Path(ralphstate.hooks.__file__).with_name("__main__.py")
+SCRIPT = (
+    "path = {path!r}\n"
+    "sys.argv = [path, *{args!r}]\n"
+    "sys.path[0] = os.path.dirname(path)\n"
+    "code = compile(open(path, 'rb').read(), path, 'exec')\n"
+    "exec(code, {{'__name__': '__main__', '__file__': path, '__builtins__': __builtins__}})"
+)
+HOOK_WAYS = {
+    "console": CONSOLE.format(args=["hook", "{event}"]),
+    "entry": ENTRY.format(args=["{event}"]),
+    "script": SCRIPT.format(path=str(HOOK_SCRIPT), args=["{event}"]),
+}
+
+# Never on the path of the hook without a loop (those that start-up loaded aside).
+NOT_WITHOUT_A_LOOP = (
+    "click",
+    "filelock",
+    "platformdirs",
+    "orjson",
+    "dataclasses",
+    "typing",
+    "re",
+    "pathlib",
+    "json",
+    "subprocess",
+)
+# Never imported by a command that records or shows the loop.
+NOT_FOR_A_RECORD = ("ralphstate.run", "ralphstate.verify", "ralphstate.install", "subprocess")
+NOT_FOR_A_RECORD_CLI = ("ralphstate.cli.run", "ralphstate.cli.verify", "ralphstate.cli.setup")
+
+
+class Probe:
+    def __init__(self, code: int, out: bytes, err: bytes, modules: set[str]) -> None:
+        self.code, self.out, self.err, self.modules = code, out, err, modules
+
+    def loaded(self, names: tuple[str, ...]) -> list[str]:
+        """The modules of `names` (a package counts with its submodules) it imported."""
+        return sorted(
+            m for m in self.modules if any(m == n or m.startswith(n + ".") for n in names)
+        )
+
+
+def probe(run: str, *, cwd: Path, stdin: Path | None, env: dict[str, str]) -> Probe:
+    out = cwd.parent / f"{cwd.name}-modules.txt"
+    full_env = dict(os.environ, PROBE_RUN=run, PROBE_OUT=str(out), **env)
+    full_env.pop("PYTHONSTARTUP", None)
+    with open(stdin if stdin else os.devnull, "rb") as source:
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE],
+            stdin=source,
+            capture_output=True,
+            cwd=cwd,
+            env=full_env,
+            timeout=60,
+        )
+    modules = set(out.read_text(encoding="utf-8").split()) if out.exists() else set()
+    assert modules, f"the probe reported nothing: {done.stderr.decode(errors='replace')}"
+    return Probe(done.returncode, done.stdout, done.stderr, modules)
+
+
+def hook_input(tmp_path: Path, project: Path, event: str) -> Path:
+    path = tmp_path / "hook-input.json"
+    data: dict[str, Any] = {"session_id": SESSION, "cwd": str(project), "hook_event_name": event}
+    if event == "Stop":
+        data["last_assistant_message"] = "Still working on it."
+    else:
+        data["source"] = "startup"
+    path.write_bytes(orjson.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("way", sorted(HOOK_WAYS))
+def test_the_stop_hook_without_a_loop_imports_nothing_heavy(
+    project: Path, tmp_path: Path, way: str
+) -> None:
+    if way == "script" and not HOOK_SCRIPT.is_file():
+        pytest.skip("this installation has no hook script")
+    run = HOOK_WAYS[way].replace("{event}", "stop")
+    result = probe(
+        run,
+        cwd=project,
+        stdin=hook_input(tmp_path, project, "Stop"),
+        env={"CLAUDE_PROJECT_DIR": str(project)},
+    )
+    assert (result.code, result.out, result.err) == (0, b"", b"")
+    assert "ralphstate.hooks.entry" in result.modules  # the hook did run
+    assert result.loaded(NOT_WITHOUT_A_LOOP) == []
+
+
+@pytest.mark.parametrize("event", ["Stop", "SessionStart"])
+@pytest.mark.parametrize("way", sorted(HOOK_WAYS))
+def test_the_hooks_with_a_loop_never_import_click(
+    project: Path, tmp_path: Path, rs: Any, monkeypatch: pytest.MonkeyPatch, way: str, event: str
+) -> None:
+    if way == "script" and not HOOK_SCRIPT.is_file():
+        pytest.skip("this installation has no hook script")
+    with monkeypatch.context() as session:
+        session.setenv("CLAUDE_CODE_SESSION_ID", SESSION)
+        assert rs("init", "Build it", "-c", "tests pass", "-s", "write it").code == 0
+    sub = {"Stop": "stop", "SessionStart": "session-start"}[event]
+    result = probe(
+        HOOK_WAYS[way].replace("{event}", sub),
+        cwd=project,
+        stdin=hook_input(tmp_path, project, event),
+        env={"CLAUDE_PROJECT_DIR": str(project)},
+    )
+    assert (result.code, result.err) == (0, b"")
+    answer = orjson.loads(result.out)
+    if event == "Stop":
+        assert answer["decision"] == "block"
+    else:
+        assert "Build it" in answer["hookSpecificOutput"]["additionalContext"]
+    assert result.loaded(("click", "ralphstate.cli.app", "ralphstate.cli.lazy")) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["criteria", "set", "tests pass", "true"], "tests pass: met"),
+        (["step", "done", "1"], "done: write it"),
+        (["status"], "spec: Build it"),
+    ],
+)
+def test_a_command_imports_its_own_group_only(
+    project: Path, rs: Any, args: list[str], shown: str
+) -> None:
+    assert rs("init", "Build it", "-c", "tests pass", "-s", "write it").code == 0
+    result = probe(
+        CONSOLE.format(args=args).replace("main()", "sys.exit(main())"),
+        cwd=project,
+        stdin=None,
+        env={},
+    )
+    assert (result.code, result.err) == (0, b""), result.err
+    assert shown in result.out.decode()
+    assert "ralphstate.loop.ops" in result.modules
+    assert result.loaded(NOT_FOR_A_RECORD) == []
+    assert result.loaded(NOT_FOR_A_RECORD_CLI) == []
