@@ -42,11 +42,19 @@ INSTALL_HINT = (
     " not installed, so loops are not enforced; install it with `pipx install ralphstate`"
     " (or `pip install ralphstate`). This message is shown once."
 )
-# The same recognition `ralphstate install` uses for its own settings entries.
+# The same recognition `ralphstate install` uses for its own settings entries
+# (ralphstate.install.command): the hook script by its path or with -m, and the forms
+# older versions wrote (the console script, `python -m ralphstate hook`).
 _OWN = re.compile(
-    r"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+(stop|session-start|pre-compact)"""
-    r"""(?=[\s"']|$)|(?:^|\s)-m\s+ralphstate\s+hook\s+(stop|session-start|pre-compact)"""
-    r"""(?=[\s"']|$)""",
+    "|".join(
+        prefix + r"(stop|session-start|pre-compact)(?=[\s\"']|$)"
+        for prefix in (
+            r"""(?:^|[\s"'/\\])ralphstate[/\\]hooks[/\\]__main__\.py["']?\s+""",
+            r"(?:^|\s)-m\s+ralphstate\.hooks\s+",
+            r"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+""",
+            r"(?:^|\s)-m\s+ralphstate\s+hook\s+",
+        )
+    ),
     re.IGNORECASE,
 )
 
@@ -159,7 +167,7 @@ def _own_events(path: Path, name: str) -> set[str]:
             command = handler.get("command") if isinstance(handler, dict) else None
             match = _OWN.search(command) if isinstance(command, str) else None
             if match:
-                found.add((match.group(1) or match.group(2)).lower())
+                found.add(next(group for group in match.groups() if group).lower())
     return found
 
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,23 @@ def lines(result: Result) -> list[str]:
     return result.out.splitlines()
 
 
+def shown(path: str) -> str:
+    """A path as a hook command holds it (forward slashes on Windows)."""
+    return path.replace("\\", "/") if os.name == "nt" else path
+
+
+PYTHON = shown(os.path.abspath(sys.executable))
+
+
+def settings_with(project: Path, command: str, event: str = "Stop") -> Path:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(
+        json.dumps({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}})
+    )
+    return settings
+
+
 def test_doctor_without_hooks_fails_and_says_what_to_run(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
     result = rs("doctor")
     assert result.code == 1
@@ -34,18 +53,15 @@ def test_doctor_after_install_is_happy(rs, project: Path, home: Path) -> None:  
     assert result.code == 0, result.out
     out = result.out
     for event in ("Stop", "SessionStart", "PreCompact"):
-        assert f"ok   {event} hook in {project / '.claude' / 'settings.json'} runs " in out
+        assert (
+            f"ok   {event} hook in {project / '.claude' / 'settings.json'} runs {PYTHON}\n" in out
+        )
     assert "ok   .loop/state.json is valid: in_progress, 0/1 criteria, iteration 0/20" in out
     assert "the loop has no owner yet" in out
 
 
 def test_doctor_flags_a_hook_whose_program_is_gone(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
-    settings = project / ".claude" / "settings.json"
-    settings.parent.mkdir()
-    command = '"/nowhere/bin/ralphstate" hook stop'
-    settings.write_text(
-        json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}})
-    )
+    settings_with(project, '"/nowhere/bin/ralphstate" hook stop')
     result = rs("doctor")
     assert result.code == 1
     assert any(
@@ -78,3 +94,36 @@ def test_doctor_reports_a_corrupt_state(rs, project: Path, home: Path) -> None: 
         line.startswith("fail .loop/state.json is not valid JSON (line 1, column 2)")
         for line in lines(result)
     )
+
+
+def test_doctor_flags_a_hook_whose_script_is_gone(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+    gone = "/nowhere/lib/ralphstate/hooks/__main__.py"
+    settings = settings_with(project, f'"{PYTHON}" "{gone}" stop')
+    result = rs("doctor")
+    assert result.code == 1
+    assert (
+        f"fail Stop hook in {settings} runs {gone}, which is missing or not executable;"
+        " run `ralphstate install` again"
+    ) in lines(result)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        '"{python}" "{script}" stop',
+        "& '{python}' '{script}' stop",
+        '"{python}" -m ralphstate hook stop',
+        '"{python}" -m ralphstate.hooks stop',
+    ],
+)
+def test_doctor_accepts_every_form_whose_program_is_there(  # type: ignore[no-untyped-def]
+    rs, project: Path, home: Path, form: str
+) -> None:
+    import ralphstate
+
+    script = shown(
+        os.path.join(os.path.dirname(os.path.abspath(ralphstate.__file__)), "hooks", "__main__.py")
+    )
+    settings = settings_with(project, form.format(python=PYTHON, script=script))
+    result = rs("doctor")
+    assert f"ok   Stop hook in {settings} runs {PYTHON}" in lines(result), result.out

@@ -18,6 +18,7 @@ import pytest
 import ralphstate
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import claude as inst
+from ralphstate.install import settings
 from ralphstate.install.claude import (
     InstalledHook,
     command_target,
@@ -26,10 +27,13 @@ from ralphstate.install.claude import (
     install,
     settings_path,
 )
+from ralphstate.install.command import SUBCOMMANDS, command_script, powershell_command
 
 REPO = Path(__file__).resolve().parent.parent
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
+# The hook script of the ralphstate these tests run, where `install` points the hooks.
+SCRIPT = Path(os.path.abspath(ralphstate.__file__)).parent / "hooks" / "__main__.py"
 
 STOP = hook_command("Stop")
 START = hook_command("SessionStart")
@@ -109,60 +113,66 @@ def test_settings_path_refuses_an_unknown_scope(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- hook_command
 
 
-def fake_interpreter(directory: Path, *, with_script: bool) -> Path:
-    directory.mkdir(parents=True)
-    python = directory / ("python.exe" if os.name == "nt" else "python")
-    python.write_bytes(b"")
-    if with_script:
-        (directory / ("ralphstate.exe" if os.name == "nt" else "ralphstate")).write_bytes(b"")
-    return python
-
-
-def expected_path(path: Path) -> str:
+def expected_path(path: Path | str) -> str:
     return str(path).replace("\\", "/") if os.name == "nt" else str(path)
 
 
-def test_hook_command_uses_the_console_script_beside_the_interpreter(
+def fake_interpreter(directory: Path) -> Path:
+    directory.mkdir(parents=True)
+    python = directory / ("python.exe" if os.name == "nt" else "python")
+    python.write_bytes(b"")
+    return python
+
+
+def test_hook_command_runs_the_hook_script_with_this_interpreter(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    python = fake_interpreter(tmp_path / "my venv" / "bin", with_script=True)
+    python = fake_interpreter(tmp_path / "my venv" / "bin")
     monkeypatch.setattr(sys, "executable", str(python))
-    script = expected_path(python.parent / ("ralphstate.exe" if os.name == "nt" else "ralphstate"))
-    assert hook_command("Stop") == f'"{script}" hook stop'
-    assert hook_command("SessionStart") == f'"{script}" hook session-start'
-    assert hook_command("PreCompact") == f'"{script}" hook pre-compact'
-    assert shlex.split(hook_command("Stop")) == [script, "hook", "stop"]
+    exe, script = expected_path(python), expected_path(SCRIPT)
+    assert hook_command("Stop") == f'"{exe}" "{script}" stop'
+    assert hook_command("SessionStart") == f'"{exe}" "{script}" session-start'
+    assert hook_command("PreCompact") == f'"{exe}" "{script}" pre-compact'
+    assert shlex.split(hook_command("Stop")) == [exe, script, "stop"]
+    assert tuple(inst.EVENTS.values()) == SUBCOMMANDS
+    for event, sub in inst.EVENTS.items():
+        assert inst.own_subcommand(hook_command(event)) == sub
 
 
-def test_hook_command_falls_back_to_python_dash_m(
+def test_hook_command_for_powershell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = fake_interpreter(tmp_path / "it's here")
+    monkeypatch.setattr(sys, "executable", str(python))
+    exe = expected_path(python).replace("'", "''")
+    command = powershell_command("stop", "gemini")
+    assert command == f"& '{exe}' '{expected_path(SCRIPT)}' stop --agent gemini"
+    assert command_target(command) == expected_path(python)
+    assert command_script(command) == expected_path(SCRIPT)
+    assert inst.own_subcommand(command) == "stop"
+
+
+def test_hook_command_without_an_interpreter_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "executable", "")
+    with pytest.raises(RalphstateError) as err:
+        hook_command("Stop")
+    assert str(err.value) == (
+        "Cannot tell which Python runs ralphstate; run `ralphstate install` from an"
+        " installed ralphstate command."
+    )
+
+
+def test_hook_command_without_the_hook_script_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    python = fake_interpreter(tmp_path / "py thon" / "bin", with_script=False)
-    empty = tmp_path / "no scripts"
-    empty.mkdir()
-    monkeypatch.setattr(sys, "executable", str(python))
-    monkeypatch.setattr(inst.sysconfig, "get_path", lambda name: str(empty))
-    command = hook_command("SessionStart")
-    assert command == f'"{expected_path(python)}" -m ralphstate hook session-start'
-    assert shlex.split(command) == [
-        expected_path(python),
-        "-m",
-        "ralphstate",
-        "hook",
-        "session-start",
-    ]
+    import ralphstate.hooks
 
-
-def test_hook_command_finds_the_script_in_sysconfigs_scripts_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    python = fake_interpreter(tmp_path / "base", with_script=False)
-    scripts = tmp_path / "Scripts dir"
-    fake_interpreter(scripts, with_script=True)
-    monkeypatch.setattr(sys, "executable", str(python))
-    monkeypatch.setattr(inst.sysconfig, "get_path", lambda name: str(scripts))
-    script = scripts / ("ralphstate.exe" if os.name == "nt" else "ralphstate")
-    assert hook_command("Stop") == f'"{expected_path(script)}" hook stop'
+    monkeypatch.setattr(ralphstate.hooks, "__file__", str(tmp_path / "hooks" / "__init__.py"))
+    with pytest.raises(RalphstateError) as err:
+        hook_command("Stop")
+    assert str(err.value) == (
+        "Cannot find ralphstate's hook script beside its code; reinstall ralphstate."
+    )
 
 
 def test_hook_command_with_an_agent() -> None:
@@ -176,26 +186,38 @@ def test_hook_command_refuses_an_unknown_event() -> None:
         hook_command("PostToolUse")
 
 
+AWKWARD = "a dir $HOME `x` \"q\" \\b 's'"
+
+
 @POSIX_ONLY
 def test_hook_command_survives_a_real_shell_with_awkward_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The command runs through sh exactly as Claude Code runs it, from another directory."""
-    bindir = tmp_path / 'a dir $HOME `x` "q" \\b'
-    bindir.mkdir()
-    (bindir / "python").write_bytes(b"")
-    script = bindir / "ralphstate"
-    script.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv)\n")
-    script.chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(bindir / "python"))
-    command = hook_command("Stop")
-    assert command_target(command) == str(script)
+    """The command runs through sh exactly as Claude Code runs it, from another directory:
+    the interpreter and the script both reach the program as themselves."""
+    import ralphstate.hooks
+
+    bindir = tmp_path / AWKWARD / "bin"
+    bindir.mkdir(parents=True)
+    python = bindir / "python"
+    python.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv)\n")
+    python.chmod(0o755)
+    package = tmp_path / AWKWARD / "site" / "ralphstate" / "hooks"
+    package.mkdir(parents=True)
+    (package / "__main__.py").write_text("")
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(ralphstate.hooks, "__file__", str(package / "__init__.py"))
+    command = hook_command("Stop", agent="codex")
+    assert command_target(command) == str(python)
+    assert command_script(command) == str(package / "__main__.py")
+    assert inst.own_subcommand(command) == "stop"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = subprocess.run(
         ["/bin/sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=True
     )
-    assert done.stdout == repr([str(script), "hook", "stop"]) + "\n"
+    expected = [str(python), str(package / "__main__.py"), "stop", "--agent", "codex"]
+    assert done.stdout == repr(expected) + "\n"
 
 
 # ---------------------------------------------------------------- command_target
@@ -217,15 +239,109 @@ def test_hook_command_survives_a_real_shell_with_awkward_paths(
         ('"/unterminated hook stop', None),
         ("", None),
         ("   ", None),
+        ('"" hook stop', None),
+        ('"/v/bin/python" "/v/site/ralphstate/hooks/__main__.py" stop', "/v/bin/python"),
+        (
+            "& 'C:/Program Files/py/python.exe' 'C:/x/__main__.py' stop",
+            "C:/Program Files/py/python.exe",
+        ),
+        ("& 'C:/it''s/python.exe' 'C:/x/__main__.py' stop", "C:/it's/python.exe"),
+        ("& 'C:/unterminated/python.exe stop", None),
     ],
 )
 def test_command_target(command: str, target: str | None) -> None:
     assert command_target(command) == target
 
 
+@pytest.mark.parametrize(
+    ("command", "script"),
+    [
+        (
+            '"/v/bin/python" "/v/my \\"site\\"/ralphstate/hooks/__main__.py" stop',
+            '/v/my "site"/ralphstate/hooks/__main__.py',
+        ),
+        (
+            "& 'C:/py/python.exe' 'C:/py/Lib/site-packages/RalphState/Hooks/__main__.py' stop",
+            "C:/py/Lib/site-packages/RalphState/Hooks/__main__.py",
+        ),
+        (
+            '"C:\\py\\python.exe" "C:\\py\\ralphstate\\hooks\\__main__.py" stop',
+            "C:\\py\\ralphstate\\hooks\\__main__.py",
+        ),
+        ("python3 /v/ralphstate/hooks/__main__.py stop", "/v/ralphstate/hooks/__main__.py"),
+        ('"/v/bin/ralphstate" hook stop', None),
+        ('"/v/bin/python" -m ralphstate hook stop', None),
+        ('"/v/bin/python" "/v/other/hooks/__main__.py" stop', None),
+        ('"/v/bin/python" "/v/ralphstate/hooks/__main__.py stop', None),
+        ('"/v/bin/python"', None),
+    ],
+)
+def test_command_script(command: str, script: str | None) -> None:
+    assert command_script(command) == script
+
+
 def test_command_target_reads_back_every_generated_command() -> None:
     for command in (STOP, START, COMPACT):
-        assert command_target(command) == shlex.split(command)[0]
+        words = shlex.split(command)
+        assert command_target(command) == words[0]
+        assert command_script(command) == words[1] == expected_path(SCRIPT)
+
+
+# ---------------------------------------------------------------- own commands
+
+# Every form an entry of ours has had, with any interpreter or path in front.
+OLD_FORMS = [
+    '"/old venv/bin/ralphstate" hook {sub}',
+    "ralphstate hook {sub}",
+    "C:/venv/Scripts/RalphState.EXE hook {sub}",
+    "& 'C:/venv/Scripts/ralphstate.exe' hook {sub}",
+    "python3 -m ralphstate hook {sub}",
+    '"C:\\Py\\python.exe" -m ralphstate hook {sub}',
+    '"/old/bin/python" "/old/lib/python3.11/site-packages/ralphstate/hooks/__main__.py" {sub}',
+    "& 'C:/Py/python.exe' 'C:/Py/Lib/site-packages/ralphstate/hooks/__main__.py' {sub}",
+    '"C:\\Py\\python.exe" "C:\\Py\\Lib\\ralphstate\\hooks\\__main__.py" {sub}',
+    "python3 -m ralphstate.hooks {sub}",
+]
+NOT_OURS = [
+    "myralphstate hook stop",
+    "ralphstate-notify hook stop",
+    "echo ralphstate",
+    "ralphstate hook stopper",
+    "ralphstate status",
+    '"/x/notralphstate/hooks/__main__.py" stop',
+    '"/x/ralphstate/hooks/__main__.py" stopper',
+    '"/x/ralphstate/hooks/main.py" stop',
+    '"/x/ralphstate/hooks/__main__.py" hook stop',
+    "python3 -m ralphstate.hooksx stop",
+    "python3 -m ralphstate.hooks.entry stop",
+]
+
+
+def launcher() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("launch", LAUNCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("form", OLD_FORMS)
+@pytest.mark.parametrize("sub", list(inst.EVENTS.values()))
+def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
+    form: str, sub: str
+) -> None:
+    command = form.format(sub=sub) + " --agent codex"
+    assert inst.own_subcommand(command) == sub
+    match = launcher()._OWN.search(command)
+    assert match is not None and sub in match.groups()
+
+
+@pytest.mark.parametrize("command", NOT_OURS)
+def test_other_commands_are_not_ours_here_nor_for_the_launcher(command: str) -> None:
+    assert inst.own_subcommand(command) is None
+    assert launcher()._OWN.search(command) is None
 
 
 # ---------------------------------------------------------------- install / uninstall
@@ -362,6 +478,57 @@ def test_our_hook_inside_someone_elses_matcher_group(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.parametrize("form", OLD_FORMS)
+def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
+    tmp_path: Path, form: str
+) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    old = {sub: form.format(sub=sub) for sub in inst.EVENTS.values()}
+    theirs = {"type": "command", "command": "notify-send done"}
+    write(
+        path,
+        {
+            "hooks": {
+                "Stop": [{"hooks": [theirs, {"type": "command", "command": old["stop"]}]}],
+                "SessionStart": [
+                    {"matcher": "", "hooks": [{"type": "command", "command": old["session-start"]}]}
+                ],
+                "PreCompact": [
+                    {"matcher": "", "hooks": [{"type": "command", "command": old["pre-compact"]}]}
+                ],
+            }
+        },
+    )
+    result = install("project", tmp_path)
+    assert result.actions == [
+        f"updated Stop hook: {STOP} (was: {old['stop']})",
+        f"updated SessionStart hook: {START} (was: {old['session-start']})",
+        f"updated PreCompact hook: {COMPACT} (was: {old['pre-compact']})",
+    ]
+    assert json.loads(path.read_text()) == {
+        "hooks": {
+            "Stop": [{"hooks": [theirs, ours(STOP)]}],
+            "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
+            "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+        }
+    }
+    write(
+        path,
+        {
+            "hooks": {
+                "Stop": [{"hooks": [theirs, {"type": "command", "command": old["stop"]}]}],
+                "PreCompact": [{"hooks": [{"type": "command", "command": old["pre-compact"]}]}],
+            }
+        },
+    )
+    removed = install("project", tmp_path, uninstall=True)
+    assert removed.actions == [
+        f"removed Stop hook: {old['stop']}",
+        f"removed PreCompact hook: {old['pre-compact']}",
+    ]
+    assert json.loads(path.read_text()) == {"hooks": {"Stop": [{"hooks": [theirs]}]}}
+
+
 def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: Path) -> None:
     path = tmp_path / ".claude" / "settings.json"
     write(
@@ -424,12 +591,9 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
 @pytest.mark.parametrize(
     "command",
     [
-        "myralphstate hook stop",
-        "ralphstate-notify hook stop",
-        "echo ralphstate",
-        "ralphstate hook stopper",
-        "ralphstate status",
+        *NOT_OURS,
         '"/x/ralphstate" hook session-start',  # another event's command under Stop
+        '"/x/python" "/x/ralphstate/hooks/__main__.py" pre-compact',
     ],
 )
 def test_commands_that_are_not_our_stop_hook_are_left_alone(tmp_path: Path, command: str) -> None:
@@ -583,7 +747,7 @@ def test_a_write_failure_is_one_clear_error(
     def failing(target: Path, data: bytes, still_ok: Any = None) -> bool:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(inst, "atomic_write", failing)
+    monkeypatch.setattr(settings, "atomic_write", failing)
     with pytest.raises(RalphstateError) as err:
         install("project", tmp_path)
     path = tmp_path / ".claude" / "settings.json"
@@ -596,7 +760,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
 ) -> None:
     path = tmp_path / ".claude" / "settings.json"
     write(path, {"model": "opus"})
-    real = inst.atomic_write
+    real = settings.atomic_write
     calls: list[int] = []
 
     def racing(target: Path, data: bytes, still_ok: Any = None) -> bool:
@@ -605,7 +769,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
         calls.append(1)
         return real(target, data, still_ok)
 
-    monkeypatch.setattr(inst, "atomic_write", racing)
+    monkeypatch.setattr(settings, "atomic_write", racing)
     assert install("project", tmp_path).changed is True
     assert len(calls) == 2
     data = json.loads(path.read_text())
@@ -774,6 +938,86 @@ def direct(tmp_path: Path, name: str) -> bytes:
     assert done.returncode == 0
     assert json.loads(done.stdout)["decision"] == "block"
     return done.stdout
+
+
+# ---------------------------------------------------------------- the installed command, for real
+
+HOSTILE = "import pathlib; pathlib.Path({marker!r}).write_text('imported')\n"
+
+
+def plant(directory: Path, marker: Path, *names: str) -> None:
+    """Modules in `directory` that leave `marker` behind when anything imports them."""
+    for name in names:
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(HOSTILE.format(marker=str(marker)))
+
+
+def test_the_installed_command_never_imports_from_the_project_directory(tmp_path: Path) -> None:
+    """A repository holding its own `ralphstate` package (or `orjson`) is the current
+    directory of the hook; the installed command still runs the installed ralphstate."""
+    expected = direct(tmp_path, "a")
+    project = loop_project(tmp_path / "hostile repo")
+    marker = tmp_path / "imported"
+    plant(project, marker, "ralphstate/__init__.py", "orjson.py", "filelock.py")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run(shlex.split(hook_command("Stop")), hook_input(project), env, project)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+    assert not marker.exists()
+    # The form older versions fell back to does import it: the plant above is real.
+    old = run([sys.executable, "-m", "ralphstate", "hook", "stop"], b"{}", env, project)
+    assert old.returncode != 0 and marker.exists()
+
+
+def test_the_hook_script_drops_its_own_directory_from_the_import_path(tmp_path: Path) -> None:
+    """Run by its path, the script's directory comes first on sys.path; modules beside it
+    are not imported (here a copy, in a directory with awkward characters)."""
+    expected = direct(tmp_path, "a")
+    copy = tmp_path / AWKWARD / "ralphstate" / "hooks"
+    copy.mkdir(parents=True)
+    shutil.copyfile(SCRIPT, copy / "__main__.py")
+    marker = tmp_path / "imported"
+    plant(copy, marker, "orjson.py", "filelock.py", "json.py", "ralphstate/__init__.py")
+    project = loop_project(tmp_path / "b")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    args = [sys.executable, str(copy / "__main__.py"), "stop"]
+    done = run(args, hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+    assert not marker.exists()
+
+
+def test_the_hook_script_imports_nothing_but_sys_and_os_before_the_path_fix() -> None:
+    import ast
+
+    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
+    before: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.If) and "del sys.path[0]" in ast.unparse(node):
+            break
+        before.append(ast.unparse(node))
+    else:
+        raise AssertionError("the hook script never drops sys.path[0]")
+    assert before[1:] == ["import os", "import sys"]
+    assert isinstance(tree.body[0], ast.Expr)  # the docstring
+
+
+def test_the_hook_package_runs_with_dash_m_too(tmp_path: Path) -> None:
+    expected = direct(tmp_path, "a")
+    project = loop_project(tmp_path / "b")
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    args = [sys.executable, "-m", "ralphstate.hooks", "stop", "--agent", "claude"]
+    done = run(args, hook_input(project), env, tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+
+
+@POSIX_ONLY
+def test_the_installed_command_runs_through_sh_without_a_loop(tmp_path: Path) -> None:
+    """The common case, as Claude Code runs it: no loop here, nothing printed."""
+    project = tmp_path / "no loop"
+    project.mkdir()
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run(["/bin/sh", "-c", hook_command("Stop")], hook_input(project), env, project)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
 
 
 def test_launcher_runs_ralphstate_in_process(tmp_path: Path) -> None:

@@ -9,9 +9,21 @@ from typing import Any
 
 import pytest
 
+from ralphstate.agents import table
 from ralphstate.install import claude as install
-from ralphstate.install.agents import CURSOR_LOOP_LIMIT, TARGETS, hooks_path
+from ralphstate.install.agents import (
+    AGENT_NAMES,
+    CURSOR_LOOP_LIMIT,
+    TARGETS,
+    find_installed,
+    hooks_path,
+)
+from ralphstate.install.command import command_script
 from tests.conftest import Result
+
+# The agents with a hook file of their own: every agent of the adapters' table but
+# Claude Code, whose settings are `install`'s (tests/test_install.py).
+OTHERS = [name for name in table.AGENTS if name != "claude"]
 
 
 @pytest.fixture
@@ -47,8 +59,9 @@ def grouped(sub: str, agent: str, timeout: int, matcher: bool, name: bool = Fals
 
 def powershell(sub: str, agent: str) -> str:
     program = install.command_target(cmd(sub, agent))
-    assert program is not None
-    return f"& '{program}' hook {sub} --agent {agent}"
+    script = command_script(cmd(sub, agent))
+    assert program is not None and script is not None
+    return f"& '{program}' '{script}' {sub} --agent {agent}"
 
 
 EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
@@ -105,7 +118,34 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-@pytest.mark.parametrize("agent", list(EXPECTED))
+def test_every_agent_of_the_table_has_an_install_target_and_no_other() -> None:
+    assert AGENT_NAMES == tuple(table.AGENTS)
+    assert AGENT_NAMES[0] == "claude"  # the default of `install --agent`
+    assert sorted(TARGETS) == sorted(OTHERS)
+    assert all(TARGETS[name].agent == name for name in TARGETS)
+    assert sorted(EXPECTED) == sorted(OTHERS)  # each one's file is pinned below
+
+
+@pytest.mark.parametrize("agent", AGENT_NAMES)
+def test_every_agent_installs_and_uninstalls_through_the_command_line(
+    rs: Any, project: Path, home: Path, agent: str
+) -> None:
+    def stop_hooks() -> list[str]:
+        if agent == "claude":
+            found = [(h.command, h.path) for h in install.find_installed(project, home)]
+        else:
+            found = [(h.command, h.path) for h in find_installed(project, home) if h.agent == agent]
+        return [str(path) for command, path in found if install.own_subcommand(command) == "stop"]
+
+    first = rs("install", "--agent", agent)
+    assert first.code == 0, first.err
+    assert stop_hooks() == [first.out.splitlines()[-1].removeprefix("updated: ")]
+    removed = rs("install", "--agent", agent, "--uninstall")
+    assert removed.code == 0, removed.err
+    assert stop_hooks() == []
+
+
+@pytest.mark.parametrize("agent", OTHERS)
 def test_install_writes_the_agents_file_and_a_second_run_changes_nothing(
     rs: Any, project: Path, home: Path, agent: str
 ) -> None:
@@ -143,7 +183,7 @@ FOREIGN: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.mark.parametrize("agent", list(FOREIGN))
+@pytest.mark.parametrize("agent", OTHERS)
 def test_install_keeps_other_hooks_and_uninstall_removes_only_ours(
     rs: Any, project: Path, home: Path, agent: str
 ) -> None:
@@ -169,12 +209,19 @@ def test_uninstall_removes_copilots_own_file_when_it_is_left_empty(
     assert again.out.splitlines() == ["no ralphstate hooks to remove", f"unchanged: {path}"]
 
 
+@pytest.mark.parametrize(
+    "old",
+    [
+        '"/old/venv/bin/ralphstate" hook stop --agent cursor',
+        '"/old/venv/bin/python" -m ralphstate hook stop --agent cursor',
+        '"/old/bin/python" "/old/site/ralphstate/hooks/__main__.py" stop --agent cursor',
+    ],
+)
 def test_install_updates_a_moved_command_in_place_and_keeps_a_chosen_limit(
-    rs: Any, project: Path, home: Path
+    rs: Any, project: Path, home: Path, old: str
 ) -> None:
     path = project / ".cursor" / "hooks.json"
     path.parent.mkdir()
-    old = '"/old/venv/bin/ralphstate" hook stop --agent cursor'
     path.write_text(
         json.dumps({"version": 1, "hooks": {"stop": [{"command": old, "loop_limit": 5}]}})
     )
@@ -231,7 +278,6 @@ def test_user_scope_follows_codex_home_and_copilot_home(
     monkeypatch.setenv("COPILOT_HOME", str(tmp_path / "cp"))
     assert hooks_path("codex", "user", project) == tmp_path / "ch" / "hooks.json"
     assert hooks_path("copilot", "user", project) == tmp_path / "cp" / "hooks" / "ralphstate.json"
-    assert set(TARGETS) == {"codex", "gemini", "cursor", "copilot"}
 
 
 def test_doctor_reports_every_configured_agent(rs: Any, project: Path, home: Path) -> None:

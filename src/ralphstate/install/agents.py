@@ -1,10 +1,10 @@
 """`ralphstate install --agent codex|gemini|cursor|copilot`: each agent's hook file.
 
-Claude Code's settings are handled by `install`; this module writes the same three
+Claude Code's settings are handled by `install.claude`; this module writes the same three
 hooks (or what the agent offers of them) into the other agents' files, with the same
-guarantees: everything else in the file is kept, our entries are recognised by their
-command (`ralphstate hook stop --agent codex`, any path in front) and replaced in
-place, a second run changes nothing, `--uninstall` removes only ours, and a file
+guarantees (`install.settings`): everything else in the file is kept, our entries are
+recognised by their command (`install.command`: `... stop --agent codex`) and replaced
+in place, a second run changes nothing, `--uninstall` removes only ours, and a file
 that is not what the agent expects is reported, never rewritten.
 
 | agent   | project file                   | user file                          | shape   |
@@ -20,23 +20,26 @@ that is not what the agent expects is reported, never rewritten.
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ralphstate.agents import table
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import claude as install
-from ralphstate.storage.fsio import atomic_write, makedirs
+from ralphstate.install import claude, settings
+from ralphstate.install.command import own_subcommand, powershell_command, shell_command
+from ralphstate.install.settings import InstallResult
 
-AGENTS = ("claude", "codex", "gemini", "cursor", "copilot")
+# Every agent `ralphstate install --agent` can write hooks for: each agent of the hook
+# adapters' table, Claude Code first. tests/test_install_agents.py checks that each has
+# a target here (Claude Code's is `install.claude`).
+AGENT_NAMES: tuple[str, ...] = tuple(table.AGENTS)
 # Cursor's cap on follow-up messages from one stop hook in a conversation; the loop's
 # own `maxIterations` still applies below it. A value the person set is kept.
 CURSOR_LOOP_LIMIT = 20
-_EVENT_OF_SUB = {sub: event for event, sub in install.EVENTS.items()}
+_EVENT_OF_SUB = {sub: event for event, sub in claude.EVENTS.items()}
 _FILE_VERSION = 1
 _TIMEOUT_KEYS = ("timeout", "timeoutSec")
 
@@ -61,22 +64,10 @@ def _env_dir(name: str, home: Path, default: str) -> Path:
     return Path(value) if value else home / default
 
 
-def _shell(sub: str, agent: str) -> str:
-    return install.hook_command(_EVENT_OF_SUB[sub], agent=agent)
-
-
-def _powershell(sub: str, agent: str) -> str:
-    """The same command for PowerShell: `& 'PROGRAM' ARGS`."""
-    command = _shell(sub, agent)
-    program = install.command_target(command) or ""
-    rest = command[len(install._quote(program)) :]
-    return "& '" + program.replace("'", "''") + "'" + rest
-
-
 def _timeout(sub: str) -> int:
     """Seconds a hook may run: the Stop hook leaves room for verify-on-stop's budget
     (limits.STOP_VERIFY_BUDGET), as `install` does for Claude Code."""
-    return install.TIMEOUTS.get(_EVENT_OF_SUB[sub], install.TIMEOUT)
+    return claude.TIMEOUTS.get(_EVENT_OF_SUB[sub], claude.TIMEOUT)
 
 
 def _grouped(
@@ -87,7 +78,8 @@ def _grouped(
         out: dict[str, Any] = {"type": "command"}
         if names:
             out["name"] = f"ralphstate-{sub}"
-        out["command"] = _powershell(sub, agent) if windows else _shell(sub, agent)
+        command = powershell_command if windows else shell_command
+        out["command"] = command(sub, agent)
         out["timeout"] = _timeout(sub) * unit
         return out
 
@@ -95,14 +87,14 @@ def _grouped(
 
 
 def _cursor(event: str, sub: str) -> dict[str, Any]:
-    return {"command": _shell(sub, "cursor"), "loop_limit": CURSOR_LOOP_LIMIT}
+    return {"command": shell_command(sub, "cursor"), "loop_limit": CURSOR_LOOP_LIMIT}
 
 
 def _copilot(event: str, sub: str) -> dict[str, Any]:
     return {
         "type": "command",
-        "bash": _shell(sub, "copilot"),
-        "powershell": _powershell(sub, "copilot"),
+        "bash": shell_command(sub, "copilot"),
+        "powershell": powershell_command(sub, "copilot"),
         "timeoutSec": _timeout(sub),
     }
 
@@ -169,40 +161,24 @@ def hooks_path(agent: str, scope: str, root: Path, home: Path | None = None) -> 
 
 def install_agent(
     agent: str, scope: str, root: Path, *, uninstall: bool = False, home: Path | None = None
-) -> install.InstallResult:
+) -> InstallResult:
     """Add (or remove) ralphstate's hooks in `agent`'s file for `scope`."""
     if agent == "claude":
-        return install.install(scope, root, uninstall=uninstall, home=home)
+        return claude.install(scope, root, uninstall=uninstall, home=home)
     target = _target(agent)
     path = hooks_path(agent, scope, root, home)
     wanted = {} if uninstall else {e: target.handler(e, s) for e, s in target.events.items()}
-    real = path.resolve() if path.is_symlink() else path  # write through a symlink
-    for _ in range(5):
-        original = install._read_bytes(real)
-        data = {} if original is None else _parse(target, original, path)
-        before = copy.deepcopy(data)
-        actions = _remove_all(target, data) if uninstall else _add_all(target, data, wanted)
-        if data == before:
-            return install.InstallResult(path, False, actions)
-        try:
-            if target.own_file and uninstall and data == {"version": _FILE_VERSION}:
-                if install._read_bytes(real) == original:  # our own file, now empty
-                    os.remove(real)
-                    return install.InstallResult(path, True, [*actions, f"removed {path}"])
-                continue
-            payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-            mode = install._mode(real)
-            makedirs(real.parent)  # never world-writable, whatever the umask
-            written = atomic_write(real, payload, still_ok=install._unchanged(real, original))
-            if written and mode is not None:
-                os.chmod(real, mode)
-        except OSError as exc:
-            raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-        if written:
-            return install.InstallResult(path, True, actions)
-    raise RalphstateError(
-        f"{path} kept changing while ralphstate was updating it; nothing was written, try again."
-    )
+
+    def load(raw: bytes, path: Path) -> dict[str, Any]:
+        return _parse(target, raw, path)
+
+    def edit(data: dict[str, Any]) -> list[str]:
+        return _remove_all(target, data) if uninstall else _add_all(target, data, wanted)
+
+    def nothing_left(data: dict[str, Any]) -> bool:  # our own file, now empty
+        return target.own_file and uninstall and data == {"version": _FILE_VERSION}
+
+    return settings.update(path, load, edit, remove_when=nothing_left)
 
 
 def find_installed(root: Path, home: Path | None = None) -> list[AgentHook]:
@@ -217,7 +193,7 @@ def find_installed(root: Path, home: Path | None = None) -> list[AgentHook]:
                 continue
             seen.add(path.resolve())
             try:
-                raw = install._read_bytes(path)
+                raw = settings.read_bytes(path)
                 data = None if raw is None else _parse(target, raw, path)
             except RalphstateError:
                 continue
@@ -236,16 +212,13 @@ def _target(agent: str) -> Target:
         return TARGETS[agent]
     except KeyError:
         raise RalphstateError(
-            f"unknown agent {agent!r}; expected one of {', '.join(AGENTS)}."
+            f"unknown agent {agent!r}; expected one of {', '.join(AGENT_NAMES)}."
         ) from None
 
 
 def _parse(target: Target, raw: bytes, path: Path) -> dict[str, Any]:
-    data = install._parse(raw, path)
-    hooks = data.get("hooks", {})
-    for event in target.events:
-        if event in hooks and not isinstance(hooks[event], list):
-            raise RalphstateError(f'"hooks.{event}" in {path} is not a list; nothing was changed.')
+    # Claude Code's events are checked too, as for its own settings file.
+    data = settings.parse(raw, path, [*claude.EVENTS, *target.events])
     if target.flat and data.get("version", _FILE_VERSION) != _FILE_VERSION:
         raise RalphstateError(
             f'{path} has "version": {data["version"]!r}, not {_FILE_VERSION}; nothing was changed.'
@@ -270,8 +243,8 @@ def _own(target: Target, entries: object, sub: str) -> list[tuple[Any, dict[str,
             (entries, h) for h in entries if isinstance(h, dict)
         ]
     else:
-        pairs = list(install._handlers(entries))
-    return [(c, h) for c, h in pairs if install.own_subcommand(_command(target, h)) == sub]
+        pairs = list(settings.handlers(entries))
+    return [(c, h) for c, h in pairs if own_subcommand(_command(target, h)) == sub]
 
 
 def _add_all(target: Target, data: dict[str, Any], wanted: dict[str, dict[str, Any]]) -> list[str]:
@@ -313,7 +286,7 @@ def _add(target: Target, hooks: dict[str, Any], event: str, handler: dict[str, A
         _drop(target, container, extra)
         actions.append(f"removed duplicate {event} hook: {_command(target, extra)}")
     if not target.flat:
-        install._prune(entries, [c for c, _h in own[1:]])
+        settings.prune(entries, [c for c, _h in own[1:]])
     return actions or [f"{event} hook already installed: {shown}"]
 
 
@@ -327,7 +300,7 @@ def _drop(target: Target, container: Any, handler: dict[str, Any]) -> None:
     if target.flat:
         container[:] = [h for h in container if h is not handler]
     else:
-        install._drop(container, handler)
+        settings.drop(container, handler)
 
 
 def _remove_all(target: Target, data: dict[str, Any]) -> list[str]:
@@ -342,7 +315,7 @@ def _remove_all(target: Target, data: dict[str, Any]) -> list[str]:
             _drop(target, container, handler)
             actions.append(f"removed {event} hook: {_command(target, handler)}")
         if own and isinstance(entries, list) and not target.flat:
-            install._prune(entries, [c for c, _h in own])
+            settings.prune(entries, [c for c, _h in own])
         if own and not entries:
             del hooks[event]
     if actions and not hooks:

@@ -10,28 +10,25 @@ shape (https://code.claude.com/docs/en/hooks):
 
 Stop takes no matcher; for SessionStart and PreCompact an empty matcher matches every
 source and trigger. Everything else in the file is kept as it is, in its order. Our own
-entries are recognised by their command (`ralphstate hook stop`, `... -m ralphstate hook
-stop`, any path in front), so an upgrade replaces them in place and an uninstall removes
-only them. A file that is not what Claude Code expects is reported, never rewritten.
+entries are recognised by their command (`install.command`: this version's hook script,
+or an older version's `ralphstate hook stop`, any path in front), so an upgrade replaces
+them in place and an uninstall removes only them. A file that is not what Claude Code
+expects is reported, never rewritten (`install.settings`).
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import os
-import re
-import stat
-import sys
-import sysconfig
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.fsio import atomic_write, makedirs
+from ralphstate.install import settings
+from ralphstate.install.command import command_target as command_target
+from ralphstate.install.command import own_subcommand as own_subcommand
+from ralphstate.install.command import shell_command
+from ralphstate.install.settings import InstallResult as InstallResult
 
 SCOPES = ("project", "local", "user")
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
@@ -42,25 +39,6 @@ TIMEOUT = 30
 # The Stop hook may run the loop's checks (verify-on-stop) for up to
 # limits.STOP_VERIFY_BUDGET seconds; its timeout leaves room for that.
 TIMEOUTS = {"Stop": limits.STOP_HOOK_TIMEOUT}
-_SCRIPT = "ralphstate.exe" if os.name == "nt" else "ralphstate"
-_SUBCOMMANDS = "|".join(EVENTS.values())
-_OWN = re.compile(
-    rf"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+({_SUBCOMMANDS})(?=[\s"']|$)"""
-    rf"""|(?:^|\s)-m\s+ralphstate\s+hook\s+({_SUBCOMMANDS})(?=[\s"']|$)""",
-    re.IGNORECASE,
-)
-_AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-_SH_ESCAPED = '"\\$`'
-_WRITE_ATTEMPTS = 5
-
-
-@dataclass
-class InstallResult:
-    """What `install` did: the settings file, whether it was rewritten, and each step."""
-
-    path: Path
-    changed: bool
-    actions: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,93 +65,26 @@ def settings_path(scope: str, root: Path, home: Path | None = None) -> Path:
 
 
 def hook_command(event: str, agent: str | None = None) -> str:
-    """The command Claude Code runs for `event`, with absolute, double-quoted paths.
-
-    The installed console script beside this interpreter when there is one, else this
-    interpreter with `-m ralphstate`; either way it works from any directory.
-    """
+    """The command Claude Code runs for `event`: this interpreter running this
+    installation's hook script, both by absolute, double-quoted path, so it works from
+    any directory (`install.command`)."""
     try:
         sub = EVENTS[event]
     except KeyError:
         raise ValueError(f"unknown hook event {event!r}") from None
-    suffix = ""
-    if agent is not None:
-        if not _AGENT_NAME.fullmatch(agent):
-            raise ValueError(f"invalid agent name {agent!r}")
-        suffix = f" --agent {agent}"
-    script = _console_script()
-    if script is not None:
-        return f"{_quote(script)} hook {sub}{suffix}"
-    if not sys.executable:
-        raise RalphstateError(
-            "Cannot tell which Python runs ralphstate; run `ralphstate install` from an"
-            " installed ralphstate command."
-        )
-    return f"{_quote(os.path.abspath(sys.executable))} -m ralphstate hook {sub}{suffix}"
-
-
-def _console_script() -> str | None:
-    candidates = [Path(os.path.abspath(sys.executable)).parent] if sys.executable else []
-    scripts = sysconfig.get_path("scripts")
-    if scripts:
-        candidates.append(Path(scripts))
-    for directory in candidates:
-        path = directory / _SCRIPT
-        if path.is_file():
-            return str(path)
-    return None
-
-
-def _quote(path: str) -> str:
-    """`path` in double quotes for the shell Claude Code runs hooks with (sh, or Git Bash
-    on Windows, where forward slashes keep the path free of backslash escapes)."""
-    if os.name == "nt":
-        path = path.replace("\\", "/")
-    return '"' + "".join("\\" + c if c in _SH_ESCAPED else c for c in path) + '"'
-
-
-def command_target(command: str) -> str | None:
-    """The program a hook command starts: the path in its leading quotes, else its first
-    word (which may be a bare name to look up on PATH). None for an empty or unbalanced
-    command."""
-    text = command.lstrip()
-    if not text:
-        return None
-    if text[0] == "'":
-        end = text.find("'", 1)
-        return (text[1:end] or None) if end > 0 else None
-    if text[0] != '"':
-        return text.split(None, 1)[0]
-    out: list[str] = []
-    i = 1
-    while i < len(text):
-        char = text[i]
-        if char == "\\" and i + 1 < len(text) and text[i + 1] in _SH_ESCAPED:
-            out.append(text[i + 1])
-            i += 2
-            continue
-        if char == '"':
-            return "".join(out) or None
-        out.append(char)
-        i += 1
-    return None
-
-
-def own_subcommand(command: object) -> str | None:
-    """`stop`, `session-start` or `pre-compact` when `command` runs ralphstate's hook."""
-    if not isinstance(command, str):
-        return None
-    match = _OWN.search(command)
-    if match is None:
-        return None
-    return (match.group(1) or match.group(2)).lower()
+    return shell_command(sub, agent)
 
 
 def read_settings(path: Path) -> dict[str, Any] | None:
     """The settings object in `path`, None when there is no file; RalphstateError when it
     is not something Claude Code (or ralphstate) can use."""
-    raw = _read_bytes(path)
-    return None if raw is None else _parse(raw, path)
+    raw = settings.read_bytes(path)
+    return None if raw is None else parse(raw, path)
+
+
+def parse(raw: bytes, path: Path) -> dict[str, Any]:
+    """A Claude Code settings file's object (`settings.parse`, our events as lists)."""
+    return settings.parse(raw, path, EVENTS)
 
 
 def install(
@@ -185,28 +96,11 @@ def install(
     """
     path = settings_path(scope, root, home)
     commands = {} if uninstall else {event: hook_command(event) for event in EVENTS}
-    target = path.resolve() if path.is_symlink() else path  # write through a symlink
-    for _ in range(_WRITE_ATTEMPTS):
-        original = _read_bytes(target)
-        data = {} if original is None else _parse(original, path)
-        before = copy.deepcopy(data)
-        actions = _remove_all(data) if uninstall else _add_all(data, commands)
-        if data == before:
-            return InstallResult(path, False, actions)
-        payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        mode = _mode(target)
-        try:
-            makedirs(target.parent)  # never world-writable, whatever the umask
-            written = atomic_write(target, payload, still_ok=_unchanged(target, original))
-            if written and mode is not None:
-                os.chmod(target, mode)  # keep a private settings file private
-        except OSError as exc:
-            raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
-        if written:
-            return InstallResult(path, True, actions)
-    raise RalphstateError(
-        f"{path} kept changing while ralphstate was updating it; nothing was written, try again."
-    )
+
+    def edit(data: dict[str, Any]) -> list[str]:
+        return _remove_all(data) if uninstall else _add_all(data, commands)
+
+    return settings.update(path, parse, edit)
 
 
 def find_installed(root: Path, home: Path | None = None) -> list[InstalledHook]:
@@ -230,7 +124,7 @@ def find_installed(root: Path, home: Path | None = None) -> list[InstalledHook]:
         if not isinstance(hooks, dict):
             continue
         for event, groups in hooks.items():
-            for _group, handler in _handlers(groups):
+            for _group, handler in settings.handlers(groups):
                 if own_subcommand(handler.get("command")) is not None:
                     found.append(
                         InstalledHook(
@@ -275,9 +169,9 @@ def _add(hooks: dict[str, Any], event: str, command: str) -> list[str]:
         handler["timeout"] = needed
         actions.append(f"raised the {event} hook's timeout to {needed}s (was {current!r})")
     for group, extra in own[1:]:
-        _drop(group, extra)
+        settings.drop(group, extra)
         actions.append(f"removed duplicate {event} hook: {extra.get('command')}")
-    _prune(groups, [group for group, _handler in own[1:]])
+    settings.prune(groups, [group for group, _handler in own[1:]])
     return actions or [f"{event} hook already installed: {command}"]
 
 
@@ -292,9 +186,9 @@ def _remove_all(data: dict[str, Any]) -> list[str]:
             continue
         own = _own(groups, sub)
         for group, handler in own:
-            _drop(group, handler)
+            settings.drop(group, handler)
             actions.append(f"removed {event} hook: {handler.get('command')}")
-        _prune(groups, [group for group, _handler in own])
+        settings.prune(groups, [group for group, _handler in own])
         if own and not groups:
             del hooks[event]
     if actions and not hooks:
@@ -302,72 +196,5 @@ def _remove_all(data: dict[str, Any]) -> list[str]:
     return actions or ["no ralphstate hooks to remove"]
 
 
-def _handlers(groups: object) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(matcher group, handler) pairs, skipping anything malformed (left as it is)."""
-    pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
-    if not isinstance(groups, list):
-        return pairs
-    for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-            pairs += [(group, h) for h in group["hooks"] if isinstance(h, dict)]
-    return pairs
-
-
-def _own(groups: list[Any], sub: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    return [(g, h) for g, h in _handlers(groups) if own_subcommand(h.get("command")) == sub]
-
-
-def _drop(group: dict[str, Any], handler: dict[str, Any]) -> None:
-    group["hooks"] = [h for h in group["hooks"] if h is not handler]
-
-
-def _prune(groups: list[Any], touched: list[dict[str, Any]]) -> None:
-    """Remove the matcher groups that our removals left empty, and only those."""
-    emptied = [g for g in touched if not g["hooks"]]
-    groups[:] = [g for g in groups if not any(g is e for e in emptied)]
-
-
-def _unchanged(path: Path, original: bytes | None) -> Callable[[], bool]:
-    """Asked just before the replace: has anyone else written the file meanwhile?"""
-    return lambda: _read_bytes(path) == original
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise RalphstateError(f"Cannot read {path}: {exc.strerror or exc}.") from None
-
-
-def _parse(raw: bytes, path: Path) -> dict[str, Any]:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise RalphstateError(f"{path} is not UTF-8 text; nothing was changed.") from None
-    if not text.strip():
-        return {}  # an empty file holds nothing to lose
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RalphstateError(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno});"
-            " fix it and run again, nothing was changed."
-        ) from None
-    if not isinstance(data, dict):
-        raise RalphstateError(f"{path} does not hold a JSON object; nothing was changed.")
-    hooks = data.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise RalphstateError(f'"hooks" in {path} is not an object; nothing was changed.')
-    for event in EVENTS:
-        if event in hooks and not isinstance(hooks[event], list):
-            raise RalphstateError(f'"hooks.{event}" in {path} is not a list; nothing was changed.')
-    return data
-
-
-def _mode(path: Path) -> int | None:
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        return None
+def _own(groups: list[Any], sub: str) -> list[settings.Handler]:
+    return [(g, h) for g, h in settings.handlers(groups) if own_subcommand(h.get("command")) == sub]

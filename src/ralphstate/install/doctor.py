@@ -10,6 +10,7 @@ from pathlib import Path
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import claude as install
+from ralphstate.install.command import command_script, command_target
 from ralphstate.loop.ops import locate, session_id
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
@@ -29,14 +30,20 @@ def project_root(start: Path) -> Path:
 
 
 def _executable(command: str) -> tuple[bool, str]:
-    target = install.command_target(command)
+    """Whether the program a hook command starts is there (and, for this version's
+    form, the hook script it runs), and which file is meant."""
+    target = command_target(command)
     if target is None:
         return False, "cannot tell which program it runs"
     if os.sep in target or "/" in target:
         ok = os.path.isfile(target) and os.access(target, os.X_OK)
-        return ok, target
-    found = shutil.which(target)
-    return found is not None, found or target
+    else:
+        found = shutil.which(target)
+        ok, target = found is not None, found or target
+    script = command_script(command)
+    if ok and script is not None and not Path(script).is_file():
+        return False, script
+    return ok, target
 
 
 def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:

@@ -1,0 +1,148 @@
+"""An agent's JSON settings (or hooks) file: read, checked, edited and written back.
+
+One read-modify-write for every agent: the file is read and parsed, edited in memory,
+and written only when the edit changed something, atomically, through a symlink, with
+its permission bits kept, and only if nobody rewrote it in the meantime; when somebody
+did, the edit starts over on their version. A file that is not what the agent expects
+is reported in one sentence and never rewritten.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage.fsio import atomic_write, makedirs
+
+WRITE_ATTEMPTS = 5
+Handler = tuple[dict[str, Any], dict[str, Any]]  # (matcher group, handler)
+
+
+@dataclass
+class InstallResult:
+    """What `install` did: the settings file, whether it was rewritten, and each step."""
+
+    path: Path
+    changed: bool
+    actions: list[str] = field(default_factory=list)
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None when there is no file."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RalphstateError(f"Cannot read {path}: {exc.strerror or exc}.") from None
+
+
+def parse(raw: bytes, path: Path, events: Iterable[str] = ()) -> dict[str, Any]:
+    """The JSON object in `raw`, whose `hooks` (if any) is an object and whose `events`
+    under it (if present) are lists; an empty file is an empty object."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise RalphstateError(f"{path} is not UTF-8 text; nothing was changed.") from None
+    if not text.strip():
+        return {}  # an empty file holds nothing to lose
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RalphstateError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno});"
+            " fix it and run again, nothing was changed."
+        ) from None
+    if not isinstance(data, dict):
+        raise RalphstateError(f"{path} does not hold a JSON object; nothing was changed.")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise RalphstateError(f'"hooks" in {path} is not an object; nothing was changed.')
+    for event in events:
+        if event in hooks and not isinstance(hooks[event], list):
+            raise RalphstateError(f'"hooks.{event}" in {path} is not a list; nothing was changed.')
+    return data
+
+
+def update(
+    path: Path,
+    load: Callable[[bytes, Path], dict[str, Any]],
+    edit: Callable[[dict[str, Any]], list[str]],
+    *,
+    remove_when: Callable[[dict[str, Any]], bool] | None = None,
+) -> InstallResult:
+    """Read `path` (a missing file is `{}`), `load` it (`parse`, and whatever the agent
+    needs checked on top), `edit` it in place (returning
+    what it did), and write it back when the edit changed it; or remove the file when
+    `remove_when` says what is left is nothing worth keeping."""
+    target = path.resolve() if path.is_symlink() else path  # write through a symlink
+    for _ in range(WRITE_ATTEMPTS):
+        original = read_bytes(target)
+        data = {} if original is None else load(original, path)
+        before = copy.deepcopy(data)
+        actions = edit(data)
+        if data == before:
+            return InstallResult(path, False, actions)
+        try:
+            if remove_when is not None and remove_when(data):
+                if read_bytes(target) != original:
+                    continue
+                os.remove(target)
+                return InstallResult(path, True, [*actions, f"removed {path}"])
+            payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+            mode = _mode(target)
+            makedirs(target.parent)  # never world-writable, whatever the umask
+            written = atomic_write(target, payload, still_ok=_unchanged(target, original))
+            if written and mode is not None:
+                os.chmod(target, mode)  # keep a private settings file private
+        except OSError as exc:
+            raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+        if written:
+            return InstallResult(path, True, actions)
+    raise RalphstateError(
+        f"{path} kept changing while ralphstate was updating it; nothing was written, try again."
+    )
+
+
+def _unchanged(path: Path, original: bytes | None) -> Callable[[], bool]:
+    """Asked just before the replace: has anyone else written the file meanwhile?"""
+    return lambda: read_bytes(path) == original
+
+
+def _mode(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
+
+
+# -- Claude Code's grouped shape: {"hooks": {EVENT: [{"matcher"?, "hooks": [HANDLER]}]}} --
+
+
+def handlers(groups: object) -> list[Handler]:
+    """(matcher group, handler) pairs, skipping anything malformed (left as it is)."""
+    pairs: list[Handler] = []
+    if not isinstance(groups, list):
+        return pairs
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            pairs += [(group, h) for h in group["hooks"] if isinstance(h, dict)]
+    return pairs
+
+
+def drop(group: dict[str, Any], handler: dict[str, Any]) -> None:
+    """Remove `handler` (this very object) from its matcher group."""
+    group["hooks"] = [h for h in group["hooks"] if h is not handler]
+
+
+def prune(groups: list[Any], touched: list[dict[str, Any]]) -> None:
+    """Remove the matcher groups that our removals left empty, and only those."""
+    emptied = [g for g in touched if not g["hooks"]]
+    groups[:] = [g for g in groups if not any(g is e for e in emptied)]
