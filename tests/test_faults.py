@@ -520,11 +520,11 @@ def test_replaced_by_a_broken_file_mid_command_nothing_is_written(project: Path)
     store = Store(LoopPaths(project, project / ".loop"))
     broken = b"{not json"
 
-    def change(state: st.State) -> list[dict[str, Any]]:
+    def change(state: st.State, events: list[dict[str, object]]) -> None:
         if path.read_bytes() != broken:
             edit_in_another_process(path, broken)
         state["criteriaStatus"]["tests pass"] = True
-        return [{"event": "criterion_set", "criterion": "tests pass", "value": True}]
+        events.append({"event": "criterion_set", "criterion": "tests pass", "value": True})
 
     with pytest.raises(CorruptState) as caught:
         store.update(change)

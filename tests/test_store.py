@@ -25,7 +25,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store, event
+from ralphstate.storage.store import Event, Store
 from tests.conftest import run_process
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals/symlinks")
@@ -210,12 +210,13 @@ def test_a_file_replaced_by_hand_mid_update_is_retried(project: Path, rs: Any) -
     path = start(project, rs, "-c", "a", "-c", "b")
     seen: list[dict[str, bool]] = []
 
-    def change(state: st.State) -> list[dict[str, Any]]:
+    def change(state: st.State, events: list[Event]) -> st.State:
         seen.append(dict(state["criteriaStatus"]))
         if len(seen) == 1:  # the agent edits the file while ralphstate works on it
             hand_edit(path, criteriaStatus={"b": True}, handNote="b verified by hand")
         state["criteriaStatus"]["a"] = True
-        return [event("criterion_set", criterion="a", value=True)]
+        events.append({"event": "criterion_set", "criterion": "a", "value": True})
+        return state
 
     result = store_for(project).update(change)
     assert seen == [{"a": False, "b": False}, {"a": False, "b": True}]
@@ -231,11 +232,11 @@ def test_a_file_that_keeps_changing_is_not_overwritten(project: Path, rs: Any) -
     path = start(project, rs, "-c", "a")
     calls = []
 
-    def change(state: st.State) -> list[dict[str, Any]]:
+    def change(state: st.State, events: list[Event]) -> None:
         calls.append(1)
         hand_edit(path, spec=f"edit {len(calls)}")
         state["criteriaStatus"]["a"] = True
-        return [event("criterion_set", criterion="a", value=True)]
+        events.append({"event": "criterion_set", "criterion": "a", "value": True})
 
     with pytest.raises(RalphstateError) as caught:
         store_for(project).update(change)

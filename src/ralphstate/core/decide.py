@@ -1,31 +1,47 @@
-"""The Stop decision: a pure function of (state, hook input).
+"""The Stop decision: a pure function of the state and the facts of one stop.
 
-The rules of SPEC.md in order; the first that applies wins. Faults (no state, a
-state that does not parse, bad input) are rule 1 and are handled by the hook
-before this function is called: it only ever sees a valid state.
+The rules of docs/design.md ("The Stop decision") in order; the first that applies
+wins, and no other module repeats them. Faults (no state, a state that does not parse,
+bad input) are rule 1 and are handled by the hook before this function is called: it
+only ever sees a valid state.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 
-from ralphstate.core import render
+from ralphstate.core import ownership, render
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
+
+Rule = Literal[
+    "runner",  # an iteration of `ralphstate run`: the runner decides, the agent may stop
+    "not_in_progress",  # paused, complete or cancelled
+    "other_session",  # owned by another session, or by another agent's session
+    "unknown_loop",  # unowned and not made or adopted on this machine
+    "max_iterations",  # the cap: pause
+    "stall",  # no progress in `stallLimit` blocks: pause
+    "unmet",  # a criterion is not verified: block
+    "no_marker",  # every criterion is verified but the marker was not said: block
+    "verify",  # completion claimed and the checks must run first: nothing written yet
+    "untrusted_checks",  # completion claimed, the checks are not trusted here: pause
+    "complete",  # every criterion verified and the marker said
+]
+Event = dict[str, object]
 
 
 @dataclass
 class Decision:
-    rule: str
+    rule: Rule
     block: bool = False
     reason: str | None = None
     system_message: str | None = None
     # The state to write, or None to leave the file as it is.
     state: st.State | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     adopted: bool = False
 
 
@@ -34,36 +50,47 @@ def decide_stop(
     session_id: str | None,
     last_message: str | None,
     *,
-    known_here: bool,
+    known_here: bool | Callable[[], bool],
     runner: bool = False,
     agent: str = st.DEFAULT_AGENT,
-    failures: Sequence[Any] = (),
+    checks_ran: bool = False,
+    failures: Sequence[render.CheckFailure] = (),
     untrusted: bool = False,
 ) -> Decision:
-    """`failures`: the checks that failed when the hook verified a claimed completion
-    (already applied to `state`; they only shape the reason). `untrusted`: the loop asks
-    for verification but its checks are not trusted here, so a completion pauses."""
+    """One stop of `session_id` (of `agent`) that ended with `last_message`.
+
+    `known_here`: this machine made or adopted the loop (a function is asked only when
+    the loop has no owner). `runner`: the stop is inside an iteration of `ralphstate
+    run`. When the loop asks for verification on stop and this stop would complete it,
+    the decision is `verify` until the hook has run the checks (`checks_ran`, with the
+    `failures`, already applied to `state`, shaping the reason) or found them not
+    trusted here (`untrusted`: the completion pauses)."""
     if runner:
         return Decision("runner")
     if state["status"] != "in_progress":
         return Decision("not_in_progress")
-    owner = state.get("sessionId")
-    owner_agent = state.get("ownerAgent") or st.DEFAULT_AGENT
-    if owner and (owner != session_id or owner_agent != agent):
+    known = known_here if callable(known_here) else (lambda: bool(known_here))
+    verdict = ownership.judge(state, session_id, agent, known=known)
+    if verdict == "foreign":
         return Decision("other_session")
+    if verdict == "unknown" or (verdict == "adopt" and not session_id):
+        return Decision("unknown_loop")
     new = copy.deepcopy(state)
-    events: list[dict[str, Any]] = []
-    adopted = False
-    if not owner:
-        if not known_here or not session_id:
-            return Decision("unknown_loop")
-        new["sessionId"], new["ownerAgent"] = session_id, agent
-        events.append({"event": "adopted", "session": session_id, "agent": agent, "by": "stop"})
-        adopted = True
+    events: list[Event] = []
+    adopted = verdict == "adopt"
+    if adopted:
+        events.append(ownership.take(new, session_id, agent, "stop"))
 
-    def done(rule: str, **kw: Any) -> Decision:
-        events.append({"event": rule, **kw.pop("details", {})})
-        return Decision(rule, state=new, events=events, adopted=adopted, **kw)
+    def done(
+        rule: Rule,
+        *,
+        block: bool = False,
+        reason: str | None = None,
+        system_message: str | None = None,
+        details: Event | None = None,
+    ) -> Decision:
+        events.append({"event": rule, **(details or {})})
+        return Decision(rule, block, reason, system_message, new, events, adopted)
 
     if new["iteration"] >= new["maxIterations"]:
         new["status"], new["pauseReason"] = "paused", "max_iterations"
@@ -82,12 +109,20 @@ def decide_stop(
         new["iteration"] += 1
         new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
         new["lastProgress"] = fingerprint
-        rule = "unmet" if unmet else "no_marker"
+        rule: Rule = "unmet" if unmet else "no_marker"
         return done(rule, block=True, reason=reason, details={"unmet": unmet} if unmet else {})
 
-    new["lastProgress"] = fingerprint
     if untrusted:  # completion waits until a person trusts the checks and resumes
+        new["lastProgress"] = fingerprint
         new["status"], new["pauseReason"] = "paused", "untrusted_checks"
         return done("untrusted_checks", system_message=render.paused_untrusted(new))
+    if not checks_ran and verifies_on_stop(new):
+        return Decision("verify")
+    new["lastProgress"] = fingerprint
     new["status"], new["pauseReason"] = "complete", None
     return done("complete", system_message=render.completed(new))
+
+
+def verifies_on_stop(state: st.State) -> bool:
+    """The loop asks the Stop hook to run its checks before a completion, and has some."""
+    return state["verifyOnStop"] and any(c in state["checks"] for c in state["criteria"])

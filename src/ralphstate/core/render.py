@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
@@ -29,6 +29,21 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+class CheckFailure(Protocol):
+    """A check that failed when the Stop hook verified a claimed completion."""
+
+    @property
+    def criterion(self) -> str: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def duration_ms(self) -> int: ...
+    @property
+    def output_tail(self) -> str: ...
+
+
 def _bounded(items: list[str], size: int = limits.MAX_LIST_ITEMS) -> list[str]:
     shown = [clip(i) for i in items[:size]]
     if len(items) > size:
@@ -47,7 +62,7 @@ def _output_tail(text: str, size: int) -> list[str]:
     return ["    " + line for line in text.splitlines()]
 
 
-def check_failures(failures: Sequence[Any]) -> list[str]:
+def check_failures(failures: Sequence[CheckFailure]) -> list[str]:
     """Lines on the checks that failed at a claimed completion, each with its output's
     tail; all the tails together stay within `limits.MAX_REASON_OUTPUT_CHARS`."""
     lines = [
@@ -69,10 +84,12 @@ def check_failures(failures: Sequence[Any]) -> list[str]:
     return lines + [""]
 
 
-def block_unmet(state: st.State, unmet: list[str], failures: Sequence[Any] = ()) -> str:
+def block_unmet(
+    state: st.State, unmet: list[str], failures: Sequence[CheckFailure] = ()
+) -> str:
     """The reason the model reads when criteria are still unmet."""
     lines = []
-    if state.get("continueMessage"):
+    if state["continueMessage"]:
         lines += [clip(state["continueMessage"], limits.MAX_SPEC_CHARS), ""]
     if failures:
         lines += check_failures(failures)
@@ -101,7 +118,7 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[Any] = ())
 def block_marker(state: st.State) -> str:
     """The reason the model reads when everything is met but the marker is missing."""
     lines = []
-    if state.get("continueMessage"):
+    if state["continueMessage"]:
         lines += [clip(state["continueMessage"], limits.MAX_SPEC_CHARS), ""]
     lines.append(
         f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
@@ -198,7 +215,7 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
     lines.append(
         f"Iteration {state['iteration']} of {state['maxIterations']};"
         f" stall limit {state['stallLimit']}; status {state['status']}"
-        + (f" ({clip(state['pauseReason'], 60)})" if state.get("pauseReason") else "")
+        + (f" ({clip(state['pauseReason'], 60)})" if state["pauseReason"] else "")
     )
     tail = ["</loop-state>", "Protocol:"]
     if state["status"] == "paused":

@@ -7,14 +7,14 @@ kept); `dumps` writes it back in the schema's order, unknown keys last.
 
 Schema versions:
 - (none): the seed's format, before `version` existed; read as version 1.
-- 1: the table in SPEC.md, plus the fields marked "ralphstate" below.
+- 1: the table in docs/design.md ("The state"), in FIELD_ORDER below.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
@@ -27,14 +27,72 @@ DEFAULT_STALL_LIMIT = 5
 DEFAULT_MARKER = "<loop-complete>"
 # Iterations beyond this are refused: the cap exists to be a cap.
 MAX_ITERATIONS_CEILING = 100_000
-STATUSES = ("in_progress", "paused", "complete", "cancelled")
-# The agent a `sessionId` belongs to when the file does not say.
-DEFAULT_AGENT = "claude"
-# What backs a criterion's status: its check passed or failed, or someone said so.
-EVIDENCE_RESULTS = ("verified", "claimed", "failing")
-ACTIVE = ("in_progress", "paused")
 
-State = dict[str, Any]
+Status = Literal["in_progress", "paused", "complete", "cancelled"]
+STATUSES: tuple[Status, ...] = ("in_progress", "paused", "complete", "cancelled")
+# The statuses of a loop that is not over: SessionStart restores it, `init` keeps it.
+ACTIVE: tuple[Status, ...] = ("in_progress", "paused")
+# Why ralphstate itself pauses a loop; `ralphstate pause --reason` may write any text.
+PauseReason = Literal["max_iterations", "stall", "untrusted_checks", "user"]
+# The agents whose sessions can own a loop (agents/table.py holds their details).
+AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot"]
+# The agent a `sessionId` belongs to when the file does not say.
+DEFAULT_AGENT: AgentName = "claude"
+# What backs a criterion's status: its check passed or failed, or someone said so.
+EvidenceResult = Literal["verified", "claimed", "failing"]
+EVIDENCE_RESULTS: tuple[EvidenceResult, ...] = ("verified", "claimed", "failing")
+# What a criterion's status rests on, as `standing` reports it.
+Standing = Literal["verified", "claimed", "failing", "unchecked"]
+
+
+class Evidence(TypedDict, total=False):
+    """What backs one criterion's status (`evidence[NAME]`); `result` is always there."""
+
+    result: EvidenceResult
+    at: str
+    command: str
+    exitCode: int | None
+    timedOut: bool
+    durationMs: int
+    summary: str
+    outputTail: str
+    outputBytes: int
+
+
+class State(TypedDict):
+    """A normalised state.json (docs/design.md, "The state"). Keys a file has beyond
+    these are kept as they are and written back after them."""
+
+    version: int
+    spec: str
+    criteria: list[str]
+    criteriaStatus: dict[str, bool]
+    checks: dict[str, str]
+    steps: list[str]
+    completedSteps: list[str]
+    remainingSteps: list[str]
+    iteration: int
+    maxIterations: int
+    stallLimit: int
+    completionMarker: str
+    continueMessage: str | None
+    status: Status
+    pauseReason: str | None
+    sessionId: str | None
+    startedAt: str | None
+    updatedAt: str | None
+    lastCheckpoint: str | None
+    errors: list[dict[str, Any]]
+    blocksWithoutProgress: int
+    lastProgress: str | None
+    verifyOnStop: bool
+    checkTimeouts: dict[str, float]
+    evidence: dict[str, Evidence]
+    ownerAgent: str | None
+
+
+# A state as read, before `normalise` has checked it: any JSON object.
+Raw = dict[str, Any]
 
 # The schema's order; files are written in it so diffs stay readable.
 FIELD_ORDER = (
@@ -71,7 +129,7 @@ FIELD_ORDER = (
 )
 
 
-def _defaults() -> State:
+def _defaults() -> Raw:
     return {
         "version": SCHEMA_VERSION,
         "spec": "",
@@ -106,7 +164,7 @@ class _Bad(Exception):
     pass
 
 
-def _str_list(raw: State, key: str) -> list[str]:
+def _str_list(raw: Raw, key: str) -> list[str]:
     value = raw.get(key, [])
     if value is None:
         return []
@@ -115,7 +173,7 @@ def _str_list(raw: State, key: str) -> list[str]:
     return list(dict.fromkeys(value))  # duplicates read as one
 
 
-def _int(raw: State, key: str, default: int, lowest: int) -> int:
+def _int(raw: Raw, key: str, default: int, lowest: int) -> int:
     value = raw.get(key, default)
     if value is None:
         return default
@@ -128,14 +186,14 @@ def _int(raw: State, key: str, default: int, lowest: int) -> int:
     return value
 
 
-def _opt_str(raw: State, key: str) -> str | None:
+def _opt_str(raw: Raw, key: str) -> str | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, str):
         raise _Bad(f"'{key}' must be a string or null")
     return value
 
 
-def _timeouts(raw: State) -> dict[str, float]:
+def _timeouts(raw: Raw) -> dict[str, float]:
     value = raw.get("checkTimeouts") or {}
     if not isinstance(value, dict):
         raise _Bad("'checkTimeouts' must be an object of criterion: seconds")
@@ -152,7 +210,7 @@ def _timeouts(raw: State) -> dict[str, float]:
     return dict(value)
 
 
-def _evidence(raw: State) -> dict[str, dict[str, Any]]:
+def _evidence(raw: Raw) -> dict[str, Evidence]:
     value = raw.get("evidence") or {}
     if not isinstance(value, dict):
         raise _Bad("'evidence' must be an object of criterion: {result, ...}")
@@ -162,7 +220,7 @@ def _evidence(raw: State) -> dict[str, dict[str, Any]]:
                 f"evidence[{name!r}] must be an object whose 'result' is"
                 f" {', '.join(EVIDENCE_RESULTS)}"
             )
-    return {name: dict(entry) for name, entry in value.items()}
+    return {name: cast(Evidence, dict(entry)) for name, entry in value.items()}
 
 
 def normalise(raw: object) -> State:
@@ -178,7 +236,7 @@ def normalise(raw: object) -> State:
         raise CorruptState(f"state.json: {problem}") from None
 
 
-def _normalise(raw: State) -> State:
+def _normalise(raw: Raw) -> State:
     version = raw.get("version", SCHEMA_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise _Bad(f"'version' must be a positive whole number, not {version!r}")
@@ -257,11 +315,11 @@ def _normalise(raw: State) -> State:
     return _in_schema_order(state)
 
 
-def _in_schema_order(state: State) -> State:
+def _in_schema_order(state: Raw) -> State:
     """The schema's keys in the schema's order, then unknown keys in the order found."""
     ordered = {key: state[key] for key in FIELD_ORDER if key in state}
     ordered.update((k, v) for k, v in state.items() if k not in ordered)
-    return ordered
+    return cast(State, ordered)
 
 
 def parse(data: bytes) -> State:
@@ -277,7 +335,7 @@ def parse(data: bytes) -> State:
 
 def dumps(state: State) -> bytes:
     """The file's bytes: indented, schema order, unknown keys after, newline-terminated."""
-    return orjson.dumps(_in_schema_order(state), option=orjson.OPT_INDENT_2) + b"\n"
+    return orjson.dumps(_in_schema_order(cast(Raw, state)), option=orjson.OPT_INDENT_2) + b"\n"
 
 
 def new(
@@ -291,10 +349,10 @@ def new(
     session_id: str | None = None,
     agent: str | None = None,
     now: str,
-    extra: State | None = None,
+    extra: Raw | None = None,
 ) -> State:
     """A fresh in-progress loop."""
-    raw: State = dict(extra or {})
+    raw: Raw = dict(extra or {})
     raw.update(
         spec=spec,
         criteria=criteria,
@@ -326,7 +384,7 @@ def unmet(state: State) -> list[str]:
     return [c for c in state["criteria"] if not met(state, c)]
 
 
-def standing(state: State, criterion: str) -> str | None:
+def standing(state: State, criterion: str) -> Standing | None:
     """What backs a criterion's status: `verified`, `claimed`, `failing`, `unchecked`
     (unmet, with a check that has not proven anything yet) or None (unmet, no check).
 
@@ -364,6 +422,10 @@ def set_steps(state: State, steps: list[str], completed: list[str]) -> None:
 
 def add_error(state: State, message: str, *, at: str, **details: Any) -> None:
     """Remember an error in `errors`, keeping only the most recent MAX_ERRORS."""
-    entry = {"at": at, "iteration": state["iteration"], "message": message[:MAX_PROBLEM_CHARS]}
+    entry: dict[str, Any] = {
+        "at": at,
+        "iteration": state["iteration"],
+        "message": message[:MAX_PROBLEM_CHARS],
+    }
     entry.update(details)
     state["errors"] = [*state["errors"], entry][-MAX_ERRORS:]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ralphstate.core import clock
+from ralphstate.core import clock, ownership
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths, find, for_init
-from ralphstate.storage.store import Event, Store, Unchanged
+from ralphstate.storage.store import Change, Event, Store
 
 ENV_SESSION = "CLAUDE_CODE_SESSION_ID"
 ENV_CLAUDE_PID = "CLAUDE_PID"
@@ -172,18 +172,6 @@ def _register(loop: LoopPaths, state: st.State) -> None:
         pass  # the loop works without the registry; `list` just won't show it
 
 
-# -- generic change --------------------------------------------------------------
-
-
-def change(store: Store, fn: Any) -> st.State:
-    new = store.update(fn)
-    try:
-        registry.refresh(store.paths, new)
-    except (OSError, RalphstateError):
-        pass
-    return new
-
-
 def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
     """The item named `ref`, or numbered `ref` (from 1); RalphstateError listing them."""
     if ref in items:
@@ -207,7 +195,7 @@ def find_step(state: st.State, ref: str) -> str:
 def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
     before: dict[str, str] = {}
 
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> st.State:
         if name in state["criteria"]:
             raise RalphstateError(f"criterion {name!r} is already in this loop.")
         before.clear()
@@ -217,24 +205,22 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
         state["evidence"].pop(name, None)
         if check:
             state["checks"][name] = check
-        return [{"event": "criterion_added", "criterion": name}]
+        events.append({"event": "criterion_added", "criterion": name})
+        return state
 
     if not name.strip():
         raise RalphstateError("a criterion needs a name.")
-    new = change(store, fn)
+    new = store.update(fn)
     trust.carry(store.paths, before, new)
     return new
 
 
 def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
-    result: list[str] = []
-
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> str:
         found = find_criterion(state, name)
-        result[:] = [found]
         before = st.met(state, found)
         if before == value and found in state["criteriaStatus"]:
-            raise Unchanged
+            return found
         state["criteriaStatus"][found] = value
         entry: Event = {"event": "criterion_set", "criterion": found, "value": value}
         if value:  # said, not proven: `ralphstate verify` proves it
@@ -244,29 +230,30 @@ def criteria_set(store: Store, name: str, value: bool, note: str | None = None) 
             state["evidence"].pop(found, None)
         if note:
             entry["note"] = note
-        return [entry]
+        events.append(entry)
+        return found
 
-    change(store, fn)
-    return result[0], value
+    return store.update(fn), value
 
 
 def criteria_remove(store: Store, name: str) -> str:
-    result: list[str] = []
     before: dict[str, str] = {}
 
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         found = find_criterion(state, name)
-        result[:] = [found]
         before.clear()
         before.update(state["checks"])
         state["criteria"].remove(found)
-        for key in ("criteriaStatus", "checks", "checkTimeouts", "evidence"):
-            state[key].pop(found, None)
-        return [{"event": "criterion_removed", "criterion": found}]
+        state["criteriaStatus"].pop(found, None)
+        state["checks"].pop(found, None)
+        state["checkTimeouts"].pop(found, None)
+        state["evidence"].pop(found, None)
+        events.append({"event": "criterion_removed", "criterion": found})
+        return found, state
 
-    new = change(store, fn)
+    found, new = store.update(fn)
     trust.carry(store.paths, before, new)
-    return result[0]
+    return found
 
 
 # -- steps -----------------------------------------------------------------------
@@ -276,53 +263,64 @@ def step_add(store: Store, text: str) -> str:
     if not text.strip():
         raise RalphstateError("a step needs some text.")
 
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> None:
         if text in state["steps"]:
             raise RalphstateError(f"step {text!r} is already in this loop.")
         st.set_steps(state, [*state["steps"], text], state["completedSteps"])
-        return [{"event": "step_added", "step": text}]
+        events.append({"event": "step_added", "step": text})
 
-    change(store, fn)
+    store.update(fn)
     return text
 
 
 def step_mark(store: Store, ref: str, done: bool) -> str:
-    result: list[str] = []
-
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> str:
         found = find_step(state, ref)
-        result[:] = [found]
+        if (found in state["completedSteps"]) == done:
+            return found
         completed = [s for s in state["completedSteps"] if s != found]
         if done:
             completed.append(found)
-        if (found in state["completedSteps"]) == done:
-            raise Unchanged
         st.set_steps(state, state["steps"], completed)
-        return [{"event": "step_done" if done else "step_undone", "step": found}]
+        events.append({"event": "step_done" if done else "step_undone", "step": found})
+        return found
 
-    change(store, fn)
-    return result[0]
+    return store.update(fn)
 
 
 # -- lifecycle -------------------------------------------------------------------
 
 
+def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:
+    """A change of status, also noted in the registry's summary of a loop known here
+    (`ralphstate list` shows it for a loop whose directory is gone). The agent's own
+    commands (criteria, steps) leave the registry alone: they run dozens of times a loop
+    and `list` reads a loop's live file while it exists."""
+    new = store.update(fn)
+    try:
+        registry.refresh(store.paths, new)
+    except (OSError, RalphstateError):
+        pass
+    return new
+
+
 def pause(store: Store, reason: str) -> st.State:
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> st.State:
         if state["status"] != "in_progress":
             raise RalphstateError(f"the loop is {state['status']}, not in progress.")
         state["status"], state["pauseReason"] = "paused", reason
-        return [{"event": "paused", "reason": reason}]
+        events.append({"event": "paused", "reason": reason})
+        return state
 
-    return change(store, fn)
+    return _lifecycle(store, fn)
 
 
 def resume(store: Store, more: int | None) -> st.State:
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> st.State:
         if state["status"] == "cancelled":
             raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
         if state["status"] == "in_progress" and more is None:
-            raise Unchanged
+            return state
         extra = more
         if extra is None and state["iteration"] >= state["maxIterations"]:
             extra = 10
@@ -336,29 +334,29 @@ def resume(store: Store, more: int | None) -> st.State:
         state["status"], state["pauseReason"] = "in_progress", None
         state["blocksWithoutProgress"] = 0
         state["lastProgress"] = None
-        return [{"event": "resumed", "maxIterations": state["maxIterations"]}]
+        events.append({"event": "resumed", "maxIterations": state["maxIterations"]})
+        return state
 
-    return change(store, fn)
+    return _lifecycle(store, fn)
 
 
 def cancel(store: Store) -> st.State:
-    def fn(state: st.State) -> list[Event]:
-        if state["status"] == "cancelled":
-            raise Unchanged
-        state["status"], state["pauseReason"] = "cancelled", None
-        return [{"event": "cancelled"}]
+    def fn(state: st.State, events: list[Event]) -> st.State:
+        if state["status"] != "cancelled":
+            state["status"], state["pauseReason"] = "cancelled", None
+            events.append({"event": "cancelled"})
+        return state
 
-    return change(store, fn)
+    return _lifecycle(store, fn)
 
 
 def adopt(store: Store) -> st.State:
     """Own the loop from this agent session (or, outside one, let the next adopt it)."""
     agent, sid = current_session()
 
-    def fn(state: st.State) -> list[Event]:
-        previous = state.get("sessionId")
-        state["sessionId"], state["ownerAgent"] = sid, agent if sid else None
-        return [{"event": "adopted", "session": sid, "agent": agent, "from": previous, "by": "cli"}]
+    def fn(state: st.State, events: list[Event]) -> st.State:
+        events.append(ownership.take(state, sid, agent, "cli"))
+        return state
 
     new = store.update(fn)
     registry.record(store.paths, new, claude_pid())

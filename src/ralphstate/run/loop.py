@@ -22,9 +22,8 @@ import filelock
 from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
-from ralphstate.hooks.entry import ENV_RUNNER
-from ralphstate.loop import ops
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn
 from ralphstate.run.plan import Plan, resolve_program
@@ -237,8 +236,7 @@ class _Run:
     def _begin(self) -> st.State:
         plan = self.plan
 
-        def change(state: st.State) -> list[Event]:
-            events: list[Event] = []
+        def change(state: st.State, events: list[Event]) -> st.State:
             if state["status"] == "paused":
                 events.append({"event": "resumed", "by": "run", "from": state["pauseReason"]})
                 state["status"], state["pauseReason"] = "in_progress", None
@@ -257,20 +255,21 @@ class _Run:
                     "pid": os.getpid(),
                 }
             )
-            return events
+            return state
 
-        state = ops.change(self.store, change)
+        state = self.store.update(change)
         with contextlib.suppress(OSError, RalphstateError):
             registry.record(self.store.paths, state)  # running it here is adopting it
         self.state = state
         return state
 
     def _start_iteration(self, run: int) -> st.State:
-        def change(state: st.State) -> list[Event]:
+        def change(state: st.State, events: list[Event]) -> st.State:
             if state["status"] != "in_progress":
                 raise _Stopped(state)
             state["iteration"] += 1
-            return [{"event": "iteration_started", "run": run, "of": self.plan.limit}]
+            events.append({"event": "iteration_started", "run": run, "of": self.plan.limit})
+            return state
 
         state = self.store.update(change)
         self.state = state
@@ -378,10 +377,9 @@ class _Run:
     def _remember_error(self, number: int, what: str) -> None:
         """A failed iteration goes into the state's bounded `errors` list."""
 
-        def change(current: st.State) -> list[Event]:
+        def change(current: st.State, events: list[Event]) -> None:
             st.add_error(current, f"agent {what}", at=clock.now_iso(), run=True)
             current["errors"][-1]["iteration"] = number
-            return []
 
         with contextlib.suppress(RalphstateError):
             self.store.update(change)
@@ -398,15 +396,16 @@ class _Run:
             "duration": round(time.monotonic() - self.started, 3),
         }
 
-        def change(state: st.State) -> list[Event]:
+        def change(state: st.State, events: list[Event]) -> st.State:
             if outcome == "complete":
                 state["status"], state["pauseReason"] = "complete", None
             elif state["status"] == "in_progress":
                 state["status"], state["pauseReason"] = "paused", reason
-            return [details]
+            events.append(details)
+            return state
 
         try:
-            self.state = ops.change(self.store, change)
+            self.state = self.store.update(change)
         except RalphstateError:
             with contextlib.suppress(RalphstateError):
                 append_history(self.store.paths.history, [details], self._iteration())

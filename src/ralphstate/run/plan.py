@@ -11,7 +11,7 @@ from typing import Any
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.hooks.entry import ENV_RUNNER
+from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn
 from ralphstate.storage.store import Store

@@ -87,7 +87,7 @@ def _read_start(path: Path, chars: int) -> tuple[str, int | None]:
 
 def _backing(state: st.State, name: str, notes: dict[str, str]) -> list[str]:
     """What backs a criterion: its check and what the check last proved, or a note."""
-    evidence: dict[str, Any] = state.get("evidence", {}).get(name) or {}
+    evidence: st.Evidence = state["evidence"].get(name) or {}
     check = state["checks"].get(name)
     extra: list[str] = []
     result = evidence.get("result")

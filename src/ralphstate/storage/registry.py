@@ -9,9 +9,9 @@ The hooks use this to tell a loop made here from one that arrived with a clone.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ralphstate.core import clock
+from ralphstate.core.state import State
 from ralphstate.storage import home, jsonstore
 from ralphstate.storage.jsonstore import Entry
 from ralphstate.storage.paths import LoopPaths
@@ -32,13 +32,13 @@ def entry(paths: LoopPaths) -> Entry | None:
     return read().get(jsonstore.key(paths))
 
 
-def knows(paths: LoopPaths, state: dict[str, Any]) -> bool:
+def knows(paths: LoopPaths, state: State) -> bool:
     """True when this machine created or adopted this very loop."""
     found = entry(paths)
     return found is not None and found.get("startedAt") == state.get("startedAt")
 
 
-def _summary(state: dict[str, Any]) -> Entry:
+def _summary(state: State) -> Entry:
     criteria = state["criteria"]
     met = sum(1 for c in criteria if state["criteriaStatus"].get(c) is True)
     return {
@@ -65,7 +65,7 @@ def _change(key: str, new: Entry | None) -> None:
     jsonstore.change(_path(), "the loop registry", edit)
 
 
-def record(paths: LoopPaths, state: dict[str, Any], claude_pid: str | None = None) -> None:
+def record(paths: LoopPaths, state: State, claude_pid: str | None = None) -> None:
     """Remember this loop as made or adopted here, with the owner's Claude Code process."""
     new = _summary(state)
     if claude_pid is not None:
@@ -73,7 +73,7 @@ def record(paths: LoopPaths, state: dict[str, Any], claude_pid: str | None = Non
     _change(jsonstore.key(paths), new)
 
 
-def refresh(paths: LoopPaths, state: dict[str, Any]) -> None:
+def refresh(paths: LoopPaths, state: State) -> None:
     """Update a known loop's summary (status, criteria met); unknown loops stay unknown."""
     if knows(paths, state):
         _change(jsonstore.key(paths), _summary(state))

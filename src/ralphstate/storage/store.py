@@ -12,7 +12,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 import filelock
 import orjson
@@ -23,15 +23,14 @@ from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
 from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths, check_safe
 
-Event = dict[str, Any]
-# What a change returns: the history events it caused; None means "nothing changed".
-Change = Callable[[st.State], "list[Event] | None"]
+# One line of history.jsonl, before `at` and `iteration` are added.
+Event = dict[str, object]
+R = TypeVar("R")
+# A change: edits the state it is given in place, appends the history events that say
+# what it did, and returns whatever its caller wants back.
+Change = Callable[[st.State, list[Event]], R]
 
 _RETRIES = 5
-
-
-class Unchanged(Exception):
-    """Raised inside a change to leave the file as it is."""
 
 
 def _os_error(action: str, path: str, exc: OSError) -> RalphstateError:
@@ -123,24 +122,26 @@ class Store:
         except OSError as exc:
             raise _os_error("write", self.paths.display(target), exc) from None
 
-    def update(self, change: Change) -> st.State:
-        """Apply `change` to the freshest state under the lock and write it back."""
+    def update(self, change: Change[R]) -> R:
+        """Apply `change` to the freshest state under the lock, write the state back with
+        its events in the history, and return what `change` returned. A change that
+        leaves the state as it was and records no event writes nothing; a
+        RalphstateError raised by `change` leaves the file as it is."""
         with self.locked():
             for _ in range(_RETRIES):
                 data, signature = self._read()
                 state = self._parse(data)
-                try:
-                    events = change(state)
-                except Unchanged:
-                    return state
-                if events is None:
-                    return state
+                before = st.dumps(state)
+                events: list[Event] = []
+                value = change(state, events)
+                if not events and st.dumps(state) == before:
+                    return value
                 state["updatedAt"] = clock.now_iso()
                 self._check_readable(state)
                 fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
                 if self._write(state, signature):
                     self._log(events, state)
-                    return state
+                    return value
             raise RalphstateError(
                 f"{self.paths.display(self.paths.state)} kept changing while being updated;"
                 " nothing was written. Try again."
@@ -245,10 +246,6 @@ def append_history(path: Path, events: list[Event], iteration: int) -> None:
         fsio.append_line_bytes(path, lines)
     except OSError as exc:
         raise _os_error("append to", loop.display(path), exc) from None
-
-
-def event(name: str, **details: Any) -> Event:
-    return {"event": name, **details}
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from ralphstate.core import clock
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.state import State
 from ralphstate.storage import home, jsonstore
 from ralphstate.storage.jsonstore import Entry
 from ralphstate.storage.paths import LoopPaths
@@ -53,12 +53,12 @@ def _trusts(paths: LoopPaths, checks: dict[str, str]) -> bool:
     return entry is not None and entry.get("checksHash") == checks_hash(checks)
 
 
-def is_trusted(paths: LoopPaths, state: dict[str, Any]) -> bool:
+def is_trusted(paths: LoopPaths, state: State) -> bool:
     """True when a person trusted exactly these checks for this loop on this machine."""
     return _trusts(paths, state["checks"])
 
 
-def record(paths: LoopPaths, state: dict[str, Any]) -> None:
+def record(paths: LoopPaths, state: State) -> None:
     """Trust the loop's current checks here; RalphstateError if the store cannot be written."""
     entry = {
         "checksHash": checks_hash(state["checks"]),
@@ -72,7 +72,7 @@ def record(paths: LoopPaths, state: dict[str, Any]) -> None:
     jsonstore.change(_path(), "the trust store", edit)
 
 
-def carry(paths: LoopPaths, before: dict[str, str], state: dict[str, Any]) -> None:
+def carry(paths: LoopPaths, before: dict[str, str], state: State) -> None:
     """After ralphstate itself changed `checks`: what was trusted stays trusted.
 
     Checks that were not trusted before the change stay untrusted; a failure to write

@@ -5,15 +5,15 @@ keeps the checks trusted if they were (see `trust.carry`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from ralphstate.cli.views import visible
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.loop.ops import change, find_criterion
+from ralphstate.core.text import visible
+from ralphstate.loop.ops import find_criterion
 from ralphstate.storage import trust
-from ralphstate.storage.store import Event, Store, Unchanged, append_history
+from ralphstate.storage.store import Event, Store, append_history
 
 
 def set_check(
@@ -35,12 +35,10 @@ def set_check(
             f"a check timeout is a number of seconds above 0 and at most"
             f" {limits.MAX_CHECK_TIMEOUT:g}, not {timeout:g}."
         )
-    found: list[str] = []
     before: dict[str, str] = {}
 
-    def fn(state: st.State) -> list[Event]:
+    def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         crit = find_criterion(state, name)
-        found[:] = [crit]
         before.clear()
         before.update(state["checks"])
         old = (state["checks"].get(crit), state["checkTimeouts"].get(crit))
@@ -59,17 +57,18 @@ def set_check(
                 state["checkTimeouts"][crit] = timeout
         new = (state["checks"].get(crit), state["checkTimeouts"].get(crit))
         if new == old:
-            raise Unchanged
+            return crit, state
         if new[0] != old[0] and state["evidence"].get(crit, {}).get("result") != "claimed":
             state["evidence"].pop(crit, None)
         entry: Event = {"event": "check_removed" if remove else "check_set", "criterion": crit}
         if not remove:
             entry.update(command=new[0], timeout=new[1])
-        return [entry]
+        events.append(entry)
+        return crit, state
 
-    new = change(store, fn)
+    found, new = store.update(fn)
     trust.carry(store.paths, before, new)
-    return found[0], new
+    return found, new
 
 
 def describe(state: st.State, name: str) -> str:
@@ -132,7 +131,7 @@ def _setting(key: str) -> tuple[str, Any, Any]:
 
 def get_setting(state: st.State, key: str) -> str:
     field, _parse, show = _setting(key)
-    return str(show(state[field]))
+    return str(show(cast(st.Raw, state)[field]))
 
 
 def set_setting(store: Store, key: str, text: str) -> str:
@@ -140,11 +139,11 @@ def set_setting(store: Store, key: str, text: str) -> str:
     field, parse, show = _setting(key)
     value = parse(text)
 
-    def fn(state: st.State) -> list[Event]:
-        if state[field] == value:
-            raise Unchanged
-        state[field] = value
-        return [{"event": "config", "key": field, "value": value}]
+    def fn(state: st.State, events: list[Event]) -> None:
+        raw = cast(st.Raw, state)  # the setting's key comes from SETTINGS
+        if raw[field] != value:
+            raw[field] = value
+            events.append({"event": "config", "key": field, "value": value})
 
-    change(store, fn)
+    store.update(fn)
     return str(show(value))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -33,12 +32,10 @@ from typing import IO, Any
 from ralphstate.core import clock, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import plain_output
 from ralphstate.loop.ops import find_criterion
 from ralphstate.storage import trust
 from ralphstate.storage.store import Event, Store
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class Untrusted(RalphstateError):
@@ -62,7 +59,7 @@ class CheckResult:
     problem: str | None = None
 
     @property
-    def result(self) -> str:
+    def result(self) -> st.EvidenceResult:
         return "verified" if self.passed else "failing"
 
     @property
@@ -74,7 +71,7 @@ class CheckResult:
             return f"timed out after {self.timeout:g}s"
         return f"exit code {self.exit_code}"
 
-    def evidence(self, at: str) -> dict[str, Any]:
+    def evidence(self, at: str) -> st.Evidence:
         """The entry kept in state.json's `evidence` for this criterion."""
         return {
             "result": self.result,
@@ -211,8 +208,9 @@ def _run_within(
 def record_results(store: Store, results: Sequence[CheckResult], by: str = "verify") -> st.State:
     """Write results to the state and history in one update (see `apply`)."""
 
-    def change(state: st.State) -> list[Event] | None:
-        return apply(state, results, by) or None
+    def change(state: st.State, events: list[Event]) -> st.State:
+        events += apply(state, results, by)
+        return state
 
     return store.update(change)
 
@@ -263,7 +261,7 @@ class _Tail:
     def text(self, max_lines: int) -> str:
         data = bytes(self.data[-self.limit :])
         text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-        text = _CONTROL.sub("", _ANSI.sub("", text))
+        text = plain_output(text)
         lines = text.rstrip("\n").split("\n")
         if self.total > len(data) and len(lines) > 1:
             lines = lines[1:]  # the first line was cut through

@@ -1,0 +1,255 @@
+"""The three hooks on a project that may have a loop: Stop, SessionStart, PreCompact.
+
+`hooks.entry` runs one of them once it knows there may be a loop here. Each finds the
+loop, decides under the state lock (`Store.update`), and returns the agent's output.
+The rules are not here: the Stop decision is `core.decide.decide_stop`, ownership is
+`core.ownership`, the words are `core.render`. A Fault is turned into an allowing
+answer and a line for the person by `hooks.entry`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from ralphstate.agents.table import CLAUDE, Agent
+from ralphstate.core import clock, decide, limits, ownership, render
+from ralphstate.core import state as st
+from ralphstate.core.decide import Decision
+from ralphstate.core.errors import NoLoop, RalphstateError
+from ralphstate.hooks.entry import Fault, complain
+from ralphstate.storage import paths, registry, trust
+from ralphstate.storage.store import Event, Store
+
+if TYPE_CHECKING:
+    from ralphstate.verify.execute import CheckResult
+
+Output = dict[str, Any]
+HookInput = dict[str, object]
+R = TypeVar("R")
+
+
+def _claude_pid(agent: Agent) -> str | None:
+    if agent is not CLAUDE:
+        return None  # only a Claude Code session is tied to its process
+    return os.environ.get("CLAUDE_PID") or None
+
+
+def _find(agent: Agent, hook_input: HookInput) -> tuple[paths.LoopPaths, Store, st.State] | None:
+    """The loop, its store and its state; None when there is no loop; Fault if unusable."""
+    start = agent.project_dir(os.environ) or agent.cwd(hook_input) or os.getcwd()
+    loop = paths.find(start)
+    if loop is None:
+        return None
+    store = Store(loop, lock_timeout=limits.HOOK_LOCK_TIMEOUT)
+    if not store.exists():
+        return None
+    try:
+        return loop, store, store.load()
+    except NoLoop:
+        return None
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+
+
+def _update(store: Store, change: Callable[[st.State, list[Event]], R]) -> R:
+    try:
+        return store.update(change)
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+
+
+def _record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) -> None:
+    try:
+        registry.record(loop, state, pid)
+    except Exception as exc:  # noqa: BLE001 - the registry is a convenience
+        complain(event, f"could not update the loop registry ({exc})")
+
+
+# -- Stop -------------------------------------------------------------------------
+
+
+def stop(agent: Agent, hook_input: HookInput) -> Output | None:
+    if not agent.turn_finished(hook_input):
+        return None  # the person stopped this turn: never hold it open
+    found = _find(agent, hook_input)
+    if found is None:
+        return None
+    loop, store, _state = found
+    session_id = agent.session_id(hook_input)
+    if session_id is None:
+        raise Fault("input has no session id")
+    message = agent.last_message(hook_input)
+    runner = bool(os.environ.get(ownership.ENV_RUNNER))
+
+    def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
+        def change(current: st.State, events: list[Event]) -> Decision:
+            results = verified.results if verified else []
+            checked: list[Event] = []
+            if results:
+                from ralphstate.verify.execute import apply
+
+                checked = apply(current, results, "stop")
+            ran = {e["criterion"] for e in checked}
+            decision = decide.decide_stop(
+                current,
+                session_id,
+                message,
+                known_here=lambda: registry.knows(loop, current),
+                runner=runner,
+                agent=agent.name,
+                checks_ran=verified is not None,
+                failures=[r for r in results if not r.passed and r.criterion in ran],
+                untrusted=verified is not None and verified.untrusted,
+            )
+            if decision.state is not None:
+                raw = cast(st.Raw, current)  # the store writes the dict it handed over
+                raw.clear()
+                raw.update(decision.state)
+                events += checked + decision.events
+            return decision
+
+        return change
+
+    decision: Decision = _update(store, deciding())
+    if decision.rule == "verify":  # the checks run outside the lock, then decide again
+        decision = _update(store, deciding(_verify(store)))
+    if decision.state is not None and (
+        decision.adopted
+        or decision.rule in ("complete", "max_iterations", "stall", "untrusted_checks")
+    ):
+        _record("stop", loop, decision.state, _claude_pid(agent) if decision.adopted else None)
+    return agent.render_stop(decision)
+
+
+class Verified:
+    """What verify-on-stop found: the checks' results, or that they are not trusted."""
+
+    def __init__(self, results: list[CheckResult], untrusted: bool = False) -> None:
+        self.results = results
+        self.untrusted = untrusted
+
+
+def _verify(store: Store) -> Verified:
+    """Verify-on-stop: run the loop's trusted checks within limits.STOP_VERIFY_BUDGET,
+    outside the state lock. Untrusted checks are never run."""
+    from ralphstate.verify import execute
+
+    try:
+        with execute.terminate_as_interrupt():
+            return Verified(
+                execute.run_checks(store, budget=limits.STOP_VERIFY_BUDGET, record=False)
+            )
+    except execute.Untrusted:
+        return Verified([], untrusted=True)
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+    except KeyboardInterrupt:  # SIGTERM: the client gave up waiting for this hook
+        raise Fault(
+            "stopped while running the loop's checks; the running check was killed"
+        ) from None
+
+
+# -- SessionStart -----------------------------------------------------------------
+
+
+def session_start(agent: Agent, hook_input: HookInput) -> Output | None:
+    try:
+        found = _find(agent, hook_input)
+    except Fault as exc:
+        return agent.render_notice(f"ralphstate: {exc}; the loop is ignored until it is fixed.")
+    if found is None:
+        return None
+    loop, store, state = found
+    if state["status"] not in st.ACTIVE:
+        return None
+    session_id = agent.session_id(hook_input)
+    source = str(hook_input.get("source") or "startup")
+    if os.environ.get(ownership.ENV_RUNNER) and registry.knows(loop, state):
+        # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
+        return agent.render_context(render.context(state, source), render.session_line(state))
+    pid = _claude_pid(agent)
+
+    def cleared_here() -> bool:
+        entry = registry.entry(loop) or {}
+        return source == "clear" and bool(pid) and entry.get("claudePid") == pid
+
+    def judge(current: st.State) -> ownership.Verdict:
+        return ownership.judge(
+            current,
+            session_id,
+            agent.name,
+            known=lambda: registry.knows(loop, current),
+            cleared_here=cleared_here,
+        )
+
+    def own(current: st.State, events: list[Event]) -> tuple[ownership.Verdict, st.State]:
+        verdict = judge(current)  # again, under the lock: two sessions cannot both take it
+        if verdict in ("adopt", "reown"):
+            events.append(ownership.take(current, session_id, agent.name, source))
+        return verdict, current
+
+    verdict = judge(state)
+    if verdict in ("adopt", "reown") and session_id:
+        verdict, state = _update(store, own)
+    if verdict == "unknown":
+        checks = ""
+        if not trust.is_trusted(loop, state):
+            checks = (
+                f" Its {len(state['checks'])} checks will not run until you review them"
+                " (`ralphstate status`) and run `ralphstate trust`."
+            )
+        return agent.render_notice(
+            f"ralphstate: this project has a loop that was not started on this machine"
+            f" ({len(state['criteria'])} criteria, status {state['status']})."
+            " It is ignored until you run `ralphstate adopt`." + checks
+        )
+    if verdict == "foreign":
+        from ralphstate.core.text import visible
+
+        owner_agent = ownership.owner_agent(state)
+        whose = "" if owner_agent == agent.name else f"{visible(owner_agent[:20])} "
+        return agent.render_context(
+            "A ralphstate loop in this project belongs to another session; do not work on"
+            " it unless the person asks. To take it over here: `ralphstate adopt`.",
+            "ralphstate: the loop here belongs to another session"
+            f" ({whose}{visible(str(state['sessionId'])[:8])}…); run `ralphstate adopt` to"
+            " continue it in this one.",
+        )
+    if verdict in ("adopt", "reown") and session_id:
+        _record("session-start", loop, state, pid)
+    trusted = trust.is_trusted(loop, state)
+    line = render.session_line(state)
+    if not trusted:
+        line += " " + render.untrusted_line(state)
+    return agent.render_context(render.context(state, source, trusted), line)
+
+
+# -- PreCompact -------------------------------------------------------------------
+
+
+def pre_compact(agent: Agent, hook_input: HookInput) -> Output | None:
+    found = _find(agent, hook_input)
+    if found is None:
+        return None
+    loop, store, _state = found
+    session_id = agent.session_id(hook_input)
+    trigger = str(hook_input.get("trigger") or "")[:20]
+
+    def checkpoint(current: st.State, events: list[Event]) -> None:
+        if current["status"] not in st.ACTIVE:
+            return
+        verdict = ownership.judge(
+            current, session_id, agent.name, known=lambda: registry.knows(loop, current)
+        )
+        if verdict not in ("owner", "adopt"):
+            return  # another session's, or a loop that arrived with a clone: left alone
+        current["lastCheckpoint"] = clock.now_iso()
+        events.append({"event": "checkpoint", "trigger": trigger})
+
+    _update(store, checkpoint)
+    return None
+
+
+HANDLERS = {"stop": stop, "session-start": session_start, "pre-compact": pre_compact}
