@@ -130,10 +130,10 @@ def test_hook_command_runs_the_hook_script_with_this_interpreter(
     python = fake_interpreter(tmp_path / "my venv" / "bin")
     monkeypatch.setattr(sys, "executable", str(python))
     exe, script = expected_path(python), expected_path(SCRIPT)
-    assert hook_command("Stop") == f'"{exe}" "{script}" stop'
-    assert hook_command("SessionStart") == f'"{exe}" "{script}" session-start'
-    assert hook_command("PreCompact") == f'"{exe}" "{script}" pre-compact'
-    assert shlex.split(hook_command("Stop")) == [exe, script, "stop"]
+    assert hook_command("Stop") == f'"{exe}" "{script}" stop || exit 1'
+    assert hook_command("SessionStart") == f'"{exe}" "{script}" session-start || exit 1'
+    assert hook_command("PreCompact") == f'"{exe}" "{script}" pre-compact || exit 1'
+    assert shlex.split(hook_command("Stop")) == [exe, script, "stop", "||", "exit", "1"]
     assert tuple(inst.EVENTS.values()) == SUBCOMMANDS
     for event, sub in inst.EVENTS.items():
         assert inst.own_subcommand(hook_command(event)) == sub
@@ -144,7 +144,10 @@ def test_hook_command_for_powershell(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(sys, "executable", str(python))
     exe = expected_path(python).replace("'", "''")
     command = powershell_command("stop", "gemini")
-    assert command == f"& '{exe}' '{expected_path(SCRIPT)}' stop --agent gemini"
+    assert command == (
+        f"& '{exe}' '{expected_path(SCRIPT)}' stop --agent gemini"
+        "; if ($LASTEXITCODE -ne 0) { exit 1 }"
+    )
     assert command_target(command) == expected_path(python)
     assert command_script(command) == expected_path(SCRIPT)
     assert inst.own_subcommand(command) == "stop"
@@ -165,9 +168,7 @@ def test_hook_command_without_an_interpreter_is_one_clear_error(
 def test_hook_command_without_the_hook_script_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ralphstate.hooks
-
-    monkeypatch.setattr(ralphstate.hooks, "__file__", str(tmp_path / "hooks" / "__init__.py"))
+    monkeypatch.setattr(ralphstate, "__file__", str(tmp_path / "ralphstate" / "__init__.py"))
     with pytest.raises(RalphstateError) as err:
         hook_command("Stop")
     assert str(err.value) == (
@@ -176,7 +177,7 @@ def test_hook_command_without_the_hook_script_is_one_clear_error(
 
 
 def test_hook_command_with_an_agent() -> None:
-    assert hook_command("Stop", agent="codex") == STOP + " --agent codex"
+    assert hook_command("Stop", agent="codex") == STOP.replace(" stop ", " stop --agent codex ")
     with pytest.raises(ValueError):
         hook_command("Stop", agent="codex; rm -rf /")
 
@@ -195,8 +196,6 @@ def test_hook_command_survives_a_real_shell_with_awkward_paths(
 ) -> None:
     """The command runs through sh exactly as Claude Code runs it, from another directory:
     the interpreter and the script both reach the program as themselves."""
-    import ralphstate.hooks
-
     bindir = tmp_path / AWKWARD / "bin"
     bindir.mkdir(parents=True)
     python = bindir / "python"
@@ -206,7 +205,7 @@ def test_hook_command_survives_a_real_shell_with_awkward_paths(
     package.mkdir(parents=True)
     (package / "__main__.py").write_text("")
     monkeypatch.setattr(sys, "executable", str(python))
-    monkeypatch.setattr(ralphstate.hooks, "__file__", str(package / "__init__.py"))
+    monkeypatch.setattr(ralphstate, "__file__", str(package.parent / "__init__.py"))
     command = hook_command("Stop", agent="codex")
     assert command_target(command) == str(python)
     assert command_script(command) == str(package / "__main__.py")
@@ -218,6 +217,26 @@ def test_hook_command_survives_a_real_shell_with_awkward_paths(
     )
     expected = [str(python), str(package / "__main__.py"), "stop", "--agent", "codex"]
     assert done.stdout == repr(expected) + "\n"
+
+
+@POSIX_ONLY
+def test_a_hook_left_behind_by_an_uninstall_never_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ralphstate uninstalled, its entry left in the settings: Python cannot open the hook
+    script and exits 2, which the agents read as "block"; the command exits 1 instead, an
+    error they show the person without blocking."""
+    package = tmp_path / "site" / "ralphstate"
+    (package / "hooks").mkdir(parents=True)
+    (package / "hooks" / "__main__.py").write_text("")
+    monkeypatch.setattr(ralphstate, "__file__", str(package / "__init__.py"))
+    command = hook_command("Stop")
+    shutil.rmtree(tmp_path / "site")
+    bare = command.removesuffix(" || exit 1")
+    assert subprocess.run(["/bin/sh", "-c", bare], capture_output=True).returncode == 2
+    done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "__main__.py" in done.stderr
 
 
 # ---------------------------------------------------------------- command_target

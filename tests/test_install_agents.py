@@ -18,7 +18,7 @@ from ralphstate.install.agents import (
     find_installed,
     hooks_path,
 )
-from ralphstate.install.command import command_script
+from ralphstate.install.command import POWERSHELL_TAIL, command_script
 from tests.conftest import Result
 
 # The agents with a hook file of their own: every agent of the adapters' table but
@@ -61,7 +61,7 @@ def powershell(sub: str, agent: str) -> str:
     program = install.command_target(cmd(sub, agent))
     script = command_script(cmd(sub, agent))
     assert program is not None and script is not None
-    return f"& '{program}' '{script}' {sub} --agent {agent}"
+    return f"& '{program}' '{script}' {sub} --agent {agent}{POWERSHELL_TAIL}"
 
 
 EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {

@@ -2,11 +2,16 @@
 
 What `install` writes, for sh (Claude Code's shell; Git Bash on Windows):
 
-    "/abs/python" "/abs/site-packages/ralphstate/hooks/__main__.py" stop [--agent NAME]
+    "/abs/python" "/abs/site-packages/ralphstate/hooks/__main__.py" stop [--agent NAME] || exit 1
 
 and for PowerShell (Gemini CLI on Windows, Copilot's `powershell` key):
 
-    & '/abs/python' '/abs/site-packages/ralphstate/hooks/__main__.py' stop [--agent NAME]
+    & '/abs/python' '/abs/site-packages/ralphstate/hooks/__main__.py' stop [--agent NAME]; if ($LASTEXITCODE -ne 0) { exit 1 }
+
+The hook itself always exits 0. The tail is for the day ralphstate is uninstalled and
+the entry left behind: Python cannot open the script and exits 2, which Claude Code,
+Codex and Gemini CLI read as "block the stop"; exit 1 is an error they show the person
+and do not block on, as a missing console script's 127 was.
 
 The interpreter that runs ralphstate runs the hook script by its path: no console-script
 wrapper to start first, and, unlike `python -m`, no current directory (the user's
@@ -41,17 +46,21 @@ _OWN = re.compile(
     ),
     re.IGNORECASE,
 )
+# Any failure to run the hook at all becomes exit 1, never 2 ("block"): see above.
+SH_TAIL = " || exit 1"
+POWERSHELL_TAIL = "; if ($LASTEXITCODE -ne 0) { exit 1 }"
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _SH_ESCAPED = '"\\$`'
 
 
 def hook_script() -> str:
-    """The absolute path of this installation's hook script, `ralphstate/hooks/__main__.py`."""
-    import ralphstate.hooks
+    """The absolute path of this installation's hook script, `ralphstate/hooks/__main__.py`
+    (found from the top package, so install imports nothing of the hooks)."""
+    import ralphstate
 
-    package = ralphstate.hooks.__file__
+    package = ralphstate.__file__
     if package:
-        script = Path(os.path.abspath(package)).with_name("__main__.py")
+        script = Path(os.path.abspath(package)).parent.joinpath(*HOOK_SCRIPT[1:])
         if script.is_file():
             return str(script)
     raise RalphstateError(
@@ -80,13 +89,13 @@ def shell_command(sub: str, agent: str | None = None) -> str:
     """The hook command for sh: absolute paths in double quotes, so it works from any
     directory and in paths with spaces."""
     python, script, args = _parts(sub, agent)
-    return f"{quote(python)} {quote(script)} {args}"
+    return f"{quote(python)} {quote(script)} {args}{SH_TAIL}"
 
 
 def powershell_command(sub: str, agent: str | None = None) -> str:
     """The same command for PowerShell: `& 'PYTHON' 'SCRIPT' ARGS`."""
     python, script, args = _parts(sub, agent)
-    return f"& {_ps_quote(python)} {_ps_quote(script)} {args}"
+    return f"& {_ps_quote(python)} {_ps_quote(script)} {args}{POWERSHELL_TAIL}"
 
 
 def quote(path: str) -> str:
