@@ -258,8 +258,9 @@ def test_session_start_says_why_and_what_to_run(project: Path, rs: Any) -> None:
     )
     context = out["hookSpecificOutput"]["additionalContext"]
     assert context.endswith(
-        "- The loop's checks are not trusted on this machine, so ralphstate will not run"
-        " them; the person has to review them and run `ralphstate trust`."
+        "- The loop's checks are not trusted on this machine (changed outside ralphstate, or"
+        " they came with the repository), so ralphstate will not run them; the person has to"
+        " review them and run `ralphstate trust`."
     )
 
 

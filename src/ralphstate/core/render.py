@@ -10,6 +10,11 @@ from typing import Protocol
 from ralphstate.core import limits
 from ralphstate.core import state as st
 
+# The one sentence on checks that may not run here (`storage/trust.py`); every message
+# that says so builds on it.
+NOT_TRUSTED = (
+    "not trusted on this machine (changed outside ralphstate, or they came with the repository)"
+)
 _SAFE = re.compile(r"^[\w .,:/@%+=-]*$")
 # The markers that frame the loop's state in the SessionStart context; text from the
 # state never carries them, so it cannot end the frame early.
@@ -152,8 +157,7 @@ def paused_stall(state: st.State) -> str:
 
 def paused_untrusted(state: st.State) -> str:
     return (
-        "ralphstate: the agent claims every criterion, but the loop's checks are not trusted"
-        " on this machine (changed outside ralphstate, or they came with the repository),"
+        f"ralphstate: the agent claims every criterion, but the loop's checks are {NOT_TRUSTED},"
         " so they were not run and the loop is paused. Review them (`ralphstate status`),"
         " run `ralphstate trust`, then `ralphstate resume`."
     )
@@ -163,8 +167,7 @@ def untrusted_line(state: st.State) -> str:
     """For the person at SessionStart, after `session_line`: why the checks will not
     run, and what to do."""
     return (
-        f"Its {len(state['checks'])} checks are not trusted on this machine"
-        " (changed outside ralphstate, or they came with the repository) and will not run;"
+        f"Its {len(state['checks'])} checks are {NOT_TRUSTED} and will not run;"
         " review them (`ralphstate status`) and run `ralphstate trust`."
     )
 
@@ -241,8 +244,8 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
 def _check_protocol(state: st.State, trusted: bool) -> list[str]:
     if not trusted:
         return [
-            "- The loop's checks are not trusted on this machine, so ralphstate will not run"
-            " them; the person has to review them and run `ralphstate trust`."
+            f"- The loop's checks are {NOT_TRUSTED}, so ralphstate will not run them; the"
+            " person has to review them and run `ralphstate trust`."
         ]
     lines = ["- `ralphstate verify` runs the criteria's checks and records what they prove."]
     if state["verifyOnStop"]:

@@ -6,7 +6,8 @@ What `install` writes, for sh (Claude Code's shell; Git Bash on Windows):
 
 and for PowerShell (Gemini CLI on Windows, Copilot's `powershell` key):
 
-    & '/abs/python' '/abs/site-packages/ralphstate/hooks/__main__.py' stop [--agent NAME]; if ($LASTEXITCODE -ne 0) { exit 1 }
+    & '/abs/python' '/abs/.../ralphstate/hooks/__main__.py' stop [--agent NAME];
+      if ($LASTEXITCODE -ne 0) { exit 1 }
 
 The hook itself always exits 0. The tail is for the day ralphstate is uninstalled and
 the entry left behind: Python cannot open the script and exits 2, which Claude Code,

@@ -7,11 +7,13 @@ import shutil
 import sys
 from pathlib import Path
 
+from ralphstate.core import ownership
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.install import claude as install
 from ralphstate.install.command import command_script, command_target
-from ralphstate.loop.ops import locate, session_id
+from ralphstate.loop.ops import current_session, locate
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
@@ -117,8 +119,7 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     return [
         (
             "warn",
-            f"the loop's {count} checks are not trusted on this machine (changed outside"
-            " ralphstate, or they came with the repository), so nothing runs them; review"
+            f"the loop's {count} checks are {NOT_TRUSTED}, so nothing runs them; review"
             " them (`ralphstate status`) and run `ralphstate trust`",
         )
     ]
@@ -146,8 +147,8 @@ def check_loop(start: Path) -> list[Finding]:
         )
     )
     findings += _check_findings(store, state)
-    owner = state.get("sessionId")
-    current = session_id()
+    owner = state["sessionId"]
+    agent, current = current_session()
     known = registry.knows(store.paths, state)
     if not known:
         findings.append(
@@ -157,9 +158,12 @@ def check_loop(start: Path) -> list[Finding]:
                 " until you run `ralphstate adopt`",
             )
         )
-    if owner is None:
+    verdict = ownership.judge(
+        state, current, agent or ownership.owner_agent(state), known=lambda: known
+    )
+    if verdict == "adopt":
         findings.append(("ok", "the loop has no owner yet; the next session here adopts it"))
-    elif current and owner != current:
+    elif verdict == "foreign" and current and owner:
         findings.append(
             (
                 "warn",
@@ -167,7 +171,7 @@ def check_loop(start: Path) -> list[Finding]:
                 " `ralphstate adopt` takes it over",
             )
         )
-    else:
+    elif owner:
         findings.append(("ok", f"owned by session {owner}"))
     cap = _block_cap()
     if state["stallLimit"] >= cap:

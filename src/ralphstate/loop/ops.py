@@ -16,13 +16,8 @@ from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths, find, for_init
 from ralphstate.storage.store import Change, Event, Store
 
-ENV_SESSION = "CLAUDE_CODE_SESSION_ID"
 ENV_CLAUDE_PID = "CLAUDE_PID"
 TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
-
-
-def session_id() -> str | None:
-    return current_session()[1]
 
 
 def current_session() -> tuple[str | None, str | None]:

@@ -26,12 +26,6 @@ from ralphstate.storage.paths import LoopPaths
 
 TRUST_NAME = "trust.json"
 
-UNTRUSTED_WHY = (
-    "its checks were changed outside ralphstate, or came with the repository,"
-    " and are not trusted on this machine"
-)
-
-
 def _path() -> Path:
     return home.data_dir() / TRUST_NAME
 

@@ -32,6 +32,7 @@ from typing import IO, Any
 from ralphstate.core import clock, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import plain_output
 from ralphstate.loop.ops import find_criterion
 from ralphstate.storage import trust
@@ -118,8 +119,7 @@ def _quote(text: str) -> str:
 
 def untrusted_message(store: Store) -> str:
     return (
-        f"the checks in {store.paths.display(store.paths.state)} are not trusted on this"
-        " machine (changed outside ralphstate, or they came with the repository); nothing"
+        f"the checks in {store.paths.display(store.paths.state)} are {NOT_TRUSTED}; nothing"
         " was run. Review them (`ralphstate criteria check NAME` or `ralphstate status`),"
         " then run `ralphstate trust`."
     )
