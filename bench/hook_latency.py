@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -80,7 +81,12 @@ def install(base: Path) -> tuple[str, Path]:
     scripts = base / "venv" / ("Scripts" if WINDOWS else "bin")
     python = str(scripts / ("python.exe" if WINDOWS else "python"))
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, str(CHECKOUT)], check=True)
+    # Built from a copy: the build leaves nothing in the checkout, and a stale build/
+    # there cannot put modules that are gone into what is measured.
+    source = base / "source"
+    junk = (".git", "node_modules", "build", "dist", "*.egg-info", "__pycache__", ".*cache")
+    shutil.copytree(CHECKOUT, source, ignore=shutil.ignore_patterns(*junk, ".venv*", ".loop"))
+    subprocess.run([*pip, str(source)], check=True)
     return python, scripts
 
 
