@@ -3,14 +3,16 @@ is rendered in that agent's output shape. An adapter is a small table."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
     from ralphstate.core.decide import Decision
+    from ralphstate.core.state import AgentName
 
-    Output = dict[str, Any]
+    # What a hook reads (one JSON object) and prints (one JSON object).
+    HookInput = dict[str, object]
+    Output = dict[str, object]
 
 
 class Agent:
@@ -30,7 +32,7 @@ class Agent:
 
     def __init__(
         self,
-        name: str,
+        name: AgentName,
         *,
         session_key: str,
         message_key: str | None,
@@ -63,11 +65,11 @@ class Agent:
         self.notices = notices
         self.transcript_wait = transcript_wait
 
-    def session_id(self, data: dict[str, Any]) -> str | None:
+    def session_id(self, data: HookInput) -> str | None:
         value = data.get(self.session_key)
         return value if isinstance(value, str) and value else None
 
-    def cwd(self, data: dict[str, Any]) -> str | None:
+    def cwd(self, data: HookInput) -> str | None:
         value = data.get(self.cwd_key)
         if isinstance(value, list):
             value = value[0] if value else None
@@ -76,14 +78,14 @@ class Agent:
     def project_dir(self, environ: Mapping[str, str]) -> str | None:
         return (environ.get(self.project_env) or None) if self.project_env else None
 
-    def turn_finished(self, data: dict[str, Any]) -> bool:
+    def turn_finished(self, data: HookInput) -> bool:
         """False when the person stopped the turn (Cursor's `status: aborted`)."""
         if self.finished is None:
             return True
         key, values = self.finished
         return data.get(key, values[0]) in values
 
-    def last_message(self, data: dict[str, Any]) -> str | None:
+    def last_message(self, data: HookInput) -> str | None:
         """The reply that ended the turn; the transcript's tail only when the field is absent."""
         if self.message_key and self.message_key in data:
             value = data[self.message_key]
@@ -195,7 +197,7 @@ COPILOT = Agent(
     transcript_wait=2.0,  # the events file lags the hook (see agent_transcripts)
 )
 
-AGENTS = {agent.name: agent for agent in (CLAUDE, CODEX, GEMINI, CURSOR, COPILOT)}
+AGENTS: dict[str, Agent] = {a.name: a for a in (CLAUDE, CODEX, GEMINI, CURSOR, COPILOT)}
 # Which agent a shell command runs inside: Claude Code last, because an agent started
 # from Claude Code's Bash tool inherits its variables.
 _DETECT_ORDER = (CODEX, COPILOT, GEMINI, CURSOR, CLAUDE)

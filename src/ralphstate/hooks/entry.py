@@ -18,9 +18,7 @@ from ralphstate.storage import paths
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
 if TYPE_CHECKING:
-    from typing import Any
-
-    Output = dict[str, Any]
+    Output = dict[str, object]
     HookInput = dict[str, object]
 
 USAGE = (

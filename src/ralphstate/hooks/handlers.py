@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ralphstate.agents.table import CLAUDE, Agent
 from ralphstate.core import clock, decide, limits, ownership, render
@@ -25,7 +25,7 @@ from ralphstate.storage.store import Event, Store
 if TYPE_CHECKING:
     from ralphstate.verify.execute import CheckResult
 
-Output = dict[str, Any]
+Output = dict[str, object]
 HookInput = dict[str, object]
 R = TypeVar("R")
 
