@@ -126,7 +126,7 @@ def sparse_transcript(path: Path, size: int) -> None:
             },
         )
     ).encode()
-    with open(path, "wb") as handle:
+    with path.open("wb") as handle:
         handle.truncate(size - len(tail) - 1)  # a hole: no disk, no time to write
         handle.seek(0, os.SEEK_END)
         handle.write(b"\n" + tail)

@@ -94,7 +94,7 @@ def probe(run: str, *, cwd: Path, stdin: Path | None, env: dict[str, str]) -> Pr
     out = cwd.parent / f"{cwd.name}-modules.txt"
     full_env = dict(os.environ, PROBE_RUN=run, PROBE_OUT=str(out), **env)
     full_env.pop("PYTHONSTARTUP", None)
-    with open(stdin if stdin else os.devnull, "rb") as source:
+    with Path(stdin or os.devnull).open("rb") as source:
         done = subprocess.run(
             [sys.executable, "-c", PROBE],
             stdin=source,

@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
             # A real hook process, run at every stop: everything is written and every
             # file closed, so skip the interpreter's teardown of the modules it loaded.
             for stream in (sys.stdout, sys.stderr):
-                try:
+                try:  # noqa: SIM105 - contextlib is not imported on the hook's path
                     stream.flush()
                 except (OSError, ValueError, AttributeError):
                     pass

@@ -4,6 +4,7 @@ for (see lazy.py); this module imports click and nothing of the commands."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -60,10 +61,8 @@ def _escape_unencodable_output() -> None:
     pipe in cp1252) is written as `\\u2713`, never an error after the change was made."""
     for stream in (sys.stdout, sys.stderr):
         if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            try:
+            with contextlib.suppress(ValueError, OSError):
                 stream.reconfigure(errors="backslashreplace")
-            except (ValueError, OSError):
-                pass
 
 
 # click 8.2 and later raise this for a group named without a subcommand; 8.1 printed help.

@@ -89,8 +89,8 @@ def run(echo: Callable[[str], None]) -> int:
         init = [
             "init",
             SPEC,
-            *sum((["-c", c] for c in CRITERIA), []),
-            *sum((["-s", s] for s in STEPS), []),
+            *[arg for c in CRITERIA for arg in ("-c", c)],
+            *[arg for s in STEPS for arg in ("-s", s)],
             "--max-iterations",
             "10",
         ]
