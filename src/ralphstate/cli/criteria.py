@@ -34,7 +34,7 @@ def criteria_list() -> None:
     Example:
       ralphstate criteria list
     """
-    from ralphstate.cli.views import visible
+    from ralphstate.core.text import visible
 
     state = ops.locate().load()
     for i, name in enumerate(state["criteria"], 1):

@@ -11,9 +11,9 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
-from ralphstate.cli.views import visible
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
 from ralphstate.loop import ops
 from ralphstate.verify import checks
 from ralphstate.verify import execute as verify_

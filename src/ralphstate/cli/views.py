@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ralphstate.core import clock
 from ralphstate.core import state as st
+from ralphstate.core.text import visible
 
 Style = Any  # a callable like click.style(text, fg=...)
-# Control characters but tab and newline: C0, DEL and C1.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: object) -> str:
-    """Text from a state file as a terminal shows it faithfully: a control character (an
-    escape sequence, a carriage return, in a file that came with a clone) is shown as
-    `\\xNN` instead of redrawing the line, so a check command reviewed before `ralphstate
-    trust` is the command that will run."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
 
 
 def _plain(text: str, **_: Any) -> str:
