@@ -18,7 +18,7 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ralphstate.cli import views
+from ralphstate.core import views
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage.paths import LoopPaths

@@ -339,7 +339,7 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
 def test_status_shows_the_age_of_the_evidence() -> None:
     from freezegun import freeze_time
 
-    from ralphstate.cli import views
+    from ralphstate.core import views
 
     state = st.new("s", ["a", "b", "c", "d"], [], now="2026-01-01T00:00:00Z")
     state["checks"] = {"a": "x", "b": "y", "d": "z"}

@@ -120,7 +120,7 @@ def status(as_json: bool) -> None:
     if as_json:
         output.json(state)
         return
-    from ralphstate.cli import views
+    from ralphstate.core import views
     from ralphstate.storage import trust
 
     trusted = trust.is_trusted(store.paths, state)
@@ -158,7 +158,7 @@ def log(lines: int, as_json: bool) -> None:
     Example:
       ralphstate log -n 50
     """
-    from ralphstate.cli import views
+    from ralphstate.core import views
     from ralphstate.core import limits
 
     store = ops.locate()
@@ -184,7 +184,7 @@ def list_(as_json: bool, prune: bool) -> None:
     if as_json:
         output.json(rows)
         return
-    from ralphstate.cli import views
+    from ralphstate.core import views
 
     if not rows:
         output.text("no loops recorded on this machine")

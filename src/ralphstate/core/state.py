@@ -12,7 +12,6 @@ Schema versions:
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any, Literal, TypedDict, cast
 
@@ -400,6 +399,7 @@ def standing(state: State, criterion: str) -> Standing | None:
 
 def progress(state: State, marker_seen: bool = False) -> str:
     """A short fingerprint of everything that counts as progress."""
+    import hashlib  # OpenSSL's module: only the Stop decision needs it
     basis = orjson.dumps(
         [
             [[c, met(state, c)] for c in state["criteria"]],

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ralphstate.cli import views
+from ralphstate.core import views
 from ralphstate.core import clock
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.store import Store

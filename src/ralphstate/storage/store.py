@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-import filelock
 import orjson
 
 from ralphstate.core import clock, limits
@@ -93,6 +92,8 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         check_safe(self.paths)
+        import filelock  # only a change pays for it: reading takes no lock (design.md)
+
         lock = filelock.FileLock(
             str(self.paths.lock), timeout=self.lock_timeout, mode=fsio.FILE_MODE
         )

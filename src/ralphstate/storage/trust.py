@@ -12,7 +12,6 @@ A loop with no checks has nothing to run and counts as trusted.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import orjson
@@ -32,6 +31,7 @@ def _path() -> Path:
 
 def checks_hash(checks: dict[str, str]) -> str:
     """The fingerprint of a set of checks: every criterion name and its command."""
+    import hashlib  # OpenSSL's module: only a loop with checks needs it
     return hashlib.sha256(orjson.dumps(checks, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ralphstate.core import clock
+from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
 
@@ -41,9 +42,8 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     elif trusted is False:
         head.insert(
             0,
-            style("NOT trusted on this machine", fg="red", bold=True)
-            + " (changed outside ralphstate, or they came with the repository); they will not"
-            " run until you review them and run `ralphstate trust`",
+            style(NOT_TRUSTED.replace("not", "NOT", 1), fg="red", bold=True)
+            + "; they will not run until you review them and run `ralphstate trust`",
         )
     lines = [f"checks {len(names)}: " + " · ".join(head)]
     for name in names:
