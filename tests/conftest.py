@@ -3,9 +3,6 @@ environment, and any use of the real per-user directories fails the test."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from ralphstate.__main__ import main
+from tests.helpers import Result
 
 # Property tests: by default a fixed seed and a small budget, so every run of the suite
 # tries the same examples quickly; `pytest --hypothesis-profile=long` tries many more,
@@ -64,14 +62,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-class Result:
-    def __init__(self, code: int, out: str, err: str) -> None:
-        self.code, self.out, self.err = code, out, err
-
-    def __repr__(self) -> str:
-        return f"Result(code={self.code}, out={self.out!r}, err={self.err!r})"
-
-
 @pytest.fixture
 def rs(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
     """Run `ralphstate ARGS...` in-process through the real entry point."""
@@ -83,25 +73,3 @@ def rs(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
         return Result(code, captured.out, captured.err)
 
     yield run
-
-
-def run_process(
-    args: list[str],
-    *,
-    cwd: Path,
-    input: bytes | str = b"",
-    env: dict[str, str] | None = None,
-    timeout: float = 30,
-) -> subprocess.CompletedProcess[bytes]:
-    """Run `python -m ralphstate ARGS...` as a real process with this test's environment."""
-    data = input.encode() if isinstance(input, str) else input
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=cwd,
-        input=data,
-        capture_output=True,
-        env=full_env,
-        timeout=timeout,
-    )

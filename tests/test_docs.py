@@ -4,15 +4,15 @@ section for every command."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import click
 import pytest
 
 from ralphstate.cli.main import cli
+from tests.helpers import REPO
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = REPO / "README.md"
 # `ralphstate hook ...` is dispatched before click (the hot path); it is documented too.
 HOOKS = ("stop", "session-start", "pre-compact")
 

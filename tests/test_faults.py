@@ -29,7 +29,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
-from tests.hardening_support import (
+from tests.helpers.hardening import (
     SID,
     Run,
     cli,

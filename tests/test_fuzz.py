@@ -27,8 +27,8 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage import paths, registry, trust
-from tests.conftest import run_process
-from tests.hardening_support import (
+from tests.helpers import run_process
+from tests.helpers.hardening import (
     HOOKS,
     SID,
     Run,

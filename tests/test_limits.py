@@ -18,7 +18,7 @@ import pytest
 from ralphstate.core import limits, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
-from tests.hardening_support import SID, cli, hook, hook_input_for, make_loop
+from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop
 
 
 def loop(**changes: Any) -> st.State:

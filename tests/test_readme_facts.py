@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from ralphstate.core import state as st
-from tests.conftest import run_process
+from tests.helpers import REPO, run_process
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def _anchor(heading: str) -> str:

@@ -17,7 +17,7 @@ from ralphstate.agents.table import AGENTS
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.run import prompt
-from tests.conftest import run_process
+from tests.helpers import run_process
 
 
 def start(rs: Any, *args: str) -> None:

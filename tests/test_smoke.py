@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import run_process
+from tests.helpers import run_process
 
 
 def test_init_then_status_in_a_real_process(project: Path) -> None:

@@ -33,7 +33,7 @@ from ralphstate.install.command import own_subcommand, powershell_command, shell
 from ralphstate.install.settings import InstallResult
 
 # Every agent `ralphstate install --agent` can write hooks for: each agent of the hook
-# adapters' table, Claude Code first. tests/test_install_agents.py checks that each has
+# adapters' table, Claude Code first. tests/install/test_install_agents.py checks that each has
 # a target here (Claude Code's is `install.claude`).
 AGENT_NAMES: tuple[str, ...] = tuple(table.AGENTS)
 # Cursor's cap on follow-up messages from one stop hook in a conversation; the loop's

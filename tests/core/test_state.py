@@ -18,13 +18,13 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ralphstate.core import views
 from ralphstate.core import state as st
+from ralphstate.core import views
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / ".loop.example"
 SEEDS = REPO.parent / "shared" / "seeds"
 

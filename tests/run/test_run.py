@@ -1,4 +1,4 @@
-"""`ralphstate run` driving small fake agents (tests/run_agents.py) through real
+"""`ralphstate run` driving small fake agents (tests/helpers/run_agents.py) through real
 processes: outcomes, history, logs, exit codes, prompt delivery and Ctrl-C."""
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import orjson
 import pytest
 
 from ralphstate.run import spawn
-from tests import run_agents
-from tests.conftest import run_process
+from tests.helpers import run_agents, run_process
 
 POSIX_SIGNALS = pytest.mark.skipif(
     sys.platform == "win32", reason="POSIX signals; Windows stops agents with CTRL_BREAK_EVENT"

@@ -19,9 +19,9 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
-from tests.conftest import run_process
+from tests.helpers import FIXTURES, run_process
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents"
+AGENT_FIXTURES = FIXTURES / "agents"
 MARK = "<loop-complete>"
 ALL_MET = {"criteriaStatus": {"tests pass": True, "lint clean": True}}
 Shape = Callable[[str], "dict[str, Any] | None"]
@@ -57,7 +57,7 @@ def fixture_input(name: str, event: str, root: Path, message: str | None) -> dic
     """The recorded input, placed in `root`, with `message` as the reply that ended the
     turn: in the input's field, or in the agent's transcript."""
     transcript = root / f"{name}-transcript.jsonl"
-    raw = (FIXTURES / f"{name}_{event}.json").read_text(encoding="utf-8")
+    raw = (AGENT_FIXTURES / f"{name}_{event}.json").read_text(encoding="utf-8")
     data = json.loads(raw.replace("{project}", _j(root)).replace("{transcript}", _j(transcript)))
     agent = adapters.get(name)
     if agent.message_key and agent.message_key in data:
@@ -74,9 +74,9 @@ def _j(path: Path) -> str:
 
 
 def write_copilot_transcript(path: Path, message: str | None) -> None:
-    recorded = (FIXTURES / "copilot_events.jsonl").read_text(encoding="utf-8")
+    recorded = (AGENT_FIXTURES / "copilot_events.jsonl").read_text(encoding="utf-8")
     events = [json.loads(line) for line in recorded.splitlines()]
-    stop = json.loads((FIXTURES / "copilot_stop.json").read_text(encoding="utf-8"))
+    stop = json.loads((AGENT_FIXTURES / "copilot_stop.json").read_text(encoding="utf-8"))
     for event in events:
         if event["type"] == "assistant.message":
             event["data"]["content"] = message or ""
@@ -86,7 +86,7 @@ def write_copilot_transcript(path: Path, message: str | None) -> None:
 
 
 def write_cursor_transcript(path: Path, message: str | None) -> None:
-    recorded = (FIXTURES / "cursor_transcript.jsonl").read_text(encoding="utf-8")
+    recorded = (AGENT_FIXTURES / "cursor_transcript.jsonl").read_text(encoding="utf-8")
     lines = [json.loads(line) for line in recorded.splitlines()]
     if message is None:
         lines = lines[:1]
@@ -96,7 +96,7 @@ def write_cursor_transcript(path: Path, message: str | None) -> None:
 
 
 def session_of(name: str) -> str:
-    data = json.loads((FIXTURES / f"{name}_stop.json").read_text(encoding="utf-8"))
+    data = json.loads((AGENT_FIXTURES / f"{name}_stop.json").read_text(encoding="utf-8"))
     sid = adapters.get(name).session_id(data)
     assert sid
     return sid
@@ -331,7 +331,7 @@ def test_copilot_reply_is_the_one_before_this_hooks_own_start_event(tmp_path: Pa
     the `hook.start` event of this very `agentStop` (matched by its timestamp)."""
     path = tmp_path / "events.jsonl"
     write_copilot_transcript(path, "Done. " + MARK)
-    stamp = json.loads((FIXTURES / "copilot_stop.json").read_text())["timestamp"]
+    stamp = json.loads((AGENT_FIXTURES / "copilot_stop.json").read_text())["timestamp"]
     later = {"type": "assistant.message", "data": {"content": "a later reply"}}
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(later) + "\n")

@@ -967,7 +967,7 @@ def test_user_errors(
 
 
 def test_a_user_error_in_a_real_process(project: Path) -> None:
-    from tests.conftest import run_process
+    from tests.helpers import run_process
 
     done = run_process(["criteria", "set", "x", "true"], cwd=project)
     assert (done.returncode, done.stdout, done.stderr) == (1, b"", NO_LOOP.encode())
@@ -1029,7 +1029,7 @@ def test_every_name_in_the_command_table_is_that_command() -> None:
 
 def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> None:
     from ralphstate.cli.app import COMMANDS
-    from tests.conftest import run_process
+    from tests.helpers import run_process
 
     done = run_process(["--help"], cwd=project)
     assert (done.returncode, done.stderr) == (0, b"")
@@ -1055,7 +1055,7 @@ def test_a_mistyped_command_in_a_real_process(
 ) -> None:
     import click
 
-    from tests.conftest import run_process
+    from tests.helpers import run_process
 
     done = run_process(args, cwd=project)
     err = done.stderr.decode()

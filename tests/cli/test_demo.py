@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from tests.conftest import Result
+from tests.helpers import Result
 
 
 def test_demo_plays_the_whole_loop_through_the_real_hook(rs) -> None:  # type: ignore[no-untyped-def]

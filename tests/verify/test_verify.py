@@ -17,7 +17,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.loop import ops
 from ralphstate.verify import execute as verify
-from tests.verify_support import FAIL, PASS, alive, py, script, sleeper, wait_for
+from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
 

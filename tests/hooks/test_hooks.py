@@ -14,7 +14,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
-from tests.conftest import run_process
+from tests.helpers import run_process
 
 SID = "session-a"
 

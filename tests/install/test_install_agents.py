@@ -19,10 +19,10 @@ from ralphstate.install.agents import (
     hooks_path,
 )
 from ralphstate.install.command import POWERSHELL_TAIL, command_script
-from tests.conftest import Result
+from tests.helpers import Result
 
 # The agents with a hook file of their own: every agent of the adapters' table but
-# Claude Code, whose settings are `install`'s (tests/test_install.py).
+# Claude Code, whose settings are `install`'s (tests/install/test_install.py).
 OTHERS = [name for name in table.AGENTS if name != "claude"]
 
 

@@ -26,7 +26,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store
-from tests.conftest import run_process
+from tests.helpers import run_process
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals/symlinks")
 

@@ -28,8 +28,8 @@ from ralphstate.install.claude import (
     settings_path,
 )
 from ralphstate.install.command import SUBCOMMANDS, command_script, powershell_command
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
 # The hook script of the ralphstate these tests run, where `install` points the hooks.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Result
+from tests.helpers import Result
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from ralphstate.core.decide import decide_stop
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.verify.execute import CheckResult
-from tests.conftest import run_process
-from tests.verify_support import FAIL, PASS, alive, py, script, sleeper, wait_for
+from tests.helpers import run_process
+from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 SID = "session-a"
 MARK = "<loop-complete>"

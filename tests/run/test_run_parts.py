@@ -22,6 +22,7 @@ from ralphstate.loop.ops import locate
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn, watch
 from ralphstate.run import result as runresult
+from tests.helpers import REPO
 
 # -- the prompt ------------------------------------------------------------------------------
 
@@ -417,7 +418,7 @@ def test_run_json_dry_run_is_one_object(rs: Any, project: Path) -> None:
 def test_docs_name_every_option_of_run_and_watch() -> None:
     from ralphstate.cli.run import run_command, watch_command
 
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "run.md").read_text("utf-8")
+    docs = (REPO / "docs" / "run.md").read_text("utf-8")
     for command in (run_command, watch_command):
         assert f"### `ralphstate {command.name}`" in docs
         for param in command.params:

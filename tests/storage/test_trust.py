@@ -19,8 +19,8 @@ from ralphstate.core import state as st
 from ralphstate.install import claude as inst
 from ralphstate.storage import trust
 from ralphstate.storage.paths import LoopPaths
-from tests.conftest import run_process
-from tests.verify_support import PASS, alive, py, sleeper, wait_for
+from tests.helpers import run_process
+from tests.helpers.checks import PASS, alive, py, sleeper, wait_for
 
 UNTRUSTED = (
     "ralphstate: the checks in .loop/state.json are not trusted on this machine (changed"

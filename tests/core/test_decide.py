@@ -13,7 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
-from tests.conftest import run_process
+from tests.helpers import run_process
 
 SID = "session-a"
 MARK = "<loop-complete>"
