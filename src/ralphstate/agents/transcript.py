@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import orjson
 
@@ -35,7 +36,7 @@ def last_assistant_text(
     try:
         name = os.fspath(path)
         # stat before open: a FIFO or a device is never opened, so it cannot block.
-        if not isinstance(name, str) or not stat.S_ISREG(os.stat(name).st_mode):
+        if not isinstance(name, str) or not stat.S_ISREG(Path(name).stat().st_mode):
             return None
         fd = os.open(name, _OPEN_FLAGS)
     except (OSError, TypeError, ValueError):

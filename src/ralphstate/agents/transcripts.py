@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
 
 from ralphstate.agents.transcript import text_of
 from ralphstate.core import limits
@@ -103,9 +104,9 @@ def _scan(
 ) -> tuple[bool, str | None]:
     """(anchor seen or not asked for, reply). Without an anchor, the newest reply."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        if not stat.S_ISREG(Path(path).stat().st_mode):
             return False, None  # a FIFO or a device is never opened
-        with open(path, "rb") as handle:
+        with Path(path).open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - max(0, max_bytes))
             handle.seek(start)

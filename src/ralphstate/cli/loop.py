@@ -158,8 +158,7 @@ def log(lines: int, as_json: bool) -> None:
     Example:
       ralphstate log -n 50
     """
-    from ralphstate.core import views
-    from ralphstate.core import limits
+    from ralphstate.core import limits, views
 
     store = ops.locate()
     for entry in store.history(min(lines, limits.MAX_LOG_LINES)):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ralphstate.core import clock
-from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core import state as st
+from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import visible
 
 Style = Any  # a callable like click.style(text, fg=...)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from ralphstate.agents.table import CLAUDE, Agent
@@ -38,7 +39,7 @@ def _claude_pid(agent: Agent) -> str | None:
 
 def _find(agent: Agent, hook_input: HookInput) -> tuple[paths.LoopPaths, Store, st.State] | None:
     """The loop, its store and its state; None when there is no loop; Fault if unusable."""
-    start = agent.project_dir(os.environ) or agent.cwd(hook_input) or os.getcwd()
+    start = agent.project_dir(os.environ) or agent.cwd(hook_input) or Path.cwd()
     loop = paths.find(start)
     if loop is None:
         return None

@@ -61,7 +61,7 @@ def hook_script() -> str:
 
     package = ralphstate.__file__
     if package:
-        script = Path(os.path.abspath(package)).parent.joinpath(*HOOK_SCRIPT[1:])
+        script = Path(package).absolute().parent.joinpath(*HOOK_SCRIPT[1:])
         if script.is_file():
             return str(script)
     raise RalphstateError(
@@ -83,7 +83,7 @@ def _parts(sub: str, agent: str | None) -> tuple[str, str, str]:
             "Cannot tell which Python runs ralphstate; run `ralphstate install` from an"
             " installed ralphstate command."
         )
-    return os.path.abspath(sys.executable), hook_script(), args
+    return str(Path(sys.executable).absolute()), hook_script(), args
 
 
 def shell_command(sub: str, agent: str | None = None) -> str:

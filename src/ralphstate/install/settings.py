@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -94,14 +93,14 @@ def update(
             if remove_when is not None and remove_when(data):
                 if read_bytes(target) != original:
                     continue
-                os.remove(target)
+                target.unlink()
                 return InstallResult(path, True, [*actions, f"removed {path}"])
             payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
             mode = _mode(target)
             makedirs(target.parent)  # never world-writable, whatever the umask
             written = atomic_write(target, payload, still_ok=_unchanged(target, original))
             if written and mode is not None:
-                os.chmod(target, mode)  # keep a private settings file private
+                target.chmod(mode)  # keep a private settings file private
         except OSError as exc:
             raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
         if written:

@@ -6,7 +6,9 @@ logged to history) and returns what the command line reports.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from pathlib import Path
 from typing import Any
 
 from ralphstate.core import clock, ownership
@@ -34,7 +36,7 @@ def claude_pid() -> str | None:
 
 def locate(start: str | os.PathLike[str] | None = None) -> Store:
     """The store of the loop at or above `start` (default: the current directory)."""
-    loop = find(start if start is not None else os.getcwd())
+    loop = find(start if start is not None else Path.cwd())
     if loop is None:
         raise NoLoop(
             "no loop here: no .loop/ in this directory or above (start one with `ralphstate init`)."
@@ -75,7 +77,7 @@ def init(
     start: str | os.PathLike[str] | None = None,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one."""
-    loop = for_init(start if start is not None else os.getcwd())
+    loop = for_init(start if start is not None else Path.cwd())
     store = Store(loop)
     if store.exists() and not force:
         try:
@@ -161,10 +163,9 @@ def init(
 
 
 def _register(loop: LoopPaths, state: st.State) -> None:
-    try:
+    # The loop works without the registry; `list` just won't show it.
+    with contextlib.suppress(OSError, RalphstateError):
         registry.record(loop, state, claude_pid())
-    except (OSError, RalphstateError):
-        pass  # the loop works without the registry; `list` just won't show it
 
 
 def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
@@ -292,10 +293,8 @@ def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:
     commands (criteria, steps) leave the registry alone: they run dozens of times a loop
     and `list` reads a loop's live file while it exists."""
     new = store.update(fn)
-    try:
+    with contextlib.suppress(OSError, RalphstateError):
         registry.refresh(store.paths, new)
-    except (OSError, RalphstateError):
-        pass
     return new
 
 
@@ -361,9 +360,9 @@ def adopt(store: Store) -> st.State:
 def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
     """A registry entry refreshed from the loop's own file where it still exists."""
     loop_dir = key
-    root = os.path.dirname(loop_dir)
+    root = str(Path(loop_dir).parent)
     row: dict[str, Any] = {"path": root, "loopDir": loop_dir, **entry}
-    row["exists"] = os.path.isdir(loop_dir)
+    row["exists"] = Path(loop_dir).is_dir()
     if row["exists"]:
         try:
             state = Store(LoopPaths(root, loop_dir)).load()

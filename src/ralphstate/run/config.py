@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,17 @@ def _table(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
     return data
 
 
+def _seconds(value: Any, *, above_zero: bool, bad: Callable[[str], RalphstateError]) -> float:
+    """A `timeout` (above 0) or a `grace` (0 or more) in seconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad("a number of seconds")
+    if not math.isfinite(value):  # TOML has nan and inf; neither is a time
+        raise bad("a finite number of seconds")
+    if value < 0 or (above_zero and value == 0):
+        raise bad("a number of seconds above 0" if above_zero else "0 or more seconds")
+    return float(value)
+
+
 def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> None:
     config.sources.append(where)
     for key, value in table.items():
@@ -103,14 +115,7 @@ def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> 
                 raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
             config.max = value
         elif key in ("timeout", "grace"):
-            lowest_open = key == "timeout"
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise bad("a number of seconds")
-            if not math.isfinite(value):  # TOML has nan and inf; neither is a time
-                raise bad("a finite number of seconds")
-            if value < 0 or (lowest_open and value == 0):
-                raise bad("a number of seconds above 0" if lowest_open else "0 or more seconds")
-            setattr(config, key, float(value))
+            setattr(config, key, _seconds(value, above_zero=key == "timeout", bad=bad))
         elif key == "context":
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):

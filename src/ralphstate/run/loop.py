@@ -347,7 +347,7 @@ class _Run:
         met, total, done, steps = counts(state)
         event: Event = {
             "event": "run_iteration",
-            **{k: v for k, v in record.as_json().items() if k not in ("iteration",)},
+            **{k: v for k, v in record.as_json().items() if k != "iteration"},
             "criteriaMet": met,
             "criteriaTotal": total,
             "stepsDone": done,

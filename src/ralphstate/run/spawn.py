@@ -174,10 +174,9 @@ class _Pump(threading.Thread):
 
 
 def _feed(stream: IO[bytes], data: bytes) -> None:
-    try:
+    # The agent closed its stdin, or exited: what it read is what it got.
+    with contextlib.suppress(OSError, ValueError):
         stream.write(data)
-    except (OSError, ValueError):
-        pass  # the agent closed its stdin, or exited: what it read is what it got
     with contextlib.suppress(OSError, ValueError):
         stream.close()
 
@@ -326,4 +325,4 @@ def prompt_file(text: str) -> Iterator[Path]:
         yield Path(name)
     finally:
         with contextlib.suppress(OSError):
-            os.unlink(name)
+            Path(name).unlink()

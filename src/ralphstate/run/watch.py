@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from ralphstate.core import views
-from ralphstate.core import clock
+from ralphstate.core import clock, views
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.store import Store
 
@@ -31,7 +31,7 @@ def _plain(text: str, **_: Any) -> str:
 
 def _stat(path: os.PathLike[str]) -> tuple[int, int, int] | None:
     try:
-        info = os.stat(path)
+        info = Path(path).stat()
     except OSError:
         return None
     return (info.st_mtime_ns, info.st_size, info.st_ino)

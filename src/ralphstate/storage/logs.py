@@ -7,7 +7,6 @@ the session id and the error.
 from __future__ import annotations
 
 import contextlib
-import os
 import traceback
 from pathlib import Path
 
@@ -31,7 +30,7 @@ def write(message: str, exc: BaseException | None = None) -> Path | None:
         fsio.makedirs(target.parent)
         with contextlib.suppress(OSError):
             if target.stat().st_size > limits.MAX_LOG_FILE_BYTES:
-                os.replace(target, target.with_name(LOG_NAME + ".1"))
+                target.replace(target.with_name(LOG_NAME + ".1"))
         fsio.append_line_bytes(target, text.encode("utf-8", "replace"))
     except OSError:
         return None

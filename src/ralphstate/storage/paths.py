@@ -24,7 +24,7 @@ ENV_DIR = "RALPHSTATE_DIR"
 class LoopPaths:
     """The project root and the loop directory inside it."""
 
-    __slots__ = ("root", "dir")
+    __slots__ = ("dir", "root")
 
     def __init__(self, root: str | os.PathLike[str], loop_dir: str | os.PathLike[str]) -> None:
         from pathlib import Path

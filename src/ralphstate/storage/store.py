@@ -171,7 +171,7 @@ class Store:
             if backup and os.path.lexists(self.paths.state):
                 kept = self._backup_path()
                 try:
-                    os.replace(self.paths.state, kept)
+                    self.paths.state.replace(kept)
                 except OSError as exc:
                     shown = self.paths.display(self.paths.state)
                     raise _os_error("keep a copy of", shown, exc) from None
@@ -182,7 +182,7 @@ class Store:
             except RalphstateError:
                 if kept is not None:  # put the old file back rather than leave none
                     with contextlib.suppress(OSError):
-                        os.replace(kept, self.paths.state)
+                        kept.replace(self.paths.state)
                 raise
             self._log(events, state)
             return kept
@@ -251,7 +251,7 @@ def append_history(path: Path, events: list[Event], iteration: int) -> None:
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
     try:
-        info = os.stat(path)
+        info = path.stat()
     except OSError:
         return None
     return (info.st_mtime_ns, info.st_size, info.st_ino)

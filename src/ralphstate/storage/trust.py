@@ -12,6 +12,7 @@ A loop with no checks has nothing to run and counts as trusted.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import orjson
@@ -73,7 +74,5 @@ def carry(paths: LoopPaths, before: dict[str, str], state: State) -> None:
     the store only leaves them untrusted (status and doctor say so)."""
     if before == state["checks"] or not _trusts(paths, before):
         return
-    try:
+    with contextlib.suppress(RalphstateError):
         record(paths, state)
-    except RalphstateError:
-        pass
