@@ -56,12 +56,7 @@ def judge(
         return "adopt" if known() else "unknown"
     if owner == session_id and owner_agent(state) == agent:
         return "owner"
-    if (
-        cleared_here is not None
-        and owner_agent(state) == agent
-        and known()
-        and cleared_here()
-    ):
+    if cleared_here is not None and owner_agent(state) == agent and known() and cleared_here():
         return "reown"
     return "foreign"
 

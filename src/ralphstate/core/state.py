@@ -400,6 +400,7 @@ def standing(state: State, criterion: str) -> Standing | None:
 def progress(state: State, marker_seen: bool = False) -> str:
     """A short fingerprint of everything that counts as progress."""
     import hashlib  # OpenSSL's module: only the Stop decision needs it
+
     basis = orjson.dumps(
         [
             [[c, met(state, c)] for c in state["criteria"]],

@@ -15,7 +15,7 @@ if sys.path and os.path.normcase(os.path.realpath(sys.path[0] or os.curdir)) == 
 ):
     del sys.path[0]
 
-from ralphstate.hooks.entry import run_hook
+from ralphstate.hooks.entry import run_hook  # after the sys.path fix above
 
 if __name__ == "__main__":
     code = run_hook(sys.argv[1:])

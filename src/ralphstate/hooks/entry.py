@@ -120,5 +120,3 @@ def _parse(data: bytes) -> HookInput:
     if not isinstance(raw, dict):
         raise Fault("input is not a JSON object")
     return raw
-
-

@@ -70,8 +70,10 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
                 findings.append(
                     (
                         "warn",
-                        (f"{where} has a timeout of {hook.timeout!r}s, less than the {needed}s"
-                        " verify-on-stop may need; run `ralphstate install` again"),
+                        (
+                            f"{where} has a timeout of {hook.timeout!r}s, less than the {needed}s"
+                            " verify-on-stop may need; run `ralphstate install` again"
+                        ),
                     )
                 )
             elif ok:
@@ -80,8 +82,10 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
                 findings.append(
                     (
                         "fail",
-                        (f"{where} runs {target}, which is missing or not executable;"
-                        " run `ralphstate install` again"),
+                        (
+                            f"{where} runs {target}, which is missing or not executable;"
+                            " run `ralphstate install` again"
+                        ),
                     )
                 )
     scopes = {h.scope for h in found if h.event == "Stop"}
@@ -121,8 +125,10 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     return [
         (
             "warn",
-            (f"the loop's {count} checks are {NOT_TRUSTED}, so nothing runs them; review"
-            " them (`ralphstate status`) and run `ralphstate trust`"),
+            (
+                f"the loop's {count} checks are {NOT_TRUSTED}, so nothing runs them; review"
+                " them (`ralphstate status`) and run `ralphstate trust`"
+            ),
         )
     ]
 
@@ -143,9 +149,11 @@ def check_loop(start: Path) -> list[Finding]:
     findings.append(
         (
             "ok",
-            (f"{shown} is valid: {state['status']}, {len(state['criteria']) - len(unmet)}"
-            f"/{len(state['criteria'])} criteria, iteration"
-            f" {state['iteration']}/{state['maxIterations']}"),
+            (
+                f"{shown} is valid: {state['status']}, {len(state['criteria']) - len(unmet)}"
+                f"/{len(state['criteria'])} criteria, iteration"
+                f" {state['iteration']}/{state['maxIterations']}"
+            ),
         )
     )
     findings += _check_findings(store, state)
@@ -156,8 +164,10 @@ def check_loop(start: Path) -> list[Finding]:
         findings.append(
             (
                 "warn",
-                ("this loop was not created or adopted on this machine; the hooks ignore it"
-                " until you run `ralphstate adopt`"),
+                (
+                    "this loop was not created or adopted on this machine; the hooks ignore it"
+                    " until you run `ralphstate adopt`"
+                ),
             )
         )
     verdict = ownership.judge(
@@ -169,8 +179,10 @@ def check_loop(start: Path) -> list[Finding]:
         findings.append(
             (
                 "warn",
-                (f"the loop belongs to session {owner[:8]}, not this one ({current[:8]});"
-                " `ralphstate adopt` takes it over"),
+                (
+                    f"the loop belongs to session {owner[:8]}, not this one ({current[:8]});"
+                    " `ralphstate adopt` takes it over"
+                ),
             )
         )
     elif owner:
@@ -180,18 +192,22 @@ def check_loop(start: Path) -> list[Finding]:
         findings.append(
             (
                 "warn",
-                (f"stallLimit {state['stallLimit']} is not below Claude Code's cap of {cap}"
-                " consecutive Stop blocks without a tool call; an idle agent is released by"
-                " Claude Code before ralphstate pauses the loop"),
+                (
+                    f"stallLimit {state['stallLimit']} is not below Claude Code's cap of {cap}"
+                    " consecutive Stop blocks without a tool call; an idle agent is released by"
+                    " Claude Code before ralphstate pauses the loop"
+                ),
             )
         )
     if state["maxIterations"] > cap:
         findings.append(
             (
                 "ok",
-                (f"maxIterations {state['maxIterations']} exceeds Claude Code's {cap} blocks"
-                " in a row without a tool call; a turn that makes no tool call ends there,"
-                " and the loop continues with the next prompt"),
+                (
+                    f"maxIterations {state['maxIterations']} exceeds Claude Code's {cap} blocks"
+                    " in a row without a tool call; a turn that makes no tool call ends there,"
+                    " and the loop continues with the next prompt"
+                ),
             )
         )
     return findings
@@ -218,8 +234,10 @@ def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
             findings.append(
                 (
                     "fail",
-                    (f"{where} runs {target}, which is missing or not executable;"
-                    f" run `ralphstate install --agent {hook.agent}` again"),
+                    (
+                        f"{where} runs {target}, which is missing or not executable;"
+                        f" run `ralphstate install --agent {hook.agent}` again"
+                    ),
                 )
             )
     return findings

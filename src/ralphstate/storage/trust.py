@@ -26,6 +26,7 @@ from ralphstate.storage.paths import LoopPaths
 
 TRUST_NAME = "trust.json"
 
+
 def _path() -> Path:
     return home.data_dir() / TRUST_NAME
 
@@ -33,6 +34,7 @@ def _path() -> Path:
 def checks_hash(checks: dict[str, str]) -> str:
     """The fingerprint of a set of checks: every criterion name and its command."""
     import hashlib  # OpenSSL's module: only a loop with checks needs it
+
     return hashlib.sha256(orjson.dumps(checks, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
