@@ -27,7 +27,14 @@ from ralphstate.core.render import clip, quote
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn
 from ralphstate.run.plan import Plan, resolve_program
-from ralphstate.run.result import IterationRecord, Outcome, counts, format_duration
+from ralphstate.run.result import (
+    IterationDecision,
+    IterationRecord,
+    Outcome,
+    RunOutcome,
+    counts,
+    format_duration,
+)
 from ralphstate.storage import fsio, registry
 from ralphstate.storage.paths import LoopPaths, check_safe
 from ralphstate.storage.store import Event, Store, append_history
@@ -216,6 +223,7 @@ class _Run:
             now = self._fingerprint(state)
             quiet = 0 if now != seen else quiet + 1
             seen = now
+            decision: IterationDecision
             if not st.unmet(state):
                 decision = "complete"
             elif run >= self.plan.limit:
@@ -327,7 +335,7 @@ class _Run:
         run: int,
         number: int,
         agent: spawn.AgentRun,
-        decision: str,
+        decision: IterationDecision,
         state: st.State,
         quiet: int,
     ) -> None:
@@ -386,15 +394,19 @@ class _Run:
 
     # -- the endings --
 
-    def _finish(self, outcome: str, reason: str | None) -> Outcome:
-        """Write the ending into the state and history; a second Ctrl-C cuts it short."""
-        details: Event = {
+    def _finished(self, outcome: RunOutcome, **details: object) -> Event:
+        """The `run_finished` history event, however the run ended."""
+        return {
             "event": "run_finished",
             "outcome": outcome,
-            "reason": reason,
+            **details,
             "iterations": len(self.records),
             "duration": round(time.monotonic() - self.started, 3),
         }
+
+    def _finish(self, outcome: RunOutcome, reason: str | None) -> Outcome:
+        """Write the ending into the state and history; a second Ctrl-C cuts it short."""
+        details = self._finished(outcome, reason=reason)
 
         def change(state: st.State, events: list[Event]) -> st.State:
             if outcome == "complete":
@@ -415,28 +427,20 @@ class _Run:
         """The loop was paused, cancelled or completed from outside the run."""
         self.state = state
         status = state["status"]
-        outcome = {"paused": "paused", "cancelled": "cancelled", "complete": "complete"}[status]
-        reason = state["pauseReason"] if status == "paused" else None
-        event: Event = {
-            "event": "run_finished",
-            "outcome": outcome,
-            "reason": reason,
-            "by": "outside",
-            "iterations": len(self.records),
-            "duration": round(time.monotonic() - self.started, 3),
+        outcomes: dict[str, RunOutcome] = {
+            "paused": "paused",
+            "cancelled": "cancelled",
+            "complete": "complete",
         }
+        outcome = outcomes[status]
+        reason = state["pauseReason"] if status == "paused" else None
+        event = self._finished(outcome, reason=reason, by="outside")
         with contextlib.suppress(RalphstateError):
             append_history(self.store.paths.history, [event], state["iteration"])
         return self._outcome(outcome, reason)
 
     def _failed(self, message: str) -> Outcome:
-        event: Event = {
-            "event": "run_finished",
-            "outcome": "error",
-            "error": message,
-            "iterations": len(self.records),
-            "duration": round(time.monotonic() - self.started, 3),
-        }
+        event = self._finished("error", error=message)
         with contextlib.suppress(RalphstateError):
             append_history(self.store.paths.history, [event], self._iteration())
         return self._outcome("error", None, message)
@@ -444,7 +448,9 @@ class _Run:
     def _iteration(self) -> int:
         return self.state["iteration"] if self.state is not None else 0
 
-    def _outcome(self, outcome: str, reason: str | None, error: str | None = None) -> Outcome:
+    def _outcome(
+        self, outcome: RunOutcome, reason: str | None, error: str | None = None
+    ) -> Outcome:
         if outcome != "error" or self.state is None:
             with contextlib.suppress(RalphstateError):
                 self.state = self.store.load()

@@ -4,12 +4,19 @@ summary for a person and its JSON object."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ralphstate.core import state as st
 
-# What `ralphstate run` exits with for each outcome.
-EXIT_CODES = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+# How a `ralphstate run` ended, and what it exits with for each.
+RunOutcome = Literal["complete", "paused", "cancelled", "error"]
+EXIT_CODES: dict[RunOutcome, int] = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+# What the runner decided after one iteration: go on, end, or what ended it from outside
+# (Ctrl-C is "user"; a state it could not read is "error"; a loop paused, cancelled or
+# completed by someone else is that status).
+IterationDecision = Literal[
+    "complete", "max_iterations", "stall", "continue", "user", "error", "paused", "cancelled"
+]
 
 
 @dataclass
@@ -22,7 +29,7 @@ class IterationRecord:
     log: str
     timed_out: bool
     interrupted: bool
-    decision: str
+    decision: IterationDecision
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -40,7 +47,7 @@ class IterationRecord:
 
 @dataclass
 class Outcome:
-    outcome: str  # complete, paused, cancelled, error
+    outcome: RunOutcome
     reason: str | None
     iterations: list[IterationRecord]
     state: st.State | None
