@@ -128,6 +128,25 @@ FIELD_ORDER = (
 )
 
 
+# The fields a loop's life writes (its progress, owner, times, evidence), which a new
+# loop always starts afresh: `init --from` ignores them in a template.
+RUN_FIELDS = (
+    "version",
+    "iteration",
+    "status",
+    "pauseReason",
+    "sessionId",
+    "ownerAgent",
+    "startedAt",
+    "updatedAt",
+    "lastCheckpoint",
+    "errors",
+    "blocksWithoutProgress",
+    "lastProgress",
+    "evidence",
+)
+
+
 def _defaults() -> Raw:
     return {
         "version": SCHEMA_VERSION,

@@ -107,21 +107,7 @@ def init(
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
     for key in ("criteria", "steps", "spec", "remainingSteps"):
         extra.pop(key, None)
-    for key in (
-        "iteration",
-        "status",
-        "pauseReason",
-        "sessionId",
-        "ownerAgent",
-        "startedAt",
-        "updatedAt",
-        "lastCheckpoint",
-        "errors",
-        "blocksWithoutProgress",
-        "lastProgress",
-        "version",
-        "evidence",
-    ):
+    for key in st.RUN_FIELDS:  # a template says what to do, not how far a loop got
         extra.pop(key, None)
     if continue_message is not None:
         extra["continueMessage"] = continue_message
