@@ -65,7 +65,7 @@ def readme() -> str:
 
 @pytest.mark.parametrize("name", [*TOP, "hook"])
 def test_every_command_has_a_readme_section(name: str) -> None:
-    heading = re.compile(rf"^#{{2,4}} .*`ralphstate {re.escape(name)}(`| )", re.M)
+    heading = re.compile(rf"^#{{2,4}} .*`ralphstate {re.escape(name)}(`| )", re.MULTILINE)
     if not heading.search(readme()):
         pytest.fail(f"README.md has no '### `ralphstate {name}`' section")
 

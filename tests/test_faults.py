@@ -19,7 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -93,7 +93,7 @@ def mounted(target: Path, *how: str) -> Iterator[None]:
 
 def fill(directory: Path) -> None:
     """Write until the file system is full."""
-    with open(directory / "filler", "wb", buffering=0) as handle:
+    with (directory / "filler").open("wb", buffering=0) as handle:
         for size in (1 << 16, 1 << 12, 1):
             with contextlib.suppress(OSError):
                 while True:
@@ -483,7 +483,7 @@ def test_replaced_mid_decision_the_stop_hook_decides_on_the_new_file(
     assert out["decision"] == "block" and "1 of 2 criteria not verified" in out["reason"]
     written = st.parse(path.read_bytes())
     assert written["criteriaStatus"] == {"tests pass": True, "lint clean": False}
-    assert (written["handNote"], written["iteration"]) == ("by hand", 1)
+    assert (cast(st.Raw, written)["handNote"], written["iteration"]) == ("by hand", 1)
 
 
 def test_replaced_by_a_broken_file_mid_decision_the_hook_fails_open(

@@ -10,7 +10,7 @@ in test_security.py. SECURITY.md lists them all.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -23,7 +23,7 @@ from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop
 
 def loop(**changes: Any) -> st.State:
     state = st.new("Build it", ["tests pass"], ["one"], session_id=SID, now="2026-01-01T00:00:00Z")
-    state.update(changes)
+    cast(st.Raw, state).update(changes)
     return st.normalise(state)
 
 
@@ -40,8 +40,10 @@ def test_max_hook_input_bytes(project: Path, extra: int) -> None:
     if extra:
         assert (run.out, run.text) == (
             b"",
-            f"ralphstate hook stop: input is larger than {limits.MAX_HOOK_INPUT_BYTES} bytes;"
-            " allowing.\n",
+            (
+                f"ralphstate hook stop: input is larger than {limits.MAX_HOOK_INPUT_BYTES} bytes;"
+                " allowing.\n"
+            ),
         )
     else:
         assert orjson.loads(run.out)["decision"] == "block"

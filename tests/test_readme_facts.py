@@ -20,7 +20,7 @@ def _anchor(heading: str) -> str:
 
 
 def test_every_link_inside_the_readme_leads_to_a_heading() -> None:
-    headings = {_anchor(h) for h in re.findall(r"^#+ (.+)$", README, flags=re.M)}
+    headings = {_anchor(h) for h in re.findall(r"^#+ (.+)$", README, flags=re.MULTILINE)}
     links = set(re.findall(r"\]\(#([^)]+)\)", README))
     assert links and links <= headings, sorted(links - headings)
 

@@ -122,7 +122,7 @@ def test_every_agents_stop_hook_outlasts_the_verify_budget_and_an_old_install_is
 
 def test_a_huge_context_file_is_read_only_as_far_as_the_prompt_shows_it(tmp_path: Path) -> None:
     big = tmp_path / "build.log"
-    with open(big, "wb") as handle:  # sparse: 64 MiB on disk costs nothing
+    with big.open("wb") as handle:  # sparse: 64 MiB on disk costs nothing
         handle.truncate(64 * 1024 * 1024)
         handle.seek(0)
         handle.write(b"first line of the log\n")
@@ -362,7 +362,7 @@ def test_history_and_check_results_from_a_cloned_loop_are_shown_not_obeyed(
 ) -> None:
     start(rs, "--verify-on-stop")
     assert rs("criteria", "add", "lint\x1b[8m clean", "--check", "true").code == 0
-    with open(project / ".loop" / "history.jsonl", "ab") as handle:
+    with (project / ".loop" / "history.jsonl").open("ab") as handle:
         handle.write(
             b'{"at": "now\\r\\u001b[2K", "event": "evil\\u001b]0;x\\u0007", "iteration": 1}\n'
         )

@@ -407,8 +407,10 @@ def test_a_fifo_where_a_loop_file_belongs_is_refused_without_blocking(project: P
     )
     assert run("criteria", "set", "tests pass", "true") == (
         1,
-        "ralphstate: the change was saved in .loop/state.json, but could not append to"
-        " .loop/history.jsonl: not a regular file.\n",
+        (
+            "ralphstate: the change was saved in .loop/state.json, but could not append to"
+            " .loop/history.jsonl: not a regular file.\n"
+        ),
     )
     history.unlink()
     path.unlink()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -58,7 +58,8 @@ def fixture_input(name: str, event: str, root: Path, message: str | None) -> dic
     turn: in the input's field, or in the agent's transcript."""
     transcript = root / f"{name}-transcript.jsonl"
     raw = (AGENT_FIXTURES / f"{name}_{event}.json").read_text(encoding="utf-8")
-    data = json.loads(raw.replace("{project}", _j(root)).replace("{transcript}", _j(transcript)))
+    placed = raw.replace("{project}", _j(root)).replace("{transcript}", _j(transcript))
+    data: dict[str, Any] = json.loads(placed)
     agent = adapters.get(name)
     if agent.message_key and agent.message_key in data:
         data[agent.message_key] = message
@@ -111,7 +112,7 @@ def make_loop(root: Path, name: str, *, known: bool = True, **overrides: Any) ->
         agent=name,
         now="2026-01-01T00:00:00Z",
     )
-    state.update(overrides)
+    cast(st.Raw, state).update(overrides)
     state = st.normalise(state)
     loop = root / ".loop"
     loop.mkdir(exist_ok=True)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 from tests.helpers import Result
 
 
-def test_demo_plays_the_whole_loop_through_the_real_hook(rs) -> None:  # type: ignore[no-untyped-def]
+def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
     result: Result = rs("demo")
     assert result.code == 0, result.err
     out = result.out

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -27,7 +27,7 @@ def make(**overrides: Any) -> st.State:
         session_id=SID,
         now="2026-01-01T00:00:00Z",
     )
-    state.update(overrides)
+    cast(st.Raw, state).update(overrides)
     return st.normalise(state)
 
 
@@ -184,7 +184,7 @@ def test_decide_stop(
     if changes:
         assert decision.state is not None
         for key, value in changes.items():
-            assert decision.state[key] == value, key
+            assert cast(st.Raw, decision.state)[key] == value, key
     if rule in ("not_in_progress", "other_session", "unknown_loop"):
         assert decision.state is None
         assert decision.reason is None and decision.system_message is None
@@ -244,7 +244,7 @@ def test_stop_hook_process(
         assert after_bytes == before
     after = st.parse(after_bytes)
     for key, value in changes.items():
-        assert after[key] == value, key
+        assert cast(st.Raw, after)[key] == value, key
     history = root / ".loop" / "history.jsonl"
     if rule in ("not_in_progress", "other_session", "unknown_loop"):
         assert not history.exists()

@@ -11,7 +11,9 @@ from ralphstate.core import state as st
 
 
 def loop(session: str | None = None, agent: str | None = None) -> st.State:
-    state = st.new("Build it", ["a"], [], session_id=session, agent=agent, now="2026-01-01T00:00:00Z")
+    state = st.new(
+        "Build it", ["a"], [], session_id=session, agent=agent, now="2026-01-01T00:00:00Z"
+    )
     return state
 
 
@@ -70,7 +72,11 @@ def test_the_owner_is_never_asked_about_the_registry() -> None:
     calls: list[str] = []
     state = loop("s1", "claude")
     verdict = ownership.judge(
-        state, "s1", "claude", known=asked(True, calls, "known"), cleared_here=asked(True, calls, "cleared")
+        state,
+        "s1",
+        "claude",
+        known=asked(True, calls, "known"),
+        cleared_here=asked(True, calls, "cleared"),
     )
     assert (verdict, calls) == ("owner", [])
 
@@ -93,4 +99,10 @@ def test_take_sets_the_owner_and_says_so(
     state = loop("s1", "claude")
     event = ownership.take(state, session, agent, "cli")
     assert (state["sessionId"], state["ownerAgent"]) == (owner, owner_agent)
-    assert event == {"event": "adopted", "session": session, "agent": agent, "from": "s1", "by": "cli"}
+    assert event == {
+        "event": "adopted",
+        "session": session,
+        "agent": agent,
+        "from": "s1",
+        "by": "cli",
+    }

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -36,7 +37,7 @@ def write_state(project: Path, raw: object) -> Path:
     return path
 
 
-def subset(actual: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+def subset(actual: Mapping[str, object], expected: dict[str, Any]) -> dict[str, object]:
     return {k: actual.get(k, "<missing>") for k in expected}
 
 
@@ -199,7 +200,7 @@ def _seed_example() -> str:
     seed = next(SEEDS.glob("002_*.txt"))
     text = seed.read_text()
     section = text.split("### State File Schema", 1)[1]
-    match = re.search(r"```json\n(.*?)```", section, re.S)
+    match = re.search(r"```json\n(.*?)```", section, re.DOTALL)
     assert match, "the seed's state example moved"
     return match.group(1)
 
@@ -386,7 +387,7 @@ def test_normalise_and_dumps_round_trip(
     assert set(state["completedSteps"]) <= set(state["steps"])
     assert set(steps) | set(done) | set(remaining or []) == set(state["steps"])
     # Unknown keys survive, and writing is a fixed point.
-    assert {k: state[k] for k in extra} == extra
+    assert {k: cast(st.Raw, state)[k] for k in extra} == extra
     once = st.dumps(state)
     assert st.parse(once) == state
     assert st.dumps(st.parse(once)) == once
@@ -418,11 +419,11 @@ def test_the_example_loads_with_the_real_store() -> None:
     assert state["remainingSteps"] == state["steps"][3:]
     assert state["sessionId"]
     assert set(state["checks"]) <= set(state["criteria"]) and state["checks"]
-    assert "ticket" not in st.FIELD_ORDER and state["ticket"].startswith("https://")
+    assert "ticket" not in st.FIELD_ORDER and cast(st.Raw, state)["ticket"].startswith("https://")
     # Written as ralphstate writes: schema order, unknown keys last, every value as read.
     stored = orjson.loads((EXAMPLE / "state.json").read_bytes())
     assert list(stored) == [*(k for k in st.FIELD_ORDER if k in stored), "ticket"]
-    assert {k: state[k] for k in stored} == stored
+    assert {k: cast(st.Raw, state)[k] for k in stored} == stored
     # The stall fingerprint matches the state the last block saw.
     assert state["lastProgress"] == st.progress(state)
 
@@ -433,11 +434,11 @@ def test_the_example_history_is_consistent_with_its_state() -> None:
     lines = (EXAMPLE / "history.jsonl").read_bytes().splitlines()
     history = store.history()
     assert len(history) == len(lines)  # every line parses
-    assert [e["event"] for e in history][0] == "init"
-    stamps = [e["at"] for e in history]
+    assert history[0]["event"] == "init"
+    stamps = [cast(str, e["at"]) for e in history]
     assert stamps == sorted(stamps)
     assert stamps[0] == state["startedAt"] and stamps[-1] == state["updatedAt"]
-    iterations = [e["iteration"] for e in history]
+    iterations = [cast(int, e["iteration"]) for e in history]
     assert iterations == sorted(iterations) and iterations[-1] == state["iteration"]
     blocks = [e for e in history if e["event"] == "unmet"]
     assert [b["iteration"] for b in blocks] == list(range(1, state["iteration"] + 1))
@@ -476,9 +477,11 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             f"  [x] {c[1]}  (claimed)",
             f"  [ ] {c[2]}",
             f"  [ ] {c[3]}",
-            "checks 2: NOT trusted on this machine (changed outside ralphstate, or they came"
-            " with the repository); they will not run until you review them and run"
-            " `ralphstate trust` · verify on stop: off",
+            (
+                "checks 2: NOT trusted on this machine (changed outside ralphstate, or they came"
+                " with the repository); they will not run until you review them and run"
+                " `ralphstate trust` · verify on stop: off"
+            ),
             f"  {c[0]}: pytest -q",
             f"  {c[1]}: ruff check .",
             "steps 3/5:",

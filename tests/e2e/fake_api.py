@@ -159,7 +159,7 @@ class FakeAnthropicAPI:
             return list(turn)
         try:
             return list(turn(body))
-        except Exception as error:  # the test sees it in `errors`
+        except Exception as error:  # noqa: BLE001 - the test sees it in `errors`
             with self._lock:
                 self.errors.append(error)
             return [text(f"script error: {error!r}")]
@@ -214,9 +214,11 @@ def tool_results(body: dict[str, Any]) -> list[str]:
         content = message.get("content")
         if message.get("role") != "user" or not isinstance(content, list):
             continue
-        for part in content:
-            if isinstance(part, dict) and part.get("type") == "tool_result":
-                found.append("\n".join(_texts(part.get("content"))))
+        found.extend(
+            "\n".join(_texts(part.get("content")))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "tool_result"
+        )
     return found
 
 
@@ -236,7 +238,7 @@ class _Handler(BaseHTTPRequestHandler):
     owner: FakeAnthropicAPI
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def _read_body(self) -> Any:
@@ -265,15 +267,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(self, status: int, obj: Any) -> None:
         self._send(status, json.dumps(obj).encode(), "application/json")
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._record(None)
         self._send(200, b"", "text/plain")
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self._record(None)
         self._send_json(200, {})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = self._read_body()
         self._record(body)
         path = self.path.split("?")[0]

@@ -56,9 +56,11 @@ def texts(body: dict[str, Any], role: str) -> list[str]:
     found: list[str] = []
     for item in body.get("input") or []:
         if item.get("type") == "message" and item.get("role") == role:
-            for part in item.get("content") or []:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    found.append(part["text"])
+            found.extend(
+                part["text"]
+                for part in item.get("content") or []
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
     return found
 
 

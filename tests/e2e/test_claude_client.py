@@ -91,7 +91,7 @@ def test_a_stop_block_reaches_the_model_as_user_feedback(
 
     assert done.returncode == 0, done.stderr
     assert result["result"] == "Second try."
-    first, second = api.conversation()
+    _first, second = api.conversation()
     assert texts(second, "user")[-1] == "Stop hook feedback:\nCriterion unmet."
     assert texts(second, "assistant")[-1] == "First try."
     assert not any("Shown to the person only." in json.dumps(b) for b in api.messages())

@@ -76,7 +76,10 @@ def rs(project: Path, env: dict[str, str], *args: str) -> str:
 
 
 def read_state(project: Path) -> dict[str, Any]:
-    return json.loads((project / ".loop" / "state.json").read_text(encoding="utf-8"))
+    state: dict[str, Any] = json.loads(
+        (project / ".loop" / "state.json").read_text(encoding="utf-8")
+    )
+    return state
 
 
 def test_a_block_reaches_the_model_and_completion_ends_the_run(

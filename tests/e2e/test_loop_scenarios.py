@@ -215,7 +215,7 @@ def test_a_loop_owned_by_another_session_is_left_alone(
     state_file.write_text(json.dumps(state, indent=2))
     api.add_turns([text("Done with my own task.")])
 
-    done, result = run_claude(project, "Something unrelated")
+    done, _result = run_claude(project, "Something unrelated")
 
     assert done.returncode == 0, done.stderr
     [request] = api.conversation()

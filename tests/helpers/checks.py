@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PY = sys.executable
@@ -59,10 +60,10 @@ def alive(pid: int) -> bool:
     return True
 
 
-def wait_for(condition: object, what: str, limit: float = 30.0) -> None:
+def wait_for(condition: Callable[[], object], what: str, limit: float = 30.0) -> None:
     """Wait until `condition()` holds; fail saying `what` if it never does."""
     deadline = time.monotonic() + limit
-    while not condition():  # type: ignore[operator]
+    while not condition():
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.02)

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -118,7 +118,7 @@ def make_loop(root: Path, *, known: bool = True, **changes: Any) -> Path:
         agent="claude",
         now="2026-01-01T00:00:00Z",
     )
-    state.update(changes)
+    cast(st.Raw, state).update(changes)
     state = st.normalise(state)
     loop = root / ".loop"
     loop.mkdir(exist_ok=True)

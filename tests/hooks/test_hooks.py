@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -27,7 +27,7 @@ def make_loop(root: Path, *, known: bool = True, claude_pid: str | None = None, 
         session_id=SID,
         now="2026-01-01T00:00:00Z",
     )
-    state.update(kw)
+    cast(st.Raw, state).update(kw)
     state = st.normalise(state)
     loop = root / ".loop"
     loop.mkdir(exist_ok=True)

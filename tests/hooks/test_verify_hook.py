@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -48,7 +48,7 @@ def make_loop(
     state = st.new(
         "Build the parser", names, ["parser"], session_id=SID, now="2026-01-01T00:00:00Z"
     )
-    state.update(
+    cast(st.Raw, state).update(
         checks=checks,
         verifyOnStop=verify_on_stop,
         criteriaStatus={n: met for n in names},
@@ -247,7 +247,7 @@ def test_a_hook_stopped_by_the_client_kills_its_check(root: Path) -> None:
     before = path.read_bytes()
     data = orjson.dumps({"session_id": SID, "cwd": str(root), "last_assistant_message": DONE})
     (root / "input.json").write_bytes(data)
-    with open(root / "input.json", "rb") as stdin:
+    with (root / "input.json").open("rb") as stdin:
         proc = subprocess.Popen(
             [sys.executable, "-m", "ralphstate", "hook", "stop"],
             cwd=root,
@@ -272,7 +272,7 @@ def test_a_hook_stopped_by_the_client_kills_its_check(root: Path) -> None:
 
 def _state(**kw: Any) -> st.State:
     state = st.new("s", ["a", "b"], [], session_id=SID, now="2026-01-01T00:00:00Z")
-    state.update(kw)
+    cast(st.Raw, state).update(kw)
     return st.normalise(state)
 
 

@@ -4,6 +4,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def shown(path: str) -> str:
     return path.replace("\\", "/") if os.name == "nt" else path
 
 
-PYTHON = shown(os.path.abspath(sys.executable))
+PYTHON = shown(str(Path(sys.executable).absolute()))
 
 
 def settings_with(project: Path, command: str, event: str = "Stop") -> Path:
@@ -40,13 +41,15 @@ def settings_with(project: Path, command: str, event: str = "Stop") -> Path:
     return settings
 
 
-def test_doctor_without_hooks_fails_and_says_what_to_run(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_without_hooks_fails_and_says_what_to_run(
+    rs: Any, project: Path, home: Path
+) -> None:
     result = rs("doctor")
     assert result.code == 1
     assert "fail no Stop hook installed; run `ralphstate install`" in lines(result)
 
 
-def test_doctor_after_install_is_happy(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_after_install_is_happy(rs: Any, project: Path, home: Path) -> None:
     assert rs("install").code == 0
     assert rs("init", "Build it", "-c", "tests pass").code == 0
     result = rs("doctor")
@@ -60,7 +63,7 @@ def test_doctor_after_install_is_happy(rs, project: Path, home: Path) -> None:  
     assert "the loop has no owner yet" in out
 
 
-def test_doctor_flags_a_hook_whose_program_is_gone(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_flags_a_hook_whose_program_is_gone(rs: Any, project: Path, home: Path) -> None:
     settings_with(project, '"/nowhere/bin/ralphstate" hook stop')
     result = rs("doctor")
     assert result.code == 1
@@ -71,8 +74,8 @@ def test_doctor_flags_a_hook_whose_program_is_gone(rs, project: Path, home: Path
 
 
 def test_doctor_warns_about_the_block_cap_and_foreign_loops(
-    rs, project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    rs: Any, project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rs("install")
     rs("init", "Build it", "-c", "tests pass", "--stall-limit", "9")
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "mine-0000")
@@ -84,7 +87,7 @@ def test_doctor_warns_about_the_block_cap_and_foreign_loops(
     assert "the loop belongs to session theirs-0, not this one (mine-000)" in result.out
 
 
-def test_doctor_reports_a_corrupt_state(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_reports_a_corrupt_state(rs: Any, project: Path, home: Path) -> None:
     rs("install")
     (project / ".loop").mkdir()
     (project / ".loop" / "state.json").write_text("{nope")
@@ -96,7 +99,7 @@ def test_doctor_reports_a_corrupt_state(rs, project: Path, home: Path) -> None: 
     )
 
 
-def test_doctor_flags_a_hook_whose_script_is_gone(rs, project: Path, home: Path) -> None:  # type: ignore[no-untyped-def]
+def test_doctor_flags_a_hook_whose_script_is_gone(rs: Any, project: Path, home: Path) -> None:
     gone = "/nowhere/lib/ralphstate/hooks/__main__.py"
     settings = settings_with(project, f'"{PYTHON}" "{gone}" stop')
     result = rs("doctor")
@@ -116,14 +119,12 @@ def test_doctor_flags_a_hook_whose_script_is_gone(rs, project: Path, home: Path)
         '"{python}" -m ralphstate.hooks stop',
     ],
 )
-def test_doctor_accepts_every_form_whose_program_is_there(  # type: ignore[no-untyped-def]
-    rs, project: Path, home: Path, form: str
+def test_doctor_accepts_every_form_whose_program_is_there(
+    rs: Any, project: Path, home: Path, form: str
 ) -> None:
     import ralphstate
 
-    script = shown(
-        os.path.join(os.path.dirname(os.path.abspath(ralphstate.__file__)), "hooks", "__main__.py")
-    )
+    script = shown(str(Path(ralphstate.__file__).absolute().parent / "hooks" / "__main__.py"))
     settings = settings_with(project, form.format(python=PYTHON, script=script))
     result = rs("doctor")
     assert f"ok   Stop hook in {settings} runs {PYTHON}" in lines(result), result.out

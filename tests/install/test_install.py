@@ -28,12 +28,13 @@ from ralphstate.install.claude import (
     settings_path,
 )
 from ralphstate.install.command import SUBCOMMANDS, command_script, powershell_command
+from ralphstate.storage import fsio
 from tests.helpers import REPO
 
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
 # The hook script of the ralphstate these tests run, where `install` points the hooks.
-SCRIPT = Path(os.path.abspath(ralphstate.__file__)).parent / "hooks" / "__main__.py"
+SCRIPT = Path(ralphstate.__file__).absolute().parent / "hooks" / "__main__.py"
 
 STOP = hook_command("Stop")
 START = hook_command("SessionStart")
@@ -590,10 +591,14 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
     assert result.actions == [
         f'updated Stop hook: {STOP} (was: "/old/bin/ralphstate" hook stop)',
         "removed duplicate Stop hook: python3 -m ralphstate hook stop",
-        f'updated SessionStart hook: {START} (was: "C:\\Py\\python.exe" -m ralphstate hook'
-        " session-start)",
-        f"updated PreCompact hook: {COMPACT} (was: C:/venv/Scripts/RalphState.EXE hook"
-        " pre-compact)",
+        (
+            f'updated SessionStart hook: {START} (was: "C:\\Py\\python.exe" -m ralphstate hook'
+            " session-start)"
+        ),
+        (
+            f"updated PreCompact hook: {COMPACT} (was: C:/venv/Scripts/RalphState.EXE hook"
+            " pre-compact)"
+        ),
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -670,8 +675,10 @@ def test_disable_all_hooks_is_pointed_out(tmp_path: Path) -> None:
     [
         (
             b'{"hooks": {',
-            "is not valid JSON (Expecting property name enclosed in double quotes"
-            " at line 1, column 12); fix it and run again, nothing was changed.",
+            (
+                "is not valid JSON (Expecting property name enclosed in double quotes"
+                " at line 1, column 12); fix it and run again, nothing was changed."
+            ),
         ),
         (b"[1, 2]", "does not hold a JSON object; nothing was changed."),
         (b'"text"', "does not hold a JSON object; nothing was changed."),
@@ -689,7 +696,7 @@ def test_an_unusable_file_is_reported_and_left_alone(
         install("project", tmp_path, uninstall=uninstall)
     assert str(err.value) == f"{path} {problem}"
     assert path.read_bytes() == content
-    assert os.listdir(path.parent) == ["settings.json"]
+    assert [p.name for p in path.parent.iterdir()] == ["settings.json"]
 
 
 @pytest.mark.parametrize(
@@ -779,7 +786,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
 ) -> None:
     path = tmp_path / ".claude" / "settings.json"
     write(path, {"model": "opus"})
-    real = settings.atomic_write
+    real = fsio.atomic_write  # the function settings calls by that name
     calls: list[int] = []
 
     def racing(target: Path, data: bytes, still_ok: Any = None) -> bool:

@@ -119,7 +119,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def test_every_agent_of_the_table_has_an_install_target_and_no_other() -> None:
-    assert AGENT_NAMES == tuple(table.AGENTS)
+    assert tuple(table.AGENTS) == AGENT_NAMES
     assert AGENT_NAMES[0] == "claude"  # the default of `install --agent`
     assert sorted(TARGETS) == sorted(OTHERS)
     assert all(TARGETS[name].agent == name for name in TARGETS)
@@ -168,7 +168,7 @@ def _handlers(data: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for entries in data["hooks"].values():
         for entry in entries:
-            out += entry["hooks"] if "hooks" in entry else [entry]
+            out += entry.get("hooks", [entry])
     return out
 
 

@@ -42,7 +42,9 @@ def script(agents: Path, tmp_path: Path) -> Path:
     return run_agents.write(tmp_path / "agents")
 
 
-def make_loop(rs: Any, *extra: str, criteria: tuple[str, ...] = ("tests pass", "docs written")):
+def make_loop(
+    rs: Any, *extra: str, criteria: tuple[str, ...] = ("tests pass", "docs written")
+) -> None:
     args = ["init", "Build the parser"]
     for name in criteria:
         args += ["-c", name]
@@ -93,8 +95,8 @@ def test_an_agent_that_makes_progress_completes_the_loop(
     assert out["steps"] == {"done": 0, "total": 1}
     assert len(out["durations"]["iterations"]) == 2
     assert [r["log"] for r in out["runs"]] == [
-        os.path.join(".loop", "runs", "0001.log"),
-        os.path.join(".loop", "runs", "0002.log"),
+        str(Path(".loop", "runs", "0001.log")),
+        str(Path(".loop", "runs", "0002.log")),
     ]
     assert [(r["exit"], r["decision"]) for r in out["runs"]] == [(0, "continue"), (0, "complete")]
     assert plain(done.stderr) == [
@@ -149,7 +151,7 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "exit": 0,
         "result": "exit 0",
         "decision": "continue",
-        "log": os.path.join(".loop", "runs", "0001.log"),
+        "log": str(Path(".loop", "runs", "0001.log")),
         "noProgress": 0,
     }
     assert isinstance(first["duration"], float)
@@ -209,8 +211,10 @@ def test_an_idle_agent_stalls_after_stall_limit_iterations(
         "agent 2: idle",
         "[2/10] 0/2 criteria · 0/1 steps · T · exit 0",
         "paused (stall) · 0/2 criteria · 0/1 steps · 2 iterations · T",
-        "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
-        " then `ralphstate run` again.",
+        (
+            "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
+            " then `ralphstate run` again."
+        ),
     ]
     final = state(project)
     assert (final["status"], final["pauseReason"], final["maxIterations"]) == (
@@ -451,7 +455,7 @@ def test_a_second_ctrl_c_exits_at_once(
     child.send_signal(signal.SIGINT)
     wait_for(lambda: run_agents.signals(agents) == ["SIGINT"], "the agent to see Ctrl-C")
     child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=30)
+    _out, err = child.communicate(timeout=30)
 
     assert child.returncode == 3, err
     pid = int((agents / "pid").read_text())
@@ -526,8 +530,10 @@ def test_the_agent_comes_from_pyproject_and_loop_config_wins(
     [
         (
             "[run]\nagnet = 'x'\n",
-            "{cfg} [run]: unknown key 'agnet' (known: agent, prompt-mode, max, timeout,"
-            " context, grace).",
+            (
+                "{cfg} [run]: unknown key 'agnet' (known: agent, prompt-mode, max, timeout,"
+                " context, grace)."
+            ),
         ),
         ("[run]\nmax = 0\n", "{cfg} [run]: 'max' must be a whole number from 1 to 10000, not 0."),
         (
@@ -551,7 +557,7 @@ def test_a_bad_config_is_one_line(rs: Any, project: Path, text: str, message: st
     config.write_text(text)
     done = rs("run", "--agent", "x")
     assert done.code == 1
-    shown = message.format(cfg=os.path.join(".loop", "config.toml"), abs=config)
+    shown = message.format(cfg=Path(".loop", "config.toml"), abs=config)
     assert done.err == f"ralphstate: {shown}\n"
 
 
@@ -572,9 +578,11 @@ def test_invalid_toml_is_one_line(rs: Any, project: Path) -> None:
     [
         (
             [],
-            'no agent command: give one with --agent "CMD", or set `agent` in the'
-            " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
-            " .loop/config.toml.",
+            (
+                'no agent command: give one with --agent "CMD", or set `agent` in the'
+                " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
+                " .loop/config.toml."
+            ),
         ),
         (
             ["--agent", "surely-no-such-agent-program -p"],
@@ -582,13 +590,17 @@ def test_invalid_toml_is_one_line(rs: Any, project: Path) -> None:
         ),
         (
             ["--agent", "claude -p", "--prompt-mode", "file"],
-            "--prompt-mode file needs {prompt_file} in the agent command, where the prompt"
-            " file's path goes.",
+            (
+                "--prompt-mode file needs {prompt_file} in the agent command, where the prompt"
+                " file's path goes."
+            ),
         ),
         (
             ["--agent", "agent {prompt_file}", "--prompt-mode", "stdin"],
-            "the agent command holds {prompt_file}, which only --prompt-mode file fills"
-            " (the prompt mode is stdin).",
+            (
+                "the agent command holds {prompt_file}, which only --prompt-mode file fills"
+                " (the prompt mode is stdin)."
+            ),
         ),
         (
             ["--agent", "claude -p 'unclosed"],
@@ -631,7 +643,7 @@ def test_a_second_run_on_the_same_loop_is_refused(rs: Any, project: Path) -> Non
     assert done.code == 1
     assert done.err == (
         "ralphstate: another `ralphstate run` is already driving this loop"
-        f" ({os.path.join('.loop', 'run.lock')} is held).\n"
+        f" ({Path('.loop', 'run.lock')} is held).\n"
     )
 
 

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -36,8 +36,10 @@ PREAMBLE = (
 PROTOCOL_TAIL = [
     "   `ralphstate status` shows the whole loop.",
     "4. Commit your work with git, with a message that names the step.",
-    "5. Exit. Do not start the next step: the next iteration starts fresh from the files you"
-    " leave. The loop ends by itself once every criterion is verified.",
+    (
+        "5. Exit. Do not start the next step: the next iteration starts fresh from the files you"
+        " leave. The loop ends by itself once every criterion is verified."
+    ),
 ]
 
 
@@ -48,7 +50,7 @@ def loop(**changes: Any) -> st.State:
         ["exporter", "button"],
         now="2026-01-01T00:00:00Z",
     )
-    state.update(changes)
+    cast(st.Raw, state).update(changes)
     return st.normalise(state)
 
 
@@ -167,7 +169,7 @@ def test_context_files_are_bounded_each_and_together(
 
 
 def test_the_latest_note_of_each_criterion_is_its_evidence() -> None:
-    entries = [
+    entries: list[dict[str, Any]] = [
         {"event": "criterion_set", "criterion": "a", "value": True, "note": "first"},
         {"event": "criterion_set", "criterion": "b", "value": True, "note": "kept"},
         {"event": "step_done", "step": "x", "note": "not a criterion"},
@@ -235,7 +237,7 @@ def test_a_pyproject_without_the_table_gives_nothing(tmp_path: Path) -> None:
 # -- the outcome ---------------------------------------------------------------------------
 
 
-def record(decision: str, exit_code: int = 0) -> runresult.IterationRecord:
+def record(decision: runresult.IterationDecision, exit_code: int = 0) -> runresult.IterationRecord:
     return runresult.IterationRecord(
         run=1,
         iteration=4,
@@ -277,8 +279,10 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
     }
     assert outcome.summary() == [
         "paused (stall) · 1/3 criteria · 1/2 steps · 1 iteration · 1m15s",
-        "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
-        " then `ralphstate run` again.",
+        (
+            "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
+            " then `ralphstate run` again."
+        ),
     ]
     done = runresult.Outcome("complete", None, [], state, 0.5)
     assert (done.exit_code, done.summary()) == (
@@ -308,10 +312,14 @@ def test_watch_once_shows_the_state_and_the_recent_history(rs: Any, project: Pat
         "steps 0/1:",
         "  [>] tokenizer  (next)",
         "recent:",
-        "  2026-03-01T10:00:00Z  #0   init             spec='Build the parser' criteria=1"
-        " steps=1 session=None",
-        "  2026-03-01T10:00:00Z  #0   criterion_set    criterion='tests pass' value=True"
-        " evidence='claimed'",
+        (
+            "  2026-03-01T10:00:00Z  #0   init             spec='Build the parser' criteria=1"
+            " steps=1 session=None"
+        ),
+        (
+            "  2026-03-01T10:00:00Z  #0   criterion_set    criterion='tests pass' value=True"
+            " evidence='claimed'"
+        ),
     ]
 
 

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -203,7 +203,7 @@ def hand_edit(path: Path, **changes: Any) -> None:
             raw[key] = value
     tmp = path.with_name("by-hand.json")
     tmp.write_text(json.dumps(raw))
-    os.replace(tmp, path)
+    tmp.replace(path)
 
 
 def test_a_file_replaced_by_hand_mid_update_is_retried(project: Path, rs: Any) -> None:
@@ -223,7 +223,7 @@ def test_a_file_replaced_by_hand_mid_update_is_retried(project: Path, rs: Any) -
     assert result["criteriaStatus"] == {"a": True, "b": True}
     written = st.parse(path.read_bytes())
     assert written["criteriaStatus"] == {"a": True, "b": True}
-    assert written["handNote"] == "b verified by hand"
+    assert cast(st.Raw, written)["handNote"] == "b verified by hand"
     logged = [e["event"] for e in store_for(project).history()]
     assert logged == ["init", "criterion_set"]  # the retry is logged once
 
@@ -391,7 +391,7 @@ def test_writers_killed_at_random_never_leave_a_broken_file(project: Path, rs: A
     assert kills == 15
     assert len(reads) > 50 and len(set(reads)) > 2  # the reader saw the file change
     state = st.parse(path.read_bytes())
-    assert len(state["padding"]) == 400
+    assert len(cast(st.Raw, state)["padding"]) == 400
     # No lock is left behind by the killed writers.
     result = rs("criteria", "set", "w0", "true")
     assert result.code == 0, result.err
@@ -601,8 +601,8 @@ def test_a_symlink_that_stays_inside_the_project_is_followed(project: Path, rs: 
 
 
 def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_write(
-    rs, project: Path
-) -> None:  # type: ignore[no-untyped-def]
+    rs: Any, project: Path
+) -> None:
     assert rs("init", "Build it", "-c", "tests pass").code == 0
     stale = project / ".loop" / ".state.deadbeef0000.tmp"
     stale.write_bytes(b'{"half": ')

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.install import claude as inst
 from ralphstate.storage import trust
@@ -284,7 +285,7 @@ def test_session_start_for_a_cloned_loop_mentions_its_checks(project: Path, tmp_
 
 
 def test_install_gives_the_stop_hook_room_for_verification(tmp_path: Path) -> None:
-    assert inst.TIMEOUTS["Stop"] > inst.limits.STOP_VERIFY_BUDGET
+    assert inst.TIMEOUTS["Stop"] > limits.STOP_VERIFY_BUDGET
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
     stop = {"type": "command", "command": inst.hook_command("Stop"), "timeout": 30}
@@ -309,6 +310,8 @@ def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
     findings = doctor.check_hooks(tmp_path, home=tmp_path / "home")
     assert (
         "warn",
-        f"Stop hook in {path} has a timeout of 30s, less than the 180s verify-on-stop may"
-        " need; run `ralphstate install` again",
+        (
+            f"Stop hook in {path} has a timeout of 30s, less than the 180s verify-on-stop may"
+            " need; run `ralphstate install` again"
+        ),
     ) in findings

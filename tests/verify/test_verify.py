@@ -7,7 +7,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -132,8 +132,10 @@ def test_verify_names_and_numbers_select_checks(project: Path, rs: Any) -> None:
         (["nope"], "ralphstate: no criterion 'nope' in this loop (criteria: 'a', 'b').\n"),
         (
             ["b"],
-            "ralphstate: criterion 'b' has no check; give it one with"
-            ' `ralphstate criteria check "b" "COMMAND"`.\n',
+            (
+                "ralphstate: criterion 'b' has no check; give it one with"
+                ' `ralphstate criteria check "b" "COMMAND"`.\n'
+            ),
         ),
         (
             ["--timeout", "0"],
@@ -158,8 +160,10 @@ def test_verify_without_checks_says_how_to_add_one(project: Path, rs: Any) -> No
     done = rs("verify")
     assert (done.code, done.err) == (
         1,
-        "ralphstate: no criterion in this loop has a check; add one: ralphstate criteria check"
-        ' NAME "CMD".\n',
+        (
+            "ralphstate: no criterion in this loop has a check; add one: ralphstate criteria check"
+            ' NAME "CMD".\n'
+        ),
     )
 
 
@@ -402,8 +406,10 @@ def test_criteria_check_sets_shows_and_removes(project: Path, rs: Any) -> None:
         (["a", ""], "a check needs a command; to drop one use --remove."),
         (
             ["a", "--timeout", "5"],
-            "criterion 'a' has no check to give a timeout to; give the command too:"
-            ' ralphstate criteria check NAME "COMMAND".',
+            (
+                "criterion 'a' has no check to give a timeout to; give the command too:"
+                ' ralphstate criteria check NAME "COMMAND".'
+            ),
         ),
         (
             ["a", "x", "--timeout", "-1"],
@@ -528,4 +534,4 @@ def test_verification_fields_default_and_survive_a_rewrite() -> None:
         "mine": 1,
     }
     again = st.parse(st.dumps(st.normalise(raw)))
-    assert {k: again[k] for k in raw} == raw
+    assert {k: cast(st.Raw, again)[k] for k in raw} == raw
