@@ -9,7 +9,7 @@ from typing import Any
 import click
 import pytest
 
-from ralphstate.cli.main import cli
+from ralphstate.cli.app import cli
 from tests.helpers import REPO
 
 README = REPO / "README.md"
@@ -19,6 +19,7 @@ HOOKS = ("stop", "session-start", "pre-compact")
 
 def commands() -> list[tuple[tuple[str, ...], click.Command]]:
     """Every command and subcommand, as (path of names, command)."""
+    cli.load_all()  # the program imports a command's module only when it is asked for
     found: list[tuple[tuple[str, ...], click.Command]] = []
 
     def walk(group: click.Group, prefix: tuple[str, ...]) -> None:
