@@ -493,6 +493,20 @@ def test_init_from_a_template_with_checks_trusts_and_shows_them(project: Path, r
     assert rs("verify").code == 0
 
 
+def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) -> None:
+    """A template's checks are trusted by `init`: a control character in one is shown
+    as \\xNN, so the line cannot be redrawn to hide what will run."""
+    template = project / "loop.json"
+    hidden = "make test\rexit 0 # looks harmless"
+    template.write_text(
+        json.dumps({"spec": "Build it", "criteria": ["a\x1b[2J"], "checks": {"a\x1b[2J": hidden}})
+    )
+    done = rs("init", "--from", str(template))
+    assert done.out.splitlines()[1:] == [
+        "check (trusted on this machine) a\\x1b[2J: make test\\x0dexit 0 # looks harmless"
+    ]
+
+
 # -- the schema -------------------------------------------------------------------------
 
 

@@ -45,8 +45,8 @@ def resume(more: int | None) -> None:
 def adopt() -> None:
     """Own the loop from this Claude Code session ($CLAUDE_CODE_SESSION_ID).
 
-    Run outside a session, it marks the loop as trusted on this machine and lets the
-    next session that starts here take it.
+    Run outside a session, it records the loop as known on this machine (its checks
+    still need `ralphstate trust`) and lets the next session that starts here take it.
 
     \b
     Example:

@@ -10,6 +10,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
 from ralphstate.loop import ops
 
 
@@ -102,7 +103,7 @@ def init(
         f" max {new['maxIterations']} iterations{owner}"
     )
     for name, command in new["checks"].items():  # trusted here: show what will run
-        output.text(f"check (trusted on this machine) {name}: {command}")
+        output.text(f"check (trusted on this machine) {visible(name)}: {visible(command)}")
 
 
 @click.command(context_settings=SETTINGS)

@@ -169,7 +169,8 @@ def criteria_check(name: str, command: str | None, timeout: float | None, remove
 
     NAME may be the criterion's number. The command runs in the project root with
     `ralphstate verify` (and, with verify-on-stop, before the loop may end); exit code
-    0 means the criterion is met. A check set here is trusted on this machine.
+    0 means the criterion is met. A check set here stays trusted on this machine when
+    the loop's checks were trusted before.
 
     \b
     Example:
