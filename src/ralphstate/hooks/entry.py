@@ -18,6 +18,8 @@ from ralphstate.storage import paths
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     Output = dict[str, object]
     HookInput = dict[str, object]
 
@@ -31,6 +33,24 @@ EVENTS = ("stop", "session-start", "pre-compact")
 
 class Fault(Exception):
     """Something is wrong with the input or the state: allow, and say why."""
+
+
+def main(args: list[str] | None = None) -> NoReturn:
+    """A hook process: run the hook named in `args` (default: the command line's), then
+    end the process. The command `ralphstate install` writes is
+
+        "PYTHON" -I -c "from ralphstate.hooks.entry import main; main()" stop
+
+    Everything is written and every file closed when the hook returns, so the process
+    skips the interpreter's teardown of the modules it loaded (`os._exit`): it runs at
+    every stop of every session."""
+    code = run_hook(sys.argv[1:] if args is None else args)
+    for stream in (sys.stdout, sys.stderr):
+        try:  # contextlib is not imported on the hook's path
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
 
 
 def run_hook(args: list[str]) -> int:
