@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -336,3 +337,96 @@ def test_adoption_survives_a_registry_that_cannot_be_written(root: Path, isolate
     assert out["hookSpecificOutput"]["additionalContext"].startswith("A ralphstate loop")
     assert st.parse(path.read_bytes())["sessionId"] == "new-one"
     assert "could not update the loop registry" in err
+
+
+# -- what a stop that changes nothing costs ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "session"),
+    [
+        ({"status": "paused", "pauseReason": "user"}, SID),
+        ({"status": "complete"}, SID),
+        ({}, "session-b"),  # another session's
+        ({"sessionId": None}, SID),  # never seen here: made with known=False below
+    ],
+    ids=["paused", "complete", "foreign", "unknown"],
+)
+def test_a_stop_that_changes_nothing_takes_no_lock(
+    root: Path, changes: dict[str, Any], session: str
+) -> None:
+    """No lock file appears, and a lock held by another process costs the stop nothing:
+    it is decided on the file as read, and only a decision that writes takes the lock."""
+    path = make_loop(root, known=False, **changes) if "sessionId" in changes else None
+    path = path or make_loop(root, **changes)
+    before = path.read_bytes()
+    out, err = hook("stop", root, {"session_id": session, "last_assistant_message": "hi"})
+    assert (out, err) == (None, "")
+    assert path.read_bytes() == before
+    assert not (root / ".loop" / "state.lock").exists()
+    if changes.get("status") == "paused":
+        return  # PreCompact checkpoints a paused loop of the session's own
+    out, err = hook("pre-compact", root, {"session_id": session, "trigger": "auto"})
+    assert (out, err) == (None, "")
+    assert path.read_bytes() == before
+    assert not (root / ".loop" / "state.lock").exists()
+
+
+def test_the_reply_is_read_only_when_a_rule_needs_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A transcript read (or Copilot's wait for its events file) is paid only by a stop
+    that looks for the marker: not by one on a paused loop."""
+    from ralphstate.agents.table import Agent
+    from ralphstate.hooks.entry import run_hook
+
+    reads: list[str] = []
+    real = Agent.last_message
+
+    def counted(self: Agent, data: dict[str, object]) -> str | None:
+        reads.append(self.name)
+        return real(self, data)
+
+    monkeypatch.setattr(Agent, "last_message", counted)
+    monkeypatch.chdir(root)
+    path = make_loop(root, status="paused", pauseReason="user")
+    data = orjson.dumps({"session_id": SID, "cwd": str(root), "last_assistant_message": "hi"})
+
+    def run() -> None:
+        stdin = sys.stdin
+        import io
+
+        sys.stdin = io.TextIOWrapper(io.BytesIO(data))
+        try:
+            assert run_hook(["stop"]) == 0
+        finally:
+            sys.stdin = stdin
+
+    run()
+    assert reads == []
+    path.write_bytes(path.read_bytes().replace(b'"paused"', b'"in_progress"'))
+    run()
+    assert reads == ["claude"]
+    assert '"decision":"block"' in capsys.readouterr().out
+
+
+def test_an_agent_without_a_project_variable_imports_no_loop_code_without_a_loop(
+    root: Path,
+) -> None:
+    """Codex, Gemini and Cursor name the project in their input only: with no loop there,
+    the hook parses the input and stops before the loop's code is imported."""
+    data = orjson.dumps({"session_id": SID, "cwd": str(root), "last_assistant_message": "hi"})
+    code = (
+        "import io, sys; sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode()));"
+        "from ralphstate.hooks.entry import run_hook; run_hook(['stop', '--agent', 'codex']);"
+        "print(*sorted(m for m in sys.modules if m.startswith('ralphstate')), file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, data.decode()], cwd=root, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout == ""
+    loaded = done.stderr.split()
+    assert "ralphstate.hooks.entry" in loaded
+    assert [
+        m for m in loaded if m.startswith(("ralphstate.hooks.handlers", "ralphstate.storage.store"))
+    ] == []

@@ -204,6 +204,28 @@ def test_a_check_changed_while_it_ran_is_not_recorded() -> None:
 # -- trust at the Stop hook -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("then", ["cancel", "pause"])
+def test_a_loop_ended_while_its_checks_ran_keeps_what_it_had(root: Path, then: str) -> None:
+    """The person cancels or pauses the loop while verify-on-stop runs a check (here the
+    check does it). The second decision allows the stop and writes nothing: the check's
+    result is not put into a loop that is no longer running, and nothing changes in the
+    state without its line in the history."""
+    command = (
+        f"{sys.executable} -m ralphstate {then} && {sys.executable} -c 'import sys; sys.exit(1)'"
+    )
+    path = make_loop(root, {"tests pass": command})
+    out, err = stop(root)
+    assert err == ""
+    state = load(root)
+    assert state["status"] == ("cancelled" if then == "cancel" else "paused")
+    assert state["criteriaStatus"] == {"tests pass": True}
+    assert state["evidence"]["tests pass"]["result"] == "claimed"
+    events = [e["event"] for e in history(root)]
+    assert "check" not in events and events[-1] == ("cancelled" if then == "cancel" else "paused")
+    assert out is None
+    assert path.exists()
+
+
 def test_untrusted_checks_never_run_and_the_claim_pauses(root: Path, rs: Any) -> None:
     ran = root / "ran"
     make_loop(root, {"a": touch(ran)}, trusted=False)

@@ -48,7 +48,7 @@ class Decision:
 def decide_stop(
     state: st.State,
     session_id: str | None,
-    last_message: str | None,
+    last_message: str | Callable[[], str | None] | None,
     *,
     known_here: bool | Callable[[], bool],
     runner: bool = False,
@@ -57,7 +57,8 @@ def decide_stop(
     failures: Sequence[render.CheckFailure] = (),
     untrusted: bool = False,
 ) -> Decision:
-    """One stop of `session_id` (of `agent`) that ended with `last_message`.
+    """One stop of `session_id` (of `agent`) that ended with `last_message` (or a
+    function giving it, asked only when the marker is looked for).
 
     `known_here`: this machine made or adopted the loop (a function is asked only when
     the loop has no owner). `runner`: the stop is inside an iteration of `ralphstate
@@ -96,7 +97,8 @@ def decide_stop(
         new["status"], new["pauseReason"] = "paused", "max_iterations"
         return done("max_iterations", system_message=render.paused_max(new))
 
-    marker_seen = contains_marker(last_message or "", new["completionMarker"])
+    said = last_message() if callable(last_message) else last_message
+    marker_seen = contains_marker(said or "", new["completionMarker"])
     fingerprint = st.progress(new, marker_seen)
     changed = fingerprint != new.get("lastProgress")
     if not changed and new["blocksWithoutProgress"] >= new["stallLimit"]:

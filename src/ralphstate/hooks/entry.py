@@ -70,12 +70,16 @@ def run_hook(args: list[str]) -> int:
         if event not in EVENTS:
             raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
         data = _read_stdin()
+        hook_input = None
         start = agent.project_dir(os.environ)
-        if start and paths.find_dir(start) is None:
+        if not start:  # an agent that names no project in the environment: its input does
+            hook_input = _parse(data)
+            start = agent.cwd(hook_input) or os.getcwd()
+        if paths.find_dir(start) is None:
             return 0  # the common case: no loop here, nothing more to read or import
         from ralphstate.hooks.handlers import HANDLERS
 
-        out = HANDLERS[event](agent, _parse(data))
+        out = HANDLERS[event](agent, _parse(data) if hook_input is None else hook_input)
     except Fault as exc:
         complain(event, str(exc))
     except BaseException as exc:  # noqa: BLE001 - a hook must never crash its caller

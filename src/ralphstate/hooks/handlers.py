@@ -9,6 +9,7 @@ answer and a line for the person by `hooks.entry`.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -77,33 +78,47 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
     found = _find(agent, hook_input)
     if found is None:
         return None
-    loop, store, _state = found
+    loop, store, state = found
     session_id = agent.session_id(hook_input)
     if session_id is None:
         raise Fault("input has no session id")
-    message = agent.last_message(hook_input)
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
+    said: list[str | None] = []
+
+    def message() -> str | None:
+        """The reply that ended the turn, read once and only when a rule needs it (a
+        transcript read, or Copilot's wait for its events file, costs time)."""
+        if not said:
+            said.append(agent.last_message(hook_input))
+        return said[0]
+
+    def decide_on(current: st.State, verified: Verified | None) -> tuple[Decision, list[Event]]:
+        """The decision on `current`, which is left as it is: check results are applied
+        to a copy, kept only when the decision writes."""
+        results = verified.results if verified else []
+        checked: list[Event] = []
+        if results:
+            from ralphstate.verify.execute import apply
+
+            current = copy.deepcopy(current)
+            checked = apply(current, results, "stop")
+        ran = {e["criterion"] for e in checked}
+        decision = decide.decide_stop(
+            current,
+            session_id,
+            message,
+            known_here=lambda: registry.knows(loop, current),
+            runner=runner,
+            agent=agent.name,
+            checks_ran=verified is not None,
+            failures=[r for r in results if not r.passed and r.criterion in ran],
+            untrusted=verified is not None and verified.untrusted,
+        )
+        return decision, checked
 
     def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
         def change(current: st.State, events: list[Event]) -> Decision:
-            results = verified.results if verified else []
-            checked: list[Event] = []
-            if results:
-                from ralphstate.verify.execute import apply
-
-                checked = apply(current, results, "stop")
-            ran = {e["criterion"] for e in checked}
-            decision = decide.decide_stop(
-                current,
-                session_id,
-                message,
-                known_here=lambda: registry.knows(loop, current),
-                runner=runner,
-                agent=agent.name,
-                checks_ran=verified is not None,
-                failures=[r for r in results if not r.passed and r.criterion in ran],
-                untrusted=verified is not None and verified.untrusted,
-            )
+            decision, checked = decide_on(current, verified)
             if decision.state is not None:
                 raw = cast(st.Raw, current)  # the store writes the dict it handed over
                 raw.clear()
@@ -113,7 +128,13 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
 
         return change
 
-    decision: Decision = _update(store, deciding())
+    # First on the file as read, without the lock: a stop that changes nothing (a loop
+    # paused, finished, another session's, not known here, or inside `ralphstate run`)
+    # takes no lock and creates no lock file. Anything to write is decided again under it.
+    decision, _ = decide_on(state, None)
+    if decision.state is None and decision.rule != "verify":
+        return agent.render_stop(decision)
+    decision = _update(store, deciding())
     if decision.rule == "verify":  # the checks run outside the lock, then decide again
         decision = _update(store, deciding(_verify(store)))
     if decision.state is not None and (
@@ -234,22 +255,28 @@ def pre_compact(agent: Agent, hook_input: HookInput) -> Output | None:
     found = _find(agent, hook_input)
     if found is None:
         return None
-    loop, store, _state = found
+    loop, store, state = found
     session_id = agent.session_id(hook_input)
     trigger = str(hook_input.get("trigger") or "")[:20]
 
-    def checkpoint(current: st.State, events: list[Event]) -> None:
+    def ours(current: st.State) -> bool:
+        """An active loop of this session's, or one it may adopt: not another session's,
+        nor a loop that arrived with a clone."""
         if current["status"] not in st.ACTIVE:
-            return
-        verdict = ownership.judge(
-            current, session_id, agent.name, known=lambda: registry.knows(loop, current)
+            return False
+        known = lambda: registry.knows(loop, current)  # noqa: E731 - asked only if needed
+        return ownership.judge(current, session_id, agent.name, known=known) in (
+            "owner",
+            "adopt",
         )
-        if verdict not in ("owner", "adopt"):
-            return  # another session's, or a loop that arrived with a clone: left alone
-        current["lastCheckpoint"] = clock.now_iso()
-        events.append({"event": "checkpoint", "trigger": trigger})
 
-    _update(store, checkpoint)
+    def checkpoint(current: st.State, events: list[Event]) -> None:
+        if ours(current):  # again, under the lock
+            current["lastCheckpoint"] = clock.now_iso()
+            events.append({"event": "checkpoint", "trigger": trigger})
+
+    if ours(state):  # a loop left alone takes no lock
+        _update(store, checkpoint)
     return None
 
 
