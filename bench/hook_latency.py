@@ -94,19 +94,12 @@ def install(base: Path) -> tuple[str, Path]:
 
 
 def hook(python: str, event: str) -> tuple[str, list[str]]:
-    """The command `ralphstate install` writes for `event`, and the process it starts:
-    its words as sh splits them, up to the first operator (a tail like ` || exit 1`
-    runs only when the hook cannot start)."""
+    """The command `ralphstate install` writes for `event` (`"PYTHON" -I -c "CODE"
+    stop`, one simple command), and the process it starts: its words as sh splits them."""
     code = f"from ralphstate.install.claude import hook_command; print(hook_command({event!r}))"
     line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
-    lexer = shlex.shlex(line.stdout.strip(), posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    words = []
-    for word in lexer:
-        if word and set(word) <= set("|&;"):
-            break
-        words.append(word)
-    return line.stdout.strip(), words
+    command = line.stdout.strip()
+    return command, shlex.split(command)
 
 
 def hook_input(root: Path, event: str, **fields: object) -> bytes:

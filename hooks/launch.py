@@ -43,14 +43,18 @@ INSTALL_HINT = (
     " (or `pip install ralphstate`). This message is shown once."
 )
 # The same recognition `ralphstate install` uses for its own settings entries
-# (ralphstate.install.command): the hook script by its path or with -m, and the forms
-# older versions wrote (the console script, `python -m ralphstate hook`).
+# (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
+# hook script by its path (development builds), and the forms older versions wrote (the
+# console script, `python -m ralphstate hook`).
 _OWN = re.compile(
     "|".join(
-        prefix + r"(stop|session-start|pre-compact)(?=[\s\"']|$)"
+        prefix + r"(stop|session-start|pre-compact)(?=[\s\"';]|$)"
         for prefix in (
+            (
+                r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""
+                r"""import\s+main\s*;\s*main\(\)["']?\s+"""
+            ),
             r"""(?:^|[\s"'/\\])ralphstate[/\\]hooks[/\\]__main__\.py["']?\s+""",
-            r"(?:^|\s)-m\s+ralphstate\.hooks\s+",
             r"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+""",
             r"(?:^|\s)-m\s+ralphstate\s+hook\s+",
         )

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-import ralphstate.hooks
+from ralphstate.install.command import shell_command
 
 SESSION = "imports-session"
 # Runs the code in $PROBE_RUN and writes to $PROBE_OUT, one a line, every module it
@@ -46,20 +48,27 @@ finally:
 CONSOLE = "from ralphstate.__main__ import main\nsys.argv = ['ralphstate', *{args!r}]\nmain()"
 # What ralphstate.__main__ hands the hooks to.
 ENTRY = "from ralphstate.hooks.entry import run_hook\nsys.exit(run_hook({args!r}))"
-# The command `ralphstate install` writes: `python .../ralphstate/hooks/__main__.py stop`,
-# run as a script is (its directory first on sys.path, __name__ "__main__").
-HOOK_SCRIPT = Path(ralphstate.hooks.__file__).with_name("__main__.py")
-SCRIPT = (
-    "path = {path!r}\n"
-    "sys.argv = [path, *{args!r}]\n"
-    "sys.path[0] = os.path.dirname(path)\n"
-    "code = compile(open(path, 'rb').read(), path, 'exec')\n"
-    "exec(code, {{'__name__': '__main__', '__file__': path, '__builtins__': __builtins__}})"
-)
-HOOK_WAYS = {
-    "console": CONSOLE.format(args=["hook", "{event}"]),
-    "entry": ENTRY.format(args=["{event}"]),
-    "script": SCRIPT.format(path=str(HOOK_SCRIPT), args=["{event}"]),
+# A way to run a hook: (the interpreter's options, the code, the arguments after it).
+Way = tuple[list[str], str, list[str]]
+
+
+def installed(sub: str) -> Way:
+    """The command `ralphstate install` writes, word by word: `"PYTHON" -I -c "CODE"
+    stop`; the probe runs that code with those options and arguments."""
+    words = shlex.split(shell_command(sub))
+    if "-c" not in words:
+        pytest.skip(f"this installation's hook command runs no code: {shlex.join(words)}")
+    assert Path(words[0]) == Path(sys.executable).absolute()
+    at = words.index("-c")
+    flags, code, args = words[1:at], words[at + 1], words[at + 2 :]
+    assert flags == ["-I"]  # isolated: nothing from the project or PYTHON* variables
+    return flags, code, args
+
+
+HOOK_WAYS: dict[str, Callable[[str], Way]] = {
+    "console": lambda sub: ([], CONSOLE.format(args=["hook", sub]), []),
+    "entry": lambda sub: ([], ENTRY.format(args=[sub]), []),
+    "installed": installed,
 }
 
 # Never on the path of the hook without a loop (those that start-up loaded aside).
@@ -110,13 +119,22 @@ class Probe:
         )
 
 
-def probe(run: str, *, cwd: Path, stdin: Path | None, env: dict[str, str]) -> Probe:
+def probe(
+    run: str,
+    *,
+    cwd: Path,
+    stdin: Path | None,
+    env: dict[str, str],
+    flags: list[str] | None = None,
+    args: list[str] | None = None,
+) -> Probe:
+    """`run` in a real interpreter started with `flags`, `args` after the code."""
     out = cwd.parent / f"{cwd.name}-modules.txt"
     full_env = dict(os.environ, PROBE_RUN=run, PROBE_OUT=str(out), **env)
     full_env.pop("PYTHONSTARTUP", None)
     with Path(stdin or os.devnull).open("rb") as source:
         done = subprocess.run(
-            [sys.executable, "-c", PROBE],
+            [sys.executable, *(flags or []), "-c", PROBE, *(args or [])],
             stdin=source,
             capture_output=True,
             cwd=cwd,
@@ -143,11 +161,11 @@ def hook_input(tmp_path: Path, project: Path, event: str) -> Path:
 def test_the_stop_hook_without_a_loop_imports_nothing_heavy(
     project: Path, tmp_path: Path, way: str
 ) -> None:
-    if way == "script" and not HOOK_SCRIPT.is_file():
-        pytest.skip("this installation has no hook script")
-    run = HOOK_WAYS[way].replace("{event}", "stop")
+    flags, run, args = HOOK_WAYS[way]("stop")
     result = probe(
         run,
+        flags=flags,
+        args=args,
         cwd=project,
         stdin=hook_input(tmp_path, project, "Stop"),
         env={"CLAUDE_PROJECT_DIR": str(project)},
@@ -162,14 +180,15 @@ def test_the_stop_hook_without_a_loop_imports_nothing_heavy(
 def test_the_hooks_with_a_loop_never_import_click(
     project: Path, tmp_path: Path, rs: Any, monkeypatch: pytest.MonkeyPatch, way: str, event: str
 ) -> None:
-    if way == "script" and not HOOK_SCRIPT.is_file():
-        pytest.skip("this installation has no hook script")
+    sub = {"Stop": "stop", "SessionStart": "session-start"}[event]
+    flags, run, args = HOOK_WAYS[way](sub)
     with monkeypatch.context() as session:
         session.setenv("CLAUDE_CODE_SESSION_ID", SESSION)
         assert rs("init", "Build it", "-c", "tests pass", "-s", "write it").code == 0
-    sub = {"Stop": "stop", "SessionStart": "session-start"}[event]
     result = probe(
-        HOOK_WAYS[way].replace("{event}", sub),
+        run,
+        flags=flags,
+        args=args,
         cwd=project,
         stdin=hook_input(tmp_path, project, event),
         env={"CLAUDE_PROJECT_DIR": str(project)},

@@ -110,21 +110,73 @@ def test_doctor_flags_a_hook_whose_script_is_gone(rs: Any, project: Path, home: 
     ) in lines(result)
 
 
+CODE = "from ralphstate.hooks.entry import main; main()"
+
+
 @pytest.mark.parametrize(
     "form",
     [
+        f'"{{python}}" -I -c "{CODE}" stop',
+        f"& '{{python}}' -I -c '{CODE}' stop --agent copilot",
         '"{python}" "{script}" stop',
         "& '{python}' '{script}' stop",
+        '"{python}" "{script}" stop || exit 1',
         '"{python}" -m ralphstate hook stop',
-        '"{python}" -m ralphstate.hooks stop',
     ],
 )
 def test_doctor_accepts_every_form_whose_program_is_there(
-    rs: Any, project: Path, home: Path, form: str
+    rs: Any, project: Path, home: Path, tmp_path: Path, form: str
 ) -> None:
-    import ralphstate
-
-    script = shown(str(Path(ralphstate.__file__).absolute().parent / "hooks" / "__main__.py"))
-    settings = settings_with(project, form.format(python=PYTHON, script=script))
+    script = tmp_path / "site" / "ralphstate" / "hooks" / "__main__.py"
+    script.parent.mkdir(parents=True)
+    script.write_text("")
+    settings = settings_with(project, form.format(python=PYTHON, script=shown(str(script))))
     result = rs("doctor")
     assert f"ok   Stop hook in {settings} runs {PYTHON}" in lines(result), result.out
+
+
+def test_doctor_fails_a_hook_whose_python_cannot_import_the_hook(
+    rs: Any, project: Path, home: Path, bare_python: Path
+) -> None:
+    """ralphstate uninstalled from the interpreter the hook names (or installed with
+    --user, which isolated mode does not see): the program is there, the hook is not."""
+    python = shown(str(bare_python))
+    settings = settings_with(project, f'"{python}" -I -c "{CODE}" stop')
+    result = rs("doctor")
+    assert result.code == 1
+    assert (
+        f"fail Stop hook in {settings} runs {python}, which cannot import ralphstate's hook in"
+        " isolated mode (ModuleNotFoundError: No module named 'ralphstate'); run"
+        " `ralphstate install` again"
+    ) in lines(result), result.out
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX program")
+def test_doctor_never_starts_a_program_in_the_project(
+    rs: Any, project: Path, home: Path, tmp_path: Path
+) -> None:
+    """A hook file in the project may have come with a clone, and so may the program it
+    names: `doctor` checks that it is there, and does not run it to see it import the
+    hook. The same program outside the project is run: the check can fail."""
+    marker = tmp_path / "ran"
+    program = f"#!/bin/sh\necho ran > '{marker}'\n"
+    planted = project / "bin" / "python"
+    planted.parent.mkdir()
+    planted.write_text(program)
+    planted.chmod(0o755)
+    for command in (f'./bin/python -I -c "{CODE}" stop', f'"{planted}" -I -c "{CODE}" stop'):
+        settings = settings_with(project, command)
+        result = rs("doctor")
+        target = command.split(" -I")[0].strip('"')
+        assert (
+            f"ok   Stop hook in {settings} runs {target} (a program in the project: not"
+            " started to check it)"
+        ) in lines(result), result.out
+        assert not marker.exists()
+    outside = tmp_path / "elsewhere" / "python"
+    outside.parent.mkdir()
+    outside.write_text(program)
+    outside.chmod(0o755)
+    settings_with(project, f'"{outside}" -I -c "{CODE}" stop')
+    assert rs("doctor").code == 0
+    assert marker.exists()

@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 import ralphstate
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import claude as inst
+from ralphstate.install import command as command_module
 from ralphstate.install import settings
 from ralphstate.install.claude import (
     InstalledHook,
@@ -27,14 +29,19 @@ from ralphstate.install.claude import (
     install,
     settings_path,
 )
-from ralphstate.install.command import SUBCOMMANDS, command_script, powershell_command
+from ralphstate.install.command import (
+    HOOK_CODE,
+    SUBCOMMANDS,
+    command_script,
+    command_words,
+    powershell_command,
+    runs_hook_code,
+)
 from ralphstate.storage import fsio
 from tests.helpers import REPO
 
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
-# The hook script of the ralphstate these tests run, where `install` points the hooks.
-SCRIPT = Path(ralphstate.__file__).absolute().parent / "hooks" / "__main__.py"
 
 STOP = hook_command("Stop")
 START = hook_command("SessionStart")
@@ -125,33 +132,83 @@ def fake_interpreter(directory: Path) -> Path:
     return python
 
 
-def test_hook_command_runs_the_hook_script_with_this_interpreter(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+class ImportCheck:
+    """Stands in for `install`'s check that an interpreter imports the hook in isolated
+    mode: answers `ok`, and keeps the interpreters asked."""
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.asked: list[str] = []
+
+    def __call__(self, python: str) -> bool:
+        self.asked.append(python)
+        return self.ok
+
+
+@pytest.fixture
+def imports(monkeypatch: pytest.MonkeyPatch) -> ImportCheck:
+    check = ImportCheck()
+    monkeypatch.setattr(command_module, "imports_isolated", check)
+    return check
+
+
+def test_hook_command_has_this_interpreter_import_the_hook_in_isolated_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
 ) -> None:
     python = fake_interpreter(tmp_path / "my venv" / "bin")
     monkeypatch.setattr(sys, "executable", str(python))
-    exe, script = expected_path(python), expected_path(SCRIPT)
-    assert hook_command("Stop") == f'"{exe}" "{script}" stop || exit 1'
-    assert hook_command("SessionStart") == f'"{exe}" "{script}" session-start || exit 1'
-    assert hook_command("PreCompact") == f'"{exe}" "{script}" pre-compact || exit 1'
-    assert shlex.split(hook_command("Stop")) == [exe, script, "stop", "||", "exit", "1"]
+    exe = expected_path(python)
+    code = "from ralphstate.hooks.entry import main; main()"
+    assert code == HOOK_CODE
+    assert hook_command("Stop") == f'"{exe}" -I -c "{code}" stop'
+    assert hook_command("SessionStart") == f'"{exe}" -I -c "{code}" session-start'
+    assert hook_command("PreCompact") == f'"{exe}" -I -c "{code}" pre-compact'
+    assert shlex.split(hook_command("Stop")) == [exe, "-I", "-c", code, "stop"]
+    assert imports.asked and set(imports.asked) == {str(python)}
     assert tuple(inst.EVENTS.values()) == SUBCOMMANDS
     for event, sub in inst.EVENTS.items():
         assert inst.own_subcommand(hook_command(event)) == sub
+        assert runs_hook_code(hook_command(event))
 
 
-def test_hook_command_for_powershell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hook_command_names_the_interpreter_as_called_not_resolved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
+) -> None:
+    """A venv's python is a symlink to the base interpreter: resolved, it would run
+    without the venv's packages."""
+    base = fake_interpreter(tmp_path / "base")
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    link = venv_bin / "python"
+    try:
+        link.symlink_to(base)
+    except OSError:
+        pytest.skip("no symlinks here")
+    monkeypatch.setattr(sys, "executable", str(link))
+    assert command_target(hook_command("Stop")) == expected_path(link)
+    assert imports.asked[-1] == str(link)
+
+
+def test_hook_command_for_powershell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
+) -> None:
     python = fake_interpreter(tmp_path / "it's here")
     monkeypatch.setattr(sys, "executable", str(python))
     exe = expected_path(python).replace("'", "''")
     command = powershell_command("stop", "gemini")
-    assert command == (
-        f"& '{exe}' '{expected_path(SCRIPT)}' stop --agent gemini"
-        "; if ($LASTEXITCODE -ne 0) { exit 1 }"
-    )
+    assert command == f"& '{exe}' -I -c '{HOOK_CODE}' stop --agent gemini"
     assert command_target(command) == expected_path(python)
-    assert command_script(command) == expected_path(SCRIPT)
+    assert command_words(command, limit=7) == [
+        expected_path(python),
+        "-I",
+        "-c",
+        HOOK_CODE,
+        "stop",
+        "--agent",
+        "gemini",
+    ]
     assert inst.own_subcommand(command) == "stop"
+    assert runs_hook_code(command)
 
 
 def test_hook_command_without_an_interpreter_is_one_clear_error(
@@ -166,19 +223,96 @@ def test_hook_command_without_an_interpreter_is_one_clear_error(
     )
 
 
-def test_hook_command_without_the_hook_script_is_one_clear_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def scripts_dirs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Path]:
+    """sysconfig's scripts directories, made empty directories of `tmp_path`."""
+    dirs = {
+        scheme: tmp_path / f"{scheme}-scripts"
+        for scheme in (sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user"))
+    }
+    for path in dirs.values():
+        path.mkdir(exist_ok=True)
+
+    def get_path(name: str, scheme: str = sysconfig.get_default_scheme()) -> str:
+        assert name == "scripts"
+        return str(dirs[scheme])
+
+    monkeypatch.setattr(sysconfig, "get_path", get_path)
+    return dirs
+
+
+CONSOLE = "ralphstate.exe" if os.name == "nt" else "ralphstate"
+
+
+@pytest.mark.parametrize("where", ["beside the interpreter", "default", "user"])
+def test_a_python_that_cannot_import_the_hook_isolated_gets_the_console_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck, where: str
 ) -> None:
-    monkeypatch.setattr(ralphstate, "__file__", str(tmp_path / "ralphstate" / "__init__.py"))
+    """`pip install --user`: `-I` hides the user site-packages, so the hook could not be
+    imported; the console script, as older versions wrote, runs it instead."""
+    imports.ok = False
+    python = fake_interpreter(tmp_path / "py" / "bin")
+    monkeypatch.setattr(sys, "executable", str(python))
+    dirs = scripts_dirs(monkeypatch, tmp_path)
+    directory = {
+        "beside the interpreter": python.parent,
+        "default": dirs[sysconfig.get_default_scheme()],
+        "user": dirs[sysconfig.get_preferred_scheme("user")],
+    }[where]
+    script = directory / CONSOLE
+    script.write_text("")
+    shown = expected_path(script)
+    assert hook_command("Stop", agent="codex") == f'"{shown}" hook stop --agent codex'
+    assert powershell_command("pre-compact", "copilot") == (
+        f"& '{shown}' hook pre-compact --agent copilot"
+    )
+    for event, sub in inst.EVENTS.items():
+        assert inst.own_subcommand(hook_command(event)) == sub
+        assert not runs_hook_code(hook_command(event))
+
+
+def test_no_isolated_import_and_no_console_script_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
+) -> None:
+    imports.ok = False
+    python = fake_interpreter(tmp_path / "py" / "bin")
+    monkeypatch.setattr(sys, "executable", str(python))
+    scripts_dirs(monkeypatch, tmp_path)
     with pytest.raises(RalphstateError) as err:
         hook_command("Stop")
     assert str(err.value) == (
-        "Cannot find ralphstate's hook script beside its code; reinstall ralphstate."
+        f"{python} cannot import ralphstate in isolated mode (-I) and there is no"
+        " `ralphstate` command beside it; install ralphstate into a virtual environment"
+        " or with pipx and run `ralphstate install` from there."
     )
 
 
+def test_the_isolated_import_is_checked_once_for_real(
+    monkeypatch: pytest.MonkeyPatch, bare_python: Path
+) -> None:
+    asked: list[str] = []
+    real = command_module.import_problem
+
+    def counted(python: str, timeout: float = command_module.CHECK_TIMEOUT) -> str | None:
+        asked.append(python)
+        return real(python, timeout)
+
+    monkeypatch.setattr(command_module, "import_problem", counted)
+    command_module.imports_isolated.cache_clear()
+    try:
+        for _ in range(2):
+            for event in inst.EVENTS:
+                assert runs_hook_code(hook_command(event))
+            assert runs_hook_code(powershell_command("stop", "copilot"))
+        assert asked == [str(Path(sys.executable).absolute())]
+        assert command_module.imports_isolated(str(bare_python)) is False
+    finally:
+        command_module.imports_isolated.cache_clear()
+    assert real(str(bare_python)) == "ModuleNotFoundError: No module named 'ralphstate'"
+    assert real(str(bare_python.parent / "gone")) is not None
+
+
 def test_hook_command_with_an_agent() -> None:
-    assert hook_command("Stop", agent="codex") == STOP.replace(" stop ", " stop --agent codex ")
+    assert hook_command("Stop", agent="codex") == STOP + " --agent codex"
     with pytest.raises(ValueError):
         hook_command("Stop", agent="codex; rm -rf /")
 
@@ -191,53 +325,81 @@ def test_hook_command_refuses_an_unknown_event() -> None:
 AWKWARD = "a dir $HOME `x` \"q\" \\b 's'"
 
 
-@POSIX_ONLY
-def test_hook_command_survives_a_real_shell_with_awkward_paths(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The command runs through sh exactly as Claude Code runs it, from another directory:
-    the interpreter and the script both reach the program as themselves."""
-    bindir = tmp_path / AWKWARD / "bin"
-    bindir.mkdir(parents=True)
-    python = bindir / "python"
+def argv_printer(directory: Path) -> Path:
+    """A program that prints the arguments it was given, at `directory`/python."""
+    directory.mkdir(parents=True)
+    python = directory / "python"
     python.write_text(f"#!{sys.executable}\nimport sys\nprint(sys.argv)\n")
     python.chmod(0o755)
-    package = tmp_path / AWKWARD / "site" / "ralphstate" / "hooks"
-    package.mkdir(parents=True)
-    (package / "__main__.py").write_text("")
+    return python
+
+
+@POSIX_ONLY
+def test_hook_command_survives_a_real_shell_with_awkward_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
+) -> None:
+    """The command runs through sh exactly as Claude Code runs it, from another directory:
+    the interpreter, its options and the code reach the program as themselves."""
+    python = argv_printer(tmp_path / AWKWARD / "bin")
     monkeypatch.setattr(sys, "executable", str(python))
-    monkeypatch.setattr(ralphstate, "__file__", str(package.parent / "__init__.py"))
     command = hook_command("Stop", agent="codex")
     assert command_target(command) == str(python)
-    assert command_script(command) == str(package / "__main__.py")
     assert inst.own_subcommand(command) == "stop"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = subprocess.run(
         ["/bin/sh", "-c", command], cwd=elsewhere, capture_output=True, text=True, check=True
     )
-    expected = [str(python), str(package / "__main__.py"), "stop", "--agent", "codex"]
+    expected = [str(python), "-I", "-c", HOOK_CODE, "stop", "--agent", "codex"]
+    assert done.stdout == repr(expected) + "\n"
+
+
+@POSIX_ONLY
+def test_the_powershell_command_survives_awkward_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck
+) -> None:
+    """The same for PowerShell: read back word by word here, and run by a real pwsh when
+    this machine has one."""
+    python = argv_printer(tmp_path / AWKWARD / "bin")
+    monkeypatch.setattr(sys, "executable", str(python))
+    command = powershell_command("stop", "copilot")
+    expected = [str(python), "-I", "-c", HOOK_CODE, "stop", "--agent", "copilot"]
+    assert command_words(command, limit=8) == expected
+    pwsh = shutil.which("pwsh") or shutil.which("powershell")
+    if pwsh is None:
+        pytest.skip("no PowerShell here to run the command")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [pwsh, "-NoProfile", "-NonInteractive", "-Command", command],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout == repr(expected) + "\n"
 
 
 @POSIX_ONLY
 def test_a_hook_left_behind_by_an_uninstall_never_blocks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: ImportCheck, bare_python: Path
 ) -> None:
-    """ralphstate uninstalled, its entry left in the settings: Python cannot open the hook
-    script and exits 2, which the agents read as "block"; the command exits 1 instead, an
-    error they show the person without blocking."""
-    package = tmp_path / "site" / "ralphstate"
-    (package / "hooks").mkdir(parents=True)
-    (package / "hooks" / "__main__.py").write_text("")
-    monkeypatch.setattr(ralphstate, "__file__", str(package / "__init__.py"))
+    """ralphstate uninstalled, its entry left in the settings: the interpreter cannot
+    import the hook, exit 1, an error the agents show the person without blocking (2
+    would be "block"); an interpreter that is gone too is the shell's 127."""
+    monkeypatch.setattr(sys, "executable", str(bare_python))
     command = hook_command("Stop")
-    shutil.rmtree(tmp_path / "site")
-    bare = command.removesuffix(" || exit 1")
-    assert subprocess.run(["/bin/sh", "-c", bare], capture_output=True).returncode == 2
-    done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True)
-    assert done.returncode == 1
-    assert "__main__.py" in done.stderr
+    project = tmp_path / "project"
+    project.mkdir()
+    env = env_for(tmp_path, project, [no_dir(tmp_path)])
+    done = run(["/bin/sh", "-c", command], hook_input(project), env, project)
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert done.stderr.decode().splitlines()[-1] == (
+        "ModuleNotFoundError: No module named 'ralphstate'"
+    )
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "gone" / "python"))
+    gone = run(["/bin/sh", "-c", hook_command("Stop")], hook_input(project), env, project)
+    assert gone.returncode == 127
 
 
 # ---------------------------------------------------------------- command_target
@@ -260,12 +422,13 @@ def test_a_hook_left_behind_by_an_uninstall_never_blocks(
         ("", None),
         ("   ", None),
         ('"" hook stop', None),
-        ('"/v/bin/python" "/v/site/ralphstate/hooks/__main__.py" stop', "/v/bin/python"),
+        (f'"/v/bin/python" -I -c "{HOOK_CODE}" stop', "/v/bin/python"),
         (
-            "& 'C:/Program Files/py/python.exe' 'C:/x/__main__.py' stop",
+            f"& 'C:/Program Files/py/python.exe' -I -c '{HOOK_CODE}' stop",
             "C:/Program Files/py/python.exe",
         ),
-        ("& 'C:/it''s/python.exe' 'C:/x/__main__.py' stop", "C:/it's/python.exe"),
+        (f"& 'C:/it''s/python.exe' -I -c '{HOOK_CODE}' stop", "C:/it's/python.exe"),
+        ('"/v/bin/python" "/v/site/ralphstate/hooks/__main__.py" stop', "/v/bin/python"),
         ("& 'C:/unterminated/python.exe stop", None),
     ],
 )
@@ -291,25 +454,36 @@ def test_command_target(command: str, target: str | None) -> None:
         ("python3 /v/ralphstate/hooks/__main__.py stop", "/v/ralphstate/hooks/__main__.py"),
         ('"/v/bin/ralphstate" hook stop', None),
         ('"/v/bin/python" -m ralphstate hook stop', None),
+        (f'"/v/bin/python" -I -c "{HOOK_CODE}" stop', None),
         ('"/v/bin/python" "/v/other/hooks/__main__.py" stop', None),
         ('"/v/bin/python" "/v/ralphstate/hooks/__main__.py stop', None),
         ('"/v/bin/python"', None),
     ],
 )
-def test_command_script(command: str, script: str | None) -> None:
+def test_command_script_of_the_development_builds_form(command: str, script: str | None) -> None:
     assert command_script(command) == script
 
 
 def test_command_target_reads_back_every_generated_command() -> None:
     for command in (STOP, START, COMPACT):
         words = shlex.split(command)
-        assert command_target(command) == words[0]
-        assert command_script(command) == words[1] == expected_path(SCRIPT)
+        assert command_target(command) == words[0] == expected_path(Path(sys.executable).absolute())
+        assert words[1:4] == ["-I", "-c", HOOK_CODE]
+        assert command_script(command) is None
+        assert runs_hook_code(command)
 
 
 # ---------------------------------------------------------------- own commands
 
-# Every form an entry of ours has had, with any interpreter or path in front.
+# This version's form, with another interpreter in front (with and without -I).
+CURRENT_FORMS = [
+    f'"/other venv/bin/python" -I -c "{HOOK_CODE}" {{sub}}',
+    f"& 'C:/Py/python.exe' -I -c '{HOOK_CODE}' {{sub}}",
+    f'"C:\\Py\\python.exe" -c "{HOOK_CODE}" {{sub}}',
+]
+# Every form an older version (or a development build) wrote, any interpreter or path
+# in front: the console script, `-m ralphstate hook`, and the hook script by its path,
+# with the tail that made a failure exit 1 and without.
 OLD_FORMS = [
     '"/old venv/bin/ralphstate" hook {sub}',
     "ralphstate hook {sub}",
@@ -318,9 +492,13 @@ OLD_FORMS = [
     "python3 -m ralphstate hook {sub}",
     '"C:\\Py\\python.exe" -m ralphstate hook {sub}',
     '"/old/bin/python" "/old/lib/python3.11/site-packages/ralphstate/hooks/__main__.py" {sub}',
+    '"/old/bin/python" "/old/site-packages/ralphstate/hooks/__main__.py" {sub} || exit 1',
     "& 'C:/Py/python.exe' 'C:/Py/Lib/site-packages/ralphstate/hooks/__main__.py' {sub}",
+    (
+        "& 'C:/Py/python.exe' 'C:/Py/Lib/site-packages/ralphstate/hooks/__main__.py' {sub}"
+        "; if ($LASTEXITCODE -ne 0) {{ exit 1 }}"
+    ),
     '"C:\\Py\\python.exe" "C:\\Py\\Lib\\ralphstate\\hooks\\__main__.py" {sub}',
-    "python3 -m ralphstate.hooks {sub}",
 ]
 NOT_OURS = [
     "myralphstate hook stop",
@@ -334,6 +512,11 @@ NOT_OURS = [
     '"/x/ralphstate/hooks/__main__.py" hook stop',
     "python3 -m ralphstate.hooksx stop",
     "python3 -m ralphstate.hooks.entry stop",
+    "python3 -m ralphstate.hooks stop",  # never written by any version
+    f'python3 -I -c "{HOOK_CODE}" stopper',
+    'python3 -I -c "from ralphstate.hooks.entry import run_hook" stop',
+    'python3 -I -c "import ralphstate" stop',
+    'python3 -I -c "from ralphstatex.hooks.entry import main; main()" stop',
 ]
 
 
@@ -347,15 +530,22 @@ def launcher() -> Any:
     return module
 
 
-@pytest.mark.parametrize("form", OLD_FORMS)
+@pytest.mark.parametrize("form", CURRENT_FORMS + OLD_FORMS)
 @pytest.mark.parametrize("sub", list(inst.EVENTS.values()))
 def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
     form: str, sub: str
 ) -> None:
-    command = form.format(sub=sub) + " --agent codex"
+    command = form.format(sub=f"{sub} --agent codex")
     assert inst.own_subcommand(command) == sub
     match = launcher()._OWN.search(command)
     assert match is not None and sub in match.groups()
+
+
+def test_the_commands_this_version_writes_are_recognised_by_the_launcher() -> None:
+    for event, sub in inst.EVENTS.items():
+        for command in (hook_command(event), powershell_command(sub, "copilot")):
+            match = launcher()._OWN.search(command)
+            assert match is not None and sub in match.groups()
 
 
 @pytest.mark.parametrize("command", NOT_OURS)
@@ -969,6 +1159,7 @@ def direct(tmp_path: Path, name: str) -> bytes:
 # ---------------------------------------------------------------- the installed command, for real
 
 HOSTILE = "import pathlib; pathlib.Path({marker!r}).write_text('imported')\n"
+PLANTED = ("ralphstate/__init__.py", "orjson.py", "filelock.py")
 
 
 def plant(directory: Path, marker: Path, *names: str) -> None:
@@ -979,61 +1170,34 @@ def plant(directory: Path, marker: Path, *names: str) -> None:
         path.write_text(HOSTILE.format(marker=str(marker)))
 
 
+def through_sh(command: str) -> list[str]:
+    """The command as Claude Code runs it: sh -c (on Windows, Git Bash's is not at hand:
+    its words)."""
+    return shlex.split(command) if os.name == "nt" else ["/bin/sh", "-c", command]
+
+
 def test_the_installed_command_never_imports_from_the_project_directory(tmp_path: Path) -> None:
-    """A repository holding its own `ralphstate` package (or `orjson`) is the current
-    directory of the hook; the installed command still runs the installed ralphstate."""
+    """A repository holding its own `ralphstate` package (or `orjson`, `filelock`) is the
+    current directory of the hook, and PYTHONPATH may name another; the installed
+    command still runs the installed ralphstate and imports neither."""
     expected = direct(tmp_path, "a")
     project = loop_project(tmp_path / "hostile repo")
-    marker = tmp_path / "imported"
-    plant(project, marker, "ralphstate/__init__.py", "orjson.py", "filelock.py")
+    in_project, on_pythonpath = tmp_path / "imported-from-project", tmp_path / "imported-from-env"
+    plant(project, in_project, *PLANTED)
+    elsewhere = tmp_path / "on pythonpath"
+    plant(elsewhere, on_pythonpath, *PLANTED)
     env = env_for(tmp_path, project, [no_dir(tmp_path)])
-    done = run(shlex.split(hook_command("Stop")), hook_input(project), env, project)
+    env["PYTHONPATH"] = str(elsewhere)
+    done = run(through_sh(STOP), hook_input(project), env, project)
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
-    assert not marker.exists()
-    # The form older versions fell back to does import it: the plant above is real.
-    old = run([sys.executable, "-m", "ralphstate", "hook", "stop"], b"{}", env, project)
-    assert old.returncode != 0 and marker.exists()
-
-
-def test_the_hook_script_drops_its_own_directory_from_the_import_path(tmp_path: Path) -> None:
-    """Run by its path, the script's directory comes first on sys.path; modules beside it
-    are not imported (here a copy, in a directory with awkward characters)."""
-    expected = direct(tmp_path, "a")
-    copy = tmp_path / AWKWARD / "ralphstate" / "hooks"
-    copy.mkdir(parents=True)
-    shutil.copyfile(SCRIPT, copy / "__main__.py")
-    marker = tmp_path / "imported"
-    plant(copy, marker, "orjson.py", "filelock.py", "json.py", "ralphstate/__init__.py")
-    project = loop_project(tmp_path / "b")
-    env = env_for(tmp_path, project, [no_dir(tmp_path)])
-    args = [sys.executable, str(copy / "__main__.py"), "stop"]
-    done = run(args, hook_input(project), env, tmp_path)
-    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
-    assert not marker.exists()
-
-
-def test_the_hook_script_imports_nothing_but_sys_and_os_before_the_path_fix() -> None:
-    import ast
-
-    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
-    before: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.If) and "del sys.path[0]" in ast.unparse(node):
-            break
-        before.append(ast.unparse(node))
-    else:
-        raise AssertionError("the hook script never drops sys.path[0]")
-    assert before[1:] == ["import os", "import sys"]
-    assert isinstance(tree.body[0], ast.Expr)  # the docstring
-
-
-def test_the_hook_package_runs_with_dash_m_too(tmp_path: Path) -> None:
-    expected = direct(tmp_path, "a")
-    project = loop_project(tmp_path / "b")
-    env = env_for(tmp_path, project, [no_dir(tmp_path)])
-    args = [sys.executable, "-m", "ralphstate.hooks", "stop", "--agent", "claude"]
-    done = run(args, hook_input(project), env, tmp_path)
-    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+    assert not in_project.exists() and not on_pythonpath.exists()
+    # Without -I the same command imports them: the plants above are real.
+    assert " -I " in STOP
+    bare = STOP.replace(" -I ", " ", 1)
+    from_project = run(through_sh(bare), hook_input(project), env, project)
+    assert from_project.returncode == 1 and in_project.exists()
+    from_env = run(through_sh(bare), hook_input(project), env, tmp_path)
+    assert from_env.returncode == 1 and on_pythonpath.exists()
 
 
 @POSIX_ONLY
@@ -1044,6 +1208,91 @@ def test_the_installed_command_runs_through_sh_without_a_loop(tmp_path: Path) ->
     env = env_for(tmp_path, project, [no_dir(tmp_path)])
     done = run(["/bin/sh", "-c", hook_command("Stop")], hook_input(project), env, project)
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def descendants(pid: int) -> set[int]:
+    """`pid` and every process below it (Linux: /proc)."""
+    parents: dict[int, int] = {}
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(stat_file.parent.name)] = int(fields[1])
+    found, todo = {pid}, [pid]
+    while todo:
+        parent = todo.pop()
+        children = {child for child, ppid in parents.items() if ppid == parent}
+        todo += children - found
+        found |= children
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def executable(pid: int) -> str | None:
+    try:
+        return str(Path(f"/proc/{pid}/exe").readlink())
+    except OSError:
+        return None
+
+
+def outlives_sigterm(command: str, tmp_path: Path) -> bool:
+    """Run `command` with bash -c, the hook waiting for its input; once the hook's Python
+    runs, send SIGTERM to bash, as an agent does to the shell on a timeout or Esc; whether
+    that Python still runs a second later."""
+    import signal
+    import time
+
+    python = os.path.realpath(sys.executable)
+    env = env_for(tmp_path, tmp_path, [no_dir(tmp_path)])
+    shell = subprocess.Popen(
+        [shutil.which("bash") or "bash", "-c", command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert shell.stdin is not None
+    hooks: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not hooks:
+            assert time.monotonic() < deadline, "the hook never started"
+            time.sleep(0.01)
+            hooks = [pid for pid in descendants(shell.pid) if executable(pid) == python]
+        shell.send_signal(signal.SIGTERM)
+        shell.wait(timeout=10)
+        deadline = time.monotonic() + 1
+        while any(running(pid) for pid in hooks) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return any(running(pid) for pid in hooks)
+    finally:
+        shell.stdin.close()  # a hook that outlived bash reads the end of its input and ends
+        shell.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(running(pid) for pid in hooks) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/exe").exists() or shutil.which("bash") is None,
+    reason="follows the processes through /proc (Linux) and needs bash",
+)
+def test_sigterm_to_the_shell_reaches_the_hook(tmp_path: Path) -> None:
+    """bash runs the installed command, one simple command, by exec'ing it: the shell's
+    process is the hook's, and a SIGTERM to the shell ends the hook at once. With a tail
+    (`|| exit 1`, as earlier versions wrote) bash forks instead, and the hook would go on
+    (verify-on-stop's checks, a decision written after the agent gave up)."""
+    assert not outlives_sigterm(STOP, tmp_path)
+    assert outlives_sigterm(STOP + " || exit 1", tmp_path)  # the check can fail
 
 
 def test_launcher_runs_ralphstate_in_process(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from ralphstate.install.agents import (
     find_installed,
     hooks_path,
 )
-from ralphstate.install.command import POWERSHELL_TAIL, command_script
+from ralphstate.install.command import HOOK_CODE
 from tests.helpers import Result
 
 # The agents with a hook file of their own: every agent of the adapters' table but
@@ -59,9 +59,8 @@ def grouped(sub: str, agent: str, timeout: int, matcher: bool, name: bool = Fals
 
 def powershell(sub: str, agent: str) -> str:
     program = install.command_target(cmd(sub, agent))
-    script = command_script(cmd(sub, agent))
-    assert program is not None and script is not None
-    return f"& '{program}' '{script}' {sub} --agent {agent}{POWERSHELL_TAIL}"
+    assert program is not None
+    return f"& '{program}' -I -c '{HOOK_CODE}' {sub} --agent {agent}"
 
 
 EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
@@ -215,6 +214,8 @@ def test_uninstall_removes_copilots_own_file_when_it_is_left_empty(
         '"/old/venv/bin/ralphstate" hook stop --agent cursor',
         '"/old/venv/bin/python" -m ralphstate hook stop --agent cursor',
         '"/old/bin/python" "/old/site/ralphstate/hooks/__main__.py" stop --agent cursor',
+        '"/old/bin/python" "/old/site/ralphstate/hooks/__main__.py" stop --agent cursor || exit 1',
+        f'"/other/bin/python" -I -c "{HOOK_CODE}" stop --agent cursor',
     ],
 )
 def test_install_updates_a_moved_command_in_place_and_keeps_a_chosen_limit(
@@ -233,6 +234,76 @@ def test_install_updates_a_moved_command_in_place_and_keeps_a_chosen_limit(
         "version": 1,
         "hooks": {"stop": [{"command": cmd("stop", "cursor"), "loop_limit": 5}]},
     }
+
+
+OLD_SH = '"/old/bin/python" "/old/site/ralphstate/hooks/__main__.py" stop --agent {} || exit 1'
+OLD_PS = (
+    "& 'C:/Py/python.exe' 'C:/Py/Lib/site-packages/ralphstate/hooks/__main__.py' stop"
+    " --agent {}; if ($LASTEXITCODE -ne 0) {{ exit 1 }}"
+)
+OLD_ENTRIES: dict[str, tuple[str, dict[str, Any]]] = {
+    # Gemini CLI on Windows: the PowerShell form alone.
+    "gemini": (
+        OLD_PS.format("gemini"),
+        {
+            "hooks": {
+                "AfterAgent": [
+                    {
+                        "hooks": [
+                            {
+                                "type": "command",
+                                "name": "ralphstate-stop",
+                                "command": OLD_PS.format("gemini"),
+                                "timeout": 180000,
+                            }
+                        ]
+                    }
+                ]
+            }
+        },
+    ),
+    # Copilot CLI: both forms in one entry.
+    "copilot": (
+        OLD_SH.format("copilot"),
+        {
+            "version": 1,
+            "hooks": {
+                "agentStop": [
+                    {
+                        "type": "command",
+                        "bash": OLD_SH.format("copilot"),
+                        "powershell": OLD_PS.format("copilot"),
+                        "timeoutSec": 180,
+                    }
+                ]
+            },
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("agent", sorted(OLD_ENTRIES))
+def test_install_upgrades_the_development_builds_forms_with_their_tails_in_place(
+    rs: Any, project: Path, home: Path, agent: str
+) -> None:
+    """The hook script by its path with `|| exit 1` or PowerShell's
+    `if ($LASTEXITCODE ...)` after it: recognised, replaced in place, removed."""
+    shown, old = OLD_ENTRIES[agent]
+    relative, expected = EXPECTED[agent]
+    path = project / relative
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(old))
+    event = next(iter(old["hooks"]))
+    result = rs("install", "--agent", agent)
+    assert result.code == 0, result.err
+    assert f"updated {event} hook: {cmd('stop', agent)} (was: {shown})" in result.out.splitlines()
+    assert read(path) == expected
+    path.write_text(json.dumps(old))
+    assert rs("install", "--agent", agent, "--uninstall").code == 0
+    if agent == "copilot":
+        assert not path.exists()  # its own file, left empty
+    else:
+        assert read(path) == {}
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ shape (https://code.claude.com/docs/en/hooks):
 
 Stop takes no matcher; for SessionStart and PreCompact an empty matcher matches every
 source and trigger. Everything else in the file is kept as it is, in its order. Our own
-entries are recognised by their command (`install.command`: this version's hook script,
-or an older version's `ralphstate hook stop`, any path in front), so an upgrade replaces
-them in place and an uninstall removes only them. A file that is not what Claude Code
+entries are recognised by their command (`install.command`: this version's
+`python -I -c "from ralphstate.hooks.entry import main; main()" stop`, or an older
+version's `ralphstate hook stop` or hook script, any path in front), so an upgrade
+replaces them in place and an uninstall removes only them. A file that is not what Claude Code
 expects is reported, never rewritten (`install.settings`).
 """
 
@@ -65,9 +66,9 @@ def settings_path(scope: str, root: Path, home: Path | None = None) -> Path:
 
 
 def hook_command(event: str, agent: str | None = None) -> str:
-    """The command Claude Code runs for `event`: this interpreter running this
-    installation's hook script, both by absolute, double-quoted path, so it works from
-    any directory (`install.command`)."""
+    """The command Claude Code runs for `event`: this interpreter, by absolute,
+    double-quoted path, importing the hook in isolated mode, so it works from any
+    directory and imports nothing from it (`install.command`)."""
     try:
         sub = EVENTS[event]
     except KeyError:

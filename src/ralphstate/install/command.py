@@ -2,75 +2,121 @@
 
 What `install` writes, for sh (Claude Code's shell; Git Bash on Windows):
 
-    "/abs/python" "/abs/site-packages/ralphstate/hooks/__main__.py" stop [--agent NAME] || exit 1
+    "/abs/python" -I -c "from ralphstate.hooks.entry import main; main()" stop [--agent NAME]
 
 and for PowerShell (Gemini CLI on Windows, Copilot's `powershell` key):
 
-    & '/abs/python' '/abs/.../ralphstate/hooks/__main__.py' stop [--agent NAME];
-      if ($LASTEXITCODE -ne 0) { exit 1 }
+    & '/abs/python' -I -c 'from ralphstate.hooks.entry import main; main()' stop [--agent NAME]
 
-The hook itself always exits 0. The tail is for the day ralphstate is uninstalled and
-the entry left behind: Python cannot open the script and exits 2, which Claude Code,
-Codex and Gemini CLI read as "block the stop"; exit 1 is an error they show the person
-and do not block on, as a missing console script's 127 was.
+The interpreter that runs ralphstate imports the hook itself: no console-script wrapper
+to start first. `-I` (isolated mode) keeps the current directory (the user's repository)
+and every PYTHON* variable off the import path, so the hook imports ralphstate and its
+dependencies from the installation alone. It is one simple command, which the shell
+execs: when the agent signals the shell (a timeout, Esc), the signal reaches the hook.
+The hook always exits 0; an entry left behind after ralphstate is uninstalled fails to
+import, which is exit 1, an error the agents show the person and do not block on (exit 2
+would be "block the stop"); a Python that is gone is the shell's 127, the same.
 
-The interpreter that runs ralphstate runs the hook script by its path: no console-script
-wrapper to start first, and, unlike `python -m`, no current directory (the user's
-repository) on the import path. Entries written by older versions are recognised too
-(`ralphstate hook stop` with any path in front, `python -m ralphstate hook stop`), so an
+`-I` also hides the user site-packages, so an installation there (`pip install --user`)
+cannot import itself in isolated mode: `install` checks that once, and then writes the
+console script older versions wrote, `"/abs/bin/ralphstate" hook stop [--agent NAME]`.
+
+Entries written by older versions are recognised too (`ralphstate hook stop` with any
+path in front, `python -m ralphstate hook stop`, and the hook script by its path,
+`python .../ralphstate/hooks/__main__.py stop`, which development builds wrote), so an
 upgrade replaces them in place and an uninstall removes them.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
 
 # The `ralphstate hook` subcommands, one per event an agent reports.
 SUBCOMMANDS = ("stop", "session-start", "pre-compact")
-HOOK_SCRIPT = ("ralphstate", "hooks", "__main__.py")  # how the hook script's path ends
+# What the interpreter runs (`python -I -c HOOK_CODE stop`), and what shows it can.
+HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
+IMPORT_CHECK = "import ralphstate.hooks.entry"
+CHECK_TIMEOUT = 30.0  # seconds for `install`'s check; `doctor` allows less
+# How the path of the hook script development builds ran ends (a legacy form).
+HOOK_SCRIPT = ("ralphstate", "hooks", "__main__.py")
+_CONSOLE_SCRIPT = "ralphstate.exe" if os.name == "nt" else "ralphstate"
+_CODE = (
+    r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""
+    r"""import\s+main\s*;\s*main\(\)["']?\s+"""
+)
 _OWN = re.compile(
     "|".join(
-        prefix + f"({'|'.join(SUBCOMMANDS)})" + r"(?=[\s\"']|$)"
+        prefix + f"({'|'.join(SUBCOMMANDS)})" + r"(?=[\s\"';]|$)"
         for prefix in (
-            # this version: the hook script by its path, or the same package with -m
+            # this version: the interpreter importing the hook (`-I -c ...`)
+            _CODE,
+            # development builds: the hook script by its path
             r"""(?:^|[\s"'/\\])ralphstate[/\\]hooks[/\\]__main__\.py["']?\s+""",
-            r"(?:^|\s)-m\s+ralphstate\.hooks\s+",
-            # older versions: the console script, or `python -m ralphstate hook`
+            # older versions, and a `--user` install now: the console script; and
+            # `python -m ralphstate hook`
             r"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+""",
             r"(?:^|\s)-m\s+ralphstate\s+hook\s+",
         )
     ),
     re.IGNORECASE,
 )
-# Any failure to run the hook at all becomes exit 1, never 2 ("block"): see above.
-SH_TAIL = " || exit 1"
-POWERSHELL_TAIL = "; if ($LASTEXITCODE -ne 0) { exit 1 }"
+_RUNS_CODE = re.compile(_CODE, re.IGNORECASE)
 _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _SH_ESCAPED = '"\\$`'
 
 
-def hook_script() -> str:
-    """The absolute path of this installation's hook script, `ralphstate/hooks/__main__.py`
-    (found from the top package, so install imports nothing of the hooks)."""
-    import ralphstate
+def import_problem(python: str, timeout: float = CHECK_TIMEOUT) -> str | None:
+    """Why `python -I` cannot import ralphstate's hook (the last line of its error, or
+    why it did not run), None when it can."""
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", IMPORT_CHECK],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return f"it did not answer within {timeout:g}s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1].strip() if lines else f"exit code {done.returncode}"
 
-    package = ralphstate.__file__
-    if package:
-        script = Path(package).absolute().parent.joinpath(*HOOK_SCRIPT[1:])
-        if script.is_file():
-            return str(script)
-    raise RalphstateError(
-        "Cannot find ralphstate's hook script beside its code; reinstall ralphstate."
-    )
+
+@functools.cache
+def imports_isolated(python: str) -> bool:
+    """Whether `python -I` imports ralphstate's hook; checked once per interpreter."""
+    return import_problem(python) is None
 
 
-def _parts(sub: str, agent: str | None) -> tuple[str, str, str]:
-    """(interpreter, hook script, arguments) of the hook command for `sub`."""
+def console_script() -> str | None:
+    """The `ralphstate` console script of this installation: beside the interpreter, in
+    the scripts directory, or in the user scheme's (`pip install --user`)."""
+    candidates = [Path(sys.executable).absolute().parent] if sys.executable else []
+    for scheme in (sysconfig.get_default_scheme(), sysconfig.get_preferred_scheme("user")):
+        try:
+            candidates.append(Path(sysconfig.get_path("scripts", scheme)))
+        except (KeyError, TypeError):
+            continue
+    for directory in candidates:
+        path = directory / _CONSOLE_SCRIPT
+        if path.is_file():
+            return str(path.absolute())
+    return None
+
+
+def _parts(sub: str, agent: str | None) -> tuple[str, bool, str]:
+    """(program, whether it is the interpreter, arguments) of the hook command for `sub`."""
     if sub not in SUBCOMMANDS:
         raise ValueError(f"unknown hook subcommand {sub!r}")
     args = sub
@@ -83,20 +129,34 @@ def _parts(sub: str, agent: str | None) -> tuple[str, str, str]:
             "Cannot tell which Python runs ralphstate; run `ralphstate install` from an"
             " installed ralphstate command."
         )
-    return str(Path(sys.executable).absolute()), hook_script(), args
+    python = str(Path(sys.executable).absolute())  # not resolved: a venv's is a symlink
+    if imports_isolated(python):
+        return python, True, args
+    script = console_script()
+    if script is None:
+        raise RalphstateError(
+            f"{python} cannot import ralphstate in isolated mode (-I) and there is no"
+            " `ralphstate` command beside it; install ralphstate into a virtual"
+            " environment or with pipx and run `ralphstate install` from there."
+        )
+    return script, False, args
 
 
 def shell_command(sub: str, agent: str | None = None) -> str:
-    """The hook command for sh: absolute paths in double quotes, so it works from any
-    directory and in paths with spaces."""
-    python, script, args = _parts(sub, agent)
-    return f"{quote(python)} {quote(script)} {args}{SH_TAIL}"
+    """The hook command for sh: the program's absolute path in double quotes, so it works
+    from any directory and in paths with spaces."""
+    program, python, args = _parts(sub, agent)
+    if python:
+        return f'{quote(program)} -I -c "{HOOK_CODE}" {args}'
+    return f"{quote(program)} hook {args}"
 
 
 def powershell_command(sub: str, agent: str | None = None) -> str:
-    """The same command for PowerShell: `& 'PYTHON' 'SCRIPT' ARGS`."""
-    python, script, args = _parts(sub, agent)
-    return f"& {_ps_quote(python)} {_ps_quote(script)} {args}{POWERSHELL_TAIL}"
+    """The same command for PowerShell: `& 'PYTHON' -I -c 'CODE' ARGS`."""
+    program, python, args = _parts(sub, agent)
+    if python:
+        return f"& {_ps_quote(program)} -I -c '{HOOK_CODE}' {args}"
+    return f"& {_ps_quote(program)} hook {args}"
 
 
 def quote(path: str) -> str:
@@ -122,6 +182,12 @@ def own_subcommand(command: object) -> str | None:
     if match is None:
         return None
     return next(group for group in match.groups() if group).lower()
+
+
+def runs_hook_code(command: str) -> bool:
+    """Whether `command` has its interpreter import the hook (`-c "from ralphstate...`),
+    the form this version writes."""
+    return _RUNS_CODE.search(command) is not None
 
 
 def command_words(command: str, limit: int = 2) -> list[str] | None:
@@ -179,7 +245,8 @@ def command_target(command: str) -> str | None:
 
 
 def command_script(command: str) -> str | None:
-    """The hook script a command of this version's form runs (its second word), else None."""
+    """The hook script an entry of the development builds' form runs (its second word,
+    `.../ralphstate/hooks/__main__.py`), else None; `doctor` checks it is still there."""
     words = command_words(command)
     if not words or len(words) < 2:
         return None

@@ -12,13 +12,20 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.install import claude as install
-from ralphstate.install.command import command_script, command_target
+from ralphstate.install.command import (
+    command_script,
+    command_target,
+    import_problem,
+    runs_hook_code,
+)
 from ralphstate.loop.ops import current_session, locate
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
 
 DEFAULT_BLOCK_CAP = 8
+IMPORT_TIMEOUT = 10.0  # seconds for a hook's interpreter to show it imports the hook
+MISSING = "which is missing or not executable"
 Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
 
 
@@ -31,26 +38,51 @@ def project_root(start: Path) -> Path:
     return start
 
 
-def _executable(command: str) -> tuple[bool, str]:
-    """Whether the program a hook command starts is there (and, for this version's
-    form, the hook script it runs), and which file is meant."""
+def _executable(command: str, root: Path, imports: dict[str, str | None]) -> tuple[str | None, str]:
+    """What is wrong with the program a hook command starts (None: nothing), and which
+    file is meant. The program must be there; for this version's form it must import
+    the hook in isolated mode (asked once per program, remembered in `imports`), unless
+    it is a file in the project, which is never started; for the development builds'
+    form, the hook script it runs must be there."""
     target = command_target(command)
     if target is None:
-        return False, "cannot tell which program it runs"
+        return MISSING, "cannot tell which program it runs"
     if os.sep in target or "/" in target:
         ok = Path(target).is_file() and os.access(target, os.X_OK)
     else:
         found = shutil.which(target)
         ok, target = found is not None, found or target
+    if not ok:
+        return MISSING, target
     script = command_script(command)
-    if ok and script is not None and not Path(script).is_file():
-        return False, script
-    return ok, target
+    if script is not None and not Path(script).is_file():
+        return MISSING, script
+    if runs_hook_code(command):
+        if not _may_start(target, root):
+            return None, f"{target} (a program in the project: not started to check it)"
+        if target not in imports:
+            imports[target] = import_problem(target, IMPORT_TIMEOUT)
+        problem = imports[target]
+        if problem is not None:
+            return f"which cannot import ralphstate's hook in isolated mode ({problem})", target
+    return None, target
+
+
+def _may_start(program: str, root: Path) -> bool:
+    """Whether `doctor` may start `program` to see it import the hook: the Python that
+    runs `doctor` itself, or a file outside the project. A program in the project may
+    have come with a clone, like any file there (SECURITY.md)."""
+    path = Path(program)
+    if sys.executable and path.absolute() == Path(sys.executable).absolute():
+        return True
+    places = {path.absolute(), path.resolve()}
+    return not any(p.is_relative_to(r) for p in places for r in {root.absolute(), root.resolve()})
 
 
 def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
     findings: list[Finding] = []
     found = install.find_installed(root, home)
+    imports: dict[str, str | None] = {}
     for event in install.EVENTS:
         mine = [h for h in found if h.event == event]
         if not mine:
@@ -62,7 +94,8 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
             )
             continue
         for hook in mine:
-            ok, target = _executable(hook.command)
+            problem, target = _executable(hook.command, root, imports)
+            ok = problem is None
             where = f"{event} hook in {hook.path}"
             needed = install.TIMEOUTS.get(event)
             short = needed is not None and _too_short(hook.timeout, needed)
@@ -82,10 +115,7 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
                 findings.append(
                     (
                         "fail",
-                        (
-                            f"{where} runs {target}, which is missing or not executable;"
-                            " run `ralphstate install` again"
-                        ),
+                        f"{where} runs {target}, {problem}; run `ralphstate install` again",
                     )
                 )
     scopes = {h.scope for h in found if h.event == "Stop"}
@@ -225,17 +255,18 @@ def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
     from ralphstate.install.agents import find_installed
 
     findings: list[Finding] = []
+    imports: dict[str, str | None] = {}
     for hook in find_installed(root, home):
-        ok, target = _executable(hook.command)
+        problem, target = _executable(hook.command, root, imports)
         where = f"{hook.agent} {hook.event} hook in {hook.path}"
-        if ok:
+        if problem is None:
             findings.append(("ok", f"{where} runs {target}"))
         else:
             findings.append(
                 (
                     "fail",
                     (
-                        f"{where} runs {target}, which is missing or not executable;"
+                        f"{where} runs {target}, {problem};"
                         f" run `ralphstate install --agent {hook.agent}` again"
                     ),
                 )
