@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
@@ -17,9 +17,7 @@ from ralphstate.agents import table as adapters
 from ralphstate.agents.transcripts import last_reply
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
-from tests.helpers import FIXTURES, run_process
+from tests.helpers import FIXTURES, loops, run_process
 
 AGENT_FIXTURES = FIXTURES / "agents"
 MARK = "<loop-complete>"
@@ -104,22 +102,7 @@ def session_of(name: str) -> str:
 
 
 def make_loop(root: Path, name: str, *, known: bool = True, **overrides: Any) -> Path:
-    state = st.new(
-        "Build the parser",
-        ["tests pass", "lint clean"],
-        ["tokenizer", "parser"],
-        session_id=session_of(name),
-        agent=name,
-        now="2026-01-01T00:00:00Z",
-    )
-    cast(st.Raw, state).update(overrides)
-    state = st.normalise(state)
-    loop = root / ".loop"
-    loop.mkdir(exist_ok=True)
-    (loop / "state.json").write_bytes(st.dumps(state))
-    if known:
-        registry.record(LoopPaths(root, loop), state)
-    return loop / "state.json"
+    return loops.make_loop(root, known=known, session=session_of(name), agent=name, **overrides)
 
 
 def run_hook(event: str, name: str, root: Path, data: dict[str, Any]) -> dict[str, Any] | None:

@@ -14,21 +14,14 @@ from ralphstate.core.decide import decide_stop
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
+from tests.helpers.loops import parser_state
 
 SID = "session-a"
 MARK = "<loop-complete>"
 
 
 def make(**overrides: Any) -> st.State:
-    state = st.new(
-        "Build the parser",
-        ["tests pass", "lint clean"],
-        ["tokenizer", "parser"],
-        session_id=SID,
-        now="2026-01-01T00:00:00Z",
-    )
-    cast(st.Raw, state).update(overrides)
-    return st.normalise(state)
+    return parser_state(**overrides)
 
 
 ALL_MET = {"criteriaStatus": {"tests pass": True, "lint clean": True}}

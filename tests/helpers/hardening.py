@@ -10,15 +10,13 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
 from ralphstate.__main__ import main
-from ralphstate.core import state as st
 from ralphstate.hooks.entry import run_hook
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from tests.helpers import loops
 
 SID = "session-a"
 HOOKS = ("stop", "session-start", "pre-compact")
@@ -110,23 +108,7 @@ def cli_kept_its_promises(run: Run) -> None:
 
 def make_loop(root: Path, *, known: bool = True, **changes: Any) -> Path:
     """A loop in `root/.loop` owned by SID, known to this machine unless told otherwise."""
-    state = st.new(
-        "Build the parser",
-        ["tests pass", "lint clean"],
-        ["tokenizer", "parser"],
-        session_id=SID,
-        agent="claude",
-        now="2026-01-01T00:00:00Z",
-    )
-    cast(st.Raw, state).update(changes)
-    state = st.normalise(state)
-    loop = root / ".loop"
-    loop.mkdir(exist_ok=True)
-    path = loop / "state.json"
-    path.write_bytes(st.dumps(state))
-    if known:
-        registry.record(LoopPaths(root, loop), state)
-    return path
+    return loops.make_loop(root, known=known, **changes)
 
 
 def hook_input_for(root: Path, **fields: Any) -> dict[str, Any]:

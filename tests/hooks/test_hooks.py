@@ -6,36 +6,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 import pytest
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
+from tests.helpers.loops import make_loop
 
 SID = "session-a"
-
-
-def make_loop(root: Path, *, known: bool = True, claude_pid: str | None = None, **kw: Any) -> Path:
-    state = st.new(
-        "Build the parser",
-        ["tests pass", "lint clean"],
-        ["tokenizer", "parser"],
-        session_id=SID,
-        now="2026-01-01T00:00:00Z",
-    )
-    cast(st.Raw, state).update(kw)
-    state = st.normalise(state)
-    loop = root / ".loop"
-    loop.mkdir(exist_ok=True)
-    (loop / "state.json").write_bytes(st.dumps(state))
-    if known:
-        registry.record(LoopPaths(root, loop), state, claude_pid)
-    return loop / "state.json"
 
 
 def hook(

@@ -1,0 +1,63 @@
+"""The loop the hook tests start from ("Build the parser": two criteria, two steps),
+as a state and written where a hook finds it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+from ralphstate.core import state as st
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths
+
+SID = "session-a"
+CRITERIA = ["tests pass", "lint clean"]
+STEPS = ["tokenizer", "parser"]
+
+
+def parser_state(
+    *,
+    session: str | None = SID,
+    agent: str = "claude",
+    criteria: list[str] | None = None,
+    steps: list[str] | None = None,
+    **changes: Any,
+) -> st.State:
+    """An in-progress loop owned by `session` of `agent`, with `changes` over it."""
+    state = st.new(
+        "Build the parser",
+        CRITERIA if criteria is None else criteria,
+        STEPS if steps is None else steps,
+        session_id=session,
+        agent=agent,
+        now="2026-01-01T00:00:00Z",
+    )
+    cast(st.Raw, state).update(changes)
+    return st.normalise(state)
+
+
+def write_loop(
+    root: Path, state: st.State, *, known: bool = True, claude_pid: str | None = None
+) -> Path:
+    """`state` in `root/.loop/state.json`, known to this machine unless told otherwise."""
+    loop = root / ".loop"
+    loop.mkdir(exist_ok=True)
+    path = loop / "state.json"
+    path.write_bytes(st.dumps(state))
+    if known:
+        registry.record(LoopPaths(root, loop), state, claude_pid)
+    return path
+
+
+def make_loop(
+    root: Path,
+    *,
+    known: bool = True,
+    claude_pid: str | None = None,
+    session: str | None = SID,
+    agent: str = "claude",
+    **changes: Any,
+) -> Path:
+    """The parser loop with `changes`, written in `root` (see `write_loop`)."""
+    state = parser_state(session=session, agent=agent, **changes)
+    return write_loop(root, state, known=known, claude_pid=claude_pid)
