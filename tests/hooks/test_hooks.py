@@ -336,8 +336,8 @@ def test_adoption_survives_a_registry_that_cannot_be_written(root: Path, isolate
 def test_a_stop_that_changes_nothing_takes_no_lock(
     root: Path, changes: dict[str, Any], session: str
 ) -> None:
-    """No lock file appears, and a lock held by another process costs the stop nothing:
-    it is decided on the file as read, and only a decision that writes takes the lock."""
+    """It is decided on the file as read, and only a decision that writes takes the
+    lock: no lock file appears."""
     path = make_loop(root, known=False, **changes) if "sessionId" in changes else None
     path = path or make_loop(root, **changes)
     before = path.read_bytes()

@@ -177,6 +177,32 @@ def test_doctor_never_starts_a_program_in_the_project(
     outside.parent.mkdir()
     outside.write_text(program)
     outside.chmod(0o755)
-    settings_with(project, f'"{outside}" -I -c "{CODE}" stop')
-    assert rs("doctor").code == 0
-    assert marker.exists()
+    settings = settings_with(project, f'"{outside}" -I -c "{CODE}" stop')
+    result = rs("doctor")
+    assert marker.exists()  # started: it is a Python by name, outside the project
+    assert result.code == 1  # and exit 0 without naming ralphstate proves nothing
+    assert (
+        f"fail Stop hook in {settings} runs {outside}, which cannot import ralphstate's hook"
+        " in isolated mode (it did not say where it found ralphstate); run `ralphstate"
+        " install` again"
+    ) in lines(result), result.out
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a POSIX shell")
+def test_doctor_never_starts_a_program_that_is_not_a_python(
+    rs: Any, project: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cloned hook file naming a shell: `sh -I -c "import ..."` would run a program
+    called `import` from the PATH, which the project may provide."""
+    marker = tmp_path / "ran"
+    planted = project / "bin" / "import"
+    planted.parent.mkdir()
+    planted.write_text(f"#!/bin/sh\necho ran > '{marker}'\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{project / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    settings = settings_with(project, f'"/bin/sh" -I -c "{CODE}" stop')
+    result = rs("doctor")
+    assert (
+        f"ok   Stop hook in {settings} runs /bin/sh (not a Python: not started to check it)"
+    ) in lines(result), result.out
+    assert not marker.exists()

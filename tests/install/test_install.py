@@ -290,13 +290,15 @@ def test_the_isolated_import_is_checked_once_for_real(
     monkeypatch: pytest.MonkeyPatch, bare_python: Path
 ) -> None:
     asked: list[str] = []
-    real = command_module.import_problem
+    real = command_module.isolated_import
 
-    def counted(python: str, timeout: float = command_module.CHECK_TIMEOUT) -> str | None:
+    def counted(
+        python: str, timeout: float = command_module.CHECK_TIMEOUT
+    ) -> tuple[str | None, str]:
         asked.append(python)
         return real(python, timeout)
 
-    monkeypatch.setattr(command_module, "import_problem", counted)
+    monkeypatch.setattr(command_module, "isolated_import", counted)
     command_module.imports_isolated.cache_clear()
     try:
         for _ in range(2):
@@ -307,8 +309,41 @@ def test_the_isolated_import_is_checked_once_for_real(
         assert command_module.imports_isolated(str(bare_python)) is False
     finally:
         command_module.imports_isolated.cache_clear()
-    assert real(str(bare_python)) == "ModuleNotFoundError: No module named 'ralphstate'"
-    assert real(str(bare_python.parent / "gone")) is not None
+    assert real(str(bare_python)) == ("ModuleNotFoundError: No module named 'ralphstate'", "")
+    assert real(str(bare_python.parent / "gone"))[0] is not None
+    problem, found = real(str(Path(sys.executable).absolute()))
+    assert problem is None
+    assert Path(found).resolve() == Path(ralphstate.__file__).resolve()
+
+
+def test_an_isolated_python_that_finds_another_ralphstate_gets_the_console_script(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`pip install --user` over an older copy in the system's site-packages: isolated
+    mode would import the old copy, so the hook runs this one's console script."""
+    older = tmp_path / "system" / "ralphstate" / "__init__.py"
+    monkeypatch.setattr(command_module, "isolated_import", lambda python: (None, str(older)))
+    command_module.imports_isolated.cache_clear()
+    try:
+        command = hook_command("Stop")
+    finally:
+        command_module.imports_isolated.cache_clear()
+    assert not runs_hook_code(command)
+    assert command.endswith(" hook stop")
+    assert inst.own_subcommand(command) == "stop"
+
+
+def test_a_program_that_says_nothing_of_ralphstate_does_not_import_it(tmp_path: Path) -> None:
+    """Exit 0 is not enough: the check must name the ralphstate package it imported."""
+    quiet = tmp_path / "python"
+    quiet.write_text("#!/bin/sh\nexit 0\n")
+    quiet.chmod(0o755)
+    if os.name == "nt":
+        pytest.skip("a POSIX program")
+    assert command_module.isolated_import(str(quiet)) == (
+        "it did not say where it found ralphstate",
+        "",
+    )
 
 
 def test_hook_command_with_an_agent() -> None:

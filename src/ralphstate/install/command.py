@@ -43,7 +43,10 @@ from ralphstate.core.errors import RalphstateError
 SUBCOMMANDS = ("stop", "session-start", "pre-compact")
 # What the interpreter runs (`python -I -c HOOK_CODE stop`), and what shows it can.
 HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
-IMPORT_CHECK = "import ralphstate.hooks.entry"
+# The check imports what the hook command runs and says which ralphstate it found.
+IMPORT_CHECK = (
+    "import ralphstate; from ralphstate.hooks.entry import main; print(ralphstate.__file__)"
+)
 CHECK_TIMEOUT = 30.0  # seconds for `install`'s check; `doctor` allows less
 # How the path of the hook script development builds ran ends (a legacy form).
 HOOK_SCRIPT = ("ralphstate", "hooks", "__main__.py")
@@ -73,9 +76,10 @@ _AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _SH_ESCAPED = '"\\$`'
 
 
-def import_problem(python: str, timeout: float = CHECK_TIMEOUT) -> str | None:
-    """Why `python -I` cannot import ralphstate's hook (the last line of its error, or
-    why it did not run), None when it can."""
+def isolated_import(python: str, timeout: float = CHECK_TIMEOUT) -> tuple[str | None, str]:
+    """(why `python -I` cannot import ralphstate's hook, None when it can; the file of the
+    ralphstate it imports). A program that exits 0 without naming a ralphstate package
+    (not a Python, or not this one) cannot."""
     try:
         done = subprocess.run(
             [python, "-I", "-c", IMPORT_CHECK],
@@ -84,19 +88,37 @@ def import_problem(python: str, timeout: float = CHECK_TIMEOUT) -> str | None:
             timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return f"it did not answer within {timeout:g}s"
+        return f"it did not answer within {timeout:g}s", ""
     except OSError as exc:
-        return exc.strerror or str(exc)
-    if done.returncode == 0:
-        return None
-    lines = done.stderr.decode(errors="replace").strip().splitlines()
-    return lines[-1].strip() if lines else f"exit code {done.returncode}"
+        return exc.strerror or str(exc), ""
+    if done.returncode != 0:
+        lines = done.stderr.decode(errors="replace").strip().splitlines()
+        return (lines[-1].strip() if lines else f"exit code {done.returncode}"), ""
+    found = done.stdout.decode(errors="replace").strip()
+    if Path(found).name not in ("__init__.py", "__init__.pyc") or Path(found).parent.name != (
+        "ralphstate"
+    ):
+        return "it did not say where it found ralphstate", ""
+    return None, found
+
+
+def import_problem(python: str, timeout: float = CHECK_TIMEOUT) -> str | None:
+    """Why `python -I` cannot import ralphstate's hook (the last line of its error, or
+    why it did not run), None when it can."""
+    return isolated_import(python, timeout)[0]
 
 
 @functools.cache
 def imports_isolated(python: str) -> bool:
-    """Whether `python -I` imports ralphstate's hook; checked once per interpreter."""
-    return import_problem(python) is None
+    """Whether `python -I` imports this very ralphstate's hook (not another copy, as a
+    `pip install --user` over a system-wide older one would); checked once per
+    interpreter."""
+    import ralphstate
+
+    problem, found = isolated_import(python)
+    if problem is not None or not ralphstate.__file__:
+        return False
+    return Path(found).resolve() == Path(ralphstate.__file__).resolve()
 
 
 def console_script() -> str | None:

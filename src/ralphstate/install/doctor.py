@@ -59,7 +59,8 @@ def _executable(command: str, root: Path, imports: dict[str, str | None]) -> tup
         return MISSING, script
     if runs_hook_code(command):
         if not _may_start(target, root):
-            return None, f"{target} (a program in the project: not started to check it)"
+            why = "a program in the project" if _in(target, root) else "not a Python"
+            return None, f"{target} ({why}: not started to check it)"
         if target not in imports:
             imports[target] = import_problem(target, IMPORT_TIMEOUT)
         problem = imports[target]
@@ -70,13 +71,21 @@ def _executable(command: str, root: Path, imports: dict[str, str | None]) -> tup
 
 def _may_start(program: str, root: Path) -> bool:
     """Whether `doctor` may start `program` to see it import the hook: the Python that
-    runs `doctor` itself, or a file outside the project. A program in the project may
-    have come with a clone, like any file there (SECURITY.md)."""
+    runs `doctor` itself, or a Python interpreter outside the project. A program in the
+    project may have come with a clone, like any file there, and a program that is not
+    a Python would run the check's words as something else (SECURITY.md)."""
     path = Path(program)
     if sys.executable and path.absolute() == Path(sys.executable).absolute():
         return True
+    if not path.name.lower().startswith(("python", "pypy")):
+        return False
+    return not _in(program, root)
+
+
+def _in(program: str, root: Path) -> bool:
+    path = Path(program)
     places = {path.absolute(), path.resolve()}
-    return not any(p.is_relative_to(r) for p in places for r in {root.absolute(), root.resolve()})
+    return any(p.is_relative_to(r) for p in places for r in {root.absolute(), root.resolve()})
 
 
 def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
