@@ -134,7 +134,8 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
     decision, _ = decide_on(state, None)
     if decision.state is None and decision.rule != "verify":
         return agent.render_stop(decision)
-    decision = _update(store, deciding())
+    if decision.rule != "verify":
+        decision = _update(store, deciding())
     if decision.rule == "verify":  # the checks run outside the lock, then decide again
         decision = _update(store, deciding(_verify(store)))
     if decision.state is not None and (
