@@ -611,3 +611,52 @@ def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_write(
     assert rs("criteria", "set", "tests pass", "true").code == 0
     assert not stale.exists()
     assert other.read_bytes() == b"mine"
+
+
+# -- deciding on a state read without the lock ------------------------------------------
+
+
+def test_a_change_that_writes_nothing_on_the_state_read_takes_no_lock(
+    project: Path, rs: Any
+) -> None:
+    """`update(change, read=state)`: the change is asked about the state the caller read;
+    when it would write nothing, its answer stands, with no lock taken or created, and
+    the state handed in is left as it was."""
+    path = start(project, rs, "-c", "a")
+    store = store_for(project)
+    read = store.load()
+    kept = st.dumps(read)
+    (project / ".loop" / "state.lock").unlink(missing_ok=True)
+
+    def look(state: st.State, events: list[Event]) -> str:
+        state["spec"] = state["spec"]  # the same content: nothing to write
+        return state["status"]
+
+    before = path.read_bytes()
+    assert store.update(look, read=read) == "in_progress"
+    assert not (project / ".loop" / "state.lock").exists()
+    assert path.read_bytes() == before
+    assert st.dumps(read) == kept
+
+
+def test_a_change_that_would_write_is_decided_again_on_the_file_under_the_lock(
+    project: Path, rs: Any
+) -> None:
+    path = start(project, rs, "-c", "a", "-c", "b")
+    store = store_for(project)
+    read = store.load()
+    hand_edit(path, criteriaStatus={"b": True})  # after the caller read it
+    seen: list[dict[str, bool]] = []
+
+    def claim(state: st.State, events: list[Event]) -> st.State:
+        seen.append(dict(state["criteriaStatus"]))
+        state["criteriaStatus"]["a"] = True
+        events.append({"event": "criterion_set", "criterion": "a", "value": True})
+        return state
+
+    written = store.update(claim, read=read)
+    assert seen == [{"a": False, "b": False}, {"a": False, "b": True}]
+    assert written["criteriaStatus"] == {"a": True, "b": True}
+    assert read["criteriaStatus"] == {"a": False, "b": False}  # left as it was
+    assert st.parse(path.read_bytes())["criteriaStatus"] == {"a": True, "b": True}
+    assert (project / ".loop" / "state.lock").exists()

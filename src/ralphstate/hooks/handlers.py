@@ -55,9 +55,11 @@ def _find(agent: Agent, hook_input: HookInput) -> tuple[paths.LoopPaths, Store, 
         raise Fault(str(exc).rstrip(".")) from None
 
 
-def _update(store: Store, change: Callable[[st.State, list[Event]], R]) -> R:
+def _update(
+    store: Store, change: Callable[[st.State, list[Event]], R], read: st.State | None = None
+) -> R:
     try:
-        return store.update(change)
+        return store.update(change, read=read)
     except RalphstateError as exc:
         raise Fault(str(exc).rstrip(".")) from None
 
@@ -92,33 +94,28 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
             said.append(agent.last_message(hook_input))
         return said[0]
 
-    def decide_on(current: st.State, verified: Verified | None) -> tuple[Decision, list[Event]]:
-        """The decision on `current`, which is left as it is: check results are applied
-        to a copy, kept only when the decision writes."""
-        results = verified.results if verified else []
-        checked: list[Event] = []
-        if results:
-            from ralphstate.verify.execute import apply
-
-            current = copy.deepcopy(current)
-            checked = apply(current, results, "stop")
-        ran = {e["criterion"] for e in checked}
-        decision = decide.decide_stop(
-            current,
-            session_id,
-            message,
-            known_here=lambda: registry.knows(loop, current),
-            runner=runner,
-            agent=agent.name,
-            checks_ran=verified is not None,
-            failures=[r for r in results if not r.passed and r.criterion in ran],
-            untrusted=verified is not None and verified.untrusted,
-        )
-        return decision, checked
-
     def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
         def change(current: st.State, events: list[Event]) -> Decision:
-            decision, checked = decide_on(current, verified)
+            results = verified.results if verified else []
+            checked: list[Event] = []
+            working = current
+            if results:  # on a copy: kept only when the decision writes
+                from ralphstate.verify.execute import apply
+
+                working = copy.deepcopy(current)
+                checked = apply(working, results, "stop")
+            ran = {e["criterion"] for e in checked}
+            decision = decide.decide_stop(
+                working,
+                session_id,
+                message,
+                known_here=lambda: registry.knows(loop, working),
+                runner=runner,
+                agent=agent.name,
+                checks_ran=verified is not None,
+                failures=[r for r in results if not r.passed and r.criterion in ran],
+                untrusted=verified is not None and verified.untrusted,
+            )
             if decision.state is not None:
                 raw = cast(st.Raw, current)  # the store writes the dict it handed over
                 raw.clear()
@@ -128,14 +125,9 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
 
         return change
 
-    # First on the file as read, without the lock: a stop that changes nothing (a loop
-    # paused, finished, another session's, not known here, or inside `ralphstate run`)
-    # takes no lock and creates no lock file. Anything to write is decided again under it.
-    decision, _ = decide_on(state, None)
-    if decision.state is None and decision.rule != "verify":
-        return agent.render_stop(decision)
-    if decision.rule != "verify":
-        decision = _update(store, deciding())
+    # A stop that changes nothing (a loop paused, finished, another session's, not known
+    # here, or inside `ralphstate run`) is decided on the file as read: no lock.
+    decision = _update(store, deciding(), read=state)
     if decision.rule == "verify":  # the checks run outside the lock, then decide again
         decision = _update(store, deciding(_verify(store)))
     if decision.state is not None and (
@@ -198,24 +190,21 @@ def session_start(agent: Agent, hook_input: HookInput) -> Output | None:
         entry = registry.entry(loop) or {}
         return source == "clear" and bool(pid) and entry.get("claudePid") == pid
 
-    def judge(current: st.State) -> ownership.Verdict:
-        return ownership.judge(
+    def own(current: st.State, events: list[Event]) -> tuple[ownership.Verdict, st.State]:
+        verdict = ownership.judge(
             current,
             session_id,
             agent.name,
             known=lambda: registry.knows(loop, current),
             cleared_here=cleared_here,
         )
-
-    def own(current: st.State, events: list[Event]) -> tuple[ownership.Verdict, st.State]:
-        verdict = judge(current)  # again, under the lock: two sessions cannot both take it
-        if verdict in ("adopt", "reown"):
+        if verdict in ("adopt", "reown") and session_id:
             events.append(ownership.take(current, session_id, agent.name, source))
         return verdict, current
 
-    verdict = judge(state)
-    if verdict in ("adopt", "reown") and session_id:
-        verdict, state = _update(store, own)
+    # Taking the loop is decided again under the lock (two sessions cannot both take
+    # it); restoring the session's own loop, or one it cannot take, needs no lock.
+    verdict, state = _update(store, own, read=state)
     if verdict == "unknown":
         checks = ""
         if not trust.is_trusted(loop, state):
@@ -260,24 +249,19 @@ def pre_compact(agent: Agent, hook_input: HookInput) -> Output | None:
     session_id = agent.session_id(hook_input)
     trigger = str(hook_input.get("trigger") or "")[:20]
 
-    def ours(current: st.State) -> bool:
-        """An active loop of this session's, or one it may adopt: not another session's,
-        nor a loop that arrived with a clone."""
-        if current["status"] not in st.ACTIVE:
-            return False
-        known = lambda: registry.knows(loop, current)  # noqa: E731 - asked only if needed
-        return ownership.judge(current, session_id, agent.name, known=known) in (
-            "owner",
-            "adopt",
-        )
-
     def checkpoint(current: st.State, events: list[Event]) -> None:
-        if ours(current):  # again, under the lock
+        """An active loop of this session's, or one it may adopt; not another session's,
+        nor a loop that arrived with a clone (left alone, without the lock)."""
+        if current["status"] not in st.ACTIVE:
+            return
+        verdict = ownership.judge(
+            current, session_id, agent.name, known=lambda: registry.knows(loop, current)
+        )
+        if verdict in ("owner", "adopt"):
             current["lastCheckpoint"] = clock.now_iso()
             events.append({"event": "checkpoint", "trigger": trigger})
 
-    if ours(state):  # a loop left alone takes no lock
-        _update(store, checkpoint)
+    _update(store, checkpoint, read=state)
     return None
 
 

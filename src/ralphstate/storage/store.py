@@ -9,6 +9,7 @@ notices a file replaced under it and starts again on the new content.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -123,17 +124,28 @@ class Store:
         except OSError as exc:
             raise _os_error("write", self.paths.display(target), exc) from None
 
-    def update(self, change: Change[R]) -> R:
+    def update(self, change: Change[R], *, read: st.State | None = None) -> R:
         """Apply `change` to the freshest state under the lock, write the state back with
         its events in the history, and return what `change` returned. A change that
         leaves the state as it was and records no event writes nothing; a
-        RalphstateError raised by `change` leaves the file as it is."""
+        RalphstateError raised by `change` leaves the file as it is.
+
+        With `read`, a state the caller read without the lock (`load`), the change is
+        first asked about that one: when it would write nothing, its answer stands and
+        no lock is taken (the hooks: a stop or a session that changes nothing must not
+        wait for, or create, a lock). `read` is left as it was."""
+        if read is not None:
+            state = copy.deepcopy(read)
+            events: list[Event] = []
+            value = change(state, events)
+            if _unchanged(read, state, events):
+                return value
         with self.locked():
             for _ in range(_RETRIES):
                 data, signature = self._read()
                 state = self._parse(data)
                 before = st.dumps(state)
-                events: list[Event] = []
+                events = []
                 value = change(state, events)
                 if not events and st.dumps(state) == before:
                     return value
@@ -247,6 +259,10 @@ def append_history(path: Path, events: list[Event], iteration: int) -> None:
         fsio.append_line_bytes(path, lines)
     except OSError as exc:
         raise _os_error("append to", loop.display(path), exc) from None
+
+
+def _unchanged(before: st.State, after: st.State, events: list[Event]) -> bool:
+    return not events and st.dumps(after) == st.dumps(before)
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:
