@@ -7,7 +7,7 @@ kept); `dumps` writes it back in the schema's order, unknown keys last.
 
 Schema versions:
 - (none): the seed's format, before `version` existed; read as version 1.
-- 1: the table in docs/design.md ("The state"), in FIELD_ORDER below.
+- 1: the table in docs/design.md ("The state"), in `State` below.
 """
 
 from __future__ import annotations
@@ -82,50 +82,23 @@ class State(TypedDict):
     updatedAt: str | None
     lastCheckpoint: str | None
     errors: list[dict[str, Any]]
+    # ralphstate: consecutive blocks with no progress, and the progress they saw.
     blocksWithoutProgress: int
     lastProgress: str | None
+    # ralphstate: run the checks before the Stop hook allows a claimed completion;
+    # per-criterion check timeouts (seconds); what backs each criterion's status.
     verifyOnStop: bool
     checkTimeouts: dict[str, float]
     evidence: dict[str, Evidence]
+    # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
     ownerAgent: str | None
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
 Raw = dict[str, Any]
 
-# The schema's order; files are written in it so diffs stay readable.
-FIELD_ORDER = (
-    "version",
-    "spec",
-    "criteria",
-    "criteriaStatus",
-    "checks",
-    "steps",
-    "completedSteps",
-    "remainingSteps",
-    "iteration",
-    "maxIterations",
-    "stallLimit",
-    "completionMarker",
-    "continueMessage",
-    "status",
-    "pauseReason",
-    "sessionId",
-    "startedAt",
-    "updatedAt",
-    "lastCheckpoint",
-    "errors",
-    # ralphstate: consecutive blocks with no progress, and the progress they saw.
-    "blocksWithoutProgress",
-    "lastProgress",
-    # ralphstate: run the checks before the Stop hook allows a claimed completion;
-    # per-criterion check timeouts (seconds); what backs each criterion's status.
-    "verifyOnStop",
-    "checkTimeouts",
-    "evidence",
-    # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
-    "ownerAgent",
-)
+# The schema's order, `State`'s: files are written in it so diffs stay readable.
+FIELD_ORDER: tuple[str, ...] = tuple(State.__annotations__)
 
 
 # The fields a loop's life writes (its progress, owner, times, evidence), which a new
