@@ -322,3 +322,12 @@ def test_copilot_reply_is_the_one_before_this_hooks_own_start_event(tmp_path: Pa
     assert last_reply(str(path), "copilot", anchor=stamp, wait=5) == "Done. " + MARK
     # An anchor that never appears: after the wait, the newest reply there is.
     assert last_reply(str(path), "copilot", anchor=1, wait=0.01) == "a later reply"
+
+
+@pytest.mark.parametrize("name", AGENTS)
+def test_only_claude_code_ties_a_session_to_its_process(name: str) -> None:
+    """`/clear` keeps Claude Code's process (`CLAUDE_PID`) under a new session id; no
+    other agent says which process it is, so none is re-owned by process."""
+    agent = adapters.get(name)
+    assert agent.process_id({"CLAUDE_PID": "4242"}) == ("4242" if name == "claude" else None)
+    assert agent.process_id({"CLAUDE_PID": ""}) is None

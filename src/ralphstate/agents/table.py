@@ -24,7 +24,8 @@ class Agent:
     (the variable naming the project root in the hook's environment), `finished`
     (key and values meaning the turn ended by itself rather than by the person).
     Environment of the agent's own shell commands: `session_env` (variables carrying
-    the session id), `marker_env` (a variable saying "inside this agent").
+    the session id), `marker_env` (a variable saying "inside this agent"), `process_env`
+    (the agent's process id, which outlives a session: Claude Code's `/clear`).
     Output: `block_word` for `{"decision": WORD, "reason": ...}`, or `followup` for
     `{"followup_message": ...}`; `context_key` for the SessionStart context;
     `notices`: whether the agent shows a `systemMessage` to the person.
@@ -43,6 +44,7 @@ class Agent:
         finished: tuple[str, tuple[str, ...]] | None = None,
         session_env: tuple[str, ...] = (),
         marker_env: str | None = None,
+        process_env: str | None = None,
         block_word: str = "block",
         followup: bool = False,
         context_key: str = "hookSpecificOutput",
@@ -59,6 +61,7 @@ class Agent:
         self.finished = finished
         self.session_env = session_env
         self.marker_env = marker_env
+        self.process_env = process_env
         self.block_word = block_word
         self.followup = followup
         self.context_key = context_key
@@ -74,6 +77,10 @@ class Agent:
         if isinstance(value, list):
             value = value[0] if value else None
         return value if isinstance(value, str) and value else None
+
+    def process_id(self, environ: Mapping[str, str]) -> str | None:
+        """The id of the agent process this hook or command runs under, when it says."""
+        return (environ.get(self.process_env) or None) if self.process_env else None
 
     def project_dir(self, environ: Mapping[str, str]) -> str | None:
         return (environ.get(self.project_env) or None) if self.project_env else None
@@ -146,6 +153,7 @@ CLAUDE = Agent(
     cwd_key="cwd",
     project_env="CLAUDE_PROJECT_DIR",
     session_env=("CLAUDE_CODE_SESSION_ID",),
+    process_env="CLAUDE_PID",
 )
 # Codex CLI: Claude Code's shapes. `last_assistant_message` is always sent (null for a
 # reply without text), so its own transcript format is never read.

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from ralphstate.agents.table import CLAUDE, Agent
+from ralphstate.agents.table import Agent
 from ralphstate.core import clock, decide, limits, ownership, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
@@ -30,12 +30,6 @@ if TYPE_CHECKING:
 Output = dict[str, object]
 HookInput = dict[str, object]
 R = TypeVar("R")
-
-
-def _claude_pid(agent: Agent) -> str | None:
-    if agent is not CLAUDE:
-        return None  # only a Claude Code session is tied to its process
-    return os.environ.get("CLAUDE_PID") or None
 
 
 def _find(agent: Agent, hook_input: HookInput) -> tuple[paths.LoopPaths, Store, st.State] | None:
@@ -134,7 +128,8 @@ def stop(agent: Agent, hook_input: HookInput) -> Output | None:
         decision.adopted
         or decision.rule in ("complete", "max_iterations", "stall", "untrusted_checks")
     ):
-        _record("stop", loop, decision.state, _claude_pid(agent) if decision.adopted else None)
+        pid = agent.process_id(os.environ) if decision.adopted else None
+        _record("stop", loop, decision.state, pid)
     return agent.render_stop(decision)
 
 
@@ -184,7 +179,7 @@ def session_start(agent: Agent, hook_input: HookInput) -> Output | None:
     if os.environ.get(ownership.ENV_RUNNER) and registry.knows(loop, state):
         # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
         return agent.render_context(render.context(state, source), render.session_line(state))
-    pid = _claude_pid(agent)
+    pid = agent.process_id(os.environ)
 
     def cleared_here() -> bool:
         entry = registry.entry(loop) or {}

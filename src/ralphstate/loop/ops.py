@@ -18,7 +18,6 @@ from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths, find, for_init
 from ralphstate.storage.store import Change, Event, Store
 
-ENV_CLAUDE_PID = "CLAUDE_PID"
 TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
@@ -31,7 +30,10 @@ def current_session() -> tuple[str | None, str | None]:
 
 
 def claude_pid() -> str | None:
-    return os.environ.get(ENV_CLAUDE_PID) or None
+    """The Claude Code process this command runs under (its Bash tool), if any."""
+    from ralphstate.agents.table import CLAUDE
+
+    return CLAUDE.process_id(os.environ)
 
 
 def locate(start: str | os.PathLike[str] | None = None) -> Store:
