@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     Output = dict[str, object]
 
 
+# The hooks ralphstate has, by the name `ralphstate hook NAME` and the installed
+# command take; each agent maps its own events onto them (install/agents.py).
+HOOKS = ("stop", "session-start", "pre-compact")
+
+
 class Agent:
     """One agent's field names and output shapes.
 

@@ -28,7 +28,6 @@ USAGE = (
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
     " object or nothing, and always exits 0."
 )
-EVENTS = ("stop", "session-start", "pre-compact")
 
 
 class Fault(Exception):
@@ -67,7 +66,7 @@ def run_hook(args: list[str]) -> int:
             agent = adapters.get(_option(args[1:], "--agent") or "claude")
         except KeyError as exc:
             raise Fault(str(exc.args[0])) from None
-        if event not in EVENTS:
+        if event not in adapters.HOOKS:
             raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
         data = _read_stdin()
         hook_input = None

@@ -37,10 +37,11 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from ralphstate.agents.table import HOOKS
 from ralphstate.core.errors import RalphstateError
 
 # The `ralphstate hook` subcommands, one per event an agent reports.
-SUBCOMMANDS = ("stop", "session-start", "pre-compact")
+SUBCOMMANDS = HOOKS
 # What the interpreter runs (`python -I -c HOOK_CODE stop`), and what shows it can.
 HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
 # The check imports what the hook command runs and says which ralphstate it found.
