@@ -70,15 +70,18 @@ def run_hook(args: list[str]) -> int:
             raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
         data = _read_stdin()
         hook_input = None
+        # Where the project is: the agent's variable for it, else its input's cwd.
         start = agent.project_dir(os.environ)
         if not start:  # an agent that names no project in the environment: its input does
             hook_input = _parse(data)
             start = agent.cwd(hook_input) or os.getcwd()
-        if paths.find_dir(start) is None:
+        loop_dir = paths.find_dir(start)
+        if loop_dir is None:
             return 0  # the common case: no loop here, nothing more to read or import
         from ralphstate.hooks.handlers import HANDLERS
 
-        out = HANDLERS[event](agent, _parse(data) if hook_input is None else hook_input)
+        hook_input = _parse(data) if hook_input is None else hook_input
+        out = HANDLERS[event](agent, hook_input, paths.at(loop_dir))
     except Fault as exc:
         complain(event, str(exc))
     except BaseException as exc:  # noqa: BLE001 - a hook must never crash its caller

@@ -1,7 +1,8 @@
 """The three hooks on a project that may have a loop: Stop, SessionStart, PreCompact.
 
-`hooks.entry` runs one of them once it knows there may be a loop here. Each finds the
-loop, decides under the state lock (`Store.update`), and returns the agent's output.
+`hooks.entry` finds the loop's directory and runs one of them with it. Each loads the
+loop, decides (under the state lock when it writes: `Store.update`), and returns the
+agent's output.
 The rules are not here: the Stop decision is `core.decide.decide_stop`, ownership is
 `core.ownership`, the words are `core.render`. A Fault is turned into an allowing
 answer and a line for the person by `hooks.entry`.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from ralphstate.agents.table import Agent
@@ -32,17 +32,13 @@ HookInput = dict[str, object]
 R = TypeVar("R")
 
 
-def _find(agent: Agent, hook_input: HookInput) -> tuple[paths.LoopPaths, Store, st.State] | None:
-    """The loop, its store and its state; None when there is no loop; Fault if unusable."""
-    start = agent.project_dir(os.environ) or agent.cwd(hook_input) or Path.cwd()
-    loop = paths.find(start)
-    if loop is None:
-        return None
+def _load(loop: paths.LoopPaths) -> tuple[Store, st.State] | None:
+    """The loop's store and state; None when it has no state file; Fault if unusable."""
     store = Store(loop, lock_timeout=limits.HOOK_LOCK_TIMEOUT)
     if not store.exists():
         return None
     try:
-        return loop, store, store.load()
+        return store, store.load()
     except NoLoop:
         return None
     except RalphstateError as exc:
@@ -68,13 +64,13 @@ def _record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None)
 # -- Stop -------------------------------------------------------------------------
 
 
-def stop(agent: Agent, hook_input: HookInput) -> Output | None:
+def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
     if not agent.turn_finished(hook_input):
         return None  # the person stopped this turn: never hold it open
-    found = _find(agent, hook_input)
+    found = _load(loop)
     if found is None:
         return None
-    loop, store, state = found
+    store, state = found
     session_id = agent.session_id(hook_input)
     if session_id is None:
         raise Fault("input has no session id")
@@ -164,14 +160,14 @@ def _verify(store: Store) -> Verified:
 # -- SessionStart -----------------------------------------------------------------
 
 
-def session_start(agent: Agent, hook_input: HookInput) -> Output | None:
+def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
     try:
-        found = _find(agent, hook_input)
+        found = _load(loop)
     except Fault as exc:
         return agent.render_notice(f"ralphstate: {exc}; the loop is ignored until it is fixed.")
     if found is None:
         return None
-    loop, store, state = found
+    store, state = found
     if state["status"] not in st.ACTIVE:
         return None
     session_id = agent.session_id(hook_input)
@@ -236,11 +232,11 @@ def session_start(agent: Agent, hook_input: HookInput) -> Output | None:
 # -- PreCompact -------------------------------------------------------------------
 
 
-def pre_compact(agent: Agent, hook_input: HookInput) -> Output | None:
-    found = _find(agent, hook_input)
+def pre_compact(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    found = _load(loop)
     if found is None:
         return None
-    loop, store, state = found
+    store, state = found
     session_id = agent.session_id(hook_input)
     trigger = str(hook_input.get("trigger") or "")[:20]
 

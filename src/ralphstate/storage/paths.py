@@ -80,8 +80,11 @@ def find_dir(start: str | os.PathLike[str]) -> str | None:
 def find(start: str | os.PathLike[str]) -> LoopPaths | None:
     """The nearest loop at or above `start` (like git finds `.git`), or None."""
     loop_dir = find_dir(start)
-    if loop_dir is None:
-        return None
+    return None if loop_dir is None else at(loop_dir)
+
+
+def at(loop_dir: str) -> LoopPaths:
+    """The loop whose directory `find_dir` found: its project is the directory above."""
     return LoopPaths(os.path.dirname(loop_dir), loop_dir)
 
 
