@@ -366,7 +366,7 @@ def test_history_and_check_results_from_a_cloned_loop_are_shown_not_obeyed(
         handle.write(
             b'{"at": "now\\r\\u001b[2K", "event": "evil\\u001b]0;x\\u0007", "iteration": 1}\n'
         )
-    log = rs("log", "-n", "1")
+    log = rs("log", "--all", "-n", "1")
     assert log.out == "now\\x0d\\x1b[2K  #1   evil\\x1b]0;x\\x07\n"
     verified = rs("verify")
     assert verified.code == 0, verified.err

@@ -140,6 +140,7 @@ def test_init(project: Path, rs: Any) -> None:
             "at": NOW,
             "event": "init",
             "iteration": 0,
+            "loop": state["loopId"],
             "spec": "Add CSV export",
             "criteria": 2,
             "steps": 1,
@@ -690,9 +691,22 @@ def test_log(project: Path, rs: Any) -> None:
     ]
     assert rs("log", "-n", "2").out == "".join(result.out.splitlines(keepends=True)[-2:])
     as_json = rs("log", "-n", "2", "--json")
+    loop_id = state_of(project)["loopId"]
     assert [json.loads(line) for line in as_json.out.splitlines()] == [
-        {"at": "2026-01-02T03:06:05Z", "event": "step_done", "iteration": 0, "step": "write it"},
-        {"at": "2026-01-02T03:07:05Z", "event": "paused", "iteration": 0, "reason": "user"},
+        {
+            "at": "2026-01-02T03:06:05Z",
+            "event": "step_done",
+            "iteration": 0,
+            "loop": loop_id,
+            "step": "write it",
+        },
+        {
+            "at": "2026-01-02T03:07:05Z",
+            "event": "paused",
+            "iteration": 0,
+            "loop": loop_id,
+            "reason": "user",
+        },
     ]
 
 

@@ -152,17 +152,23 @@ def show() -> None:
     help="How many of the newest entries.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a line.")
-def log(lines: int, as_json: bool) -> None:
-    """Show the loop's history (.loop/history.jsonl), newest last.
+@click.option("--all", "every_loop", is_flag=True, help="Also the entries of earlier loops here.")
+def log(lines: int, as_json: bool, every_loop: bool) -> None:
+    """Show the loop's history (.loop/history.jsonl), newest last: the current loop's
+    entries, or with --all those of earlier loops in this directory too.
 
     \b
     Example:
       ralphstate log -n 50
     """
     from ralphstate.core import limits, views
+    from ralphstate.storage.store import of_loop
 
     store = ops.locate()
-    for entry in store.history(min(lines, limits.MAX_LOG_LINES)):
+    entries = store.history(limits.MAX_LOG_LINES)
+    if not every_loop:
+        entries = of_loop(entries, store.load()["loopId"])
+    for entry in entries[-min(lines, limits.MAX_LOG_LINES) :]:
         if as_json:
             output.json(entry, compact=True)
         else:

@@ -78,6 +78,8 @@ class State(TypedDict):
     status: Status
     pauseReason: str | None
     sessionId: str | None
+    # ralphstate: the loop's own id, random, set by `init`; null in a file from before it.
+    loopId: str | None
     startedAt: str | None
     updatedAt: str | None
     lastCheckpoint: str | None
@@ -110,6 +112,7 @@ RUN_FIELDS = (
     "pauseReason",
     "sessionId",
     "ownerAgent",
+    "loopId",
     "startedAt",
     "updatedAt",
     "lastCheckpoint",
@@ -138,6 +141,7 @@ def _defaults() -> Raw:
         "status": "in_progress",
         "pauseReason": None,
         "sessionId": None,
+        "loopId": None,
         "startedAt": None,
         "updatedAt": None,
         "lastCheckpoint": None,
@@ -287,6 +291,7 @@ def _normalise(raw: Raw) -> State:
         "pauseReason",
         "sessionId",
         "ownerAgent",
+        "loopId",
         "startedAt",
         "updatedAt",
         "lastCheckpoint",
@@ -340,9 +345,10 @@ def new(
     session_id: str | None = None,
     agent: str | None = None,
     now: str,
+    loop_id: str | None = None,
     extra: Raw | None = None,
 ) -> State:
-    """A fresh in-progress loop."""
+    """A fresh in-progress loop, whose id is `loop_id` (`init` draws a random one)."""
     raw: Raw = dict(extra or {})
     raw.update(
         spec=spec,
@@ -355,6 +361,7 @@ def new(
         status="in_progress",
         sessionId=session_id,
         ownerAgent=agent if session_id else None,
+        loopId=loop_id,
         startedAt=now,
         updatedAt=now,
         iteration=0,

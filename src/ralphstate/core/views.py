@@ -91,7 +91,7 @@ def status(state: st.State, where: str, style: Style = _plain, trusted: bool | N
 
 
 def history_line(entry: dict[str, Any]) -> str:
-    details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration")}
+    details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration", "loop")}
     text = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in details.items())
     at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
     return visible(f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip())

@@ -126,6 +126,7 @@ def init(
             session_id=current_session()[1],
             agent=current_session()[0],
             now=clock.now_iso(),
+            loop_id=os.urandom(8).hex(),  # 16 hex digits, the loop's id
             extra=extra,
         )
     except CorruptState as exc:  # a value given to init, not a file on disk

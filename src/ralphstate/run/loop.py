@@ -289,7 +289,7 @@ class _Run:
             state,
             iteration=run,
             limit=self.plan.limit,
-            notes=prompt.recent_notes(self.store),
+            notes=prompt.recent_notes(self.store, state),
             context=prompt.read_context(self.plan.context, paths.root),
         )
         remaining, unmet = state["remainingSteps"], st.unmet(state)
@@ -365,7 +365,7 @@ class _Run:
         if agent.stops:
             event["stops"] = agent.stops
         with contextlib.suppress(RalphstateError):
-            append_history(paths.history, [event], number)
+            append_history(paths.history, [event], number, loop_id=state["loopId"])
         if (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted:
             self._remember_error(number, agent.describe())
         parts = [
@@ -420,7 +420,9 @@ class _Run:
             self.state = self.store.update(change)
         except RalphstateError:
             with contextlib.suppress(RalphstateError):
-                append_history(self.store.paths.history, [details], self._iteration())
+                append_history(
+                    self.store.paths.history, [details], self._iteration(), loop_id=self._loop_id()
+                )
         return self._outcome(outcome, reason)
 
     def _stopped(self, state: st.State) -> Outcome:
@@ -436,17 +438,24 @@ class _Run:
         reason = state["pauseReason"] if status == "paused" else None
         event = self._finished(outcome, reason=reason, by="outside")
         with contextlib.suppress(RalphstateError):
-            append_history(self.store.paths.history, [event], state["iteration"])
+            append_history(
+                self.store.paths.history, [event], state["iteration"], loop_id=state["loopId"]
+            )
         return self._outcome(outcome, reason)
 
     def _failed(self, message: str) -> Outcome:
         event = self._finished("error", error=message)
         with contextlib.suppress(RalphstateError):
-            append_history(self.store.paths.history, [event], self._iteration())
+            append_history(
+                self.store.paths.history, [event], self._iteration(), loop_id=self._loop_id()
+            )
         return self._outcome("error", None, message)
 
     def _iteration(self) -> int:
         return self.state["iteration"] if self.state is not None else 0
+
+    def _loop_id(self) -> str | None:
+        return self.state["loopId"] if self.state is not None else None
 
     def _outcome(
         self, outcome: RunOutcome, reason: str | None, error: str | None = None

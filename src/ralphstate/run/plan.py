@@ -109,7 +109,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         state,
         iteration=1,
         limit=max(plan.limit, 1),
-        notes=prompt.recent_notes(store),
+        notes=prompt.recent_notes(store, state),
         context=prompt.read_context(plan.context, store.paths.root),
     )
     shown = spawn.join_command(plan.argv)

@@ -182,10 +182,13 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
     return lines
 
 
-def recent_notes(store: Store) -> dict[str, str]:
-    """`notes_from_history` over the newest `limits.MAX_LOG_LINES` lines of the loop's
-    history: a long history (or a huge one that came with a clone) is not read in full."""
-    return notes_from_history(store.history(limits.MAX_LOG_LINES))
+def recent_notes(store: Store, state: st.State) -> dict[str, str]:
+    """`notes_from_history` over this loop's entries among the newest
+    `limits.MAX_LOG_LINES` lines of the history: a long history (or a huge one that came
+    with a clone) is not read in full, and an earlier loop's notes are not this one's."""
+    from ralphstate.storage.store import of_loop
+
+    return notes_from_history(of_loop(store.history(limits.MAX_LOG_LINES), state["loopId"]))
 
 
 def notes_from_history(entries: Sequence[dict[str, Any]]) -> dict[str, str]:

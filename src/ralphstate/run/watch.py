@@ -17,7 +17,7 @@ from typing import Any
 
 from ralphstate.core import clock, views
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.store import Store
+from ralphstate.storage.store import Store, of_loop
 
 Signature = tuple[tuple[int, int, int] | None, ...]
 RECENT = 5
@@ -66,7 +66,7 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         return f"ralphstate: {exc}"
     lines = [views.status(state, str(store.paths.root), style)]
     try:
-        history = store.history(200)
+        history = of_loop(store.history(200), state["loopId"])
     except RalphstateError:
         history = []
     doing = running(history)

@@ -215,7 +215,9 @@ class Store:
         if not events:
             return
         try:
-            append_history(self.paths.history, events, state["iteration"])
+            append_history(
+                self.paths.history, events, state["iteration"], loop_id=state.get("loopId")
+            )
         except RalphstateError as exc:  # the state is written; say so, not just "failed"
             shown = self.paths.display(self.paths.state)
             raise RalphstateError(f"the change was saved in {shown}, but {exc}") from None
@@ -245,20 +247,40 @@ class Store:
         return entries
 
 
-def append_history(path: Path, events: list[Event], iteration: int) -> None:
-    """Append one JSON line per event (`at`, `event`, `iteration`, details) to the
-    history of the loop directory `path` is in, refusing a path that leads outside it."""
+def append_history(
+    path: Path, events: list[Event], iteration: int, *, loop_id: str | None = None
+) -> None:
+    """Append one JSON line per event (`at`, `event`, `iteration`, `loop` when the loop
+    has an id, details) to the history of the loop directory `path` is in, refusing a
+    path that leads outside it."""
     loop = LoopPaths(path.parent.parent, path.parent)
     check_safe(loop)
     at = clock.now_iso()
-    lines = b"".join(
-        orjson.dumps({"at": at, "event": ev["event"], "iteration": iteration, **ev}) + b"\n"
-        for ev in events
-    )
+    lines = b"".join(orjson.dumps(_line(at, ev, iteration, loop_id)) + b"\n" for ev in events)
     try:
         fsio.append_line_bytes(path, lines)
     except OSError as exc:
         raise _os_error("append to", loop.display(path), exc) from None
+
+
+def _line(at: str, event: Event, iteration: int, loop_id: str | None) -> Event:
+    line: Event = {"at": at, "event": event["event"], "iteration": iteration}
+    if loop_id:
+        line["loop"] = loop_id
+    line.update(event)
+    return line
+
+
+def of_loop(entries: list[Event], loop_id: str | None) -> list[Event]:
+    """The entries of one loop (docs/design.md, "history.jsonl"): those naming its id;
+    for a loop from before ids, those since the newest `init` that name no loop."""
+    if loop_id:
+        return [e for e in entries if e.get("loop") == loop_id]
+    start = 0
+    for index, entry in enumerate(entries):
+        if entry.get("event") == "init" and "loop" not in entry:
+            start = index
+    return [e for e in entries[start:] if "loop" not in e]
 
 
 def _unchanged(before: st.State, after: st.State, events: list[Event]) -> bool:

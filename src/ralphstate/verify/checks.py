@@ -98,6 +98,7 @@ def trust_checks(store: Store) -> st.State:
             }
         ],
         state["iteration"],
+        loop_id=state["loopId"],
     )
     return state
 
