@@ -125,7 +125,13 @@ def status(as_json: bool) -> None:
     from ralphstate.storage import trust
 
     trusted = trust.is_trusted(store.paths, state)
-    output.text(views.status(state, str(store.paths.root), output.style, trusted))
+    tree = None
+    if any(e.get("tree") for e in state["evidence"].values()):  # git runs only when it matters
+        from ralphstate.storage import git
+
+        code = git.snapshot(store.paths)
+        tree = code.tree if code else None
+    output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
 
 
 @click.command(context_settings=SETTINGS)

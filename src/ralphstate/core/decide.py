@@ -56,6 +56,7 @@ def decide_stop(
     checks_ran: bool = False,
     failures: Sequence[render.CheckFailure] = (),
     untrusted: bool = False,
+    stale: bool | Callable[[], bool] = False,
 ) -> Decision:
     """One stop of `session_id` (of `agent`) that ended with `last_message` (or a
     function giving it, asked only when the marker is looked for).
@@ -65,7 +66,9 @@ def decide_stop(
     run`. When the loop asks for verification on stop and this stop would complete it,
     the decision is `verify` until the hook has run the checks (`checks_ran`, with the
     `failures`, already applied to `state`, shaping the reason) or found them not
-    trusted here (`untrusted`: the completion pauses)."""
+    trusted here (`untrusted`: the completion pauses). A claimed completion with
+    `stale` evidence (a criterion verified on code that has changed since; a function
+    is asked only at a claimed completion) is `verify` too, whatever verifyOnStop says."""
     if runner:
         return Decision("runner")
     if state["status"] != "in_progress":
@@ -118,7 +121,7 @@ def decide_stop(
         new["lastProgress"] = fingerprint
         new["status"], new["pauseReason"] = "paused", "untrusted_checks"
         return done("untrusted_checks", system_message=render.paused_untrusted(new))
-    if not checks_ran and verifies_on_stop(new):
+    if not checks_ran and (verifies_on_stop(new) or (stale() if callable(stale) else stale)):
         return Decision("verify")
     new["lastProgress"] = fingerprint
     new["status"], new["pauseReason"] = "complete", None

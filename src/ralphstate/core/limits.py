@@ -58,3 +58,6 @@ RUN_DRAIN_SECONDS = 2.0
 RUN_MAX_ITERATIONS = 10_000
 # How often `ralphstate watch` looks at the state file, unless told otherwise.
 WATCH_INTERVAL = 0.5
+# How long one git command may run, and how much of its output is kept.
+GIT_TIMEOUT = 60.0
+MAX_GIT_OUTPUT_BYTES = 256 * 1024

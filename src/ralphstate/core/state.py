@@ -56,6 +56,11 @@ class Evidence(TypedDict, total=False):
     summary: str
     outputTail: str
     outputBytes: int
+    # The code the check ran on: HEAD, whether the work tree differed from it, and the
+    # id of the tree the work tree held (storage/git.py, `snapshot`).
+    commit: str | None
+    dirty: bool
+    tree: str
 
 
 class State(TypedDict):
@@ -394,6 +399,26 @@ def standing(state: State, criterion: str) -> Standing | None:
     if result == "failing":
         return "failing"
     return "unchecked" if criterion in state["checks"] else None
+
+
+def stale(state: State, tree: str | None) -> list[str]:
+    """The verified criteria whose check passed on another tree than `tree`, the id of
+    the tree the work tree holds now (None: not known, so nothing is stale). Evidence
+    that records no tree (outside git, or written before trees were recorded) is
+    never stale: nothing says the code changed."""
+    if tree is None:
+        return []
+    found = []
+    for name in state["criteria"]:
+        evidence = state["evidence"].get(name, {})
+        if (
+            standing(state, name) == "verified"
+            and name in state["checks"]
+            and evidence.get("command") == state["checks"][name]
+            and evidence.get("tree") not in (None, tree)
+        ):
+            found.append(name)
+    return found
 
 
 def progress(state: State, marker_seen: bool = False) -> str:

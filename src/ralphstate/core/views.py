@@ -16,7 +16,7 @@ def _plain(text: str, **_: Any) -> str:
     return text
 
 
-def _standing(state: st.State, name: str, style: Style) -> str:
+def _standing(state: st.State, name: str, style: Style, stale: bool = False) -> str:
     """`  (verified 3m ago)`, `  (failing 1h ago: exit code 1)`, ...; "" for an unmet
     criterion without a check."""
     label = st.standing(state, name)
@@ -29,6 +29,8 @@ def _standing(state: st.State, name: str, style: Style) -> str:
         text += f" {clock.age(evidence['at'])} ago"
     if label == "failing" and evidence.get("summary"):
         text += f": {visible(evidence['summary'])}"
+    if stale:
+        text += ", " + style("stale", fg="yellow", bold=True) + ": the code changed since"
     return f"  ({text})"
 
 
@@ -53,9 +55,17 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     return lines
 
 
-def status(state: st.State, where: str, style: Style = _plain, trusted: bool | None = None) -> str:
+def status(
+    state: st.State,
+    where: str,
+    style: Style = _plain,
+    trusted: bool | None = None,
+    tree: str | None = None,
+) -> str:
     """The status view; `trusted` says whether the loop's checks may run here (None:
-    not known, not shown)."""
+    not known, not shown); `tree` is the id of the tree the work tree holds now, and
+    marks verified criteria proven on another tree `stale` (None: not known)."""
+    stale = st.stale(state, tree)
     met = len(state["criteria"]) - len(st.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
         state["status"], "red"
@@ -74,7 +84,8 @@ def status(state: st.State, where: str, style: Style = _plain, trusted: bool | N
     for name in state["criteria"]:
         ok = st.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
-        lines.append(f"  {mark} {visible(name)}{_standing(state, name, style)}")
+        shown = _standing(state, name, style, name in stale)
+        lines.append(f"  {mark} {visible(name)}{shown}")
     lines += _checks(state, trusted, style)
     steps = state["steps"]
     if steps:

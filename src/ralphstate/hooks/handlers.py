@@ -76,6 +76,12 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
         raise Fault("input has no session id")
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
     said: list[str | None] = []
+    stale: list[list[str]] = []  # criteria proven on older code, found at a claimed completion
+
+    def is_stale(current: st.State) -> bool:
+        if not stale:
+            stale.append(_stale(loop, current))
+        return bool(stale[0])
 
     def message() -> str | None:
         """The reply that ended the turn, read once and only when a rule needs it (a
@@ -105,6 +111,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
                 checks_ran=verified is not None,
                 failures=[r for r in results if not r.passed and r.criterion in ran],
                 untrusted=verified is not None and verified.untrusted,
+                stale=lambda: is_stale(working),
             )
             if decision.state is not None:
                 raw = cast(st.Raw, current)  # the store writes the dict it handed over
@@ -119,7 +126,8 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = _update(store, deciding(), read=state)
     if decision.rule == "verify":  # the checks run outside the lock, then decide again
-        decision = _update(store, deciding(_verify(store)))
+        names = stale[0] if stale and stale[0] and not decide.verifies_on_stop(state) else None
+        decision = _update(store, deciding(_verify(store, names)))
     if decision.state is not None and (
         decision.adopted
         or decision.rule in ("complete", "max_iterations", "stall", "untrusted_checks")
@@ -137,15 +145,27 @@ class Verified:
         self.untrusted = untrusted
 
 
-def _verify(store: Store) -> Verified:
-    """Verify-on-stop: run the loop's trusted checks within limits.STOP_VERIFY_BUDGET,
-    outside the state lock. Untrusted checks are never run."""
+def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
+    """The verified criteria whose check passed on other code than the work tree holds
+    now (git is asked only when some evidence records a tree)."""
+    if not any(e.get("tree") for e in state["evidence"].values()):
+        return []
+    from ralphstate.storage import git
+
+    code = git.snapshot(loop)
+    return st.stale(state, code.tree if code else None)
+
+
+def _verify(store: Store, names: list[str] | None = None) -> Verified:
+    """Verify-on-stop, or the re-run of stale checks: run the loop's trusted checks
+    (`names`, else all) within limits.STOP_VERIFY_BUDGET, outside the state lock.
+    Untrusted checks are never run."""
     from ralphstate.verify import execute
 
     try:
         with execute.terminate_as_interrupt():
             return Verified(
-                execute.run_checks(store, budget=limits.STOP_VERIFY_BUDGET, record=False)
+                execute.run_checks(store, names, budget=limits.STOP_VERIFY_BUDGET, record=False)
             )
     except execute.Untrusted:
         return Verified([], untrusted=True)

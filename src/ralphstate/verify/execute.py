@@ -35,7 +35,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import plain_output
 from ralphstate.loop.ops import find_criterion
-from ralphstate.storage import trust
+from ralphstate.storage import git, trust
 from ralphstate.storage.store import Event, Store
 
 
@@ -58,6 +58,8 @@ class CheckResult:
     output_bytes: int = 0
     # Why it did not run to an exit code, when it did not ("could not start: ...").
     problem: str | None = None
+    # The code it ran on (commit, dirty, tree id); None outside a git repository.
+    code: git.Snapshot | None = None
 
     @property
     def result(self) -> st.EvidenceResult:
@@ -84,10 +86,18 @@ class CheckResult:
             "summary": self.summary,
             "outputTail": self.output_tail,
             "outputBytes": self.output_bytes,
+            **code_fields(self.code),
         }
 
     def as_dict(self) -> dict[str, Any]:
         return {"criterion": self.criterion, **self.evidence(clock.now_iso())}
+
+
+def code_fields(code: git.Snapshot | None) -> st.Evidence:
+    """The evidence's tie to the code: `commit`, `dirty` and `tree` (docs/verify.md)."""
+    if code is None:
+        return {}
+    return {"commit": code.commit, "dirty": code.dirty, "tree": code.tree}
 
 
 Progress = Callable[[CheckResult], None]
@@ -165,6 +175,7 @@ def run_checks(
         for criterion, command in todo:
             limit = timeout if timeout is not None else _own_timeout(state, criterion)
             result = _run_within(criterion, command, str(store.paths.root), limit, deadline)
+            result.code = git.snapshot(store.paths)  # the tree it leaves is the one proven
             results.append(result)
             if progress is not None:
                 progress(result)

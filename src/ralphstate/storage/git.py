@@ -1,0 +1,204 @@
+"""What git says about the project a loop lives in: the commit, the branch, and a
+hash of the tree the work is on (docs/design.md, "Evidence tied to code").
+
+Every function here reads; none changes the repository's index, branch or history.
+Each git command runs with a timeout (`limits.GIT_TIMEOUT`) and only the first
+`limits.MAX_GIT_OUTPUT_BYTES` of its output are kept; outside a repository, without
+git, or when git fails, the answers are None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralphstate.core import limits
+from ralphstate.storage.paths import LoopPaths
+
+# The id of the tree with nothing in it (a repository before its first commit).
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Variables a git hook's environment sets that would point these commands elsewhere.
+_GIT_ENV = ("GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
+
+
+@dataclass
+class Done:
+    """How one git command ended: its exit code, and the start of its output."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+def git_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
+    env.update(extra)
+    return env
+
+
+def run_git(
+    args: list[str],
+    cwd: Path | str,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = limits.GIT_TIMEOUT,
+) -> Done | None:
+    """`git ARGS` in `cwd`; None when git cannot be started or does not finish in time.
+
+    stdout and stderr are read as they come and only their first
+    `limits.MAX_GIT_OUTPUT_BYTES` are kept, so a command that prints a lot costs no
+    memory."""
+    try:
+        proc = subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            env=env if env is not None else git_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    except OSError:
+        return None
+    assert proc.stdout is not None and proc.stderr is not None
+    kept: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
+
+    def drain(name: str, stream: object) -> None:
+        fd = stream.fileno()  # type: ignore[attr-defined]
+        buffer = kept[name]
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, 65536):
+                room = limits.MAX_GIT_OUTPUT_BYTES - len(buffer)
+                if room > 0:
+                    buffer += chunk[:room]
+
+    readers = [
+        threading.Thread(target=drain, args=("out", proc.stdout), daemon=True),
+        threading.Thread(target=drain, args=("err", proc.stderr), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+    finally:
+        for reader in readers:
+            reader.join(5)
+        proc.stdout.close()
+        proc.stderr.close()
+    return Done(
+        code,
+        kept["out"].decode("utf-8", "replace"),
+        kept["err"].decode("utf-8", "replace"),
+    )
+
+
+def _line(args: list[str], cwd: Path | str) -> str | None:
+    done = run_git(args, cwd)
+    if done is None or not done.ok:
+        return None
+    return done.out.strip() or None
+
+
+def head(root: Path | str) -> str | None:
+    """The commit HEAD names, or None outside a repository or before the first commit."""
+    return _line(["rev-parse", "--verify", "--quiet", "HEAD"], root)
+
+
+def branch(root: Path | str) -> str | None:
+    """The branch checked out in `root`, or None (detached HEAD, not a repository)."""
+    return _line(["symbolic-ref", "--quiet", "--short", "HEAD"], root)
+
+
+def toplevel(root: Path | str) -> Path | None:
+    """The top of the work tree `root` is in, or None outside a repository."""
+    found = _line(["rev-parse", "--show-toplevel"], root)
+    return Path(found) if found else None
+
+
+def loop_pathspec(paths: LoopPaths, top: Path) -> list[str]:
+    """The whole work tree except the loop's own directory: the loop's state and logs
+    are not the code the checks prove."""
+    try:
+        rel = paths.dir.resolve().relative_to(top.resolve())
+    except ValueError:  # the loop lives outside this work tree
+        return [":/"]
+    return [":/", f":(top,exclude){rel.as_posix()}"]
+
+
+@dataclass
+class Snapshot:
+    """The code a check ran on: the commit checked out, whether the work tree differed
+    from it, and the id of the tree the work tree holds (the loop's directory left out)."""
+
+    commit: str | None
+    dirty: bool
+    tree: str
+    branch: str | None = None
+
+
+def snapshot(paths: LoopPaths) -> Snapshot | None:
+    """The tree the project's work tree holds now, or None outside a git repository.
+
+    The tree id is what `git write-tree` gives for the work tree as `git add -A` would
+    stage it, ignored files and the loop's directory left out. It is computed in a
+    temporary copy of the index, so the repository's own index is never touched; the
+    same content always gives the same id, so committing the work changes nothing.
+    Its cost is that of `git add -A`: files whose stat data did not change since the
+    index last saw them are not read again.
+    """
+    root = paths.root
+    top = toplevel(root)
+    if top is None:
+        return None
+    index = _line(["rev-parse", "--git-path", "index"], root)
+    if index is None:
+        return None
+    real_index = Path(index) if Path(index).is_absolute() else Path(root) / index
+    commit = head(root)
+    scratch = tempfile.mkdtemp(prefix="ralphstate-index-")
+    try:
+        temp_index = Path(scratch) / "index"
+        with contextlib.suppress(OSError):
+            shutil.copyfile(real_index, temp_index)
+        env = git_env(GIT_INDEX_FILE=str(temp_index))
+        spec = loop_pathspec(paths, top)
+        steps = [["add", "--all", "--", *spec]]
+        left_out = _excluded(spec)
+        if left_out:  # tracked files of the loop's directory leave the scratch index too
+            steps.append(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out])
+        for args in steps:
+            done = run_git(args, root, env=env)
+            if done is None or not done.ok:
+                return None
+        tree = run_git(["write-tree"], root, env=env)
+        if tree is None or not tree.ok or not tree.out.strip():
+            return None
+        dirty = tree.out.strip() != EMPTY_TREE
+        if commit is not None:
+            diff = run_git(
+                ["diff-index", "--cached", "--quiet", "HEAD", "--", *spec], root, env=env
+            )
+            if diff is None or diff.code not in (0, 1):
+                return None
+            dirty = diff.code == 1
+        return Snapshot(commit, dirty, tree.out.strip(), branch(root))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _excluded(spec: list[str]) -> list[str]:
+    """The loop directory of `loop_pathspec`, as a positive pathspec for `git rm`."""
+    return [f":(top){s.split(')', 1)[1]}" for s in spec if s.startswith(":(top,exclude)")]
