@@ -22,11 +22,12 @@ from hypothesis import strategies as hs
 
 from ralphstate.agents import table as adapters
 from ralphstate.agents.transcript import last_assistant_text
-from ralphstate.core import limits
+from ralphstate.core import limits, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
-from ralphstate.core.errors import CorruptState
-from ralphstate.storage import paths, registry, trust
+from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.storage import notices, paths, registry, trust
+from ralphstate.storage.store import Store
 from tests.helpers import run_process
 from tests.helpers.hardening import (
     HOOKS,
@@ -168,6 +169,7 @@ def setup_loop(root: Path, isolated: Path, scenario: str) -> Path:
     """A fresh loop for one example: no history, no registry, no transcript."""
     shutil.rmtree(root / ".loop", ignore_errors=True)
     (isolated / "state" / "loops.json").unlink(missing_ok=True)
+    (isolated / "state" / notices.NOTICES_NAME).unlink(missing_ok=True)
     changes = dict(SCENARIOS[scenario])
     known = changes.pop("known", True)
     return make_loop(root, known=known, **changes)
@@ -194,7 +196,7 @@ def expected_stop(
     try:
         state = st.parse(before)
     except CorruptState:
-        return None, None
+        return unusable(root, agent), None
     session = agent.session_id(hook_input)
     if session is None or state["status"] != "in_progress":
         return None, None
@@ -214,6 +216,15 @@ def expected_stop(
         agent=agent.name,
     )
     return agent.render_stop(decision), decision.state
+
+
+def unusable(root: Path, agent: adapters.Agent = CLAUDE) -> dict[str, Any] | None:
+    """What a hook says, the first time, about the loop in `root` it cannot use."""
+    try:
+        Store(paths.LoopPaths(root, root / ".loop")).load()
+    except RalphstateError as exc:
+        return agent.render_notice(render.unusable(str(exc).rstrip(".")))
+    raise AssertionError("the loop is usable")
 
 
 def without_clock(state: st.State) -> dict[str, object]:
@@ -257,7 +268,8 @@ def check_session_start(root: Path, run: Run, before: bytes, after: bytes) -> No
 
 
 def check_pre_compact(root: Path, run: Run, hook_input: Any, before: bytes, after: bytes) -> None:
-    assert hook_kept_its_promises(run, "pre-compact") is None
+    out = hook_kept_its_promises(run, "pre-compact")
+    assert out is None or (reading(before) is None and out == unusable(root))
     if after != before:  # only a checkpoint, and only of a usable loop this session owns
         old, new = st.parse(before), st.parse(after)
         assert old["status"] in st.ACTIVE
@@ -483,6 +495,7 @@ COMMANDS = [
 def write_state(root: Path, isolated: Path, data: bytes, known: bool) -> Path:
     shutil.rmtree(root / ".loop", ignore_errors=True)
     (isolated / "state" / "loops.json").unlink(missing_ok=True)
+    (isolated / "state" / notices.NOTICES_NAME).unlink(missing_ok=True)
     loop = root / ".loop"
     loop.mkdir()
     path = loop / "state.json"

@@ -63,7 +63,8 @@ def test_max_state_bytes(project: Path, extra: int) -> None:
             f" {limits.MAX_STATE_BYTES} ralphstate reads; it was left as it is"
         )
         assert (status.code, status.text) == (1, f"ralphstate: {problem}.\n")
-        assert (stop.out, stop.text) == (b"", f"ralphstate hook stop: {problem}; allowing.\n")
+        told = orjson.dumps({"systemMessage": render.unusable(problem)}) + b"\n"
+        assert (stop.out, stop.text) == (told, f"ralphstate hook stop: {problem}; allowing.\n")
         assert path.read_bytes() == data
     else:
         assert status.code == 0 and orjson.loads(status.out)["spec"] == "Build the parser"

@@ -226,7 +226,8 @@ def test_session_start_announces_another_agents_loop_without_taking_it(
     )
     sid = session_of(name)
     line = (
-        f"ralphstate: the loop here belongs to another session ({other_agent(name)}"
+        'ralphstate: the loop here ("Build the parser") belongs to another session'
+        f" ({other_agent(name)}"
         f" {sid[:8]}…); run `ralphstate adopt` to continue it in this one."
     )
     assert out == CONTEXT_SHAPES[name](ctx, line)

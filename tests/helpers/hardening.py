@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from ralphstate.__main__ import main
+from ralphstate.core import render
 from ralphstate.hooks.entry import run_hook
 from tests.helpers import loops
 
@@ -115,6 +116,11 @@ def hook_input_for(root: Path, **fields: Any) -> dict[str, Any]:
     """What Claude Code sends a hook in `root`, for this test's session."""
     base = {"session_id": SID, "cwd": str(root), "last_assistant_message": "still working"}
     return {**base, **fields}
+
+
+def told(problem: str) -> bytes:
+    """What a hook prints, the first time in a session, for a loop it cannot use."""
+    return orjson.dumps({"systemMessage": render.unusable(problem)}) + b"\n"
 
 
 def loop_files(loop: Path) -> dict[str, bytes]:

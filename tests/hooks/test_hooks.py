@@ -110,6 +110,26 @@ def test_loop_of_another_session_is_announced_not_taken(root: Path) -> None:
     assert path.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("Build the parser", "Build the parser"),
+        ("Port the\x1b[31m CLI\nand everything after the first line", "Port the\\x1b[31m CLI…"),
+        ("x" * 100, "x" * 60 + "…"),
+    ],
+    ids=["short", "escape and second line", "long"],
+)
+def test_another_sessions_loop_is_named_to_the_person(root: Path, spec: str, shown: str) -> None:
+    make_loop(root, spec=spec)
+    out, _ = hook("session-start", root, {"session_id": "session-b", "source": "startup"})
+    assert out is not None
+    assert out["systemMessage"] == (
+        f'ralphstate: the loop here ("{shown}") belongs to another session (session-…);'
+        " run `ralphstate adopt` to continue it in this one."
+    )
+    assert spec[:5] not in out["hookSpecificOutput"]["additionalContext"]
+
+
 def test_clear_in_the_same_claude_process_re_owns(root: Path) -> None:
     path = make_loop(root, claude_pid="4242")
     out, _ = hook(

@@ -28,6 +28,10 @@ MAX_PROBLEM_CHARS = 300
 # Seconds to wait for .loop/state.lock: the CLI, then the hooks.
 LOCK_TIMEOUT = 5.0
 HOOK_LOCK_TIMEOUT = 2.0
+# What the hooks remember of the faults they told the person about (storage/notices.py):
+# (session, fault) pairs per loop, and loops.
+MAX_NOTICES_PER_LOOP = 50
+MAX_NOTICE_LOOPS = 100
 # The error log is rotated when it grows past this.
 MAX_LOG_FILE_BYTES = 512 * 1024
 # Checks (`ralphstate verify`, verify-on-stop): how long one check may run unless its

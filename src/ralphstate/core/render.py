@@ -163,6 +163,25 @@ def paused_untrusted(state: st.State) -> str:
     )
 
 
+def headline(spec: str, size: int = 60) -> str:
+    """The spec's first line, short and safe on a terminal, to name a loop to the person."""
+    from ralphstate.core.text import visible
+
+    lines = spec.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    cut = len(first) > size or len(lines) > 1
+    return visible(first[:size]) + ("…" if cut else "")
+
+
+def unusable(problem: str) -> str:
+    """For the person, once per session, when a hook cannot use the loop here (it lets
+    the agent stop): what is wrong, that nothing holds the agent, and what to run."""
+    return (
+        f"ralphstate: {clip(problem.rstrip('.'), limits.MAX_PROBLEM_CHARS)}; the loop is not"
+        " enforced until this is fixed (`ralphstate doctor` checks it)."
+    )
+
+
 def untrusted_line(state: st.State) -> str:
     """For the person at SessionStart, after `session_line`: why the checks will not
     run, and what to do."""

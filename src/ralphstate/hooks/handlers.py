@@ -21,7 +21,7 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.hooks.entry import Fault, complain
-from ralphstate.storage import paths, registry, trust
+from ralphstate.storage import notices, paths, registry, trust
 from ralphstate.storage.store import Event, Store
 
 if TYPE_CHECKING:
@@ -32,8 +32,14 @@ HookInput = dict[str, object]
 R = TypeVar("R")
 
 
+class Unusable(Fault):
+    """The loop is here but cannot be used (its state file cannot be read, parsed or
+    validated, or its lock could not be had): allow, and tell the person once."""
+
+
 def _load(loop: paths.LoopPaths) -> tuple[Store, st.State] | None:
-    """The loop's store and state; None when it has no state file; Fault if unusable."""
+    """The loop's store and state; None when it has no state file; Unusable if it
+    cannot be used."""
     store = Store(loop, lock_timeout=limits.HOOK_LOCK_TIMEOUT)
     if not store.exists():
         return None
@@ -42,7 +48,7 @@ def _load(loop: paths.LoopPaths) -> tuple[Store, st.State] | None:
     except NoLoop:
         return None
     except RalphstateError as exc:
-        raise Fault(str(exc).rstrip(".")) from None
+        raise Unusable(str(exc).rstrip(".")) from None
 
 
 def _update(
@@ -51,7 +57,31 @@ def _update(
     try:
         return store.update(change, read=read)
     except RalphstateError as exc:
-        raise Fault(str(exc).rstrip(".")) from None
+        raise Unusable(str(exc).rstrip(".")) from None
+
+
+Handler = Callable[[Agent, HookInput, paths.LoopPaths], Output | None]
+
+
+def _telling(event: str, handler: Handler) -> Handler:
+    """`handler`, which on a loop it cannot use lets the agent go (a fault, on stderr
+    and in the log) and tells the person in a `systemMessage`, once per fault per
+    session: the loop holds nobody until it is fixed."""
+
+    def run(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+        try:
+            return handler(agent, hook_input, loop)
+        except Unusable as exc:
+            problem = str(exc)
+            complain(event, problem)
+            if not agent.notices:
+                return None
+            session = agent.session_id(hook_input)
+            if session is not None and not notices.first_time(loop, session, problem):
+                return None
+            return agent.render_notice(render.unusable(problem))
+
+    return run
 
 
 def _record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) -> None:
@@ -181,10 +211,7 @@ def _verify(store: Store, names: list[str] | None = None) -> Verified:
 
 
 def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
-    try:
-        found = _load(loop)
-    except Fault as exc:
-        return agent.render_notice(f"ralphstate: {exc}; the loop is ignored until it is fixed.")
+    found = _load(loop)
     if found is None:
         return None
     store, state = found
@@ -233,10 +260,13 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
 
         owner_agent = ownership.owner_agent(state)
         whose = "" if owner_agent == agent.name else f"{visible(owner_agent[:20])} "
+        # Named by its spec's first line when made or adopted here; a loop that came with
+        # a clone keeps its text out of every message, as an unknown one does.
+        named = f' ("{render.headline(state["spec"])}")' if registry.knows(loop, state) else ""
         return agent.render_context(
             "A ralphstate loop in this project belongs to another session; do not work on"
             " it unless the person asks. To take it over here: `ralphstate adopt`.",
-            "ralphstate: the loop here belongs to another session"
+            f"ralphstate: the loop here{named} belongs to another session"
             f" ({whose}{visible(str(state['sessionId'])[:8])}…); run `ralphstate adopt` to"
             " continue it in this one.",
         )
@@ -258,6 +288,8 @@ def pre_compact(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> O
         return None
     store, state = found
     session_id = agent.session_id(hook_input)
+    if session_id is None:  # whose checkpoint it would be is unknown: change nothing
+        raise Fault("input has no session id")
     trigger = str(hook_input.get("trigger") or "")[:20]
 
     def checkpoint(current: st.State, events: list[Event]) -> None:
@@ -276,4 +308,8 @@ def pre_compact(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> O
     return None
 
 
-HANDLERS = {"stop": stop, "session-start": session_start, "pre-compact": pre_compact}
+HANDLERS = {
+    "stop": _telling("stop", stop),
+    "session-start": _telling("session-start", session_start),
+    "pre-compact": _telling("pre-compact", pre_compact),
+}
