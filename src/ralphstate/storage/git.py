@@ -172,7 +172,10 @@ def snapshot(paths: LoopPaths) -> Snapshot | None:
     try:
         temp_index = Path(scratch) / "index"
         with contextlib.suppress(OSError):
-            shutil.copyfile(real_index, temp_index)
+            # copy2 keeps the index's mtime: git tells a file edited in the same second
+            # as the index was written ("racily clean") by comparing the two, and a
+            # fresh mtime would make such an edit look unchanged.
+            shutil.copy2(real_index, temp_index)
         env = git_env(GIT_INDEX_FILE=str(temp_index))
         spec = loop_pathspec(paths, top)
         steps = [["add", "--all", "--", *spec]]
