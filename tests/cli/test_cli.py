@@ -155,6 +155,9 @@ def test_init(project: Path, rs: Any) -> None:
 def test_init_defaults(project: Path, rs: Any) -> None:
     assert rs("init", "Just a spec").out == (
         "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
+        "no criteria: the loop cannot complete until some are added"
+        " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
+        " completion marker alone ends\n"
     )
     state = state_of(project)
     assert (state["maxIterations"], state["stallLimit"], state["completionMarker"]) == (
@@ -199,6 +202,9 @@ def test_init_in_ralphstate_dir(project: Path, rs: Any, monkeypatch: pytest.Monk
     monkeypatch.setenv("RALPHSTATE_DIR", str(target))
     assert rs("init", "There").out == (
         "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
+        "no criteria: the loop cannot complete until some are added"
+        " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
+        " completion marker alone ends\n"
     )
     assert (target / "state.json").is_file()
     assert not (project / ".loop").exists()
@@ -228,6 +234,9 @@ def test_init_replaces_a_finished_loop_keeping_a_copy(loop: Path, rs: Any, statu
     assert result.out == (
         "kept the old state as .loop/state.20260102T030405.json.bak\n"
         "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
+        "no criteria: the loop cannot complete until some are added"
+        " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
+        " completion marker alone ends\n"
     )
     assert (loop / ".loop" / "state.20260102T030405.json.bak").read_bytes() == before
     assert state_of(loop)["spec"] == "The next thing"
@@ -847,12 +856,12 @@ ERRORS = [
         ("criteria", "add", "tests pass"),
         "ralphstate: criterion 'tests pass' is already in this loop.\n",
     ),
-    ("loop", ("criteria", "add", "  "), "ralphstate: a criterion needs a name.\n"),
+    ("loop", ("criteria", "add", "  "), "ralphstate: a criterion needs a name, not only spaces.\n"),
     ("loop", ("step", "done", "nope"), f"ralphstate: no step 'nope' in this loop {STEPS}.\n"),
     ("loop", ("step", "done", "4"), f"ralphstate: no step '4' in this loop {STEPS}.\n"),
     ("loop", ("step", "undo", "nope"), f"ralphstate: no step 'nope' in this loop {STEPS}.\n"),
     ("loop", ("step", "add", "write it"), "ralphstate: step 'write it' is already in this loop.\n"),
-    ("loop", ("step", "add", ""), "ralphstate: a step needs some text.\n"),
+    ("loop", ("step", "add", ""), "ralphstate: a step needs some text, not only spaces.\n"),
     (
         "loop",
         ("init", "Other"),

@@ -54,6 +54,12 @@ from ralphstate.loop import ops
     help="Run the criteria's checks before the Stop hook allows a claimed completion"
     " (default: off, or the template's).",
 )
+@click.option(
+    "--no-criteria",
+    is_flag=True,
+    help="A loop without criteria, which the completion marker alone ends (without this,"
+    " a loop with no criteria cannot complete until some are added).",
+)
 def init(
     spec: str,
     criteria: tuple[str, ...],
@@ -65,6 +71,7 @@ def init(
     template: Path | None,
     force: bool,
     verify_on_stop: bool | None,
+    no_criteria: bool,
 ) -> None:
     """Start a loop in this directory (.loop/state.json).
 
@@ -93,6 +100,7 @@ def init(
         force=force,
         template=loaded,
         verify_on_stop=verify_on_stop,
+        no_criteria=no_criteria,
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
@@ -102,6 +110,16 @@ def init(
         f"{len(new['criteria'])} criteria, {len(new['steps'])} steps,"
         f" max {new['maxIterations']} iterations{owner}"
     )
+    if not new["criteria"]:
+        from ralphstate.core.render import NO_CRITERIA
+
+        output.text(
+            f"{NO_CRITERIA} it"
+            if new["noCriteria"]
+            else "no criteria: the loop cannot complete until some are added"
+            " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
+            " completion marker alone ends"
+        )
     for name, command in new["checks"].items():  # trusted here: show what will run
         output.text(f"check (trusted on this machine) {visible(name)}: {visible(command)}")
 

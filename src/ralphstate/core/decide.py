@@ -25,6 +25,7 @@ Rule = Literal[
     "max_iterations",  # the cap: pause
     "stall",  # no progress in `stallLimit` blocks: pause
     "unmet",  # a criterion is not verified: block
+    "no_criteria",  # the loop has no criteria and was not started with --no-criteria: block
     "no_marker",  # every criterion is verified but the marker was not said: block
     "verify",  # completion claimed and the checks must run first: nothing written yet
     "untrusted_checks",  # completion claimed, the checks are not trusted here: pause
@@ -109,12 +110,17 @@ def decide_stop(
         return done("stall", system_message=render.paused_stall(new))
 
     unmet = st.unmet(new)
-    if unmet or not marker_seen:
-        reason = render.block_unmet(new, unmet, failures) if unmet else render.block_marker(new)
+    # A loop without criteria is never done by the marker alone, unless the person said so.
+    missing = not new["criteria"] and not new["noCriteria"]
+    if unmet or missing or not marker_seen:
+        rule: Rule = "unmet" if unmet else "no_criteria" if missing else "no_marker"
+        if unmet:
+            reason = render.block_unmet(new, unmet, failures)
+        else:
+            reason = render.block_no_criteria(new) if missing else render.block_marker(new)
         new["iteration"] += 1
         new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
         new["lastProgress"] = fingerprint
-        rule: Rule = "unmet" if unmet else "no_marker"
         return done(rule, block=True, reason=reason, details={"unmet": unmet} if unmet else {})
 
     if untrusted:  # completion waits until a person trusts the checks and resumes

@@ -120,15 +120,47 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
     return _cap("\n".join(lines), limits.MAX_REASON_CHARS)
 
 
+# How the messages name a loop started with `init --no-criteria` and no criteria since.
+NO_CRITERIA = "no criteria (--no-criteria): the completion marker alone ends"
+
+
+def block_no_criteria(state: st.State) -> str:
+    """The reason the model reads when the loop has no criteria and the person did not
+    start it with --no-criteria: it cannot end until some are added."""
+    lines = []
+    if state["continueMessage"]:
+        lines += [clip(state["continueMessage"], limits.MAX_SPEC_CHARS), ""]
+    lines += [
+        (
+            f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
+            " this loop has no success criteria, so it cannot end yet."
+        ),
+        "Add the criteria the work must meet, one command each, then verify and record them:",
+        '  ralphstate criteria add "NAME"',
+        (
+            "(A loop that the completion marker alone ends is started by the person with"
+            " `ralphstate init --no-criteria`.)"
+        ),
+    ]
+    return _cap("\n".join(lines), limits.MAX_REASON_CHARS)
+
+
 def block_marker(state: st.State) -> str:
     """The reason the model reads when everything is met but the marker is missing."""
     lines = []
     if state["continueMessage"]:
         lines += [clip(state["continueMessage"], limits.MAX_SPEC_CHARS), ""]
-    lines.append(
-        f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
-        f" all {len(state['criteria'])} criteria are recorded as verified."
-    )
+    where = f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
+    if not state["criteria"]:
+        lines.append(f"{where} this loop has {NO_CRITERIA} it.")
+        if state["remainingSteps"]:
+            lines.append(f"Steps still open: {', '.join(_bounded(state['remainingSteps'], 5))}")
+        lines.append(
+            "If the work is really done, end your reply with"
+            f" {clip(state['completionMarker'])} (outside code blocks); if not, keep working."
+        )
+        return _cap("\n".join(lines), limits.MAX_REASON_CHARS)
+    lines.append(f"{where} all {len(state['criteria'])} criteria are recorded as verified.")
     if state["remainingSteps"]:
         lines.append(f"Steps still open: {', '.join(_bounded(state['remainingSteps'], 5))}")
     lines.append(
@@ -192,6 +224,11 @@ def untrusted_line(state: st.State) -> str:
 
 
 def completed(state: st.State) -> str:
+    if not state["criteria"]:
+        return (
+            f"ralphstate: loop complete after {state['iteration']} iterations: it has no"
+            " criteria (--no-criteria), so the completion marker alone ended it."
+        )
     return (
         f"ralphstate: loop complete, all {len(state['criteria'])} criteria verified"
         f" after {state['iteration']} iterations."
@@ -225,11 +262,17 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
     ]
     if source == "compact":
         head.insert(0, "The conversation was compacted; this restores the loop.")
-    lines = [
-        f"Spec: {clip(state['spec'], limits.MAX_SPEC_CHARS)}",
-        f"Criteria ({met} of {len(state['criteria'])} verified):",
-        *_criteria_lines(state),
-    ]
+    lines = [f"Spec: {clip(state['spec'], limits.MAX_SPEC_CHARS)}"]
+    if state["criteria"]:
+        lines.append(f"Criteria ({met} of {len(state['criteria'])} verified):")
+        lines += _criteria_lines(state)
+    elif state["noCriteria"]:
+        lines.append(f"Criteria: {NO_CRITERIA} it.")
+    else:
+        lines.append(
+            "Criteria: none yet; the loop cannot end until some are added"
+            ' (`ralphstate criteria add "NAME"`).'
+        )
     if state["completedSteps"]:
         lines.append("Steps done:")
         lines += [f"- {s}" for s in _bounded(state["completedSteps"], 5)]

@@ -13,6 +13,7 @@ Schema versions:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any, Literal, TypedDict, cast
 
 import orjson
@@ -99,6 +100,9 @@ class State(TypedDict):
     evidence: dict[str, Evidence]
     # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
     ownerAgent: str | None
+    # ralphstate: the person started the loop without criteria (`init --no-criteria`): the
+    # completion marker alone ends it. Without it, a loop with no criteria never completes.
+    noCriteria: bool
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -157,6 +161,7 @@ def _defaults() -> Raw:
         "checkTimeouts": {},
         "evidence": {},
         "ownerAgent": None,
+        "noCriteria": False,
     }
 
 
@@ -170,7 +175,25 @@ def _str_list(raw: Raw, key: str) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _Bad(f"'{key}' must be a list of strings")
+    _no_blank(key, value)
     return list(dict.fromkeys(value))  # duplicates read as one
+
+
+def _no_blank(key: str, names: Iterable[str]) -> None:
+    if any(not name.strip() for name in names):
+        raise _Bad(f"'{key}' holds a blank name; give every item some text, or remove it")
+
+
+# What a command says when it is given a name that is empty or only spaces.
+BLANK = {
+    "criterion": "a criterion needs a name, not only spaces.",
+    "step": "a step needs some text, not only spaces.",
+}
+
+
+def blank(name: str) -> bool:
+    """A criterion or step name that is empty or only whitespace: refused everywhere."""
+    return not name.strip()
 
 
 def _int(raw: Raw, key: str, default: int, lowest: int) -> int:
@@ -191,6 +214,20 @@ def _opt_str(raw: Raw, key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise _Bad(f"'{key}' must be a string or null")
     return value
+
+
+def _criteria(raw: Raw) -> tuple[list[str], dict[str, bool]]:
+    """The criteria and their status. The design notes' shape keeps the criteria in
+    `criteriaStatus` alone, so every key of it is a criterion, after the list's."""
+    listed = _str_list(raw, "criteria")
+    status_map = raw.get("criteriaStatus") or {}
+    if not isinstance(status_map, dict):
+        raise _Bad("'criteriaStatus' must be an object of criterion: true/false")
+    for name, value in status_map.items():
+        if not isinstance(value, bool):
+            raise _Bad(f"criteriaStatus[{name!r}] must be true or false, not {value!r}")
+    _no_blank("criteriaStatus", status_map)
+    return list(dict.fromkeys([*listed, *status_map])), dict(status_map)
 
 
 def _timeouts(raw: Raw) -> dict[str, float]:
@@ -250,14 +287,7 @@ def _normalise(raw: Raw) -> State:
     if not isinstance(spec, str):
         raise _Bad("'spec' must be a string")
     state["spec"] = spec
-    state["criteria"] = _str_list(raw, "criteria")
-    status_map = raw.get("criteriaStatus") or {}
-    if not isinstance(status_map, dict):
-        raise _Bad("'criteriaStatus' must be an object of criterion: true/false")
-    for name, value in status_map.items():
-        if not isinstance(value, bool):
-            raise _Bad(f"criteriaStatus[{name!r}] must be true or false, not {value!r}")
-    state["criteriaStatus"] = dict(status_map)
+    state["criteria"], state["criteriaStatus"] = _criteria(raw)
     checks = raw.get("checks") or {}
     if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
         raise _Bad("'checks' must be an object of criterion: command")
@@ -268,6 +298,10 @@ def _normalise(raw: Raw) -> State:
     if verify_on_stop is not None and not isinstance(verify_on_stop, bool):
         raise _Bad(f"'verifyOnStop' must be true or false, not {verify_on_stop!r}")
     state["verifyOnStop"] = bool(verify_on_stop)
+    no_criteria = raw.get("noCriteria", False)
+    if no_criteria is not None and not isinstance(no_criteria, bool):
+        raise _Bad(f"'noCriteria' must be true or false, not {no_criteria!r}")
+    state["noCriteria"] = bool(no_criteria)
 
     steps = _str_list(raw, "steps")
     completed = _str_list(raw, "completedSteps")

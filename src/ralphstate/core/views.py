@@ -6,7 +6,7 @@ from typing import Any
 
 from ralphstate.core import clock
 from ralphstate.core import state as st
-from ralphstate.core.render import NOT_TRUSTED
+from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED
 from ralphstate.core.text import visible
 
 Style = Any  # a callable like click.style(text, fg=...)
@@ -80,7 +80,15 @@ def status(
     if state.get("pauseReason"):
         head.insert(1, f"({visible(state['pauseReason'])})")
     lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
-    lines.append(f"criteria {met}/{len(state['criteria'])}:")
+    if state["criteria"]:
+        lines.append(f"criteria {met}/{len(state['criteria'])}:")
+    elif state["noCriteria"]:
+        lines.append(f"criteria: {NO_CRITERIA} this loop")
+    else:
+        lines.append(
+            "criteria: none; this loop cannot complete until one is added"
+            " (`ralphstate criteria add NAME`), unless started with `init --no-criteria`"
+        )
     for name in state["criteria"]:
         ok = st.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")

@@ -76,23 +76,15 @@ def init(
     force: bool = False,
     template: dict[str, Any] | None = None,
     verify_on_stop: bool | None = None,
+    no_criteria: bool = False,
     start: str | os.PathLike[str] | None = None,
 ) -> tuple[Store, st.State, Any]:
-    """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one."""
+    """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one.
+    `no_criteria`: the person wants a loop without criteria, which the marker alone ends."""
     loop = for_init(start if start is not None else Path.cwd())
     store = Store(loop)
     if store.exists() and not force:
-        try:
-            old = store.load()
-        except RalphstateError as exc:
-            raise RalphstateError(
-                f"{exc} Use --force to start over (a copy of it is kept)."
-            ) from None
-        if old["status"] in st.ACTIVE:
-            raise RalphstateError(
-                f"an unfinished loop is already here ({old['status']}, spec:"
-                f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
-            )
+        _refuse_unfinished(store)
     extra = dict(template or {})
     # An option given on the command line wins over the template, which wins over the default.
     if max_iterations is None:
@@ -107,6 +99,7 @@ def init(
         raise RalphstateError('a loop needs a spec: ralphstate init "what to build".')
     criteria = list(dict.fromkeys([*extra.get("criteria", []), *criteria]))
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
+    _check_names(criteria, steps, no_criteria)
     for key in ("criteria", "steps", "spec", "remainingSteps"):
         extra.pop(key, None)
     for key in st.RUN_FIELDS:  # a template says what to do, not how far a loop got
@@ -115,6 +108,8 @@ def init(
         extra["continueMessage"] = continue_message
     if verify_on_stop is not None:
         extra["verifyOnStop"] = verify_on_stop
+    if no_criteria:
+        extra["noCriteria"] = True
     try:
         new = st.new(
             spec,
@@ -149,6 +144,30 @@ def init(
     if new["checks"]:  # the person starting the loop chose these checks
         trust.carry(loop, {}, new)
     return store, new, backup
+
+
+def _refuse_unfinished(store: Store) -> None:
+    """Refuse to replace a loop that is not over, or a file that cannot be read."""
+    try:
+        old = store.load()
+    except RalphstateError as exc:
+        raise RalphstateError(f"{exc} Use --force to start over (a copy of it is kept).") from None
+    if old["status"] in st.ACTIVE:
+        raise RalphstateError(
+            f"an unfinished loop is already here ({old['status']}, spec:"
+            f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
+        )
+
+
+def _check_names(criteria: list[str], steps: list[str], no_criteria: bool) -> None:
+    for kind, names in (("criterion", criteria), ("step", steps)):
+        if any(st.blank(str(name)) for name in names):
+            raise RalphstateError(st.BLANK[kind])
+    if no_criteria and criteria:
+        raise RalphstateError(
+            "--no-criteria starts a loop without criteria; leave out -c (and a template's"
+            " criteria), or leave out --no-criteria."
+        )
 
 
 def _register(loop: LoopPaths, state: st.State) -> None:
@@ -193,8 +212,8 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
         events.append({"event": "criterion_added", "criterion": name})
         return state
 
-    if not name.strip():
-        raise RalphstateError("a criterion needs a name.")
+    if st.blank(name):
+        raise RalphstateError(st.BLANK["criterion"])
     new = store.update(fn)
     trust.carry(store.paths, before, new)
     return new
@@ -245,8 +264,8 @@ def criteria_remove(store: Store, name: str) -> str:
 
 
 def step_add(store: Store, text: str) -> str:
-    if not text.strip():
-        raise RalphstateError("a step needs some text.")
+    if st.blank(text):
+        raise RalphstateError(st.BLANK["step"])
 
     def fn(state: st.State, events: list[Event]) -> None:
         if text in state["steps"]:

@@ -47,6 +47,8 @@ def _from_json(path: Path, data: bytes) -> dict[str, Any]:
     except RalphstateError as exc:
         raise RalphstateError(str(exc).replace("state.json", f"template {path}")) from None
     keep = set(raw) if isinstance(raw, dict) else set()
+    if "criteriaStatus" in keep:  # its keys are criteria too
+        keep.add("criteria")
     return {k: v for k, v in checked.items() if k in keep}
 
 
