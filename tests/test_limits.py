@@ -150,7 +150,7 @@ def test_longest_item_quoted(limit: int, field: str, shown: str) -> None:
 @pytest.mark.parametrize("extra", [0, 1], ids=["at the limit", "one more"])
 def test_max_list_items(extra: int) -> None:
     names = [f"criterion {i}" for i in range(limits.MAX_LIST_ITEMS + extra)]
-    context = render.context(loop(criteria=names), "resume")
+    context = render.context(loop(criteria=names, criteriaStatus={}), "resume")
     for name in names[: limits.MAX_LIST_ITEMS]:
         assert f"- [ ] {name}\n" in context
     if extra:
