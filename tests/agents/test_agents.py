@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from ralphstate.agents import table as adapters
-from ralphstate.agents.transcripts import last_reply
+from ralphstate.agents.transcripts import last_reply, newest_reply
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from tests.helpers import FIXTURES, loops, run_process
@@ -61,6 +61,11 @@ def fixture_input(name: str, event: str, root: Path, message: str | None) -> dic
     agent = adapters.get(name)
     if agent.message_key and agent.message_key in data:
         data[agent.message_key] = message
+    if name == "gemini":
+        # Gemini CLI's `prompt_response` holds every reply of the prompt, joined by
+        # newlines: an earlier reply that said the marker is still in it.
+        data["prompt_response"] = "\n".join([EARLIER_GEMINI_REPLY, *([message] if message else [])])
+        write_gemini_transcript(transcript, message)
     if name == "copilot":
         write_copilot_transcript(transcript, message)
     elif name == "cursor":
@@ -70,6 +75,20 @@ def fixture_input(name: str, event: str, root: Path, message: str | None) -> dic
 
 def _j(path: Path) -> str:
     return json.dumps(str(path))[1:-1]
+
+
+# The first reply of the recorded Gemini CLI session, refused by a block at the time.
+EARLIER_GEMINI_REPLY = "first reply " + MARK
+
+
+def write_gemini_transcript(path: Path, message: str | None) -> None:
+    """The recorded session (`gemini_transcript.jsonl`), its newest reply replaced."""
+    recorded = (AGENT_FIXTURES / "gemini_transcript.jsonl").read_text(encoding="utf-8")
+    entries = [json.loads(line) for line in recorded.splitlines()]
+    newest = max(i for i, e in enumerate(entries) if e.get("type") == "gemini")
+    assert entries[newest]["content"] == "second reply"
+    entries[newest]["content"] = message or ""
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
 
 
 def write_copilot_transcript(path: Path, message: str | None) -> None:
@@ -332,3 +351,58 @@ def test_only_claude_code_ties_a_session_to_its_process(name: str) -> None:
     agent = adapters.get(name)
     assert agent.process_id({"CLAUDE_PID": "4242"}) == ("4242" if name == "claude" else None)
     assert agent.process_id({"CLAUDE_PID": ""}) is None
+
+
+def _gemini_entries() -> list[str]:
+    return (AGENT_FIXTURES / "gemini_transcript.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize(
+    ("upto", "expected"),
+    [
+        (None, (True, "second reply")),  # the whole recorded session
+        ("keep going", (True, None)),  # the block's reason is the newest prompt
+        ("functionResponse", (True, None)),  # a tool's result is passed over
+        ("first reply", (True, "first reply " + MARK)),
+        ('"Do it."', (True, None)),
+        ('"kind":"main"', (False, None)),  # no reply and no prompt: not found
+    ],
+)
+def test_gemini_newest_reply_is_read_from_its_transcript(
+    tmp_path: Path, upto: str | None, expected: tuple[bool, str | None]
+) -> None:
+    lines = _gemini_entries()
+    if upto is not None:
+        lines = lines[: 1 + next(i for i, line in enumerate(lines) if upto in line)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert newest_reply(str(path), "gemini") == expected
+    assert newest_reply(str(tmp_path / "missing.jsonl"), "gemini") == (False, None)
+
+
+@pytest.mark.parametrize(
+    ("joined", "rule"),
+    [
+        ("first reply " + MARK + "\nAll done.", "no_marker"),
+        ("first reply\nAll done. " + MARK, "complete"),
+        (MARK, "complete"),
+    ],
+)
+def test_gemini_without_its_transcript_judges_the_last_line_of_prompt_response(
+    root: Path, joined: str, rule: str
+) -> None:
+    """Gemini CLI writes no transcript when its chat recording is off: the newest reply
+    is the end of `prompt_response`, whose earlier lines may be earlier replies."""
+    path = make_loop(root, "gemini", criteriaStatus=ALL_MET["criteriaStatus"])
+    data = fixture_input("gemini", "stop", root, None)
+    data["transcript_path"] = str(root / "no-such-session.jsonl")
+    data["prompt_response"] = joined
+    out = run_hook("stop", "gemini", root, data)
+    status = st.parse(path.read_bytes())["status"]
+    if rule == "complete":
+        assert status == "complete"
+        assert out is not None and "decision" not in out
+    else:
+        assert status == "in_progress"
+        assert out is not None and out["decision"] == "deny"
+        assert "<loop-complete>" in out["reason"]

@@ -27,7 +27,9 @@ class Agent:
     and `transcript_format` (where to find that reply when the input has no message
     field), `cwd_key` (a path, or a list of paths whose first is taken), `project_env`
     (the variable naming the project root in the hook's environment), `finished`
-    (key and values meaning the turn ended by itself rather than by the person).
+    (key and values meaning the turn ended by itself rather than by the person),
+    `joined_replies` (the message field joins every reply of the prompt, so the
+    transcript is read first and the field is only the fallback).
     Environment of the agent's own shell commands: `session_env` (variables carrying
     the session id), `marker_env` (a variable saying "inside this agent"), `process_env`
     (the agent's process id, which outlives a session: Claude Code's `/clear`).
@@ -55,6 +57,7 @@ class Agent:
         context_key: str = "hookSpecificOutput",
         notices: bool = True,
         transcript_wait: float = 0.0,
+        joined_replies: bool = False,
     ) -> None:
         self.name = name
         self.session_key = session_key
@@ -72,6 +75,7 @@ class Agent:
         self.context_key = context_key
         self.notices = notices
         self.transcript_wait = transcript_wait
+        self.joined_replies = joined_replies
 
     def session_id(self, data: HookInput) -> str | None:
         value = data.get(self.session_key)
@@ -98,7 +102,10 @@ class Agent:
         return data.get(key, values[0]) in values
 
     def last_message(self, data: HookInput) -> str | None:
-        """The reply that ended the turn; the transcript's tail only when the field is absent."""
+        """The reply that ended the turn; the transcript's tail only when the field is
+        absent, or first when the field joins several replies (`joined_replies`)."""
+        if self.joined_replies:
+            return self._newest_of_joined(data)
         if self.message_key and self.message_key in data:
             value = data[self.message_key]
             return value if isinstance(value, str) else None
@@ -117,6 +124,24 @@ class Agent:
         from ralphstate.agents.transcript import last_assistant_text
 
         return last_assistant_text(path)
+
+    def _newest_of_joined(self, data: HookInput) -> str | None:
+        """Gemini CLI: the newest reply from the transcript. When the transcript does
+        not answer (no path, unreadable, no reply in its tail), the last line of the
+        joined field: the newest reply is always at its end, so an earlier reply's
+        marker is never counted (a marker on an earlier line of the newest reply is
+        missed, and the block asks for it again)."""
+        path = data.get(self.transcript_key) if self.transcript_key else None
+        if isinstance(path, str) and path:
+            from ralphstate.agents.transcripts import newest_reply
+
+            found, reply = newest_reply(path, self.transcript_format)
+            if found:
+                return reply
+        value = data.get(self.message_key) if self.message_key else None
+        if not isinstance(value, str):
+            return None
+        return value.rsplit("\n", 1)[-1]
 
     def render_stop(self, decision: Decision) -> Output | None:
         notice = decision.system_message if self.notices else None
@@ -170,16 +195,20 @@ CODEX = Agent(
     cwd_key="cwd",
     session_env=("CODEX_SESSION_ID", "CODEX_THREAD_ID"),
 )
-# Gemini CLI: the turn end is AfterAgent, whose reply is `prompt_response`; "deny"
-# sends the reason back as the next prompt.
+# Gemini CLI: the turn end is AfterAgent; "deny" sends the reason back as the next
+# prompt. Its `prompt_response` joins every reply of the prompt with newlines (a marker
+# refused at the first reply would still be there later), so the newest reply is read
+# from the transcript, which holds it when the hook runs.
 GEMINI = Agent(
     name="gemini",
     session_key="session_id",
     message_key="prompt_response",
-    transcript_key=None,
+    transcript_key="transcript_path",
+    transcript_format="gemini",
     cwd_key="cwd",
     marker_env="GEMINI_CLI",
     block_word="deny",
+    joined_replies=True,
 )
 # Cursor: `stop` carries no reply, only the conversation and the transcript; a block
 # is a follow-up user message, and only a turn that completed by itself is followed up.

@@ -9,6 +9,13 @@ hook reads the end of that file:
   writes it before `agentStop` runs), `{"type": "user.message", ...}` a prompt.
 - Cursor (agent transcripts): one message a line, `{"role": "assistant"|"user",
   "message": {"content": [{"type": "text", "text": ...}]}}`.
+- Gemini CLI (`~/.gemini/tmp/<project>/chats/session-*.jsonl`): one record a line;
+  `{"type": "gemini", "content": TEXT}` is a model reply (written before `AfterAgent`
+  runs; a reply that called tools is written again with its `toolCalls`), `{"type":
+  "user", "content": [{"text": ...}]}` a prompt or a block's reason, and a `user`
+  record of `functionResponse` parts a tool's result; `{"$set": ...}` lines update the
+  session's metadata. Its `AfterAgent` input does carry a reply field, but that field
+  joins every reply of the prompt (see `table.GEMINI`).
 
 Only the last `MAX_TRANSCRIPT_TAIL_BYTES` are read; the search goes backwards from
 the end and stops at the prompt that opened the reply. Never raises.
@@ -57,9 +64,29 @@ def _cursor(entry: dict[str, object]) -> Verdict:
     return _GO_ON
 
 
+def _gemini(entry: dict[str, object]) -> Verdict:
+    kind = entry.get("type")
+    if kind == "gemini":
+        # The newest reply is the one that ended the turn: AfterAgent runs only once no
+        # tool call is pending. A reply without text is answered as none.
+        text = text_of(entry.get("content"))
+        return True, text if text and text.strip() else None
+    if kind == "user":
+        content = entry.get("content")
+        if (
+            isinstance(content, list)
+            and content
+            and all(isinstance(part, dict) and "functionResponse" in part for part in content)
+        ):
+            return _GO_ON  # a tool's result, within the reply
+        return _PROMPT
+    return _GO_ON
+
+
 JUDGES: dict[str, Callable[[dict[str, object]], Verdict]] = {
     "copilot": _copilot,
     "cursor": _cursor,
+    "gemini": _gemini,
 }
 
 
@@ -91,6 +118,18 @@ def last_reply(
         time.sleep(0.05)
 
 
+def newest_reply(
+    path: str, kind: str, max_bytes: int = limits.MAX_TRANSCRIPT_TAIL_BYTES
+) -> tuple[bool, str | None]:
+    """(found, text) of the newest reply in the `kind` transcript at `path`: found is
+    False when the file cannot be read or its tail holds neither a reply nor the prompt
+    that opened it, so the caller knows the transcript did not answer."""
+    judge = JUDGES.get(kind)
+    if judge is None:
+        return False, None
+    return _scan(path, judge, max_bytes, None, decided=True)
+
+
 def _is_anchor(entry: dict[str, object], anchor: object) -> bool:
     data = entry.get("data")
     if entry.get("type") != "hook.start" or not isinstance(data, dict):
@@ -100,9 +139,14 @@ def _is_anchor(entry: dict[str, object], anchor: object) -> bool:
 
 
 def _scan(
-    path: str, judge: Callable[[dict[str, object]], Verdict], max_bytes: int, anchor: object
+    path: str,
+    judge: Callable[[dict[str, object]], Verdict],
+    max_bytes: int,
+    anchor: object,
+    decided: bool = False,
 ) -> tuple[bool, str | None]:
-    """(anchor seen or not asked for, reply). Without an anchor, the newest reply."""
+    """(anchor seen or not asked for, reply). Without an anchor, the newest reply.
+    With `decided`, the flag says instead whether an entry decided the answer."""
     try:
         if not stat.S_ISREG(Path(path).stat().st_mode):
             return False, None  # a FIFO or a device is never opened
@@ -134,4 +178,4 @@ def _scan(
         done, answer = judge(entry)
         if done:
             return True, answer
-    return seen, None
+    return (False if decided else seen), None
