@@ -47,12 +47,14 @@ def read(path: Path) -> dict[str, Any]:
     return data
 
 
-def grouped(sub: str, agent: str, timeout: int, matcher: bool, name: bool = False) -> Any:
+def grouped(sub: str, agent: str, timeout: int, matcher: bool | str, name: bool = False) -> Any:
     handler: dict[str, Any] = {"type": "command"}
     if name:
         handler["name"] = f"ralphstate-{sub}"
     handler.update(command=cmd(sub, agent), timeout=timeout)
-    group: dict[str, Any] = {"matcher": ""} if matcher else {}
+    group: dict[str, Any] = {}
+    if matcher is not False:
+        group["matcher"] = "" if matcher is True else matcher
     group["hooks"] = [handler]
     return [group]
 
@@ -80,7 +82,8 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
             "hooks": {
                 "AfterAgent": grouped("stop", "gemini", 180000, False, True),
                 "SessionStart": grouped("session-start", "gemini", 30000, True, True),
-                "PreCompress": grouped("pre-compact", "gemini", 30000, True, True),
+                # Gemini fires PreCompress `auto` before every model call: only `/compress`.
+                "PreCompress": grouped("pre-compact", "gemini", 30000, "manual", True),
             }
         },
     ),
@@ -180,6 +183,31 @@ FOREIGN: dict[str, dict[str, Any]] = {
     "cursor": {"version": 1, "hooks": {"stop": [{"command": "./audit.sh"}]}},
     "copilot": {"version": 1, "hooks": {"agentStop": [{"type": "command", "bash": "./a.sh"}]}},
 }
+
+
+def test_gemini_precompress_is_narrowed_to_manual_compression_on_reinstall(
+    rs: Any, project: Path, home: Path
+) -> None:
+    """Gemini CLI fires PreCompress with `trigger: auto` before every model call, whether
+    or not it compresses: an entry an older version wrote for every trigger is narrowed
+    to `/compress`; a group that also holds the person's hooks keeps their matcher."""
+    path = project / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    mine = grouped("pre-compact", "gemini", 30000, True, True)
+    theirs = {"matcher": "", "hooks": [{"type": "command", "command": "their-hook"}]}
+    path.write_text(json.dumps({"hooks": {"PreCompress": [*mine, theirs]}}))
+    result = rs("install", "--agent", "gemini")
+    assert "narrowed PreCompress hook to matcher 'manual' (was '')" in result.out.splitlines()
+    assert read(path)["hooks"]["PreCompress"] == [
+        grouped("pre-compact", "gemini", 30000, "manual", True)[0],
+        theirs,
+    ]
+    again = rs("install", "--agent", "gemini")
+    assert not any("narrowed" in line for line in again.out.splitlines())
+    shared = {"matcher": "", "hooks": [*mine[0]["hooks"], theirs["hooks"][0]]}
+    path.write_text(json.dumps({"hooks": {"PreCompress": [shared]}}))
+    rs("install", "--agent", "gemini")
+    assert read(path)["hooks"]["PreCompress"] == [shared]
 
 
 @pytest.mark.parametrize("agent", OTHERS)

@@ -206,6 +206,7 @@ GEMINI = Agent(
     transcript_key="transcript_path",
     transcript_format="gemini",
     cwd_key="cwd",
+    project_env="GEMINI_PROJECT_DIR",
     marker_env="GEMINI_CLI",
     block_word="deny",
     joined_replies=True,

@@ -56,6 +56,8 @@ class Target:
     handler: Callable[[str, str], dict[str, Any]]  # (event, sub) -> our handler
     command_keys: tuple[str, ...] = ("command",)
     matcher_events: frozenset[str] = frozenset()
+    # A matcher other than "" (every trigger) for an event of `matcher_events`.
+    matchers: tuple[tuple[str, str], ...] = ()
     own_file: bool = False  # the file is ralphstate's alone: removed when left empty
 
 
@@ -117,6 +119,10 @@ TARGETS = {
         flat=False,
         handler=_grouped("gemini", 1000, names=True),  # milliseconds
         matcher_events=frozenset({"SessionStart", "PreCompress"}),
+        # Gemini CLI fires PreCompress with `trigger: "auto"` before every model call,
+        # whether or not it then compresses: the checkpoint is taken at `/compress` only,
+        # so no process starts and nothing is written at each call (docs/agents.md).
+        matchers=(("PreCompress", "manual"),),
     ),
     "cursor": Target(
         "cursor",
@@ -261,16 +267,25 @@ def _add(target: Target, hooks: dict[str, Any], event: str, handler: dict[str, A
     entries = hooks.setdefault(event, [])
     own = _own(target, entries, target.events[event])
     shown = _command(target, handler)
+    matcher = dict(target.matchers).get(event, "")
     if not own:
         if target.flat:
             entries.append(handler)
         else:
-            group: dict[str, Any] = {"matcher": ""} if event in target.matcher_events else {}
+            group: dict[str, Any] = {"matcher": matcher} if event in target.matcher_events else {}
             group["hooks"] = [handler]
             entries.append(group)
         return [f"added {event} hook: {shown}"]
     actions: list[str] = []
-    _container, mine = own[0]
+    container, mine = own[0]
+    # A group shared with the person's hooks keeps its matcher: narrowing it would
+    # narrow theirs too.
+    alone = not target.flat and all(h is mine for h in container["hooks"])
+    if matcher and alone and container.get("matcher") != matcher:
+        actions.append(
+            f"narrowed {event} hook to matcher {matcher!r} (was {container.get('matcher')!r})"
+        )
+        container["matcher"] = matcher
     was = _command(target, mine)
     for key, value in handler.items():
         limit = key in ("timeout", "timeoutSec", "loop_limit", "name")
