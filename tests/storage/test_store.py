@@ -100,6 +100,7 @@ def test_a_failed_replace_removes_the_temp_file(
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(os, "replace", refuse)
+    monkeypatch.setattr(fsio, "_exchange_fn", [refuse])  # the exchange, where there is one
     result = rs("step", "add", "write the exporter")
     assert (result.code, result.err) == (
         1,

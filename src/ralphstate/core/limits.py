@@ -6,6 +6,20 @@ from __future__ import annotations
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
 # A state file larger than this is not read (it is a mistake or an attack).
 MAX_STATE_BYTES = 2 * 1024 * 1024
+# Room kept below MAX_STATE_BYTES for the loop's bookkeeping (status, owner, iteration,
+# errors, ...): a change that adds to the loop itself (spec, criteria, steps, checks,
+# evidence, unknown keys) may not bring state.json past MAX_STATE_BYTES minus this, so
+# `pause`, `cancel`, `resume` and the hooks always have room on a file ralphstate wrote.
+STATE_HEADROOM_BYTES = 64 * 1024
+# The deepest a value in state.json may be nested (the file's own object is level 1):
+# orjson writes no deeper than 254 levels, so a deeper file could be read but never
+# written back; it is refused when read instead.
+MAX_STATE_DEPTH = 100
+# A state file that does not parse is read again after STATE_REREAD_PAUSE seconds, and
+# again while it keeps changing (an editor saving it in place), for at most
+# STATE_SETTLE_SECONDS, before it is called broken.
+STATE_REREAD_PAUSE = 0.01
+STATE_SETTLE_SECONDS = 0.5
 # How far back from the end of a transcript the Stop hook looks for the last reply.
 MAX_TRANSCRIPT_TAIL_BYTES = 4 * 1024 * 1024
 # The chunk the transcript is read in, backwards.

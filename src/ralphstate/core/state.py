@@ -19,7 +19,12 @@ from typing import Any, Literal, TypedDict, cast
 import orjson
 
 from ralphstate.core.errors import CorruptState
-from ralphstate.core.limits import MAX_CHECK_TIMEOUT, MAX_ERRORS, MAX_PROBLEM_CHARS
+from ralphstate.core.limits import (
+    MAX_CHECK_TIMEOUT,
+    MAX_ERRORS,
+    MAX_PROBLEM_CHARS,
+    MAX_STATE_DEPTH,
+)
 
 SCHEMA_VERSION = 1
 DEFAULT_MAX_ITERATIONS = 20
@@ -262,15 +267,82 @@ def _evidence(raw: Raw) -> dict[str, Evidence]:
 
 def normalise(raw: object) -> State:
     """A complete, checked state from what was read; raises CorruptState if unusable."""
+    return _checked(raw)[0]
+
+
+def _checked(raw: object) -> tuple[State, bool]:
+    """`normalise`, and whether a float in it may have been written as a whole number
+    too wide to keep (`_check_tree`)."""
     if not isinstance(raw, dict):
         raise CorruptState(f"state.json must hold a JSON object, not {type(raw).__name__}")
     try:
-        return _normalise(raw)
+        wide = _check_tree(raw)
+        return _normalise(raw), wide
     except _Bad as exc:
-        problem = str(exc)  # it may quote the file's values, which can be huge
-        if len(problem) > MAX_PROBLEM_CHARS:
-            problem = problem[: MAX_PROBLEM_CHARS - 1] + "…"
-        raise CorruptState(f"state.json: {problem}") from None
+        raise CorruptState(f"state.json: {_clipped(str(exc))}") from None
+
+
+def _clipped(problem: str) -> str:
+    """A problem quotes the file's values, which can be huge: one short line."""
+    if len(problem) > MAX_PROBLEM_CHARS:
+        problem = problem[: MAX_PROBLEM_CHARS - 1] + "…"
+    return problem
+
+
+# The whole numbers orjson writes exactly; it reads a wider one as a float.
+_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
+
+
+def _check_tree(raw: Raw) -> bool:
+    """Refuse what could be read but never written back as it was: a value nested
+    deeper than MAX_STATE_DEPTH, a whole number wider than 64 bits. True when a float
+    is whole and that wide: orjson reads a wide whole number as one, so `parse` looks
+    at how the file wrote it."""
+    wide = False
+    stack: list[tuple[Any, int]] = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, (dict, list)):
+                if depth >= MAX_STATE_DEPTH:
+                    raise _Bad(
+                        f"it nests values more than {MAX_STATE_DEPTH} levels deep, which"
+                        " ralphstate could not write back"
+                    )
+                stack.append((item, depth + 1))
+            elif isinstance(item, int) and not _INT_LOW <= item <= _INT_HIGH:
+                raise _Bad(_too_wide(str(item)))
+            elif isinstance(item, float) and abs(item) >= 2**63 and item.is_integer():
+                wide = True
+    return wide
+
+
+def _too_wide(number: str) -> str:
+    if len(number) > 40:
+        number = number[:20] + "…" + number[-19:]
+    return (
+        f"the whole number {number} is wider than 64 bits, which ralphstate could not"
+        " write back exactly"
+    )
+
+
+def _refuse_wide_integers(data: bytes) -> None:
+    """Raise CorruptState when the file writes a whole number wider than 64 bits (orjson
+    read it as a float, and would write it back as one). Only asked when `_check_tree`
+    saw a float that could be one, so the standard json module is imported rarely."""
+    import json
+
+    def whole(text: str) -> int:
+        if not _INT_LOW <= int(text) <= _INT_HIGH:
+            raise _Bad(_too_wide(text))
+        return 0
+
+    try:
+        json.loads(data, parse_int=whole)
+    except _Bad as exc:
+        raise CorruptState(f"state.json: {_clipped(str(exc))}") from None
+    except (ValueError, RecursionError):
+        pass  # orjson read it; what json makes of it does not matter
 
 
 def _normalise(raw: Raw) -> State:
@@ -365,7 +437,10 @@ def parse(data: bytes) -> State:
         raise CorruptState(
             f"state.json is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
         ) from None
-    return normalise(raw)
+    state, wide = _checked(raw)
+    if wide:
+        _refuse_wide_integers(data)
+    return state
 
 
 def dumps(state: State) -> bytes:

@@ -19,9 +19,17 @@ FILE_MODE = 0o644
 DIR_MODE = 0o755
 
 
-def atomic_write(path: Path, data: bytes, still_ok: Callable[[], bool] | None = None) -> bool:
+def atomic_write(
+    path: Path,
+    data: bytes,
+    still_ok: Callable[[], bool] | None = None,
+    *,
+    expect: bytes | None = None,
+) -> bool:
     """Replace `path` with `data` atomically. With `still_ok`, it is asked just before
-    the replace; when it says no, nothing is replaced and False is returned. The
+    the replace; when it says no, nothing is replaced and False is returned. With
+    `expect`, `path` is replaced only while it still holds exactly those bytes (see
+    `_swap_if_holds`); otherwise nothing is replaced and False is returned. The
     temporary file never outlives the call."""
     fd, tmp = _temp_beside(path)
     try:
@@ -29,10 +37,14 @@ def atomic_write(path: Path, data: bytes, still_ok: Callable[[], bool] | None = 
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+            ours = os.fstat(handle.fileno()).st_ino
         os.chmod(tmp, FILE_MODE)
         if still_ok is not None and not still_ok():
             return False
-        _replace(tmp, path)
+        if expect is None:
+            _replace(tmp, path)
+        elif not _swap_if_holds(tmp, path, expect, data, ours):
+            return False
         tmp = ""
         _fsync_dir(path.parent)
     finally:
@@ -40,6 +52,120 @@ def atomic_write(path: Path, data: bytes, still_ok: Callable[[], bool] | None = 
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return True
+
+
+def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) -> bool:
+    """Put the file `tmp` (inode `ours`, holding `data`) in place of `path` if `path`
+    holds `expect`.
+
+    Where the platform can exchange two names atomically (Linux `renameat2` with
+    RENAME_EXCHANGE, macOS `renamex_np` with RENAME_SWAP), the two are exchanged and
+    the file that was displaced, now at `tmp`, is checked: a save another process made
+    at any moment before the exchange is seen there, and the exchange is undone (the
+    save is back in place, untouched) and False returned. Elsewhere `path` is checked
+    just before `os.replace`, which leaves a window of microseconds. On True, `tmp` no
+    longer exists; on False it is the caller's to remove."""
+    exchange = _exchanger()
+    if exchange is not None:
+        try:
+            exchange(tmp, str(path))
+        except FileNotFoundError:
+            return False  # `path` is gone: it changed
+        except OSError as exc:
+            if exc.errno not in _NO_EXCHANGE:
+                raise
+            # this file system cannot exchange: check, then replace
+        else:
+            if _holds(tmp, expect):
+                os.unlink(tmp)  # the displaced file, which held what was expected
+                return True
+            try:
+                exchange(tmp, str(path))  # undo: the save that landed goes back in place
+            except FileNotFoundError:  # and `path` was removed meanwhile
+                os.rename(tmp, path)
+                return False
+            if _inode(tmp) != ours or not _holds(tmp, data):
+                # While ours was in place, another file replaced it or a save was made
+                # into it: that is the newest save, so it goes back in place, and the
+                # older one is dropped (as that save would have dropped it).
+                exchange(tmp, str(path))
+            return False
+    if not _holds(str(path), expect):
+        return False
+    _replace(tmp, path)
+    return True
+
+
+def _holds(name: str, expect: bytes) -> bool:
+    try:
+        with open_regular(Path(name)) as handle:
+            return handle.read(len(expect) + 1) == expect
+    except OSError:
+        return False
+
+
+def _inode(name: str) -> int | None:
+    try:
+        return os.lstat(name).st_ino
+    except OSError:
+        return None
+
+
+# errno values that mean "this file system (or kernel) cannot exchange two names".
+_NO_EXCHANGE = frozenset(
+    getattr(errno, name)
+    for name in ("EINVAL", "ENOSYS", "ENOTSUP", "EOPNOTSUPP")
+    if hasattr(errno, name)
+)
+_exchange_fn: list[Callable[[str, str], None] | None] = []
+
+
+def _exchanger() -> Callable[[str, str], None] | None:
+    """The platform's atomic exchange of two names, or None (looked up once)."""
+    if not _exchange_fn:
+        _exchange_fn.append(_find_exchanger())
+    return _exchange_fn[0]
+
+
+def _find_exchanger() -> Callable[[str, str], None] | None:
+    if sys.platform not in ("linux", "darwin"):
+        return None
+    try:
+        import ctypes  # only a write pays for it, after taking the lock (filelock costs more)
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if sys.platform == "linux":
+            native = libc.renameat2  # glibc 2.28, musl 1.2.4
+            native.argtypes = [
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_uint,
+            ]
+        else:
+            native = libc.renamex_np  # macOS 10.12
+            native.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+        native.restype = ctypes.c_int
+    except (ImportError, OSError, AttributeError):
+        return None
+
+    def exchange(a: str, b: str) -> None:
+        src, dst = os.fsencode(a), os.fsencode(b)
+        if sys.platform == "linux":
+            done = native(_AT_FDCWD, src, _AT_FDCWD, dst, _RENAME_EXCHANGE)
+        else:
+            done = native(src, dst, _RENAME_SWAP)
+        if done != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), b)
+
+    return exchange
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_RENAME_SWAP = 2  # macOS sys/stdio.h
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:

@@ -1,9 +1,10 @@
 """The state file on disk: locked read-modify-write, atomic replace, history.
 
 Every change happens under `.loop/state.lock`, re-reads the file inside the lock,
-writes a temporary file in `.loop/`, fsyncs it and `os.replace`s it over
-`state.json`. An agent may also edit the file by hand without the lock; a change
-notices a file replaced under it and starts again on the new content.
+writes a temporary file in `.loop/`, fsyncs it and puts it in place of `state.json`
+only while that still holds what was read (fsio's exchange-and-check). An agent or a
+person may also edit the file by hand without the lock; a change never writes over
+their save: it starts again on the new content.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -50,6 +52,7 @@ class Store:
         return os.path.lexists(self.paths.state)
 
     def _read(self) -> tuple[bytes, tuple[int, int, int]]:
+        """The file's bytes and (mtime, size, inode) as read."""
         path = self.paths.state
         shown = self.paths.display(path)
         check_safe(self.paths)
@@ -76,9 +79,36 @@ class Store:
         return self._read()[0]
 
     def load(self) -> st.State:
-        """The current state, read without the lock (a reader never sees a torn file)."""
-        data, _ = self._read()
-        return self._parse(data)
+        """The current state, read without the lock. A file ralphstate writes is never
+        seen torn; one saved in place by an editor can be, and is read again
+        (`_settled`)."""
+        return self._settled()[0]
+
+    def _settled(self) -> tuple[st.State, bytes]:
+        """The state and the bytes it was read from. A file that does not parse may be
+        an editor's save in place, half written: it is read again after
+        limits.STATE_REREAD_PAUSE, and again while it keeps changing or looks like a
+        save under way (cut short, written less than limits.STATE_SETTLE_SECONDS ago),
+        for at most limits.STATE_SETTLE_SECONDS. A file that stays as it is, or never
+        settles, is refused as it reads."""
+        data, signature = self._read()
+        deadline: float | None = None
+        while True:
+            try:
+                return self._parse(data), data
+            except CorruptState:
+                now = time.monotonic()
+                if deadline is None:
+                    deadline = now + limits.STATE_SETTLE_SECONDS
+                if now >= deadline:
+                    raise
+            time.sleep(limits.STATE_REREAD_PAUSE)
+            again, signature_again = self._read()
+            if (again, signature_again) == (data, signature) and not _being_saved(
+                data, signature[0]
+            ):
+                return self._parse(data), data  # not changing: refused as it is
+            data, signature = again, signature_again
 
     def _parse(self, data: bytes) -> st.State:
         try:
@@ -112,15 +142,13 @@ class Store:
         finally:
             lock.release()
 
-    def _write(self, state: st.State, expect: tuple[int, int, int] | None) -> bool:
-        """Write atomically; False when the file changed since it was read."""
+    def _write(self, data: bytes, read: bytes | None) -> bool:
+        """Write atomically; False when the file no longer holds `read`, the bytes the
+        change started from (fsio's exchange-and-check: a save by anyone else is
+        never overwritten)."""
         target = self.paths.state
         try:
-            return fsio.atomic_write(
-                target,
-                st.dumps(state),
-                None if expect is None else (lambda: _signature(target) == expect),
-            )
+            return fsio.atomic_write(target, data, expect=read)
         except OSError as exc:
             raise _os_error("write", self.paths.display(target), exc) from None
 
@@ -142,8 +170,7 @@ class Store:
                 return value
         with self.locked():
             for _ in range(_RETRIES):
-                data, signature = self._read()
-                state = self._parse(data)
+                state, data = self._settled()
                 before = st.dumps(state)
                 events = []
                 value = change(state, events)
@@ -151,8 +178,10 @@ class Store:
                     return value
                 state["updatedAt"] = clock.now_iso()
                 self._check_readable(state)
+                new = st.dumps(state)
+                self._check_size(new, state, data)
                 fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
-                if self._write(state, signature):
+                if self._write(new, data):
                     self._log(events, state)
                     return value
             raise RalphstateError(
@@ -172,12 +201,32 @@ class Store:
                 f" ({detail}); nothing was written."
             ) from None
 
+    def _check_size(self, data: bytes, state: st.State, read: bytes | None) -> None:
+        """Refuse a change that would write a file reading would refuse, or that adds to
+        the loop past the room kept for its bookkeeping (limits.STATE_HEADROOM_BYTES);
+        `read` is the file the change started from (None for a new loop)."""
+        shown = self.paths.display(self.paths.state)
+        if len(data) > limits.MAX_STATE_BYTES:
+            raise RalphstateError(
+                f"that change would make {shown} {len(data)} bytes, more than the"
+                f" {limits.MAX_STATE_BYTES} ralphstate reads; nothing was written."
+            )
+        room = limits.MAX_STATE_BYTES - limits.STATE_HEADROOM_BYTES
+        if len(data) > room and (read is None or _content(state) > _content(st.parse(read))):
+            raise RalphstateError(
+                f"that change would make {shown} {len(data)} bytes; a loop may grow to"
+                f" {room} (the rest is kept for pausing, cancelling and the hooks); nothing"
+                " was written."
+            )
+
     def create(self, state: st.State, events: list[Event], backup: bool) -> Path | None:
         """Write a new loop; with `backup`, keep the old file beside it first."""
         try:
             fsio.makedirs(self.paths.dir)
         except OSError as exc:
             raise _os_error("create", self.paths.display(self.paths.dir), exc) from None
+        data = st.dumps(state)
+        self._check_size(data, state, None)
         with self.locked():
             kept = None
             if backup and os.path.lexists(self.paths.state):
@@ -190,7 +239,7 @@ class Store:
             elif os.path.lexists(self.paths.state):
                 raise RalphstateError(f"{self.paths.display(self.paths.state)} already exists.")
             try:
-                self._write(state, None)
+                self._write(data, None)
             except RalphstateError:
                 if kept is not None:  # put the old file back rather than leave none
                     with contextlib.suppress(OSError):
@@ -283,13 +332,26 @@ def of_loop(entries: list[Event], loop_id: str | None) -> list[Event]:
     return [e for e in entries[start:] if "loop" not in e]
 
 
+def _being_saved(data: bytes, mtime_ns: int) -> bool:
+    """A file that may be a save still under way: it ends before its JSON does (every
+    cut of a JSON text fails at its very end) and was written a moment ago."""
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        age = time.time() - mtime_ns / 1e9
+        return exc.pos >= len(data) and age < limits.STATE_SETTLE_SECONDS
+    return False
+
+
+# What a loop's life rewrites in place (status, owner, times, counters, the bounded
+# `errors`): everything else is the loop itself, which the headroom does not serve.
+_BOOKKEEPING = frozenset(st.RUN_FIELDS) - {"evidence"}
+
+
+def _content(state: st.State) -> int:
+    """The size of the loop itself, without its bookkeeping."""
+    return len(orjson.dumps({k: v for k, v in state.items() if k not in _BOOKKEEPING}))
+
+
 def _unchanged(before: st.State, after: st.State, events: list[Event]) -> bool:
     return not events and st.dumps(after) == st.dumps(before)
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
