@@ -1,26 +1,35 @@
-"""Plugin launcher for ralphstate's Claude Code hooks: `launch.py stop|session-start|pre-compact`.
+"""The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact`, `cli ARGS`.
 
-Claude Code runs this from `hooks/hooks.json` with the hook input on stdin. It finds
-ralphstate and hands the input over unchanged:
+Claude Code runs it from `hooks/hooks.json` with the hook input on stdin, and the
+plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate of
+the plugin's own version (`.claude-plugin/plugin.json`) and hands the work over:
 
-1. ralphstate importable by this interpreter: `ralphstate.hooks.entry.run_hook([event])`;
-2. else a `ralphstate` command on PATH: run `ralphstate hook EVENT` with the input;
-3. else say once (a marker file in the temporary directory) on stderr how to install
-   it, and allow.
+1. ralphstate of that version importable by this interpreter: run it in this process;
+2. else the plugin's own environment, `${CLAUDE_PLUGIN_DATA}/venv`, once built for that
+   version: run its Python in isolated mode;
+3. else build that environment (`launch.py build`: `python -m venv`, then pip installs
+   the plugin's own files with their dependencies). A hook starts the build in a
+   detached process and allows at once, with a one-line `systemMessage` saying loops are
+   not enforced until it is ready; `cli` builds in the foreground and then runs.
+
+One build at a time (a lock file beside the environment); the environment is rebuilt
+when the plugin's version changes; a build that failed is tried again at the next
+SessionStart (or `cli`), and until then each hook says so in one line, naming the log.
 
 When `ralphstate install` has already put the same hook into one of Claude Code's
-settings files, this launcher stays silent, so one stop is never judged twice.
+settings files, the hook stays silent, so one stop is never judged twice.
 
-Whatever happens it exits 0 and writes to stdout nothing but the one JSON object the
-real hook printed: a launcher fault must never block a stop.
+Whatever happens a hook exits 0 and writes to stdout nothing but one JSON object: a
+launcher fault must never block a stop.
 
 Which Python runs this file: hooks.json tries `python3`, then `python`, then `py -3`,
-joined with `||`. Claude Code runs hook commands with sh on macOS and Linux and with
-Git Bash on Windows, where a python.org install has `py` and often no `python3`, and
-where `python3` may be the Microsoft Store stub that exits non-zero without reading
-stdin; `||` moves on to the next interpreter only when the previous one could not
-run this file, because this file itself always exits 0. The file uses the standard
-library only and keeps to syntax that Python 3.8 accepts (macOS ships 3.9 as python3).
+joined with `||` (bin/ralphstate does the same). Claude Code runs hook commands with sh
+on macOS and Linux and with Git Bash on Windows, where a python.org install has `py` and
+often no `python3`, and where `python3` may be the Microsoft Store stub that exits
+non-zero without reading stdin; `||` moves on to the next interpreter only when the
+previous one could not run this file, because this file itself always exits 0. The file
+uses the standard library only and keeps to syntax that Python 3.8 accepts (macOS ships
+3.9 as python3); the environment it builds needs 3.10 or newer.
 """
 
 from __future__ import annotations
@@ -32,16 +41,18 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable
+import time
 from pathlib import Path
 
 EVENTS = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}
-INSTALL_HINT = (
-    "ralphstate: the ralphstate plugin's hooks are enabled but the ralphstate package is"
-    " not installed, so loops are not enforced; install it with `pipx install ralphstate`"
-    " (or `pip install ralphstate`). This message is shown once."
-)
+ROOT = Path(__file__).resolve().parent.parent
+ENV_DATA = "CLAUDE_PLUGIN_DATA"
+HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
+# A build that holds the lock longer than this is taken to have died.
+BUILD_STALE_SECONDS = 900
+BUILD_STEP_TIMEOUT = 600
+# The files of the plugin root that pip needs to build the package.
+SOURCES = ("pyproject.toml", "README.md", "src")
 # The same recognition `ralphstate install` uses for its own settings entries
 # (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
 # hook script by its path (development builds), and the forms older versions wrote (the
@@ -61,15 +72,23 @@ _OWN = re.compile(
     ),
     re.IGNORECASE,
 )
+# ralphstate's own bound on hook input (ralphstate.core.limits.MAX_HOOK_INPUT_BYTES): one
+# byte more is read, so the hook can tell an oversized input and refuse it.
+MAX_INPUT_BYTES = 4 * 1024 * 1024
+MAX_MANIFEST_BYTES = 64 * 1024
 
 
 def main(argv: list[str]) -> int:
+    command = argv[0] if argv else ""
+    if command == "cli":
+        return cli(argv[1:])
+    if command == "build":
+        return 0 if build(data_dir(), plugin_version()) else 1
     try:
-        event = argv[0] if argv else ""
         data = _read_stdin()
-        if event not in EVENTS or _installed_in_settings(event, data):
+        if command not in EVENTS or _installed_in_settings(command, data):
             return 0
-        out = _run(event, data)
+        out = _run(command, data)
         if out:
             sys.stdout.buffer.write(out)
             sys.stdout.flush()
@@ -78,9 +97,221 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-# ralphstate's own bound on hook input (ralphstate.core.limits.MAX_HOOK_INPUT_BYTES): one
-# byte more is read, so the hook can tell an oversized input and refuse it.
-MAX_INPUT_BYTES = 4 * 1024 * 1024
+# -- the plugin and its environment ------------------------------------------------------
+
+
+def plugin_version() -> str:
+    """The plugin's version, from its manifest; "" when it cannot be read."""
+    try:
+        with open(ROOT / ".claude-plugin" / "plugin.json", "rb") as f:
+            version = json.loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return version if isinstance(version, str) else ""
+
+
+def data_dir() -> Path | None:
+    """Where the plugin keeps its environment: `$CLAUDE_PLUGIN_DATA`, which Claude Code
+    gives hooks. The Bash tool's commands (bin/ralphstate) do not get it, so there it is
+    worked out the way Claude Code names it: `<config>/plugins/data/<id>`, the id being
+    `NAME@MARKETPLACE` for a plugin copied into `<config>/plugins/cache/MARKETPLACE/NAME/
+    VERSION`, else `NAME@inline` (`--plugin-dir`), with every character other than
+    letters, digits, `_` and `-` replaced by `-`."""
+    given = os.environ.get(ENV_DATA)
+    if given:
+        return Path(given)
+    config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
+    try:
+        cache = (config / "plugins" / "cache").resolve()
+        copied = ROOT.parent.parent.parent == cache
+    except OSError:
+        copied = False
+    ident = f"{ROOT.parent.name}@{ROOT.parent.parent.name}" if copied else "ralphstate@inline"
+    return config / "plugins" / "data" / re.sub(r"[^A-Za-z0-9_-]", "-", ident)
+
+
+def venv_python(venv: Path) -> Path:
+    if os.name == "nt":
+        return venv / "Scripts" / "python.exe"
+    return venv / "bin" / "python"
+
+
+def ready(data: Path, version: str) -> Path | None:
+    """The environment's Python when it is built for `version`, else None."""
+    venv = data / "venv"
+    try:
+        built = (venv / "ralphstate-plugin-version").read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+    python = venv_python(venv)
+    return python if built == version and version and python.exists() else None
+
+
+def failed(data: Path, version: str) -> bool:
+    try:
+        return (data / "build-failed").read_text(encoding="utf-8") == version
+    except (OSError, ValueError):
+        return False
+
+
+def building(data: Path) -> bool:
+    try:
+        return time.time() - (data / "build.lock").stat().st_mtime < BUILD_STALE_SECONDS
+    except OSError:
+        return False
+
+
+def _take_lock(data: Path) -> bool:
+    lock = data / "build.lock"
+    for _ in range(2):
+        try:
+            fd = os.open(str(lock), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            if building(data):
+                return False
+            try:  # a build that died holding it
+                lock.unlink()
+            except OSError:
+                return False
+            continue
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        return True
+    return False
+
+
+def build(data: Path | None, version: str) -> bool:
+    """Build the environment for `version` under `data`; False when it could not be
+    built or another process is building it. Its output goes to `data/build.log`."""
+    if data is None or not version:
+        return False
+    data.mkdir(parents=True, exist_ok=True)
+    if not _take_lock(data):
+        return False
+    try:
+        if ready(data, version):
+            return True
+        ok = _build(data, version)
+        marker = data / "build-failed"
+        if ok:
+            if marker.exists():
+                marker.unlink()
+        else:
+            marker.write_text(version, encoding="utf-8")
+        return ok
+    finally:
+        try:
+            (data / "build.lock").unlink()
+        except OSError:
+            pass
+
+
+def _build(data: Path, version: str) -> bool:
+    venv, source = data / "venv", data / "source"
+    with open(data / "build.log", "w", encoding="utf-8") as log:
+        log.write(f"ralphstate plugin {version}: building {venv} from {ROOT}\n")
+        log.write(f"with {sys.executable} (Python {sys.version.split()[0]})\n")
+        log.flush()
+        if sys.version_info < (3, 10):
+            log.write("ralphstate needs Python 3.10 or newer to run.\n")
+            return False
+        try:
+            shutil.rmtree(venv, ignore_errors=True)
+            shutil.rmtree(source, ignore_errors=True)
+            # pip builds in the directory it is given: a copy, so the plugin's files
+            # (a checkout, or Claude Code's cache) are never written to.
+            source.mkdir(parents=True)
+            for name in SOURCES:
+                if (ROOT / name).is_dir():
+                    shutil.copytree(
+                        ROOT / name,
+                        source / name,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+                    )
+                else:
+                    shutil.copy2(ROOT / name, source / name)
+            python = venv_python(venv)
+            steps = [
+                [sys.executable, "-m", "venv", str(venv)],
+                [str(python), "-m", "pip", "install", "--disable-pip-version-check",
+                 "--no-input", "--quiet", str(source)],  # fmt: skip
+                [str(python), "-I", "-c", "import ralphstate; print(ralphstate.__version__)"],
+            ]
+            for step in steps:
+                log.write("$ " + " ".join(step) + "\n")
+                log.flush()
+                done = subprocess.run(
+                    step,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    timeout=BUILD_STEP_TIMEOUT,
+                    cwd=str(data),
+                )
+                out = done.stdout.decode("utf-8", "replace")
+                log.write(out)
+                if done.returncode != 0:
+                    log.write(f"exit status {done.returncode}\n")
+                    return False
+            if out.strip() != version:
+                log.write(f"the environment has ralphstate {out.strip()}, not {version}\n")
+                return False
+            (venv / "ralphstate-plugin-version").write_text(version, encoding="utf-8")
+            log.write("ready\n")
+            return True
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.write(f"{type(exc).__name__}: {exc}\n")
+            return False
+        finally:
+            shutil.rmtree(source, ignore_errors=True)
+
+
+def start_build(data: Path) -> None:
+    """Start `launch.py build` in a detached process: the hook that starts it returns at
+    once, and the build goes on after the session ends."""
+    env = dict(os.environ)
+    env[ENV_DATA] = str(data)
+    options: dict[str, object] = {}
+    if os.name == "nt":
+        flags = getattr(subprocess, "DETACHED_PROCESS", 0)
+        options["creationflags"] = flags | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+    else:
+        options["start_new_session"] = True
+    subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "build"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=str(data),
+        close_fds=True,
+        **options,  # type: ignore[call-overload]
+    )
+
+
+# -- the hooks -----------------------------------------------------------------------------
+
+
+def preparing(version: str) -> str:
+    return (
+        f"ralphstate: setting up its Python environment for plugin version {version} (first"
+        " use, about a minute at most); loops are not enforced until it is ready."
+    )
+
+
+def build_failed(data: Path) -> str:
+    return (
+        "ralphstate: its Python environment could not be built (see"
+        f" {data / 'build.log'}); loops are not enforced. A new session tries again."
+    )
+
+
+def no_data() -> str:
+    return (
+        "ralphstate: this Claude Code gives the plugin no data directory"
+        " (CLAUDE_PLUGIN_DATA) for its environment, so loops are not enforced; install"
+        f' ralphstate from the plugin\'s own files: python3 -m pip install "{ROOT}"'
+    )
 
 
 def _read_stdin() -> bytes:
@@ -93,31 +324,55 @@ def _read_stdin() -> bytes:
 
 
 def _run(event: str, data: bytes) -> bytes:
-    """The real hook's stdout, checked to be one JSON object (or nothing)."""
-    run_hook = _import_run_hook()
+    """The real hook's stdout, checked to be one JSON object, or a notice."""
+    version = plugin_version()
+    run_hook = _import_run_hook(version)
     if run_hook is not None:
         return _only_json(_in_process(run_hook, event, data))
-    exe = shutil.which("ralphstate")
-    if exe is not None:
+    where = os.environ.get(ENV_DATA)
+    if not where:
+        return _notice(no_data())
+    home = Path(where)
+    python = ready(home, version)
+    if python is not None:
         try:
-            done = subprocess.run([exe, "hook", event], input=data, stdout=subprocess.PIPE)
+            done = subprocess.run(
+                [str(python), "-I", "-c", HOOK_CODE, event], input=data, stdout=subprocess.PIPE
+            )
         except OSError as exc:
-            _say(f"ralphstate: could not run {exe} ({exc}); allowing.")
+            _say(f"ralphstate: could not run {python} ({exc}); allowing.")
             return b""
         return _only_json(done.stdout)
-    _say_once(INSTALL_HINT)
-    return b""
-
-
-def _import_run_hook() -> Callable[[list[str]], int] | None:
+    if building(home):
+        return _notice(preparing(version))
+    if failed(home, version) and event != "session-start":
+        return _notice(build_failed(home))
     try:
+        home.mkdir(parents=True, exist_ok=True)
+        start_build(home)
+    except OSError as exc:
+        return _notice(f"ralphstate: could not start building its environment ({exc}).")
+    return _notice(preparing(version))
+
+
+def _notice(line: str) -> bytes:
+    return json.dumps({"systemMessage": line}).encode("utf-8") + b"\n"
+
+
+def _import_run_hook(version: str) -> object | None:
+    """ralphstate's `run_hook` when this interpreter imports the plugin's version of it."""
+    try:
+        import ralphstate
+
+        if getattr(ralphstate, "__version__", None) != version:
+            return None
         from ralphstate.hooks.entry import run_hook
-    except Exception:  # noqa: BLE001 - absent, too old or broken: try PATH instead
+    except Exception:  # noqa: BLE001 - absent, another version or broken
         return None
     return run_hook
 
 
-def _in_process(run_hook: Callable[[list[str]], int], event: str, data: bytes) -> bytes:
+def _in_process(run_hook: object, event: str, data: bytes) -> bytes:
     stdin, stdout = sys.stdin, sys.stdout
     captured = io.BytesIO()
     # Kept in locals: a wrapper that is garbage-collected closes the buffer under it.
@@ -125,7 +380,7 @@ def _in_process(run_hook: Callable[[list[str]], int], event: str, data: bytes) -
     fake_out = io.TextIOWrapper(captured, encoding="utf-8", write_through=True)
     sys.stdin, sys.stdout = fake_in, fake_out
     try:
-        run_hook([event])
+        run_hook([event])  # type: ignore[operator]
         fake_out.flush()
         return captured.getvalue()
     finally:
@@ -191,16 +446,48 @@ def _say(line: str) -> None:
         pass
 
 
-def _say_once(line: str) -> None:
-    who = str(os.getuid()) if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    marker = Path(tempfile.gettempdir()) / f"ralphstate-not-installed-{who}"
+# -- bin/ralphstate ------------------------------------------------------------------------
+
+
+def cli(args: list[str]) -> int:
+    """`ralphstate ARGS` with the plugin's ralphstate, building its environment first
+    when it is not built yet (the person or the agent asked for this command: it waits)."""
+    version = plugin_version()
+    if _import_run_hook(version) is not None:
+        from ralphstate.__main__ import main as ralphstate_main
+
+        return ralphstate_main(args)
+    data = data_dir()
+    if data is None:
+        _say(no_data())
+        return 1
+    python = ready(data, version)
+    if python is None:
+        python = _wait_for_build(data, version)
+    if python is None:
+        _say(
+            f"ralphstate: its Python environment could not be built; see {data / 'build.log'}."
+        )
+        return 1
+    command = [str(python), "-I", "-m", "ralphstate", *args]
+    if os.name != "nt":
+        os.execv(command[0], command)
     try:
-        os.close(os.open(str(marker), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-    except FileExistsError:
-        return
-    except OSError:
-        pass  # no marker possible: saying it again beats never saying it
-    _say(line)
+        return subprocess.run(command).returncode
+    except KeyboardInterrupt:
+        return 130
+
+
+def _wait_for_build(data: Path, version: str) -> Path | None:
+    _say(f"ralphstate: setting up its Python environment for plugin version {version}...")
+    deadline = time.monotonic() + BUILD_STALE_SECONDS
+    while time.monotonic() < deadline:
+        if build(data, version):
+            return ready(data, version)
+        if not building(data):  # the build ran here, or the other one ended, and failed
+            return ready(data, version)
+        time.sleep(0.5)
+    return None
 
 
 if __name__ == "__main__":
