@@ -33,6 +33,12 @@ LEAKY_ENV = (
     "RALPHSTATE_DIR",
     "RALPHSTATE_RUNNER",
     "RALPHSTATE_HOME",
+    # The notification setting, and the terminals it looks at (hooks.notify).
+    "RALPHSTATE_NOTIFY",
+    "VTE_VERSION",
+    "TERM",
+    # The Claude Code plugin's data directory (hooks/launch.py).
+    "CLAUDE_PLUGIN_DATA",
 )
 
 

@@ -251,7 +251,7 @@ def test_stop_hook_process(
         assert out["reason"] == decide_stop(state, session, message, known_here=known).reason
     elif rule in ("max_iterations", "stall", "complete"):
         out = orjson.loads(done.stdout)
-        assert set(out) == {"systemMessage"}
+        assert set(out) == {"systemMessage", "terminalSequence"}  # the notification
     else:
         assert done.stdout == b""
         assert after_bytes == before

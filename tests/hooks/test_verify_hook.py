@@ -126,7 +126,8 @@ def test_passing_checks_let_the_loop_complete(root: Path) -> None:
     make_loop(root, {"tests pass": PASS, "lint clean": PASS})
     out, _ = stop(root)
     assert out == {
-        "systemMessage": "ralphstate: loop complete, all 2 criteria verified after 0 iterations."
+        "systemMessage": "ralphstate: loop complete, all 2 criteria verified after 0 iterations.",
+        "terminalSequence": "\x1b]9;ralphstate: loop complete (Build the parser)\x07",
     }
     state = load(root)
     assert state["status"] == "complete"
@@ -234,7 +235,9 @@ def test_untrusted_checks_never_run_and_the_claim_pauses(root: Path, rs: Any) ->
         "systemMessage": "ralphstate: the agent claims every criterion, but the loop's checks"
         " are not trusted on this machine (changed outside ralphstate, or they came with the"
         " repository), so they were not run and the loop is paused. Review them"
-        " (`ralphstate status`), run `ralphstate trust`, then `ralphstate resume`."
+        " (`ralphstate status`), run `ralphstate trust`, then `ralphstate resume`.",
+        "terminalSequence": "\x1b]9;ralphstate: loop paused: its checks are not trusted on"
+        " this machine (Build the parser)\x07",
     }
     assert not ran.exists()
     state = load(root)

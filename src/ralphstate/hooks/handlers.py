@@ -20,6 +20,7 @@ from ralphstate.core import clock, decide, limits, ownership, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
+from ralphstate.hooks import notify
 from ralphstate.hooks.entry import Fault, complain
 from ralphstate.storage import notices, paths, registry, trust
 from ralphstate.storage.store import Event, Store
@@ -164,7 +165,11 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
     ):
         pid = agent.process_id(os.environ) if decision.adopted else None
         _record("stop", loop, decision.state, pid)
-    return agent.render_stop(decision)
+    out = agent.render_stop(decision)
+    if decision.state is not None and decision.rule in notify.STOP_RULES:
+        what = f"{notify.STOP_RULES[decision.rule]} ({decision.state['spec']})"
+        out = notify.attach(out, agent.name, what, os.environ)
+    return out
 
 
 class Verified:

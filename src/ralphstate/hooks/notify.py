@@ -1,0 +1,59 @@
+"""Desktop notifications through the terminal, for the moments a person wants to know
+about without watching: a loop complete, a loop paused, a Stop gate that failed open.
+
+Claude Code passes a hook output's `terminalSequence` to the terminal when it is one
+of the sequences it allows (OSC 0/1/2/9/99/777, BEL). OSC 9 (iTerm2, WezTerm, Ghostty,
+kitty, Windows Terminal) is the default; OSC 777 (`notify`: VTE terminals such as
+GNOME Terminal, foot, urxvt) where the environment names such a terminal.
+`RALPHSTATE_NOTIFY` chooses: `off` (or `0`, `no`, `false`) for none, `9` or `777` for
+that sequence. Other agents take no such field: nothing is added for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ralphstate.core.text import plain_output
+
+ENV = "RALPHSTATE_NOTIFY"
+OFF = frozenset({"0", "off", "no", "false"})
+AGENTS = frozenset({"claude"})
+MAX_TEXT = 120
+# The Stop rules a person is told about, and what they are told.
+STOP_RULES = {
+    "complete": "loop complete",
+    "max_iterations": "loop paused: it reached its iteration limit",
+    "stall": "loop paused: no progress",
+    "untrusted_checks": "loop paused: its checks are not trusted on this machine",
+}
+FAILED_OPEN = "the Stop gate failed open (a fault, see the log), the loop was not enforced"
+
+
+def sequence(text: str, env: Mapping[str, str]) -> str | None:
+    """The escape sequence that shows `text` as a notification, or None when they are
+    turned off."""
+    setting = env.get(ENV, "").strip().lower()
+    if setting in OFF:
+        return None
+    body = " ".join(plain_output(text).split())
+    body = body.replace(";", ",")[:MAX_TEXT]
+    if setting == "777" or (setting != "9" and _prefers_777(env)):
+        return f"\x1b]777;notify;ralphstate;{body}\x07"
+    return f"\x1b]9;ralphstate: {body}\x07"
+
+
+def _prefers_777(env: Mapping[str, str]) -> bool:
+    term = env.get("TERM", "")
+    return bool(env.get("VTE_VERSION")) or term.startswith(("rxvt", "foot"))
+
+
+def attach(
+    out: dict[str, object] | None, agent: str, text: str, env: Mapping[str, str]
+) -> dict[str, object] | None:
+    """`out` with the notification for `text` added, when `agent` takes one."""
+    if agent not in AGENTS:
+        return out
+    found = sequence(text, env)
+    if found is None:
+        return out
+    return {**(out or {}), "terminalSequence": found}
