@@ -34,6 +34,7 @@ uses the standard library only and keeps to syntax that Python 3.8 accepts (macO
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -82,8 +83,8 @@ def main(argv: list[str]) -> int:
     command = argv[0] if argv else ""
     if command == "cli":
         return cli(argv[1:])
-    if command == "build":
-        return 0 if build(data_dir(), plugin_version()) else 1
+    if command == "build":  # started by a hook, which took the lock for it
+        return 0 if build(data_dir(), plugin_version(), locked="--locked" in argv) else 1
     try:
         data = _read_stdin()
         if command not in EVENTS or _installed_in_settings(command, data):
@@ -180,13 +181,19 @@ def _take_lock(data: Path) -> bool:
     return False
 
 
-def build(data: Path | None, version: str) -> bool:
+def _release_lock(data: Path) -> None:
+    with contextlib.suppress(OSError):
+        (data / "build.lock").unlink()
+
+
+def build(data: Path | None, version: str, locked: bool = False) -> bool:
     """Build the environment for `version` under `data`; False when it could not be
-    built or another process is building it. Its output goes to `data/build.log`."""
+    built or another process is building it. Its output goes to `data/build.log`.
+    `locked`: the caller holds the build lock for this process."""
     if data is None or not version:
         return False
     data.mkdir(parents=True, exist_ok=True)
-    if not _take_lock(data):
+    if not locked and not _take_lock(data):
         return False
     try:
         if ready(data, version):
@@ -200,10 +207,7 @@ def build(data: Path | None, version: str) -> bool:
             marker.write_text(version, encoding="utf-8")
         return ok
     finally:
-        try:
-            (data / "build.lock").unlink()
-        except OSError:
-            pass
+        _release_lock(data)
 
 
 def _build(data: Path, version: str) -> bool:
@@ -233,8 +237,7 @@ def _build(data: Path, version: str) -> bool:
             python = venv_python(venv)
             steps = [
                 [sys.executable, "-m", "venv", str(venv)],
-                [str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                 "--no-input", "--quiet", str(source)],  # fmt: skip
+                [str(python), "-m", "pip", "install", "--no-input", "--quiet", str(source)],
                 [str(python), "-I", "-c", "import ralphstate; print(ralphstate.__version__)"],
             ]
             for step in steps:
@@ -267,8 +270,19 @@ def _build(data: Path, version: str) -> bool:
 
 
 def start_build(data: Path) -> None:
-    """Start `launch.py build` in a detached process: the hook that starts it returns at
-    once, and the build goes on after the session ends."""
+    """Take the build lock and start `launch.py build` in a detached process, which
+    releases it: the hook that starts it returns at once, and the build goes on after
+    the session ends. Nothing is started when another process holds the lock."""
+    if not _take_lock(data):
+        return
+    try:
+        _spawn_build(data)
+    except BaseException:
+        _release_lock(data)
+        raise
+
+
+def _spawn_build(data: Path) -> None:
     env = dict(os.environ)
     env[ENV_DATA] = str(data)
     options: dict[str, object] = {}
@@ -278,7 +292,7 @@ def start_build(data: Path) -> None:
     else:
         options["start_new_session"] = True
     subprocess.Popen(
-        [sys.executable, str(Path(__file__).resolve()), "build"],
+        [sys.executable, str(Path(__file__).resolve()), "build", "--locked"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -330,8 +344,8 @@ def _run(event: str, data: bytes) -> bytes:
     if run_hook is not None:
         return _only_json(_in_process(run_hook, event, data))
     where = os.environ.get(ENV_DATA)
-    if not where:
-        return _notice(no_data())
+    if not where:  # said when a session starts, not after every turn
+        return _notice(no_data()) if event == "session-start" else b""
     home = Path(where)
     python = ready(home, version)
     if python is not None:
@@ -465,9 +479,7 @@ def cli(args: list[str]) -> int:
     if python is None:
         python = _wait_for_build(data, version)
     if python is None:
-        _say(
-            f"ralphstate: its Python environment could not be built; see {data / 'build.log'}."
-        )
+        _say(f"ralphstate: its Python environment could not be built; see {data / 'build.log'}.")
         return 1
     command = [str(python), "-I", "-m", "ralphstate", *args]
     if os.name != "nt":
