@@ -17,6 +17,7 @@ from ralphstate.agents import table as adapters
 from ralphstate.agents.transcripts import last_reply, newest_reply
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
+from ralphstate.hooks import notify
 from tests.helpers import FIXTURES, loops, run_process
 
 AGENT_FIXTURES = FIXTURES / "agents"
@@ -193,6 +194,8 @@ def test_stop_table(
         assert expected.reason
         assert out == block(expected.reason)
     elif expected.system_message:
+        if name in notify.AGENTS and rule in notify.STOP_RULES:  # a desktop notification
+            assert out is not None and out.pop("terminalSequence").startswith("\x1b]9;")
         assert out == notice(expected.system_message)
     else:
         assert out is None
