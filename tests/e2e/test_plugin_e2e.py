@@ -1,0 +1,184 @@
+"""The Claude Code plugin end to end: the real client loads this checkout with
+`--plugin-dir`, with a fresh CLAUDE_PLUGIN_DATA and a Python that has no ralphstate.
+
+The plugin builds its own environment on first use, for real: `python -m venv`, then
+pip installs the checkout with its dependencies. pip is pointed at a local directory
+of wheels (PIP_NO_INDEX, PIP_FIND_LINKS: pip's own settings, which the plugin's build
+honours like any pip run), filled once per test session from this machine's pip
+configuration, so the test itself needs no network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import RunClaude
+from fake_api import FakeAnthropicAPI, bash, text, texts, tool_results
+
+import ralphstate
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_TIMEOUT = 300
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Wheels of ralphstate's dependencies and its build backend, for an offline pip."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
+    where = tmp_path_factory.mktemp("wheels")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *wanted],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"could not gather the wheels the plugin's build needs:\n{done.stderr}")
+    return where
+
+
+@pytest.fixture
+def plugin_env(tmp_path: Path, claude_env: dict[str, str], wheelhouse: Path) -> dict[str, str]:
+    """The client's environment with a `python3` that cannot import ralphstate (the
+    interpreter this one was made from, without site-packages) and an offline pip."""
+    interpreters = tmp_path / "interpreters"
+    interpreters.mkdir()
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    python3 = interpreters / "python3"
+    python3.write_text(f'#!/bin/sh\nexec "{base}" -S "$@"\n')
+    python3.chmod(0o755)
+    env = dict(claude_env)
+    env.update(
+        PATH=os.pathsep.join([str(interpreters), "/usr/local/bin", "/usr/bin", "/bin"]),
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(wheelhouse),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
+    probe = subprocess.run(
+        [str(python3), "-c", "import ralphstate"], env=env, capture_output=True, timeout=30
+    )
+    assert probe.returncode != 0, "the plain python3 must not import ralphstate"
+    return env
+
+
+def person(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """A person typing `ralphstate ARGS` with the plugin's bin/ on PATH."""
+    return subprocess.run(
+        [str(REPO / "bin" / "ralphstate"), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def hook_outputs(debug_log: Path, event: str) -> list[dict[str, Any]]:
+    """The JSON objects the client parsed from `event` hooks, from its debug log."""
+    found = []
+    lines = debug_log.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if "Hooks: Parsed initial response: " in line and any(
+            re.search(rf"Hooks: {event}(:\w+)? \[", later) for later in lines[i + 1 : i + 3]
+        ):
+            found.append(json.loads(line.split("Hooks: Parsed initial response: ", 1)[1]))
+    return found
+
+
+def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_commands(
+    run_claude: RunClaude,
+    api: FakeAnthropicAPI,
+    project: Path,
+    home: Path,
+    tmp_path: Path,
+    plugin_env: dict[str, str],
+) -> None:
+    data = home / ".claude" / "plugins" / "data" / "ralphstate-inline"
+    plugin = ("--plugin-dir", str(REPO))
+    version = ralphstate.__version__
+
+    # First use: the SessionStart hook starts the build and says so; the session goes on.
+    first_log = tmp_path / "first.log"
+    api.add_turns([text("Hello.")])
+    _, result = run_claude(
+        project, "hello", *plugin, "--debug-file", str(first_log), env=plugin_env, timeout=120
+    )
+    assert result["result"] == "Hello."
+    [said] = hook_outputs(first_log, "SessionStart")
+    assert said == {
+        "systemMessage": f"ralphstate: setting up its Python environment for plugin version"
+        f" {version} (first use, about a minute at most); loops are not enforced until it"
+        " is ready."
+    }
+    stamp = data / "venv" / "ralphstate-plugin-version"
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while not stamp.exists() and (data / "build.lock").exists():
+        assert time.monotonic() < deadline, "the plugin's environment was not built in time"
+        time.sleep(0.5)
+    assert stamp.read_text() == version, (data / "build.log").read_text()
+
+    # A person starts a loop with the plugin's command: it runs in that environment.
+    started = person(project, plugin_env, "init", "Add a CSV export", "-c", "tests pass")
+    assert started.returncode == 0, started.stderr
+    assert "started a loop" in started.stdout
+
+    # The hooks gate the loop; the agent records progress with the plugin's command.
+    api.add_turns(
+        [text("I will start on the exporter.")],
+        [bash("command -v ralphstate && ralphstate criteria set 'tests pass' true")],
+        [text("The export works.\n\n<loop-complete>")],
+    )
+    debug_log = tmp_path / "loop.log"
+    _, result = run_claude(
+        project,
+        "Add a CSV export",
+        *plugin,
+        "--debug-file",
+        str(debug_log),
+        env=plugin_env,
+        timeout=120,
+    )
+    assert result["result"] == "The export works.\n\n<loop-complete>"
+    _, blocked, recorded = api.conversation()[-3:]
+    assert texts(blocked, "user")[-1].startswith(
+        "Stop hook feedback:\nralphstate loop, iteration 1 of 20: 1 of 1 criteria not verified"
+    )
+    [output] = tool_results(recorded)[-1:]
+    assert output.startswith(f"{REPO / 'bin' / 'ralphstate'}\n")
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert (state["status"], state["iteration"]) == ("complete", 1)
+    assert state["criteriaStatus"] == {"tests pass": True}
+    # The completing Stop decision carries the desktop notification.
+    stops = hook_outputs(debug_log, "Stop")
+    assert stops[0]["decision"] == "block" and "terminalSequence" not in stops[0]
+    assert stops[-1]["terminalSequence"] == (
+        "\x1b]9;ralphstate: loop complete (Add a CSV export)\x07"
+    )
+    assert stamp.read_text() == version  # nothing was built again
+
+    # A slash command runs its command line before the model sees the prompt.
+    api.add_turns([text("The loop is complete.")])
+    _, result = run_claude(project, "/ralphstate:status", *plugin, env=plugin_env)
+    assert result["result"] == "The loop is complete."
+    prompt = "\n".join(texts(api.conversation()[-1], "user"))
+    assert "<command-name>/ralphstate:status</command-name>" in prompt
+    assert f"loop {project}: complete · iteration 1/20" in prompt
+    assert "[x] tests pass" in prompt
