@@ -26,6 +26,7 @@ from ralphstate.core import limits, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.hooks import notify
 from ralphstate.storage import notices, paths, registry, trust
 from ralphstate.storage.store import Store
 from tests.helpers import run_process
@@ -215,7 +216,7 @@ def expected_stop(
         untrusted=claims and not trust.is_trusted(loop, state),
         agent=agent.name,
     )
-    return agent.render_stop(decision), decision.state
+    return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
 
 
 def unusable(root: Path, agent: adapters.Agent = CLAUDE) -> dict[str, Any] | None:

@@ -165,11 +165,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
     ):
         pid = agent.process_id(os.environ) if decision.adopted else None
         _record("stop", loop, decision.state, pid)
-    out = agent.render_stop(decision)
-    if decision.state is not None and decision.rule in notify.STOP_RULES:
-        what = f"{notify.STOP_RULES[decision.rule]} ({decision.state['spec']})"
-        out = notify.attach(out, agent.name, what, os.environ)
-    return out
+    return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
 
 
 class Verified:

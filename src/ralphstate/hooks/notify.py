@@ -12,8 +12,12 @@ that sequence. Other agents take no such field: nothing is added for them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ralphstate.core.text import plain_output
+
+if TYPE_CHECKING:
+    from ralphstate.core.decide import Decision
 
 ENV = "RALPHSTATE_NOTIFY"
 OFF = frozenset({"0", "off", "no", "false"})
@@ -57,3 +61,14 @@ def attach(
     if found is None:
         return out
     return {**(out or {}), "terminalSequence": found}
+
+
+def after_stop(
+    out: dict[str, object] | None, agent: str, decision: Decision, env: Mapping[str, str]
+) -> dict[str, object] | None:
+    """The Stop hook's `out` with the notification its `decision` calls for, if any: a
+    completion or a pause made just now."""
+    if decision.state is None or decision.rule not in STOP_RULES:
+        return out
+    what = f"{STOP_RULES[decision.rule]} ({decision.state['spec']})"
+    return attach(out, agent, what, env)
