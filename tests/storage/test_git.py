@@ -106,3 +106,13 @@ def test_before_the_first_commit_the_tree_is_still_known(tmp_path: Path) -> None
     assert found is not None
     assert (found.commit, found.dirty) == (None, True)
     assert found.tree != git.EMPTY_TREE
+
+
+def test_a_loop_directory_git_ignores_is_left_out_too(repo: Path) -> None:
+    before = snap(repo)
+    (repo / ".gitignore").write_text("build/\n.loop/\n")
+    run_git(repo, "commit", "-qam", "ignore the loop")
+    (repo / ".loop" / "state.json").write_text('{"iteration": 9}')
+    after = snap(repo)
+    assert after.tree != before.tree  # .gitignore changed, and nothing else counts
+    assert after.tree == run_git(repo, "rev-parse", "HEAD^{tree}") and not after.dirty

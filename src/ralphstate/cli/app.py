@@ -37,6 +37,8 @@ COMMANDS = {
     "config": "ralphstate.cli.verify:config",
     "run": "ralphstate.cli.run:run_command",
     "watch": "ralphstate.cli.run:watch_command",
+    "report": "ralphstate.cli.report:report",
+    "worktree": "ralphstate.cli.worktree:worktree",
 }
 
 

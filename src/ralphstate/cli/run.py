@@ -15,6 +15,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import ops
 from ralphstate.run import config as runconfig
+from ralphstate.storage.store import Store
 
 
 class _Terminal:
@@ -81,6 +82,24 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     metavar="FILE",
     help="A file to put into every prompt (repeat); bounded in size.",
 )
+@click.option(
+    "--commit",
+    is_flag=True,
+    help="Commit after each iteration that left the work tree changed (never the run logs).",
+)
+@click.option(
+    "--branch", metavar="NAME", default=None, help="Run on branch NAME (created from HEAD)."
+)
+@click.option(
+    "--worktree",
+    "worktree_name",
+    metavar="NAME",
+    default=None,
+    help="Run in git worktree NAME (created with a fresh copy of this loop when missing).",
+)
+@click.option(
+    "--allow-dirty", is_flag=True, help="Let --branch and --commit take uncommitted changes along."
+)
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 def run_command(
@@ -89,6 +108,10 @@ def run_command(
     max_iterations: int | None,
     timeout: float | None,
     context: tuple[Path, ...],
+    commit: bool,
+    branch: str | None,
+    worktree_name: str | None,
+    allow_dirty: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -100,22 +123,33 @@ def run_command(
     (max iterations, stall, Ctrl-C) or go on. Defaults come from [tool.ralphstate.run]
     in pyproject.toml or [run] in .loop/config.toml.
 
-    Exit codes: 0 complete, 3 paused (max iterations, stall, Ctrl-C), 1 error.
+    With --commit, every iteration that left changes is committed with a message
+    naming it and the criteria and steps it changed; a commit that fails pauses the
+    loop. --branch and --worktree put the loop on its own branch.
+
+    Exit codes: 0 complete, 3 paused (max iterations, stall, Ctrl-C, a failed commit),
+    1 error.
 
     \b
     Example:
       ralphstate run --agent "claude -p --dangerously-skip-permissions" --max 10
       ralphstate run --agent "codex exec --full-auto" --timeout 1800
       ralphstate run --agent "my-agent --instructions {prompt_file}"
+      ralphstate run --commit --branch loop/csv-export
+      ralphstate run --worktree csv-export --commit
       ralphstate run --dry-run
     """
     from ralphstate.run import loop as runner
     from ralphstate.run import plan as runplan
     from ralphstate.run import result as runresult
 
-    store = ops.locate()
-    state = store.load()
     files = [path.resolve() for path in context]
+    if worktree_name is not None:
+        store = _in_worktree(worktree_name, branch, as_json)
+        branch = None  # the worktree is on its own branch
+    else:
+        store = ops.locate()
+    state = store.load()
     plan = runplan.make_plan(
         store,
         state,
@@ -125,6 +159,7 @@ def run_command(
         timeout=timeout,
         context=files or None,
     )
+    plan.commit, plan.branch, plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:
         _show_preview(runplan.preview(store, plan), as_json)
         return
@@ -142,6 +177,23 @@ def run_command(
         output.json(outcome.as_json())
     if outcome.exit_code:
         raise SystemExit(outcome.exit_code)
+
+
+def _in_worktree(name: str, branch: str | None, as_json: bool) -> Store:
+    """The loop in worktree `name`, which is created (with this loop, afresh) when
+    missing."""
+    from ralphstate.run import worktree as wt
+
+    here = Path.cwd()
+    found = wt.find(here, name)
+    if found is not None:
+        return wt.store_in(found, here)
+    added = wt.add(here, name, branch=branch)
+    output.text(
+        f"worktree {added.path} on branch {added.branch}, with a fresh copy of this loop",
+        err=as_json,
+    )
+    return added.store
 
 
 def _show_preview(shown: dict[str, object], as_json: bool) -> None:

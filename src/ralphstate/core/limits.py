@@ -79,3 +79,5 @@ WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.
 GIT_TIMEOUT = 60.0
 MAX_GIT_OUTPUT_BYTES = 256 * 1024
+# How many of the newest history lines `ralphstate report` reads.
+MAX_REPORT_HISTORY_LINES = 20_000

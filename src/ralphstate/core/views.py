@@ -121,4 +121,8 @@ def loop_row(row: dict[str, Any]) -> str:
     met = row.get("criteriaMet")
     criteria = f"{met}/{total}" if total is not None else "?"
     spec = visible(str(row.get("spec") or "")[:50])
-    return f"{visible(row.get('status', '?')):<12} {criteria:<6} {visible(row['path'])}  {spec}"
+    branch = f"  [{visible(str(row['branch']))}]" if row.get("branch") else ""
+    return (
+        f"{visible(row.get('status', '?')):<12} {criteria:<6} {visible(row['path'])}{branch}"
+        f"  {spec}"
+    )

@@ -386,6 +386,9 @@ def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
                 updatedAt=state.get("updatedAt"),
                 sessionId=state.get("sessionId"),
             )
+        from ralphstate.storage import git  # loops side by side: each on its own branch
+
+        row["branch"] = git.branch(root)
     else:
         row["status"] = "gone"
     return row

@@ -161,6 +161,10 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
     with _run_lock(store.paths), spawn.Interrupts() as interrupts:
+        if plan.branch or plan.commit:
+            from ralphstate.run import git as rungit
+
+            rungit.prepare(store, plan, report)
         return _Run(store, plan, argv, report, interrupts).go()
 
 
@@ -203,7 +207,7 @@ class _Run:
         seen = self._fingerprint(state)
         quiet = 0
         for run in range(1, self.plan.limit + 1):
-            state = self._start_iteration(run)
+            state = before = self._start_iteration(run)
             agent = self._agent(run, state)
             number = state["iteration"]
             if self.interrupts.count:
@@ -232,6 +236,12 @@ class _Run:
                 decision = "stall"
             else:
                 decision = "continue"
+            if self.plan.commit:
+                from ralphstate.run import git as rungit
+
+                if not rungit.after_iteration(self.store, number, before, state, self.report):
+                    self._remember_error(number, "commit failed", "")
+                    decision = "commit_failed"
             self._record(run, number, agent, decision, state, quiet)
             if decision == "complete":
                 return self._finish("complete", None)
@@ -382,11 +392,11 @@ class _Run:
             parts.append(f"no progress ({quiet} of {state['stallLimit']})")
         self.report.line(" · ".join(parts))
 
-    def _remember_error(self, number: int, what: str) -> None:
+    def _remember_error(self, number: int, what: str, prefix: str = "agent ") -> None:
         """A failed iteration goes into the state's bounded `errors` list."""
 
         def change(current: st.State, events: list[Event]) -> None:
-            st.add_error(current, f"agent {what}", at=clock.now_iso(), run=True)
+            st.add_error(current, f"{prefix}{what}", at=clock.now_iso(), run=True)
             current["errors"][-1]["iteration"] = number
 
         with contextlib.suppress(RalphstateError):

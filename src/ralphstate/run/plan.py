@@ -32,6 +32,11 @@ class Plan:
     grace: float
     context: list[Path]
     sources: list[str] = field(default_factory=list)
+    # Git (docs/run.md, "Git"): commit after each iteration that changed the tree; the
+    # branch to run on; whether a dirty tree may be taken along.
+    commit: bool = False
+    branch: str | None = None
+    allow_dirty: bool = False
 
 
 def make_plan(

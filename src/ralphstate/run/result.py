@@ -15,7 +15,15 @@ EXIT_CODES: dict[RunOutcome, int] = {"complete": 0, "paused": 3, "cancelled": 1,
 # (Ctrl-C is "user"; a state it could not read is "error"; a loop paused, cancelled or
 # completed by someone else is that status).
 IterationDecision = Literal[
-    "complete", "max_iterations", "stall", "continue", "user", "error", "paused", "cancelled"
+    "complete",
+    "max_iterations",
+    "stall",
+    "continue",
+    "user",
+    "error",
+    "paused",
+    "cancelled",
+    "commit_failed",  # `--commit` could not commit the iteration's work: paused
 ]
 
 
@@ -76,6 +84,8 @@ class Outcome:
             "stall": "No progress in the last iterations: look at `ralphstate status` and"
             " .loop/runs/, then `ralphstate run` again.",
             "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
+            "commit_failed": "The iteration's work could not be committed (see above; it is"
+            " staged): fix what stopped the commit, commit it, then `ralphstate run` again.",
         }.get(self.reason or "")
         if self.outcome == "paused" and hint is None:
             hint = "The loop was paused from outside the run; `ralphstate run` continues it."

@@ -178,7 +178,9 @@ def snapshot(paths: LoopPaths) -> Snapshot | None:
             shutil.copy2(real_index, temp_index)
         env = git_env(GIT_INDEX_FILE=str(temp_index))
         spec = loop_pathspec(paths, top)
-        steps = [["add", "--all", "--", *spec]]
+        # `git add` refuses (exit 1) an exclude pathspec that names an ignored directory,
+        # so everything is staged and the loop's directory taken out afterwards.
+        steps = [["add", "--all", "--", ":/"]]
         left_out = _excluded(spec)
         if left_out:  # tracked files of the loop's directory leave the scratch index too
             steps.append(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out])

@@ -1,0 +1,65 @@
+"""`ralphstate report`: the loop's story as text, Markdown or one HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
+from ralphstate.core.errors import RalphstateError
+from ralphstate.loop import ops
+
+DEFAULT_HTML = "report.html"  # in the loop's directory
+
+
+@click.command("report", context_settings=SETTINGS)
+@click.option("--markdown", is_flag=True, help="Markdown, fit for a pull request's body.")
+@click.option("--html", "as_html", is_flag=True, help="One self-contained HTML file.")
+@click.option(
+    "-o",
+    "--output",
+    "target",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write it ('-': standard output).  [default: standard output;"
+    " .loop/report.html with --html]",
+)
+def report(markdown: bool, as_html: bool, target: Path | None) -> None:
+    """Tell the loop's story: the spec, each criterion with its check and last evidence
+    (commit, exit status, duration, output tail, stale or not), the iterations with
+    their durations and decisions, the criteria turning green, pauses and commits.
+
+    \b
+    Example:
+      ralphstate report
+      ralphstate report --markdown > pr-body.md
+      ralphstate report --html -o loop.html
+    """
+    if markdown and as_html:
+        raise RalphstateError("choose one of --markdown and --html.")
+    from ralphstate.report import collect
+    from ralphstate.report import html as render_html
+    from ralphstate.report import text as render_text
+
+    store = ops.locate()
+    story = collect.story(store)
+    if as_html:
+        body = render_html.html(story)
+        if target is None:
+            target = store.paths.dir / DEFAULT_HTML
+    elif markdown:
+        body = render_text.markdown(story) + "\n"
+    else:
+        body = render_text.text(story) + "\n"
+    if target is None or str(target) == "-":
+        output.text(body, nl=False)
+        return
+    from ralphstate.storage import fsio
+
+    try:
+        fsio.atomic_write(target, body.encode("utf-8"))
+    except OSError as exc:
+        raise RalphstateError(f"could not write {target}: {exc.strerror or exc}.") from None
+    output.text(f"wrote {store.paths.display(target.resolve())}")

@@ -1,0 +1,22 @@
+"""Reading what a report tells: the state, the newest history lines, and the tree the
+work tree holds now (to tell stale evidence), each read once and bounded."""
+
+from __future__ import annotations
+
+from ralphstate.core import limits
+from ralphstate.report.story import Story, gather
+from ralphstate.storage import git
+from ralphstate.storage.store import Store
+
+
+def story(store: Store) -> Story:
+    state = store.load()
+    history = store.history(limits.MAX_REPORT_HISTORY_LINES + 1)
+    cut = len(history) > limits.MAX_REPORT_HISTORY_LINES
+    if cut:
+        history = history[1:]
+    tree = None
+    if any(e.get("tree") for e in state["evidence"].values()):
+        code = git.snapshot(store.paths)
+        tree = code.tree if code else None
+    return gather(state, history, str(store.paths.root), tree, cut)

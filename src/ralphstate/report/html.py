@@ -1,0 +1,316 @@
+"""The loop's story as one self-contained HTML file: inline CSS and SVG, no script, and
+a Content-Security-Policy that forbids fetching anything, so it opens the same with no
+network. The timeline shows the iterations as bars laid end to end, each as long as it
+took, the criteria as lanes that turn green at the iteration that proved them, and the
+pauses and commits where they happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import escape
+
+from ralphstate.core.text import visible
+from ralphstate.report.story import Criterion, Iteration, Story, seconds, short
+
+WIDTH = 960  # the timeline's drawing width, in SVG units
+LABEL = 200  # room on the left for the lanes' names
+BAR_HEIGHT = 34
+LANE_HEIGHT = 18
+MIN_BAR = 6.0  # an iteration of a few seconds is still a bar one can point at
+COLOURS = {
+    "complete": "#2e9e4f",
+    "continue": "#3b7dd8",
+    "block": "#3b7dd8",
+    "max_iterations": "#d98b1c",
+    "stall": "#d98b1c",
+    "user": "#a05cc7",
+    "untrusted_checks": "#a05cc7",
+    "paused": "#a05cc7",
+    "commit_failed": "#d0342c",
+    "error": "#d0342c",
+    "cancelled": "#777777",
+}
+
+STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;
+background:#f6f7f9;color:#1d2330}
+main{max-width:1180px;margin:0 auto;padding:24px}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}
+.meta{color:#4a5466}.card{background:#fff;border:1px solid #dde1e8;border-radius:8px;
+padding:16px;margin:12px 0}
+.badge{display:inline-block;padding:2px 10px;border-radius:12px;color:#fff;
+font-weight:600;font-size:13px}
+.complete{background:#2e9e4f}.in_progress{background:#3b7dd8}.paused{background:#a05cc7}
+.cancelled{background:#777}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:5px 8px;
+border-bottom:1px solid #eceff3;vertical-align:top}th{color:#4a5466;font-weight:600}
+code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{background:#f3f4f7;padding:8px;overflow:auto;max-height:240px;margin:6px 0 0}
+.ok{color:#2e9e4f;font-weight:600}.bad{color:#d0342c;font-weight:600}
+.claim{color:#b07a12;font-weight:600}.stale{color:#b07a12;font-weight:700}
+svg{width:100%;height:auto;display:block}svg text{font:12px system-ui,sans-serif;
+fill:#1d2330}.legend span{display:inline-block;margin-right:14px}
+.legend i{display:inline-block;width:12px;height:12px;border-radius:2px;
+margin-right:5px;vertical-align:-1px}
+"""
+
+
+def _e(text: object) -> str:
+    return escape(visible(str(text)), quote=True)
+
+
+def html(story: Story) -> str:
+    state = story.state
+    status = state["status"]
+    reason = f" ({_e(state['pauseReason'])})" if state.get("pauseReason") else ""
+    cost = story.total_cost
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        (
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
+            " style-src 'unsafe-inline'\">"
+        ),
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>ralphstate report: {_e(state['spec'][:80])}</title>",
+        f"<style>{STYLE}</style></head><body><main>",
+        f"<h1>{_e(state['spec']) or 'ralphstate loop'}</h1>",
+        f'<p class="meta"><span class="badge {_e(status)}">{_e(status.replace("_", " "))}'
+        f"</span>{reason} · {_e(story.root)} · iteration {state['iteration']}"
+        f"/{state['maxIterations']} · {story.met}/{len(story.criteria)} criteria ·"
+        f" {len(state['completedSteps'])}/{len(state['steps'])} steps ·"
+        f" {len(story.iterations)} iterations in {seconds(story.total_duration)}"
+        + (f" · cost {cost:.2f}" if cost is not None else "")
+        + "</p>",
+        '<section class="card"><h2 style="margin-top:0">Timeline</h2>',
+        timeline(story),
+        _legend(),
+        "</section>",
+        "<h2>Criteria</h2>",
+        _criteria(story.criteria),
+    ]
+    if state["steps"]:
+        done = set(state["completedSteps"])
+        items = "".join(
+            f'<li><span class="{"ok" if s in done else "meta"}">{"✓" if s in done else "○"}'
+            f"</span> {_e(s)}</li>"
+            for s in state["steps"]
+        )
+        parts += ["<h2>Steps</h2>", f'<div class="card"><ul>{items}</ul></div>']
+    parts += ["<h2>Iterations</h2>", _iterations(story.iterations)]
+    if story.pauses:
+        rows = "".join(
+            f"<tr><td>{m.iteration}</td><td>{_e(m.at or '?')}</td><td>{_e(m.what)}</td>"
+            f"<td><pre>{_e(m.detail)}</pre></td></tr>"
+            if "\n" in m.detail
+            else f"<tr><td>{m.iteration}</td><td>{_e(m.at or '?')}</td><td>{_e(m.what)}</td>"
+            f"<td>{_e(m.detail)}</td></tr>"
+            for m in story.pauses
+        )
+        parts += [
+            "<h2>Pauses</h2>",
+            (
+                '<div class="card"><table><tr><th>after iteration</th><th>at</th><th>reason</th>'
+                f"<th></th></tr>{rows}</table></div>"
+            ),
+        ]
+    if story.commits:
+        rows = "".join(
+            f"<tr><td>{m.iteration}</td><td><code>{_e(short(m.what))}</code></td>"
+            f"<td>{_e(m.detail)}</td></tr>"
+            for m in story.commits
+        )
+        parts += [
+            "<h2>Commits</h2>",
+            (
+                '<div class="card"><table><tr><th>iteration</th><th>commit</th><th>message</th>'
+                f"</tr>{rows}</table></div>"
+            ),
+        ]
+    if story.history_cut:
+        parts.append('<p class="meta">Only the newest history lines were read.</p>')
+    parts.append('<p class="meta">Report by <code>ralphstate report --html</code>.</p>')
+    parts.append("</main></body></html>\n")
+    return "\n".join(parts)
+
+
+def _legend() -> str:
+    items = [
+        ("#3b7dd8", "iteration, went on"),
+        ("#2e9e4f", "completed the loop · criterion met"),
+        ("#d98b1c", "paused: stall or cap"),
+        ("#a05cc7", "paused by or for a person"),
+        ("#d0342c", "error · failed commit"),
+    ]
+    spans = "".join(f'<span><i style="background:{c}"></i>{t}</span>' for c, t in items)
+    return f'<p class="legend meta">{spans}</p>'
+
+
+def _ends(story: Story, scale: float) -> tuple[list[tuple[Iteration, float, float]], float]:
+    """Each iteration's bar (x, width), laid end to end from LABEL."""
+    known = [i.duration for i in story.iterations if i.duration]
+    fallback = sorted(known)[len(known) // 2] if known else 1.0
+    bars = []
+    x = float(LABEL)
+    for iteration in story.iterations:
+        width = max(MIN_BAR, (iteration.duration or fallback) * scale)
+        bars.append((iteration, x, width))
+        x += width
+    return bars, x
+
+
+def timeline(story: Story) -> str:
+    """The SVG timeline: one `rect.bar` per iteration (`data-iteration`), a lane per
+    criterion turning green at the iteration that proved it, pause and commit marks."""
+    known = [i.duration for i in story.iterations if i.duration]
+    fallback = sorted(known)[len(known) // 2] if known else 1.0
+    total = sum(i.duration or fallback for i in story.iterations) or 1.0
+    scale = (WIDTH - LABEL) / total  # the bars share the width by duration
+    bars, end = _ends(story, scale)
+    scale_back = (WIDTH - LABEL) / max(end - LABEL, 1.0)  # min widths may overflow: shrink
+    if scale_back < 1:
+        bars = [(i, LABEL + (x - LABEL) * scale_back, w * scale_back) for i, x, w in bars]
+        end = WIDTH
+    lanes = len(story.criteria)
+    top = 26
+    height = top + BAR_HEIGHT + 16 + lanes * LANE_HEIGHT + 30
+
+    def x_at(number: int) -> float:
+        """The end of the last bar whose iteration is at most `number`."""
+        found = float(LABEL)
+        for iteration, x, width in bars:
+            if iteration.number <= number:
+                found = x + width
+        return found
+
+    def x_begin(number: int) -> float:
+        """The start of the first bar whose iteration is at least `number`: a criterion
+        that turned green during iteration N is green from bar N on."""
+        for iteration, x, _ in bars:
+            if iteration.number >= number:
+                return x
+        return end
+
+    out = [
+        (
+            f'<svg class="timeline" viewBox="0 0 {WIDTH + 20} {height}" role="img"'
+            f' aria-label="timeline of {len(bars)} iterations">'
+        ),
+        f'<text x="0" y="{top + BAR_HEIGHT / 2 + 4}">iterations</text>',
+    ]
+    if not bars:
+        out.append(f'<text x="{LABEL}" y="{top + BAR_HEIGHT / 2 + 4}">no iteration yet</text>')
+    for iteration, x, width in bars:
+        colour = COLOURS.get(iteration.decision, "#3b7dd8")
+        tip = (
+            f"iteration {iteration.number} ({iteration.by}): {seconds(iteration.duration)},"
+            f" {iteration.result}, {iteration.decision}"
+        )
+        out.append(
+            f'<rect class="bar" data-iteration="{iteration.number}" x="{x:.1f}" y="{top}"'
+            f' width="{max(width - 1.5, 1):.1f}" height="{BAR_HEIGHT}" rx="3"'
+            f' fill="{colour}"><title>{_e(tip)}</title></rect>'
+        )
+        if width > 34:
+            out.append(
+                f'<text x="{x + 5:.1f}" y="{top + BAR_HEIGHT / 2 + 4}" style="fill:#fff">'
+                f"#{iteration.number}</text>"
+            )
+    out += _marks(story, x_at, top)
+    base = top + BAR_HEIGHT + 16
+    for row, criterion in enumerate(story.criteria):
+        y = base + row * LANE_HEIGHT
+        out.append(f'<text x="0" y="{y + 12}">{_e(criterion.name[:28])}</text>')
+        out.append(
+            f'<rect x="{LABEL}" y="{y + 3}" width="{max(end - LABEL, 1):.1f}" height="10"'
+            ' rx="2" fill="#e3e6ec"/>'
+        )
+        turns = [(n, g) for name, n, g in story.turns if name == criterion.name]
+        for index, (number, green) in enumerate(turns):
+            if not green:
+                continue
+            start = x_begin(number)
+            stop = x_begin(turns[index + 1][0]) if index + 1 < len(turns) else end
+            out.append(
+                f'<rect class="green" data-criterion="{_e(criterion.name)}" x="{start:.1f}"'
+                f' y="{y + 3}" width="{max(stop - start, 3):.1f}" height="10" rx="2"'
+                f' fill="#2e9e4f"><title>{_e(criterion.name)}: met from iteration'
+                f" {number}</title></rect>"
+            )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
+    """The pauses (a triangle above the bar they came after) and the commits (a dot
+    below the iteration they were made after)."""
+    out: list[str] = []
+    for moment in story.pauses:
+        x = x_at(moment.iteration)
+        colour = COLOURS.get(moment.what, COLOURS["user"])  # a person's own words: purple
+        out.append(
+            f'<path class="pause" d="M{x:.1f} {top - 2} l-6 -10 h12 z" fill="{colour}">'
+            f"<title>{_e(f'paused after iteration {moment.iteration}: {moment.what}')}</title>"
+            "</path>"
+        )
+    for moment in story.commits:
+        x = x_at(moment.iteration)
+        out.append(
+            f'<circle class="commit" cx="{x - 4:.1f}" cy="{top + BAR_HEIGHT + 6}" r="3.5"'
+            f' fill="#1d2330"><title>{_e(f"commit {short(moment.what)}: {moment.detail}")}'
+            "</title></circle>"
+        )
+    return out
+
+
+def _criteria(criteria: list[Criterion]) -> str:
+    rows = []
+    for c in criteria:
+        label = c.standing or ("met" if c.met else "unmet")
+        css = {"verified": "ok", "failing": "bad", "claimed": "claim"}.get(label, "meta")
+        evidence = c.evidence
+        where = ""
+        if evidence.get("commit"):
+            where = f"<code>{_e(short(evidence['commit']))}</code>"
+            where += " (dirty)" if evidence.get("dirty") else ""
+        stale = ' <span class="stale">stale: the code changed since</span>' if c.stale else ""
+        took = (
+            seconds(evidence["durationMs"] / 1000)
+            if isinstance(evidence.get("durationMs"), int)
+            else ""
+        )
+        tail = str(evidence.get("outputTail") or "")
+        output = (
+            f"<details><summary>output</summary><pre>{_e(tail)}</pre></details>" if tail else ""
+        )
+        rows.append(
+            f'<tr><td>{_e(c.name)}</td><td><span class="{css}">{_e(label)}</span>{stale}</td>'
+            f"<td>{f'<code>{_e(c.check)}</code>' if c.check else ''}</td>"
+            f"<td>{where}</td><td>{_e(evidence.get('summary', ''))}</td><td>{took}</td>"
+            f"<td>{_e(evidence.get('at', ''))}{output}</td></tr>"
+        )
+    return (
+        '<div class="card"><table><tr><th>criterion</th><th>status</th><th>check</th>'
+        "<th>on commit</th><th>result</th><th>took</th><th>when</th></tr>"
+        + "".join(rows)
+        + "</table></div>"
+    )
+
+
+def _iterations(iterations: list[Iteration]) -> str:
+    if not iterations:
+        return '<div class="card meta">None yet.</div>'
+    cost = any(i.cost is not None for i in iterations)
+    rows = "".join(
+        f"<tr><td>{i.number}</td><td>{_e(i.by)}</td><td>{_e(i.at or '?')}</td>"
+        f"<td>{seconds(i.duration)}</td><td>{_e(i.result)}</td><td>{_e(i.decision)}</td>"
+        + (f"<td>{'' if i.cost is None else f'{i.cost:.2f}'}</td>" if cost else "")
+        + f"<td><code>{_e(short(i.commit))}</code></td></tr>"
+        for i in iterations
+    )
+    return (
+        '<div class="card"><table><tr><th>#</th><th>by</th><th>ended</th><th>duration</th>'
+        "<th>result</th><th>decision</th>"
+        + ("<th>cost</th>" if cost else "")
+        + f"<th>commit</th></tr>{rows}</table></div>"
+    )

@@ -1,0 +1,217 @@
+"""A loop's story, gathered from its state and its history: the spec, each criterion
+with its check and last evidence, the iterations with their durations and decisions,
+the criteria turning green, the pauses and the commits. `text`, `markdown` and `html`
+render it; none of them reads a file or the network."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ralphstate.core import state as st
+
+Event = dict[str, Any]
+
+# The Stop hook's rules that end an iteration of a hook-driven loop, and those that pause.
+HOOK_ITERATIONS = ("unmet", "no_marker")
+HOOK_PAUSES = ("max_iterations", "stall", "untrusted_checks")
+
+
+@dataclass
+class Criterion:
+    name: str
+    met: bool
+    standing: str | None  # verified, claimed, failing, unchecked, or None
+    check: str | None
+    evidence: dict[str, Any]
+    stale: bool
+
+
+@dataclass
+class Iteration:
+    """One iteration: a fresh agent process of `ralphstate run`, or a block of the
+    Stop hook (`by` says which). `duration` in seconds; None when not known."""
+
+    number: int
+    by: str
+    at: str | None  # when it ended
+    duration: float | None
+    result: str
+    decision: str
+    cost: float | None = None
+    commit: str | None = None
+
+
+@dataclass
+class Moment:
+    """Something that happened at one point of the story: a criterion turning green,
+    a pause, a commit."""
+
+    at: str | None
+    iteration: int
+    what: str
+    detail: str = ""
+
+
+@dataclass
+class Story:
+    state: st.State
+    root: str
+    criteria: list[Criterion]
+    iterations: list[Iteration]
+    greens: list[Moment] = field(default_factory=list)
+    pauses: list[Moment] = field(default_factory=list)
+    commits: list[Moment] = field(default_factory=list)
+    # (criterion, iteration, green) each time a criterion turned green or back.
+    turns: list[tuple[str, int, bool]] = field(default_factory=list)
+    stale_known: bool = False  # whether the work tree's tree was known (git)
+    history_cut: bool = False  # only the newest history lines were read
+
+    @property
+    def met(self) -> int:
+        return sum(1 for c in self.criteria if c.met)
+
+    @property
+    def total_duration(self) -> float:
+        return sum(i.duration or 0.0 for i in self.iterations)
+
+    @property
+    def total_cost(self) -> float | None:
+        costs = [i.cost for i in self.iterations if i.cost is not None]
+        return sum(costs) if costs else None
+
+
+def parse_time(at: object) -> datetime | None:
+    if not isinstance(at, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(at.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def gather(
+    state: st.State,
+    history: list[Event],
+    root: str,
+    tree: str | None = None,
+    history_cut: bool = False,
+) -> Story:
+    """The story of the loop `state`, from its `history` (oldest first). `tree` is the
+    id of the tree the work tree holds now (None: not known; nothing is stale)."""
+    stale = set(st.stale(state, tree))
+    criteria = [
+        Criterion(
+            name,
+            st.met(state, name),
+            st.standing(state, name),
+            state["checks"].get(name),
+            dict(state["evidence"].get(name, {})),
+            name in stale,
+        )
+        for name in state["criteria"]
+    ]
+    story = Story(state, root, criteria, [], stale_known=tree is not None)
+    story.history_cut = history_cut
+    _walk(story, history)
+    return story
+
+
+def _walk(story: Story, history: list[Event]) -> None:
+    green: dict[str, bool] = {}
+    last_end: datetime | None = None
+    for event in history:
+        name = event.get("event")
+        at = event.get("at") if isinstance(event.get("at"), str) else None
+        number = _int(event.get("iteration"))
+        when = parse_time(at)
+        if name in ("init", "run_started", "resumed") and when is not None:
+            last_end = when  # waiting for a person is not part of an iteration
+        elif name == "run_iteration":
+            story.iterations.append(
+                Iteration(
+                    number,
+                    "run",
+                    at,
+                    _number(event.get("duration")),
+                    str(event.get("result", "")),
+                    str(event.get("decision", "")),
+                    _number(event.get("cost")),
+                )
+            )
+            last_end = when or last_end
+        elif name in HOOK_ITERATIONS:
+            duration = None
+            if when is not None and last_end is not None:
+                duration = max(0.0, (when - last_end).total_seconds())
+            unmet = event.get("unmet")
+            result = f"{len(unmet)} unmet" if isinstance(unmet, list) else "marker missing"
+            story.iterations.append(Iteration(number, "stop", at, duration, result, "block"))
+            last_end = when or last_end
+        elif name in ("check", "criterion_set"):
+            _green(story, green, event, name, at, number)
+        elif name == "paused":
+            story.pauses.append(Moment(at, number, str(event.get("reason") or "user")))
+        elif name in HOOK_PAUSES:
+            story.pauses.append(Moment(at, number, name, "by the Stop hook"))
+        elif name == "run_finished" and event.get("outcome") == "paused":
+            reason = str(event.get("reason") or "paused")
+            last = story.pauses[-1] if story.pauses else None
+            if last is None or (last.iteration, last.what) != (number, reason):
+                story.pauses.append(Moment(at, number, reason, "run"))
+        elif name == "commit" and isinstance(event.get("commit"), str):
+            commit = event["commit"]
+            story.commits.append(Moment(at, number, commit, str(event.get("subject", ""))))
+        elif name == "commit_failed":
+            story.pauses.append(Moment(at, number, "commit_failed", str(event.get("error", ""))))
+    by_number = {m.iteration: m.what for m in story.commits}
+    for iteration in story.iterations:  # a run's commit is written before its iteration
+        iteration.commit = by_number.get(iteration.number)
+
+
+def _green(
+    story: Story, green: dict[str, bool], event: Event, name: str, at: str | None, number: int
+) -> None:
+    criterion = event.get("criterion")
+    if not isinstance(criterion, str):
+        return
+    if name == "check":
+        now = event.get("result") == "verified"
+        how = f"verified by its check ({event.get('by', 'verify')})"
+    else:
+        now = event.get("value") is True
+        how = "claimed"
+    if now and not green.get(criterion):
+        story.greens.append(Moment(at, number, criterion, how))
+    if now != green.get(criterion, False):
+        story.turns.append((criterion, number, now))
+    green[criterion] = now
+
+
+def short(commit: object) -> str:
+    return commit[:10] if isinstance(commit, str) else ""
+
+
+def seconds(value: float | None) -> str:
+    """`4.2s`, `3m12s`, `1h05m`; `?` when not known."""
+    if value is None:
+        return "?"
+    if value < 60:
+        return f"{value:.1f}s"
+    minutes, secs = divmod(round(value), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"

@@ -1,0 +1,303 @@
+"""`ralphstate run` with git, through real processes in real repositories: --commit
+after each iteration, a failing pre-commit hook, --branch, a dirty tree, worktrees
+side by side, `list`, and `worktree remove` refusing to lose work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from ralphstate.run import spawn
+from tests.helpers import run_process
+from tests.helpers.gitrepo import commits, git, init_repo, use_identity
+
+POSIX = pytest.mark.skipif(sys.platform == "win32", reason="a shell-script git hook")
+
+AGENT = r"""
+import re, subprocess, sys
+from pathlib import Path
+
+behaviour = sys.argv[1]
+prompt = sys.stdin.read()
+n = len(list(Path(".").glob("work-*.txt"))) + 1
+Path(f"work-{n}.txt").write_text(f"work {n}\n")
+print(f"agent {n}: {behaviour}", flush=True)
+name = re.search(r'ralphstate (?:criteria set|verify) "([^"]*)"', prompt).group(1)
+if behaviour != "idle":
+    subprocess.run(
+        [sys.executable, "-m", "ralphstate", "criteria", "set", name, "true"], check=True
+    )
+if behaviour == "commits":
+    subprocess.run(["git", "add", "-A"], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", f"agent {n}"], check=True)
+"""
+
+
+@pytest.fixture
+def repo(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project, {"README": "the project\n", ".gitignore": ".loop/\n"})
+    return project
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Any:
+    script = tmp_path / "agents" / "agent.py"
+    script.parent.mkdir()
+    script.write_text(AGENT)
+
+    def command(behaviour: str = "works") -> str:
+        return spawn.join_command([sys.executable, str(script), behaviour])
+
+    return command
+
+
+def make_loop(rs: Any, *criteria: str) -> None:
+    args = ["init", "Build the parser"]
+    for name in criteria or ("tests pass", "docs written"):
+        args += ["-c", name]
+    assert rs(*args, "-s", "write it").code == 0
+
+
+def run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return run_process(["run", *args], cwd=root, timeout=120)
+
+
+def history(root: Path, *names: str) -> list[dict[str, Any]]:
+    lines = (root / ".loop" / "history.jsonl").read_bytes().splitlines()
+    return [e for e in map(orjson.loads, lines) if e["event"] in names]
+
+
+def state(root: Path) -> dict[str, Any]:
+    data: dict[str, Any] = orjson.loads((root / ".loop" / "state.json").read_bytes())
+    return data
+
+
+# -- --commit ---------------------------------------------------------------------------
+
+
+def test_each_iteration_that_changed_the_tree_is_committed(rs: Any, repo: Path, agent: Any) -> None:
+    make_loop(rs)
+    done = run(repo, "--agent", agent(), "--commit", "--max", "5")
+    assert done.returncode == 0, done.stdout
+    assert commits(repo) == [
+        'ralphstate: iteration 2: "docs written" met',
+        'ralphstate: iteration 1: "tests pass" met',
+        "first",
+    ]
+    body = git(repo, "log", "-1", "--format=%b")
+    assert body.splitlines() == [
+        "Iteration 2 of the loop: Build the parser",
+        "",
+        "Criteria met: docs written",
+        "Now: 2/2 criteria met, 0/1 steps done.",
+        "",
+        "Committed by `ralphstate run --commit`.",
+    ]
+    assert git(repo, "show", "--format=", "--name-only", "HEAD") == "work-2.txt"
+    assert git(repo, "status", "--porcelain") == ""
+    made = history(repo, "commit")
+    assert [(e["iteration"], e["commit"], e["files"]) for e in made] == [
+        (1, git(repo, "rev-parse", "HEAD~1"), 1),
+        (2, git(repo, "rev-parse", "HEAD"), 1),
+    ]
+    out = done.stdout.decode()
+    assert f"  commit {made[0]['commit'][:10]}: ralphstate: iteration 1:" in out
+
+
+def test_the_run_logs_are_never_committed_even_when_git_would_take_them(
+    rs: Any, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: Any
+) -> None:
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project)  # no .gitignore: the loop's state goes along, its logs never
+    make_loop(rs)
+    (project / ".loop" / "runs").mkdir()
+    (project / ".loop" / "runs" / ".gitignore").write_text("!*\n")  # even un-ignored
+    done = run(project, "--agent", agent(), "--commit", "--max", "5")
+    assert done.returncode == 0, done.stderr
+    files = git(project, "ls-tree", "-r", "--name-only", "HEAD").splitlines()
+    assert "work-1.txt" in files and ".loop/state.json" in files
+    assert not [f for f in files if f.startswith(".loop/runs") or f.endswith(".lock")]
+
+
+def test_an_agent_that_commits_its_own_work_gets_no_second_commit(
+    rs: Any, repo: Path, agent: Any
+) -> None:
+    make_loop(rs)
+    done = run(repo, "--agent", agent("commits"), "--commit", "--max", "5")
+    assert done.returncode == 0, done.stderr
+    assert commits(repo) == ["agent 2", "agent 1", "first"]
+    assert history(repo, "commit") == []
+
+
+@POSIX
+def test_a_failing_pre_commit_hook_is_reported_and_pauses_the_loop(
+    rs: Any, repo: Path, agent: Any
+) -> None:
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'lint: trailing whitespace in work-1.txt' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    make_loop(rs)
+    done = run(repo, "--agent", agent(), "--commit", "--max", "5")
+    assert done.returncode == 3, done.stderr
+    out = done.stdout.decode()
+    assert "  commit failed; the loop pauses: exit code 1:\n" in out
+    assert "lint: trailing whitespace in work-1.txt" in out
+    assert "paused (commit_failed)" in out
+    final = state(repo)
+    assert (final["status"], final["pauseReason"], final["iteration"]) == (
+        "paused",
+        "commit_failed",
+        1,  # not retried: one iteration, one attempt
+    )
+    (failed,) = history(repo, "commit_failed")
+    assert failed["error"].endswith("lint: trailing whitespace in work-1.txt")
+    assert commits(repo) == ["first"]
+    assert [e["decision"] for e in history(repo, "run_iteration")] == ["commit_failed"]
+
+
+def test_commit_refuses_a_dirty_tree_unless_told(rs: Any, repo: Path, agent: Any) -> None:
+    make_loop(rs)
+    (repo / "README").write_text("a person's unfinished edit\n")
+    done = run(repo, "--agent", agent(), "--commit")
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        "ralphstate: the work tree has uncommitted changes (README); `run --commit` would"
+        " commit them with the agent's work. Commit or stash them first, or give"
+        " --allow-dirty.\n"
+    )
+    assert state(repo)["iteration"] == 0
+    done = run(repo, "--agent", agent(), "--commit", "--allow-dirty", "--max", "5")
+    assert done.returncode == 0, done.stderr
+    assert git(repo, "show", "--format=", "--name-only", "HEAD~1").splitlines() == [
+        "README",
+        "work-1.txt",
+    ]
+
+
+def test_commit_outside_a_repository_is_one_sentence(rs: Any, project: Path, agent: Any) -> None:
+    make_loop(rs)
+    done = run(project, "--agent", agent(), "--commit")
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        f"ralphstate: --commit needs a git repository, and {project} is not in one"
+        " (or git is not installed).\n"
+    )
+
+
+# -- --branch ---------------------------------------------------------------------------
+
+
+def test_branch_is_created_from_head_and_the_work_lands_on_it(
+    rs: Any, repo: Path, agent: Any
+) -> None:
+    make_loop(rs)
+    done = run(repo, "--agent", agent(), "--branch", "loop/parser", "--commit", "--max", "5")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith("branch loop/parser: created from HEAD\n")
+    assert git(repo, "branch", "--show-current") == "loop/parser"
+    assert commits(repo, "main") == ["first"]
+    assert len(commits(repo, "loop/parser")) == 3
+    (event,) = history(repo, "branch")
+    assert (event["branch"], event["created"], event["from"]) == ("loop/parser", True, "main")
+
+
+def test_branch_refuses_a_dirty_tree_and_checks_out_an_existing_branch(
+    rs: Any, repo: Path, agent: Any
+) -> None:
+    make_loop(rs)
+    git(repo, "branch", "existing")
+    (repo / "README").write_text("unfinished\n")
+    done = run(repo, "--agent", agent(), "--branch", "existing")
+    assert done.returncode == 1
+    assert b"uncommitted changes (README); switching to branch" in done.stderr
+    assert git(repo, "branch", "--show-current") == "main"
+    git(repo, "checkout", "--", "README")
+    done = run(repo, "--agent", agent(), "--branch", "existing", "--max", "1")
+    assert done.stdout.decode().startswith("branch existing: checked out\n")
+    assert git(repo, "branch", "--show-current") == "existing"
+
+
+def test_a_bad_branch_name_is_one_sentence(rs: Any, repo: Path, agent: Any) -> None:
+    make_loop(rs)
+    done = run(repo, "--agent", agent(), "--branch", "no..good")
+    assert (done.returncode, done.stderr) == (
+        1,
+        b'ralphstate: "no..good" is not a valid branch name.\n',
+    )
+
+
+# -- worktrees --------------------------------------------------------------------------
+
+
+def test_loops_side_by_side_in_worktrees(rs: Any, repo: Path, agent: Any) -> None:
+    make_loop(rs)
+    assert rs("criteria", "check", "tests pass", f'"{sys.executable}" -c "pass"').code == 0
+    added = rs("worktree", "add", "alpha")
+    assert added.code == 0, added
+    alpha = repo.parent / f"{repo.name}-worktrees" / "alpha"
+    assert added.out.splitlines()[0] == f"worktree {alpha} on branch alpha (new branch, from HEAD)"
+    copied = state(alpha)
+    assert copied["spec"] == "Build the parser" and copied["iteration"] == 0
+    assert copied["checks"] == state(repo)["checks"]
+    assert copied["loopId"] != state(repo)["loopId"]
+    # The second loop is made by `run --worktree`, and runs there at once.
+    done = run(repo, "--agent", agent(), "--worktree", "beta", "--commit", "--max", "5")
+    assert done.returncode == 0, done.stderr
+    beta = repo.parent / f"{repo.name}-worktrees" / "beta"
+    assert state(beta)["status"] == "complete"
+    assert (beta / "work-1.txt").exists() and not (repo / "work-1.txt").exists()
+    assert commits(repo, "beta")[:2] == [
+        'ralphstate: iteration 2: "docs written" met',
+        'ralphstate: iteration 1: "tests pass" met',
+    ]
+    assert state(repo)["iteration"] == 0 and state(alpha)["iteration"] == 0
+    listed = rs("list").out.splitlines()
+    assert any(
+        f"{alpha}" in line and "in_progress" in line and "[alpha]" in line for line in listed
+    )
+    assert any(f"{beta}" in line and "complete" in line and "[beta]" in line for line in listed)
+    assert any(f"{repo}  [main]" in line for line in listed)
+
+
+def test_worktree_remove_refuses_to_lose_uncommitted_work(rs: Any, repo: Path) -> None:
+    make_loop(rs)
+    assert rs("worktree", "add", "alpha").code == 0
+    alpha = repo.parent / f"{repo.name}-worktrees" / "alpha"
+    (alpha / "half-done.py").write_text("x = 1\n")
+    refused = rs("worktree", "remove", "alpha")
+    assert refused.code == 1
+    assert refused.err == (
+        'ralphstate: worktree "alpha" has uncommitted changes (half-done.py); commit them'
+        " there first, or give --force to throw them away.\n"
+    )
+    assert (alpha / "half-done.py").exists()
+    git(alpha, "add", "half-done.py")
+    git(alpha, "commit", "-qm", "half done")
+    removed = rs("worktree", "remove", "alpha")
+    assert removed.code == 0, removed
+    assert removed.out == f"removed worktree {alpha}; branch alpha is kept\n"
+    assert not alpha.exists()
+    assert commits(repo, "alpha")[0] == "half done"
+    assert str(alpha) not in rs("list").out
+
+
+def test_worktree_remove_force_throws_the_changes_away(rs: Any, repo: Path) -> None:
+    make_loop(rs)
+    assert rs("worktree", "add", "alpha").code == 0
+    alpha = repo.parent / f"{repo.name}-worktrees" / "alpha"
+    (alpha / "scratch.txt").write_text("x")
+    assert rs("worktree", "remove", "alpha", "--force").code == 0
+    assert not alpha.exists()
+
+
+def test_a_worktree_needs_a_repository_and_a_loop(rs: Any, project: Path) -> None:
+    assert rs("worktree", "add", "alpha").err == (
+        f"ralphstate: worktrees need a git repository, and {project} is not in one (or git is"
+        " not installed).\n"
+    )
