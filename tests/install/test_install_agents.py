@@ -396,6 +396,44 @@ def test_doctor_reports_every_configured_agent(rs: Any, project: Path, home: Pat
     assert not any("gemini" in line or "cursor" in line for line in lines)
 
 
+COPILOT_TRUST = (
+    "warn Copilot CLI runs the hooks in {path} in `copilot -p` only in a trusted folder"
+    " (--trust-folder, a folder trusted in its interactive session, or"
+    " GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true); elsewhere it runs without them and the"
+    " loop is not enforced. Hooks installed with `--scope user` run in every folder."
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "user_scope", "warned"),
+    [
+        ({}, False, True),
+        ({"GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS": "true"}, False, False),
+        ({"COPILOT_ALLOW_ALL": "true"}, False, False),
+        ({}, True, False),
+    ],
+)
+def test_doctor_says_copilot_runs_project_hooks_in_prompt_mode_only_in_a_trusted_folder(
+    rs: Any,
+    project: Path,
+    home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    user_scope: bool,
+    warned: bool,
+) -> None:
+    for name in ("GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS", "COPILOT_ALLOW_ALL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert rs("install", "--agent", "copilot").code == 0
+    if user_scope:
+        assert rs("install", "--agent", "copilot", "--scope", "user").code == 0
+    lines = rs("doctor").out.splitlines()
+    line = COPILOT_TRUST.format(path=project / ".github" / "hooks" / "ralphstate.json")
+    assert (line in lines) == warned, lines
+
+
 def test_doctor_fails_an_agent_hook_whose_program_is_gone(
     rs: Any, project: Path, home: Path
 ) -> None:

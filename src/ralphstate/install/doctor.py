@@ -23,6 +23,10 @@ from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ralphstate.install.agents import AgentHook
+
 DEFAULT_BLOCK_CAP = 8
 IMPORT_TIMEOUT = 10.0  # seconds for a hook's interpreter to show it imports the hook
 MISSING = "which is missing or not executable"
@@ -265,7 +269,8 @@ def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
 
     findings: list[Finding] = []
     imports: dict[str, str | None] = {}
-    for hook in find_installed(root, home):
+    found = find_installed(root, home)
+    for hook in found:
         problem, target = _executable(hook.command, root, imports)
         where = f"{hook.agent} {hook.event} hook in {hook.path}"
         if problem is None:
@@ -280,7 +285,35 @@ def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
                     ),
                 )
             )
-    return findings
+    return findings + _copilot_trust(found)
+
+
+# Either makes `copilot -p` load a repository's hooks without the folder's trust.
+COPILOT_REPO_HOOKS_ENV = ("GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS", "COPILOT_ALLOW_ALL")
+
+
+def _copilot_trust(found: list[AgentHook]) -> list[Finding]:
+    """Copilot CLI loads repository hooks in prompt mode only in a trusted folder, and
+    says nothing when it does not (docs/agents.md): a warning, unless this environment
+    opts in or the user-scope hooks, which run everywhere, are installed too."""
+    copilot = [h for h in found if h.agent == "copilot"]
+    project = next((h.path for h in copilot if h.scope == "project"), None)
+    if project is None or any(h.scope == "user" for h in copilot):
+        return []
+    if any(os.environ.get(name) == "true" for name in COPILOT_REPO_HOOKS_ENV):
+        return []
+    return [
+        (
+            "warn",
+            (
+                f"Copilot CLI runs the hooks in {project} in `copilot -p` only in a trusted"
+                " folder (--trust-folder, a folder trusted in its interactive session, or"
+                " GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true); elsewhere it runs without them"
+                " and the loop is not enforced. Hooks installed with `--scope user` run in"
+                " every folder."
+            ),
+        )
+    ]
 
 
 def run(start: Path, home: Path | None = None) -> list[Finding]:
