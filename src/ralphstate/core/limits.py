@@ -35,6 +35,15 @@ MAX_SPEC_CHARS = 2000
 MAX_LIST_ITEMS = 15
 # Most history lines `ralphstate log` prints.
 MAX_LOG_LINES = 10000
+# The most of history.jsonl read at once, from its end (`log`, `watch`, `run`): a line
+# that does not fit whole is left out.
+MAX_HISTORY_TAIL_BYTES = 4 * 1024 * 1024
+# The longest history line ralphstate writes: past it, lists keep their first
+# MAX_HISTORY_LIST_ITEMS items and texts their first MAX_HISTORY_TEXT_CHARS characters
+# (`"clipped": true` says so), and if that is still too long only the event is kept.
+MAX_HISTORY_LINE_BYTES = 16 * 1024
+MAX_HISTORY_LIST_ITEMS = 20
+MAX_HISTORY_TEXT_CHARS = 500
 # How many recent errors `errors` keeps in state.json.
 MAX_ERRORS = 20
 # Longest description of what is wrong with a state file (it quotes the file's values).

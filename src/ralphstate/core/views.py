@@ -65,7 +65,7 @@ def status(
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
     marks verified criteria proven on another tree `stale` (None: not known)."""
-    stale = st.stale(state, tree)
+    stale = set(st.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(st.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
         state["status"], "red"
@@ -99,8 +99,9 @@ def status(
     if steps:
         lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}:")
         remaining = state["remainingSteps"]
+        done = set(state["completedSteps"])  # one lookup a step, not a scan
         for name in steps:
-            if name in state["completedSteps"]:
+            if name in done:
                 lines.append(f"  {style('[x]', fg='green')} {visible(name)}")
             elif remaining and name == remaining[0]:
                 lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next)")

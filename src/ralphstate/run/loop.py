@@ -180,6 +180,7 @@ class _Run:
         self.store, self.plan, self.argv, self.report = store, plan, argv, report
         self.interrupts = interrupts
         self.records: list[IterationRecord] = []
+        self.notes = prompt.Notes(store)  # follows the history: each line read once
         self.started = time.monotonic()
         self.state: st.State | None = None
         self.log = store.paths.dir / RUNS_DIR
@@ -299,7 +300,7 @@ class _Run:
             state,
             iteration=run,
             limit=self.plan.limit,
-            notes=prompt.recent_notes(self.store, state),
+            notes=self.notes.read(state),
             context=prompt.read_context(self.plan.context, paths.root),
         )
         remaining, unmet = state["remainingSteps"], st.unmet(state)

@@ -191,15 +191,50 @@ def recent_notes(store: Store, state: st.State) -> dict[str, str]:
     return notes_from_history(of_loop(store.history(limits.MAX_LOG_LINES), state["loopId"]))
 
 
+class Notes:
+    """`recent_notes` through a whole run: each call reads only what the history gained
+    since the one before (`Store.history_since`), so an iteration's work and memory do
+    not grow with the history."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.offset: int | None = None
+        self.loop_id: str | None = None
+        self.notes: dict[str, str] = {}
+
+    def read(self, state: st.State) -> dict[str, str]:
+        if state["loopId"] != self.loop_id:  # another loop: its history starts afresh
+            self.offset, self.loop_id = None, state["loopId"]
+        entries, self.offset, fresh = self.store.history_since(self.offset)
+        if fresh:
+            self.notes = {}
+        for entry in entries:
+            if self.loop_id and entry.get("loop") != self.loop_id:
+                continue
+            if not self.loop_id:  # a loop from before ids (store.of_loop)
+                if "loop" in entry:
+                    continue
+                if entry.get("event") == "init":
+                    self.notes = {}
+            _note(self.notes, entry)
+        criteria = set(state["criteria"])  # what is kept stays as small as the loop
+        self.notes = {k: v for k, v in self.notes.items() if k in criteria}
+        return dict(self.notes)
+
+
 def notes_from_history(entries: Sequence[dict[str, Any]]) -> dict[str, str]:
     """The latest note recorded for each criterion (`criteria set ... --note`)."""
     notes: dict[str, str] = {}
     for entry in entries:
-        if entry.get("event") != "criterion_set":
-            continue
-        name, note = str(entry.get("criterion")), entry.get("note")
-        if isinstance(note, str) and note:
-            notes[name] = note
-        else:
-            notes.pop(name, None)  # a later change without a note: the old one is stale
+        _note(notes, entry)
     return notes
+
+
+def _note(notes: dict[str, str], entry: dict[str, Any]) -> None:
+    if entry.get("event") != "criterion_set":
+        return
+    name, note = str(entry.get("criterion")), entry.get("note")
+    if isinstance(note, str) and note:
+        notes[name] = note
+    else:
+        notes.pop(name, None)  # a later change without a note: the old one is stale

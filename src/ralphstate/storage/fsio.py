@@ -271,20 +271,29 @@ def _regular_size(fd: int, path: Path) -> int:
     return info.st_size
 
 
-def read_tail(handle: BinaryIO, lines: int, chunk: int = 64 * 1024) -> bytes:
+def read_tail(handle: BinaryIO, lines: int, max_bytes: int, chunk: int = 64 * 1024) -> bytes:
     """Enough of the end of a file for its last `lines` lines, read backwards in
-    chunks, so a long history costs no more than the lines asked for."""
+    chunks, and never more than `max_bytes` of it: a long history costs no more than
+    the lines asked for, and a huge line (or a tail with no newline at all) no more
+    than the bound. What is returned starts at the start of a line: when the read
+    stops short of the file's start, the line it cut into is left out."""
     end = handle.seek(0, os.SEEK_END)
+    floor = max(0, end - max_bytes)
     parts: list[bytes] = []
     newlines = 0
-    while end > 0 and newlines <= lines:
-        start = max(0, end - chunk)
+    while end > floor and newlines <= lines:
+        start = max(floor, end - chunk)
         handle.seek(start)
         part = handle.read(end - start)
         parts.append(part)
         newlines += part.count(b"\n")
         end = start
-    return b"".join(reversed(parts))
+    data = b"".join(reversed(parts))
+    if end > 0:  # stopped short of the start: unless a line starts here, it was cut
+        handle.seek(end - 1)
+        if handle.read(1) != b"\n":
+            data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    return data
 
 
 def makedirs(path: Path) -> None:

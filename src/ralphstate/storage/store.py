@@ -12,10 +12,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import BinaryIO, TypeVar
 
 import orjson
 
@@ -272,28 +273,46 @@ class Store:
             raise RalphstateError(f"the change was saved in {shown}, but {exc}") from None
 
     def history(self, limit: int | None = None) -> list[Event]:
-        """History entries, oldest first; lines that do not parse are skipped. With a
-        limit, only the end of the file is read."""
+        """The newest history entries, oldest first: at most `limit` of them, from at
+        most the last limits.MAX_HISTORY_TAIL_BYTES of the file (a line that does not
+        fit whole is left out, as are lines that do not parse)."""
+        lines = sys.maxsize if limit is None else limit
+        with self._history_file() as handle:
+            if handle is None:
+                return []
+            data = fsio.read_tail(handle, lines, limit_bytes())
+        return _entries(data.splitlines()[-lines:] if lines > 0 else [])
+
+    def history_since(self, offset: int | None) -> tuple[list[Event], int, bool]:
+        """The entries appended since `offset` (as an earlier call returned it), the
+        offset to pass next time, and whether this is a fresh start rather than what
+        followed `offset`: with None, when the file shrank (it was replaced), or when
+        more than limits.MAX_HISTORY_TAIL_BYTES was appended meanwhile, it is the
+        newest entries that fit in that bound, as `history` reads them. Only whole lines
+        are taken: one still being written is left for the next call. So a reader
+        that follows the history (`ralphstate run`) reads each line once."""
+        with self._history_file() as handle:
+            if handle is None:
+                return [], 0, offset is None or offset > 0
+            end = handle.seek(0, os.SEEK_END)
+            if offset is None or offset > end or end - offset > limit_bytes():
+                fresh, data = True, fsio.read_tail(handle, sys.maxsize, limit_bytes())
+            else:
+                handle.seek(offset)
+                fresh, data = False, handle.read(end - offset)
+        whole = data.rfind(b"\n") + 1
+        return _entries(data[:whole].splitlines()), end - (len(data) - whole), fresh
+
+    @contextlib.contextmanager
+    def _history_file(self) -> Iterator[BinaryIO | None]:
         check_safe(self.paths)
         try:
             with fsio.open_regular(self.paths.history) as handle:
-                data = handle.read() if limit is None else fsio.read_tail(handle, limit)
+                yield handle
         except FileNotFoundError:
-            return []
+            yield None
         except OSError as exc:
             raise _os_error("read", self.paths.display(self.paths.history), exc) from None
-        lines = data.splitlines()
-        if limit is not None:
-            lines = lines[-limit:] if limit > 0 else []
-        entries = []
-        for line in lines:
-            try:
-                entry = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(entry, dict):
-                entries.append(entry)
-        return entries
 
 
 def append_history(
@@ -305,7 +324,7 @@ def append_history(
     loop = LoopPaths(path.parent.parent, path.parent)
     check_safe(loop)
     at = clock.now_iso()
-    lines = b"".join(orjson.dumps(_line(at, ev, iteration, loop_id)) + b"\n" for ev in events)
+    lines = b"".join(bounded(_line(at, ev, iteration, loop_id)) for ev in events)
     try:
         fsio.append_line_bytes(path, lines)
     except OSError as exc:
@@ -351,6 +370,56 @@ _BOOKKEEPING = frozenset(st.RUN_FIELDS) - {"evidence"}
 def _content(state: st.State) -> int:
     """The size of the loop itself, without its bookkeeping."""
     return len(orjson.dumps({k: v for k, v in state.items() if k not in _BOOKKEEPING}))
+
+
+def limit_bytes() -> int:
+    return limits.MAX_HISTORY_TAIL_BYTES  # read at call time: the bound in force
+
+
+def _entries(lines: list[bytes]) -> list[Event]:
+    entries = []
+    for line in lines:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
+
+
+def bounded(line: Event) -> bytes:
+    """One history line, at most limits.MAX_HISTORY_LINE_BYTES long with its newline: a
+    longer one has its lists cut to MAX_HISTORY_LIST_ITEMS items (the last saying how
+    many more there were) and its texts to MAX_HISTORY_TEXT_CHARS characters, and says
+    `"clipped": true`; if it is still too long, only its event is kept."""
+    data = orjson.dumps(line) + b"\n"
+    if len(data) <= limits.MAX_HISTORY_LINE_BYTES:
+        return data
+    cut: Event = {k: _clip(v) for k, v in line.items()}
+    cut["clipped"] = True
+    data = orjson.dumps(cut) + b"\n"
+    if len(data) <= limits.MAX_HISTORY_LINE_BYTES:
+        return data
+    keep = ("at", "event", "iteration", "loop")
+    return orjson.dumps({k: _clip(line[k]) for k in keep if k in line} | {"clipped": True}) + b"\n"
+
+
+def _clip(value: object, depth: int = 0) -> object:
+    if isinstance(value, str):
+        limit = limits.MAX_HISTORY_TEXT_CHARS
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    if depth > 4:  # ralphstate's own events are shallow
+        return "…"
+    if isinstance(value, list):
+        keep = limits.MAX_HISTORY_LIST_ITEMS
+        items = [_clip(v, depth + 1) for v in value[:keep]]
+        return [*items, f"… {len(value) - keep} more"] if len(value) > keep else items
+    if isinstance(value, dict):
+        return {
+            str(k)[: limits.MAX_HISTORY_TEXT_CHARS]: _clip(v, depth + 1) for k, v in value.items()
+        }
+    return value
 
 
 def _unchanged(before: st.State, after: st.State, events: list[Event]) -> bool:
