@@ -455,3 +455,65 @@ def test_no_change_writes_past_the_size_ralphstate_reads(project: Path) -> None:
     assert run.code == 1
     assert "more than the 2097152 ralphstate reads; nothing was written." in run.text
     assert store.load()["status"] == "in_progress"
+
+
+# -- the per-user files --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["state/loops.json", "data/trust.json"])
+def test_a_per_user_file_that_cannot_be_used_is_kept_aside_not_overwritten(
+    project: Path, isolated: Path, name: str
+) -> None:
+    """The registry or trust store that does not parse (or is too large) reads as empty,
+    and the change that rewrites it first keeps it beside, byte for byte."""
+    broken = isolated / name
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_bytes(b'{"version": 1, "loops": {"/somewhere/.loop": {"startedAt": "t"}')
+    assert cli("init", "Build it", "-c", "a").code == 0
+    assert cli("criteria", "check", "a", "true").code == 0
+    assert cli("trust").code == 0
+    kept = [p for p in broken.parent.iterdir() if p.name.startswith(broken.name + ".")]
+    assert [p.read_bytes() for p in kept if p.suffix == ".bak"] == [
+        b'{"version": 1, "loops": {"/somewhere/.loop": {"startedAt": "t"}'
+    ]
+    assert str((project / ".loop").resolve()) in orjson.loads(broken.read_bytes())["loops"]
+
+
+def test_a_per_user_file_is_read_within_its_bound(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ralphstate.storage import jsonstore
+
+    path = isolated / "state" / "loops.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024)
+    read: list[int] = []
+    real = fsio.open_regular
+
+    class Counted:
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def read(self, size: int = -1) -> bytes:
+            data = self.handle.read(size)
+            read.append(len(data))
+            return bytes(data)
+
+        def __enter__(self) -> Counted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.handle.close()
+
+    monkeypatch.setattr(fsio, "open_regular", lambda p: Counted(real(p)))
+    whole = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:  # however the file is read
+        data = whole(self)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    assert jsonstore.read(path) == {}
+    assert sum(read) == limits.MAX_USER_FILE_BYTES + 1

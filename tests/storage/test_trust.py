@@ -166,6 +166,8 @@ def test_an_unreadable_trust_store_trusts_nothing(project: Path, rs: Any, isolat
     assert not trusted(project)
     assert rs("trust").code == 0  # and trusting writes a good store again
     assert trusted(project)
+    kept = [p for p in (isolated / "data").iterdir() if p.name.endswith(".bak")]
+    assert [p.read_text() for p in kept] == ["{not json"]  # keeping the old one beside
 
 
 def test_trust_without_checks(project: Path, rs: Any) -> None:

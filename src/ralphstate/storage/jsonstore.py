@@ -2,13 +2,16 @@
 (`registry`) and the trust store (`trust`).
 
 Each file is `{"version": 1, "loops": {LOOP_DIR: ENTRY}}`, keyed by the real path of
-a loop directory. Reading takes no lock, and a file that is missing or cannot be
-read counts as empty. A change happens under `<file>.lock` (filelock), re-reads the
-file inside it, and replaces the file atomically.
+a loop directory. Reading takes no lock, reads at most limits.MAX_USER_FILE_BYTES, and
+a file that is missing or cannot be used counts as empty. A change happens under
+`<file>.lock` (filelock), re-reads the file inside it, and replaces the file
+atomically, only while it still holds what was read; a file that cannot be used is
+kept beside it (`<file>.<time>.bak`), never overwritten.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +19,14 @@ from typing import Any
 
 import orjson
 
+from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths
 
 VERSION = 1
 LOCK_TIMEOUT = 5.0
+WRITE_ATTEMPTS = 5
 Entry = dict[str, Any]
 Entries = dict[str, Entry]
 
@@ -34,13 +39,42 @@ def key(paths: LoopPaths) -> str:
 def read(path: Path) -> Entries:
     """Every entry in the file at `path`; an unreadable file reads as empty."""
     try:
-        data = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        data = _read_bytes(path)
+    except OSError:
         return {}
-    loops = data.get("loops") if isinstance(data, dict) else None
+    return (None if data is None else _entries(data)) or {}
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, at most one more than the bound; None when it is missing."""
+    try:
+        with fsio.open_regular(path) as handle:
+            return handle.read(limits.MAX_USER_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+
+
+def _entries(data: bytes) -> Entries | None:
+    """The entries in a file's bytes; None when they cannot be used."""
+    if len(data) > limits.MAX_USER_FILE_BYTES:
+        return None
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    loops = raw.get("loops") if isinstance(raw, dict) else None
     if not isinstance(loops, dict):
-        return {}
+        return None
     return {k: v for k, v in loops.items() if isinstance(v, dict)}
+
+
+def _keep_aside(path: Path) -> None:
+    """Move a file that cannot be used to `<name>.<time>.bak` beside it."""
+    stamp = clock.now().strftime("%Y%m%dT%H%M%S")
+    kept, n = path.with_name(f"{path.name}.{stamp}.bak"), 1
+    while os.path.lexists(kept):
+        kept, n = path.with_name(f"{path.name}.{stamp}.{n}.bak"), n + 1
+    path.replace(kept)
 
 
 def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
@@ -51,10 +85,20 @@ def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
     try:
         fsio.makedirs(path.parent)
         with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT, mode=fsio.FILE_MODE):
-            loops = read(path)
-            edit(loops)
-            data = orjson.dumps({"version": VERSION, "loops": loops}, option=orjson.OPT_INDENT_2)
-            fsio.atomic_write(path, data + b"\n")
+            for _ in range(WRITE_ATTEMPTS):
+                before = _read_bytes(path)
+                loops = None if before is None else _entries(before)
+                if before is not None and loops is None:
+                    _keep_aside(path)  # a file that cannot be used is kept, not overwritten
+                    before = None
+                loops = loops or {}
+                edit(loops)
+                data = orjson.dumps(
+                    {"version": VERSION, "loops": loops}, option=orjson.OPT_INDENT_2
+                )
+                if fsio.atomic_write(path, data + b"\n", expect=before):
+                    return
+            raise OSError(errno.EAGAIN, "it kept changing")
     except (OSError, filelock.Timeout) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
         raise RalphstateError(f"could not write {name} {path}: {reason}.") from None
