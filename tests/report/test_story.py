@@ -3,9 +3,16 @@ Markdown renderings: exact output for a small loop told by run, hook and person.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, cast
 
+import orjson
+import pytest
+
+from ralphstate.core import limits
 from ralphstate.core import state as st
+from ralphstate.loop import ops
+from ralphstate.report import collect
 from ralphstate.report import story as story_
 from ralphstate.report.html import html
 from ralphstate.report.text import markdown, text
@@ -203,3 +210,29 @@ def test_text_from_the_state_cannot_break_out_of_the_html() -> None:
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;x&quot;" in page
     assert page.count('class="bar"') == 3
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at the limit", "one line more"])
+def test_max_report_history_lines(
+    project: Path, rs: Any, monkeypatch: pytest.MonkeyPatch, extra: int
+) -> None:
+    assert rs("init", "Add a CSV export", "-c", "tests pass").code == 0
+    history = project / ".loop" / "history.jsonl"
+    lines = history.read_bytes().splitlines()  # the init event
+    monkeypatch.setattr(limits, "MAX_REPORT_HISTORY_LINES", len(lines) + 3)
+    with history.open("ab") as handle:
+        for n in range(1, 4 + extra):
+            event = {
+                "at": "2026-01-01T00:00:00Z",
+                "event": "run_iteration",
+                "iteration": n,
+                "loop": orjson.loads(lines[0]).get("loop"),
+                "duration": 1.0,
+                "result": "exit 0",
+                "decision": "continue",
+            }
+            handle.write(orjson.dumps(event) + b"\n")
+    told = collect.story(ops.locate(project))
+    assert told.history_cut is bool(extra)
+    assert [i.number for i in told.iterations] == list(range(1, 4 + extra))
+    assert text(told).endswith("(only the newest history lines were read)") is bool(extra)

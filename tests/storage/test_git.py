@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ralphstate.core import limits
 from ralphstate.storage import git
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers.gitrepo import git as run_git
@@ -116,3 +117,19 @@ def test_a_loop_directory_git_ignores_is_left_out_too(repo: Path) -> None:
     after = snap(repo)
     assert after.tree != before.tree  # .gitignore changed, and nothing else counts
     assert after.tree == run_git(repo, "rev-parse", "HEAD^{tree}") and not after.dirty
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at the limit", "one byte more"])
+def test_max_git_output_bytes(repo: Path, extra: int) -> None:
+    data = b"x" * (limits.MAX_GIT_OUTPUT_BYTES + extra)
+    (repo / "big.bin").write_bytes(data)
+    blob = run_git(repo, "hash-object", "-w", "big.bin")
+    done = git.run_git(["cat-file", "blob", blob], repo)
+    assert done is not None and done.ok
+    assert done.out.encode() == data[: limits.MAX_GIT_OUTPUT_BYTES]
+
+
+def test_a_git_command_past_its_timeout_is_stopped(repo: Path) -> None:
+    done = git.run_git(["-c", "alias.nap=!sleep 30", "nap"], repo, timeout=0.3)
+    assert done is None
+    assert limits.GIT_TIMEOUT == 60.0  # every other call waits this long at most

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ralphstate.core import limits
 from ralphstate.report.story import Story, gather
 from ralphstate.storage import git
-from ralphstate.storage.store import Store
+from ralphstate.storage.store import Store, of_loop
 
 
 def story(store: Store) -> Story:
@@ -15,6 +15,7 @@ def story(store: Store) -> Story:
     cut = len(history) > limits.MAX_REPORT_HISTORY_LINES
     if cut:
         history = history[1:]
+    history = of_loop(history, state["loopId"])  # an earlier loop here is not this story
     tree = None
     if any(e.get("tree") for e in state["evidence"].values()):
         code = git.snapshot(store.paths)

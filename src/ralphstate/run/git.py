@@ -240,7 +240,8 @@ def prepare(store: Store, plan: Plan, report: Reporter) -> None:
                 "commit": switched.commit,
             }
             with contextlib.suppress(RalphstateError):
-                append_history(paths.history, [event], store.load()["iteration"])
+                state = store.load()
+                append_history(paths.history, [event], state["iteration"], loop_id=state["loopId"])
     elif plan.commit and not plan.allow_dirty:
         top(paths, "--commit")
         refuse_dirty(paths, "`run --commit` would commit them with the agent's work")
@@ -269,7 +270,7 @@ def after_iteration(
         report.line(f"  commit failed; the loop pauses: {done.error}")
         event = {"event": "commit_failed", "subject": done.subject, "error": done.error}
     with contextlib.suppress(RalphstateError):
-        append_history(store.paths.history, [event], number)
+        append_history(store.paths.history, [event], number, loop_id=after["loopId"])
     return done.error is None
 
 

@@ -134,7 +134,7 @@ def add(
     branch = branch or name
     top = _main_top(start)
     here_top = git.toplevel(start) or top
-    source = None if spec else _source(start)
+    source = None if spec else _source(start)  # refused before anything is created
     place = (path or default_path(top, name)).absolute()
     if place.exists() and any(place.iterdir()):
         raise RalphstateError(f"{place} already exists and is not empty.")
@@ -153,7 +153,7 @@ def add(
     where = place
     if source is not None:
         with contextlib.suppress(ValueError):
-            where = place / source.paths.root.resolve().relative_to(here_top.resolve())
+            where = place / source[0].paths.root.resolve().relative_to(here_top.resolve())
     fsio.makedirs(where)
     if source is not None:
         store, state = _copy_loop(source, where)
@@ -170,28 +170,28 @@ def add(
     return Added(place, branch, created, store, state)
 
 
-def _source(start: Path) -> Store:
+def _source(start: Path) -> tuple[Store, st.State]:
     try:
         store = ops.locate(start)
-        store.load()
+        state = store.load()
     except RalphstateError as exc:
         raise RalphstateError(
             f"{exc} A worktree's loop starts from the loop here, or from a spec and"
             ' criteria: `ralphstate worktree add NAME "SPEC" -c CRITERION`.'
         ) from None
-    return store
-
-
-def _copy_loop(source: Store, where: Path) -> tuple[Store, st.State]:
-    """The loop `source` started afresh in `where`. Its checks run there only when they
-    are trusted here: untrusted checks are refused, never laundered."""
-    state = source.load()
-    if not trust.is_trusted(source.paths, state):
+    if not trust.is_trusted(store.paths, state):
         raise RalphstateError(
-            f"the checks of the loop in {source.paths.root} are not trusted on this"
+            f"the checks of the loop in {store.paths.root} are not trusted on this"
             " machine, so they are not copied into a worktree; review them and run"
             " `ralphstate trust` first."
         )
+    return store, state
+
+
+def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.State]:
+    """The loop `source` started afresh in `where` (its checks were trusted here, see
+    `_source`: `init` trusts them in `where` too)."""
+    source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
     store, new, _ = ops.init(
         state["spec"],
@@ -203,7 +203,7 @@ def _copy_loop(source: Store, where: Path) -> tuple[Store, st.State]:
         template=template,
         start=where,
     )
-    config = source.paths.dir / CONFIG_NAME
+    config = source_store.paths.dir / CONFIG_NAME
     if config.is_file():  # the run's settings (agent command, timeout) come along
         with contextlib.suppress(OSError):
             data = config.read_bytes()[: 64 * 1024]
