@@ -128,7 +128,9 @@ def test_max_context_chars() -> None:
     assert "\nIteration 0 of 20; stall limit 5; status in_progress\n</loop-state>\n" in whole
     cut = context_with(fits + 1)
     assert len(cut) == limits.MAX_CONTEXT_CHARS
-    assert "\nIteration 0 of 20; stall limit 5; status in_progre…\n</loop-state>\n" in cut
+    # the data is cut, and says so, before the closing marker
+    assert f"t…\n{render.DATA_CUT}\n</loop-state>\n" in cut
+    assert "\nIteration 0 of 20" not in cut
     assert cut.endswith(whole[whole.index("\n</loop-state>") :])  # the protocol is kept
 
 
@@ -142,7 +144,8 @@ def test_max_context_chars() -> None:
 )
 def test_longest_item_quoted(limit: int, field: str, shown: str) -> None:
     exact, longer = "x" * limit, "y" * (limit + 1)
-    for text, expected in ((exact, exact), (longer, "y" * (limit - 1) + "…")):
+    cut = "y" * (limit - 1) + "…" + (f" {render.SPEC_CUT}" if field == "spec" else "")
+    for text, expected in ((exact, exact), (longer, cut)):
         value: Any = [text] if field == "criteria" else text
         assert shown.format(expected) in render.context(loop(**{field: value}), "resume")
 
@@ -155,7 +158,7 @@ def test_max_list_items(extra: int) -> None:
         assert f"- [ ] {name}\n" in context
     if extra:
         assert f"- [ ] {names[-1]}\n" not in context
-        assert f"\n- … 1 more, {len(names)} unmet in all\n" in context
+        assert "\n- … 1 more (1 unmet; `ralphstate status` lists them all)\n" in context
     else:
         assert "more" not in context
 

@@ -108,7 +108,7 @@ def test_init(project: Path, rs: Any) -> None:
     )
     assert (result.code, result.err) == (0, "")
     assert result.out == (
-        "started a loop in .loop/state.json: 2 criteria, 1 steps, max 30 iterations\n"
+        "started a loop in .loop/state.json: 2 criteria, 1 step, max 30 iterations\n"
     )
     state = state_of(project)
     expected = {
@@ -174,7 +174,7 @@ def test_init_inside_a_session_is_owned_by_it(
     monkeypatch.setenv("CLAUDE_PID", "4242")
     result = rs("init", "Build it", "-c", "tests pass")
     assert result.out == (
-        "started a loop in .loop/state.json: 1 criteria, 0 steps, max 20 iterations,"
+        "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations,"
         " owned by session 0d8e6f1b\n"
     )
     assert state_of(project)["sessionId"] == "0d8e6f1b-2c47-4c3e-9a52-5f0c2a9e7b1d"
@@ -248,7 +248,7 @@ def test_init_force_replaces_an_unfinished_loop_keeping_a_copy(loop: Path, rs: A
     result = rs("init", "--force", "Start over", "-c", "x")
     assert result.out == (
         "kept the old state as .loop/state.20260102T030405.json.bak\n"
-        "started a loop in .loop/state.json: 1 criteria, 0 steps, max 20 iterations\n"
+        "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
     )
     assert (loop / ".loop" / "state.20260102T030405.json.bak").read_bytes() == before
     assert state_of(loop)["criteria"] == ["x"]
@@ -611,7 +611,7 @@ def test_resume_more(
 
 def test_resume_an_in_progress_loop_changes_nothing(loop: Path, rs: Any) -> None:
     before = (loop / ".loop" / "state.json").read_bytes()
-    assert rs("resume").out == "in progress: iteration 0/20\n"
+    assert rs("resume").out == "already in progress: iteration 0/20\n"
     assert (loop / ".loop" / "state.json").read_bytes() == before
 
 
@@ -870,7 +870,7 @@ ERRORS = [
             " use --force to replace it (a copy is kept).\n"
         ),
     ),
-    ("paused", ("pause",), "ralphstate: the loop is paused, not in progress.\n"),
+    ("complete", ("pause",), "ralphstate: the loop is complete, not in progress.\n"),
     ("cancelled", ("pause",), "ralphstate: the loop is cancelled, not in progress.\n"),
     (
         "cancelled",

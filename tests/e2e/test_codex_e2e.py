@@ -111,7 +111,7 @@ def test_a_block_reaches_the_model_and_completion_ends_the_run(
     found = HOOK_PROMPT.match(prompts[0])
     assert found, prompts[0]
     assert found.group(1).startswith(
-        "ralphstate loop, iteration 1 of 20: 1 of 1 criteria not verified yet:\n- tests pass\n"
+        "ralphstate loop, iteration 1 of 20: 1 of 1 criterion not verified yet:\n- tests pass\n"
     )
     state = read_state(project)
     assert state["status"] == "complete"

@@ -99,11 +99,11 @@ def test_the_loop_holds_until_criteria_are_verified_and_the_marker_is_said(
     first, unmet, _, _, unsaid = api.conversation()
     assert "Spec: Add a CSV export" in loop_context(first)
     assert feedback(unmet).startswith(
-        "ralphstate loop, iteration 1 of 6: 1 of 1 criteria not verified yet:\n- tests pass\n"
+        "ralphstate loop, iteration 1 of 6: 1 of 1 criterion not verified yet:\n- tests pass\n"
     )
     assert 'ralphstate criteria set "tests pass" true' in feedback(unmet)
     assert 'ralphstate step done "write the exporter"' in feedback(unmet)
-    assert "all 1 criteria are recorded as verified" in feedback(unsaid)
+    assert "the one criterion is recorded as verified" in feedback(unsaid)
     assert "<loop-complete>" in feedback(unsaid)
     state = loop_state(project)
     assert state["status"] == "complete"
@@ -143,7 +143,7 @@ def test_a_loop_the_agent_starts_belongs_to_its_session(
     done, result = run_claude(project, "Fix the parser, in a loop")
 
     assert done.returncode == 0, done.stderr
-    assert "1 of 1 criteria not verified yet" in feedback(api.conversation()[2])
+    assert "1 of 1 criterion not verified yet" in feedback(api.conversation()[2])
     state = loop_state(project)
     assert state["sessionId"] == result["session_id"]
     assert (state["status"], state["iteration"]) == ("complete", 1)

@@ -84,7 +84,7 @@ def test_a_failing_check_sends_the_model_back_until_it_passes(
     )
     assert "the end of its output:\n    greeting.txt says 'hullo'\n" in reason
     assert "    FAILED: expected 'hello'\n" in reason
-    assert f"1 of 1 criteria not verified yet:\n- {CRITERION}\n" in reason
+    assert f"1 of 1 criterion not verified yet:\n- {CRITERION}\n" in reason
     assert tool_results(requests[5])[-1].startswith(f"{CRITERION}: met")
     # The second claim was checked too, and passed.
     state = json.loads((project / ".loop" / "state.json").read_text())

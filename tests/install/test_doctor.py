@@ -59,7 +59,7 @@ def test_doctor_after_install_is_happy(rs: Any, project: Path, home: Path) -> No
         assert (
             f"ok   {event} hook in {project / '.claude' / 'settings.json'} runs {PYTHON}\n" in out
         )
-    assert "ok   .loop/state.json is valid: in_progress, 0/1 criteria, iteration 0/20" in out
+    assert "ok   .loop/state.json is valid: in_progress, 0/1 criterion, iteration 0/20" in out
     assert "the loop has no owner yet" in out
 
 

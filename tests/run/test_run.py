@@ -103,12 +103,12 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "[1/20] iteration 1 · next step: write it",
         "agent 1: progress",
         "tests pass: met",
-        "[1/20] 1/2 criteria · 0/1 steps · T · exit 0",
+        "[1/20] 1/2 criteria · 0/1 step · T · exit 0",
         "[2/20] iteration 2 · next step: write it",
         "agent 2: progress",
         "docs written: met",
-        "[2/20] 2/2 criteria · 0/1 steps · T · exit 0",
-        "complete · 2/2 criteria · 0/1 steps · 2 iterations · T",
+        "[2/20] 2/2 criteria · 0/1 step · T · exit 0",
+        "complete · 2/2 criteria · 0/1 step · 2 iterations · T",
     ]
 
     final = state(project)
@@ -173,8 +173,8 @@ def test_without_json_progress_and_agent_output_go_to_stdout(
         "[1/20] iteration 1 · next step: write it",
         "agent 1: progress",
         "tests pass: met",
-        "[1/20] 1/1 criteria · 0/1 steps · T · exit 0",
-        "complete · 1/1 criteria · 0/1 steps · 1 iteration · T",
+        "[1/20] 1/1 criterion · 0/1 step · T · exit 0",
+        "complete · 1/1 criterion · 0/1 step · 1 iteration · T",
     ]
     assert done.err == ""
 
@@ -186,7 +186,7 @@ def test_a_loop_whose_criteria_are_all_met_completes_without_running_the_agent(
     rs("criteria", "set", "tests pass", "true")
     done = rs("run", "--agent", run_agents.command(script, "stdin", "crash"))
     assert done.code == 0
-    assert plain(done.out) == ["complete · 1/1 criteria · 0/1 steps · 0 iterations · T"]
+    assert plain(done.out) == ["complete · 1/1 criterion · 0/1 step · 0 iterations · T"]
     assert run_agents.prompts(agents) == []
     assert state(project)["status"] == "complete"
     again = rs("run", "--agent", run_agents.command(script, "stdin", "crash"), "--json")
@@ -206,11 +206,11 @@ def test_an_idle_agent_stalls_after_stall_limit_iterations(
     assert plain(done.out) == [
         "[1/10] iteration 1 · next step: write it",
         "agent 1: idle",
-        "[1/10] 0/2 criteria · 0/1 steps · T · exit 0 · no progress (1 of 2)",
+        "[1/10] 0/2 criteria · 0/1 step · T · exit 0 · no progress (1 of 2)",
         "[2/10] iteration 2 · next step: write it",
         "agent 2: idle",
-        "[2/10] 0/2 criteria · 0/1 steps · T · exit 0",
-        "paused (stall) · 0/2 criteria · 0/1 steps · 2 iterations · T",
+        "[2/10] 0/2 criteria · 0/1 step · T · exit 0",
+        "paused (stall) · 0/2 criteria · 0/1 step · 2 iterations · T",
         (
             "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
             " then `ralphstate run` again."
@@ -245,7 +245,7 @@ def test_max_pauses_the_loop_and_a_new_run_resumes_it(
     assert spent.code == 3
     assert (
         plain(spent.out)[0]
-        == "paused (max_iterations) · 1/3 criteria · 0/1 steps · 0 iterations · T"
+        == "paused (max_iterations) · 1/3 criteria · 0/1 step · 0 iterations · T"
     )
     assert len(run_agents.prompts(agents)) == 1
 
@@ -262,7 +262,7 @@ def test_the_loop_paused_from_outside_ends_the_run(rs: Any, project: Path, scrip
     done = rs("run", "--agent", run_agents.command(script, "stdin", "pause"))
     assert done.code == 3
     assert plain(done.out)[-2:] == [
-        "paused (agent asked) · 0/2 criteria · 0/1 steps · 1 iteration · T",
+        "paused (agent asked) · 0/2 criteria · 0/1 step · 1 iteration · T",
         "The loop was paused from outside the run; `ralphstate run` continues it.",
     ]
     last = history(project)[-1]
@@ -311,7 +311,7 @@ def test_a_crashing_agent_is_recorded_and_the_loop_goes_on_until_it_stalls(
     make_loop(rs, "--stall-limit", "2")
     done = rs("run", "--agent", run_agents.command(script, "arg", "crash"), "--prompt-mode", "arg")
     assert done.code == 3
-    assert "[1/20] 0/2 criteria · 0/1 steps · T · exit 7 · no progress (1 of 2)" in plain(done.out)
+    assert "[1/20] 0/2 criteria · 0/1 step · T · exit 7 · no progress (1 of 2)" in plain(done.out)
     runs = history(project, "run_iteration")
     assert [(r["exit"], r["result"]) for r in runs] == [(7, "exit 7"), (7, "exit 7")]
     log = (project / ".loop" / "runs" / "0001.log").read_bytes()

@@ -64,7 +64,7 @@ def test_writes_leave_only_the_loop_files(project: Path, rs: Any) -> None:
     for args in (("criteria", "set", "a", "true"), ("step", "done", "1"), ("pause",)):
         assert rs(*args).code == 0
     names = {p.name for p in (project / ".loop").iterdir()}
-    assert names <= {"state.json", "history.jsonl", "state.lock"}
+    assert names <= {"state.json", "history.jsonl", "state.lock", ".gitignore"}
     assert {"state.json", "history.jsonl"} <= names
     if sys.platform != "win32":
         assert path.stat().st_mode & 0o777 == fsio.FILE_MODE
@@ -500,7 +500,7 @@ def test_init_force_keeps_a_copy_of_a_corrupt_file(project: Path, rs: Any) -> No
     assert (first.code, first.err) == (0, "")
     assert first.out == (
         "kept the old state as .loop/state.20260203T040506.json.bak\n"
-        "started a loop in .loop/state.json: 1 criteria, 0 steps, max 20 iterations\n"
+        "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
     )
     assert (path.parent / "state.20260203T040506.json.bak").read_bytes() == b"{bad"
     replaced = path.read_bytes()

@@ -76,7 +76,7 @@ def test_a_hand_edited_check_is_refused_until_trusted(project: Path, rs: Any, ra
     assert not ran.exists()
     assert state_path(project).read_bytes() == before
     done = rs("trust")
-    assert done.out == (f"  a: {touch(ran)}\ntrusted these 1 checks in {project} on this machine\n")
+    assert done.out == (f"  a: {touch(ran)}\ntrusted this check in {project} on this machine\n")
     assert [e["event"] for e in history(project)][-1] == "trusted"
     assert rs("verify").code == 0 and ran.exists()
 
@@ -233,12 +233,12 @@ def test_doctor_says_why_and_what_to_run(project: Path, rs: Any) -> None:
     rs("init", "Build it", "-c", "a", "--verify-on-stop")
     rs("criteria", "check", "a", PASS)
     assert (
-        "ok   1 checks, trusted on this machine, run by `ralphstate verify` and before the"
+        "ok   1 check, trusted on this machine, run by `ralphstate verify` and before the"
         " Stop hook allows a claimed completion\n"
     ) in rs("doctor").out
     hand_edit(project, checks={"a": "make a"})
     assert (
-        "warn the loop's 1 checks are not trusted on this machine (changed outside ralphstate,"
+        "warn the loop's 1 check is not trusted on this machine (changed outside ralphstate,"
         " or they came with the repository), so nothing runs them; review them"
         " (`ralphstate status`) and run `ralphstate trust`\n"
     ) in rs("doctor").out
@@ -255,7 +255,7 @@ def test_session_start_says_why_and_what_to_run(project: Path, rs: Any) -> None:
     hand_edit(project, checks={"a": "make a"})
     out = orjson.loads(run_process(["hook", "session-start"], cwd=project, input=data).stdout)
     assert out["systemMessage"].endswith(
-        " Its 1 checks are not trusted on this machine (changed outside ralphstate, or they"
+        " Its 1 check is not trusted on this machine (changed outside ralphstate, or they"
         " came with the repository) and will not run; review them (`ralphstate status`) and"
         " run `ralphstate trust`."
     )
@@ -277,8 +277,8 @@ def test_session_start_for_a_cloned_loop_mentions_its_checks(project: Path, tmp_
     out = orjson.loads(run_process(["hook", "session-start"], cwd=project, input=data).stdout)
     assert out == {
         "systemMessage": "ralphstate: this project has a loop that was not started on this"
-        " machine (1 criteria, status in_progress). It is ignored until you run"
-        " `ralphstate adopt`. Its 1 checks will not run until you review them"
+        " machine (1 criterion, status in_progress). It is ignored until you run"
+        " `ralphstate adopt`. Its 1 check will not run until you review them"
         " (`ralphstate status`) and run `ralphstate trust`."
     }
 

@@ -6,6 +6,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
+from ralphstate.core.text import visible
 from ralphstate.loop import ops
 
 
@@ -18,8 +19,9 @@ def pause(reason: str) -> None:
     Example:
       ralphstate pause --reason "waiting for API keys"
     """
-    ops.pause(ops.locate(), reason)
-    output.text("paused; continue with `ralphstate resume`")
+    new, changed = ops.pause(ops.locate(), reason)
+    already = "" if changed else f"already paused ({visible(new['pauseReason'] or 'user')})"
+    output.text(f"{already or 'paused'}; continue with `ralphstate resume`")
 
 
 @click.command(context_settings=SETTINGS)
@@ -37,8 +39,9 @@ def resume(more: int | None) -> None:
     Example:
       ralphstate resume --more 10
     """
-    new = ops.resume(ops.locate(), more)
-    output.text(f"in progress: iteration {new['iteration']}/{new['maxIterations']}")
+    new, changed = ops.resume(ops.locate(), more)
+    already = "" if changed else "already "
+    output.text(f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}")
 
 
 @click.command(context_settings=SETTINGS)

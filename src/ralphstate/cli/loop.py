@@ -10,7 +10,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.text import visible
+from ralphstate.core.text import count, visible
 from ralphstate.loop import ops
 
 
@@ -107,8 +107,8 @@ def init(
     owner = f", owned by session {new['sessionId'][:8]}" if new["sessionId"] else ""
     output.text(
         f"started a loop in {store.paths.display(store.paths.state)}: "
-        f"{len(new['criteria'])} criteria, {len(new['steps'])} steps,"
-        f" max {new['maxIterations']} iterations{owner}"
+        f"{count(len(new['criteria']), 'criterion')}, {count(len(new['steps']), 'step')},"
+        f" max {count(new['maxIterations'], 'iteration')}{owner}"
     )
     if not new["criteria"]:
         from ralphstate.core.render import NO_CRITERIA

@@ -13,6 +13,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import count
 from ralphstate.loop import ops
 from ralphstate.run import config as runconfig
 from ralphstate.storage.store import Store
@@ -204,7 +205,7 @@ def _show_preview(shown: dict[str, object], as_json: bool) -> None:
     output.text(f"would run, in {shown['cwd']} with RALPHSTATE_RUNNER=1:")
     output.text(f"  {shown['commandLine']}")
     output.text(
-        f"{shown['delivery']}; at most {shown['limit']} iterations;"
+        f"{shown['delivery']}; at most {count(int(str(shown['limit'])), 'iteration')};"
         f" {'no time limit' if timeout is None else f'{timeout:g}s per iteration'}."
     )
     if not shown["found"]:
@@ -240,6 +241,8 @@ def watch_command(interval: float, once: bool) -> None:
     store = ops.locate()
     if not store.exists():
         raise RalphstateError("no loop here.")
+    if once:
+        store.load()  # a file that cannot be read is one line and exit 1, as in `status`
     tty = sys.stdout.isatty()
     try:
         watch.watch(

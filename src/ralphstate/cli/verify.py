@@ -13,7 +13,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.text import visible
+from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop import ops
 from ralphstate.verify import checks
 from ralphstate.verify import execute as verify_
@@ -95,9 +95,9 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
         data: Any = [r.as_dict() for r in results]
         output.json(data)
     elif failed:
-        output.text(f"{len(failed)} of {len(results)} checks failed")
+        output.text(f"{len(failed)} of {count(len(results), 'check')} failed")
     else:
-        output.text(f"all {len(results)} checks passed")
+        output.text(f"{all_of(len(results), 'check')} passed")
     if failed:
         raise SystemExit(1)
 
@@ -122,9 +122,9 @@ def trust() -> None:
         return
     for name, command in state["checks"].items():
         output.text(f"  {visible(name)}: {visible(command)}")
-    output.text(
-        f"trusted these {len(state['checks'])} checks in {store.paths.root} on this machine"
-    )
+    n = len(state["checks"])
+    these = "this check" if n == 1 else f"these {n} checks"
+    output.text(f"trusted {these} in {store.paths.root} on this machine")
 
 
 @click.command(context_settings=SETTINGS)

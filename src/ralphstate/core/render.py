@@ -9,6 +9,7 @@ from typing import Protocol
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
+from ralphstate.core.text import all_of, count, noun
 
 # The one sentence on checks that may not run here (`storage/trust.py`); every message
 # that says so builds on it.
@@ -19,6 +20,11 @@ _SAFE = re.compile(r"^[\w .,:/@%+=-]*$")
 # The markers that frame the loop's state in the SessionStart context; text from the
 # state never carries them, so it cannot end the frame early.
 _FRAME = re.compile(r"<(/?)(loop-state)>", re.IGNORECASE)
+
+
+# What the restored context says where it had to leave the loop's own text out.
+SPEC_CUT = "(the spec is cut here; `ralphstate show` prints it whole)"
+DATA_CUT = "(cut here to fit; `ralphstate status` shows the whole loop)"
 
 
 def clip(text: str, size: int = limits.MAX_ITEM_CHARS) -> str:
@@ -101,7 +107,7 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
     total = len(state["criteria"])
     lines.append(
         f"ralphstate loop, iteration {state['iteration'] + 1} of {state['maxIterations']}:"
-        f" {len(unmet)} of {total} criteria not verified yet:"
+        f" {len(unmet)} of {count(total, 'criterion')} not verified yet:"
     )
     lines += [f"- {c}" for c in _bounded(unmet)]
     remaining = state["remainingSteps"]
@@ -160,7 +166,10 @@ def block_marker(state: st.State) -> str:
             f" {clip(state['completionMarker'])} (outside code blocks); if not, keep working."
         )
         return _cap("\n".join(lines), limits.MAX_REASON_CHARS)
-    lines.append(f"{where} all {len(state['criteria'])} criteria are recorded as verified.")
+    n = len(state["criteria"])
+    lines.append(
+        f"{where} {all_of(n, 'criterion')} {'is' if n == 1 else 'are'} recorded as verified."
+    )
     if state["remainingSteps"]:
         lines.append(f"Steps still open: {', '.join(_bounded(state['remainingSteps'], 5))}")
     lines.append(
@@ -175,15 +184,17 @@ def block_marker(state: st.State) -> str:
 def paused_max(state: st.State) -> str:
     left = len(st.unmet(state))
     return (
-        f"ralphstate: loop paused after {state['iteration']} iterations (maxIterations);"
-        f" {left} criteria unmet. Continue with `ralphstate resume --more 10`."
+        f"ralphstate: loop paused after {count(state['iteration'], 'iteration')}"
+        f" (maxIterations); {count(left, 'criterion')} unmet. Continue with"
+        " `ralphstate resume --more 10`."
     )
 
 
 def paused_stall(state: st.State) -> str:
     return (
-        f"ralphstate: loop paused, no progress in {state['blocksWithoutProgress']} blocked stops"
-        " (stallLimit). Look at `ralphstate status`, then `ralphstate resume`."
+        "ralphstate: loop paused, no progress in"
+        f" {count(state['blocksWithoutProgress'], 'blocked stop')} (stallLimit)."
+        " Look at `ralphstate status`, then `ralphstate resume`."
     )
 
 
@@ -218,7 +229,8 @@ def untrusted_line(state: st.State) -> str:
     """For the person at SessionStart, after `session_line`: why the checks will not
     run, and what to do."""
     return (
-        f"Its {len(state['checks'])} checks are {NOT_TRUSTED} and will not run;"
+        f"Its {count(len(state['checks']), 'check')}"
+        f" {'is' if len(state['checks']) == 1 else 'are'} {NOT_TRUSTED} and will not run;"
         " review them (`ralphstate status`) and run `ralphstate trust`."
     )
 
@@ -226,22 +238,30 @@ def untrusted_line(state: st.State) -> str:
 def completed(state: st.State) -> str:
     if not state["criteria"]:
         return (
-            f"ralphstate: loop complete after {state['iteration']} iterations: it has no"
+            f"ralphstate: loop complete after {count(state['iteration'], 'iteration')}: it has no"
             " criteria (--no-criteria), so the completion marker alone ended it."
         )
     return (
-        f"ralphstate: loop complete, all {len(state['criteria'])} criteria verified"
-        f" after {state['iteration']} iterations."
+        f"ralphstate: loop complete, {all_of(len(state['criteria']), 'criterion')} verified"
+        f" after {count(state['iteration'], 'iteration')}."
     )
 
 
 def _criteria_lines(state: st.State) -> list[str]:
-    names = state["criteria"]
+    """The criteria, the unmet ones first, each group in the loop's order; past
+    `MAX_LIST_ITEMS` the met ones are summarised first."""
+    unmet = st.unmet(state)
+    names = unmet + [c for c in state["criteria"] if c not in set(unmet)]
     shown = names[: limits.MAX_LIST_ITEMS]
     lines = [f"- [{'x' if st.met(state, c) else ' '}] {clip(c)}" for c in shown]
     if len(names) > len(shown):
         rest = names[len(shown) :]
-        lines.append(f"- … {len(rest)} more, {len(st.unmet(state))} unmet in all")
+        left = len([c for c in rest if not st.met(state, c)])
+        lines.append(
+            f"- … {len(rest)} more ({left} unmet; `ralphstate status` lists them all)"
+            if left
+            else f"- … {len(rest)} more, all verified"
+        )
     return lines
 
 
@@ -262,7 +282,10 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
     ]
     if source == "compact":
         head.insert(0, "The conversation was compacted; this restores the loop.")
-    lines = [f"Spec: {clip(state['spec'], limits.MAX_SPEC_CHARS)}"]
+    spec = clip(state["spec"], limits.MAX_SPEC_CHARS)
+    if len(" ".join(state["spec"].split())) > limits.MAX_SPEC_CHARS:
+        spec += f" {SPEC_CUT}"
+    lines = [f"Spec: {spec}"]
     if state["criteria"]:
         lines.append(f"Criteria ({met} of {len(state['criteria'])} verified):")
         lines += _criteria_lines(state)
@@ -290,6 +313,7 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
             "- The loop is paused; the Stop hook will not hold you. Ask the person whether"
             " to continue (`ralphstate resume`)."
         )
+    holds = " The Stop hook holds the session open until then."
     tail += [
         "- Work on the next remaining step; verify each criterion for real before recording it.",
         (
@@ -298,14 +322,17 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
         ),
         (
             f"- When every criterion is verified, end your reply with"
-            f" {clip(state['completionMarker'])} outside code. The Stop hook holds the session"
-            " open until then."
+            f" {clip(state['completionMarker'])} outside code."
+            + ("" if state["status"] == "paused" else holds)
         ),
     ]
     if state["checks"]:
         tail += _check_protocol(state, trusted)
     frame = "\n".join(head) + "\n" + "\n" + "\n".join(tail)
-    data = _cap("\n".join(lines), max(0, limits.MAX_CONTEXT_CHARS - len(frame)))
+    room = max(0, limits.MAX_CONTEXT_CHARS - len(frame))
+    data = "\n".join(lines)
+    if len(data) > room:  # said, never cut without a word
+        data = _cap(data, max(0, room - len(DATA_CUT) - 1)) + "\n" + DATA_CUT
     return _cap("\n".join([*head, data, *tail]), limits.MAX_CONTEXT_CHARS)
 
 
@@ -330,6 +357,7 @@ def session_line(state: st.State) -> str:
     met = len(state["criteria"]) - len(st.unmet(state))
     word = "paused" if state["status"] == "paused" else "resumed"
     return (
-        f"ralphstate: loop {word}: {met}/{len(state['criteria'])} criteria,"
+        f"ralphstate: loop {word}: {met}/{len(state['criteria'])}"
+        f" {noun(len(state['criteria']), 'criterion')},"
         f" iteration {state['iteration']}/{state['maxIterations']}."
     )

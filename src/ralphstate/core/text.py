@@ -25,3 +25,22 @@ _CONTROL_OUTPUT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 def plain_output(text: str) -> str:
     """A command's output without escape sequences and control characters."""
     return _CONTROL_OUTPUT.sub("", _ANSI.sub("", text))
+
+
+_PLURALS = {"criterion": "criteria"}
+
+
+def noun(n: int, singular: str) -> str:
+    """`singular` when `n` is 1, else its plural (`criterion` → `criteria`, `check` →
+    `checks`): the one place a count's noun is chosen."""
+    return singular if n == 1 else _PLURALS.get(singular, singular + "s")
+
+
+def count(n: int, singular: str) -> str:
+    """`1 criterion`, `2 criteria`, `0 checks`: a number and its noun."""
+    return f"{n} {noun(n, singular)}"
+
+
+def all_of(n: int, singular: str) -> str:
+    """`all 3 criteria`, `the one criterion`, `all 0 checks`."""
+    return f"the one {singular}" if n == 1 else f"all {count(n, singular)}"

@@ -111,10 +111,22 @@ def status(
 
 
 def history_line(entry: dict[str, Any]) -> str:
+    """One history entry: a line of its details, then each multi-line text (a check's
+    output) as its own indented lines, as it was printed; control characters shown as
+    `\\xNN`."""
     details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration", "loop")}
-    text = " ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in details.items())
+    long = {k: v for k, v in details.items() if isinstance(v, str) and "\n" in v}
+    text = " ".join(
+        f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
+        for k, v in details.items()
+        if k not in long
+    )
     at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
-    return visible(f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip())
+    lines = [f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip()]
+    for key, value in long.items():
+        lines.append(f"    {key}:")
+        lines += [f"      {line}".rstrip() for line in value.strip("\n").split("\n")]
+    return "\n".join(visible(line) for line in lines)
 
 
 def loop_row(row: dict[str, Any]) -> str:

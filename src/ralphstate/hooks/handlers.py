@@ -20,6 +20,7 @@ from ralphstate.core import clock, decide, limits, ownership, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
+from ralphstate.core.text import count
 from ralphstate.hooks import notify
 from ralphstate.hooks.entry import Fault, complain
 from ralphstate.storage import notices, paths, registry, trust
@@ -248,12 +249,12 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
         checks = ""
         if not trust.is_trusted(loop, state):
             checks = (
-                f" Its {len(state['checks'])} checks will not run until you review them"
+                f" Its {count(len(state['checks']), 'check')} will not run until you review them"
                 " (`ralphstate status`) and run `ralphstate trust`."
             )
         return agent.render_notice(
             f"ralphstate: this project has a loop that was not started on this machine"
-            f" ({len(state['criteria'])} criteria, status {state['status']})."
+            f" ({count(len(state['criteria']), 'criterion')}, status {state['status']})."
             " It is ignored until you run `ralphstate adopt`." + checks
         )
     if verdict == "foreign":

@@ -11,6 +11,8 @@ from ralphstate.core import ownership
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
+from ralphstate.core.text import count as plural
+from ralphstate.core.text import noun
 from ralphstate.install import claude as install
 from ralphstate.install.command import (
     command_script,
@@ -164,12 +166,13 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
         " and before the Stop hook allows a claimed completion" if state["verifyOnStop"] else ""
     )
     if trust.is_trusted(store.paths, state):
-        return [("ok", f"{count} checks, trusted on this machine, {when}")]
+        return [("ok", f"{plural(count, 'check')}, trusted on this machine, {when}")]
     return [
         (
             "warn",
             (
-                f"the loop's {count} checks are {NOT_TRUSTED}, so nothing runs them; review"
+                f"the loop's {plural(count, 'check')} {'is' if count == 1 else 'are'}"
+                f" {NOT_TRUSTED}, so nothing runs them; review"
                 " them (`ralphstate status`) and run `ralphstate trust`"
             ),
         )
@@ -194,7 +197,7 @@ def check_loop(start: Path) -> list[Finding]:
             "ok",
             (
                 f"{shown} is valid: {state['status']}, {len(state['criteria']) - len(unmet)}"
-                f"/{len(state['criteria'])} criteria, iteration"
+                f"/{len(state['criteria'])} {noun(len(state['criteria']), 'criterion')}, iteration"
                 f" {state['iteration']}/{state['maxIterations']}"
             ),
         )

@@ -18,6 +18,9 @@ from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths, find, for_init
 from ralphstate.storage.store import Change, Event, Store
 
+# A name that matches nothing is answered with the closest names; a loop with this many
+# or fewer is listed whole when none is close.
+SHOW_ALL_NAMES = 5
 TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
@@ -141,6 +144,7 @@ def init(
         backup=force or store.exists(),  # a finished loop is replaced, but kept
     )
     _register(loop, new)
+    _ignore_local_files(loop)
     if new["checks"]:  # the person starting the loop chose these checks
         trust.carry(loop, {}, new)
     return store, new, backup
@@ -170,6 +174,30 @@ def _check_names(criteria: list[str], steps: list[str], no_criteria: bool) -> No
         )
 
 
+# `.loop/.gitignore`, written by `init` when there is none: the files that belong to
+# this machine only. state.json, history.jsonl and config.toml may be committed.
+GITIGNORE = """\
+# Written by `ralphstate init`. state.json, history.jsonl and config.toml can be
+# committed; these files belong to this machine only.
+state.lock
+*.bak
+*.tmp
+runs/
+"""
+
+
+def _ignore_local_files(loop: LoopPaths) -> None:
+    """Write `.loop/.gitignore` unless there is one (or anything by that name): a
+    person's own is never replaced, and a symlink is never followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(Path(loop.dir) / ".gitignore", flags, 0o644)
+    except OSError:
+        return
+    with contextlib.suppress(OSError), os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        f.write(GITIGNORE)  # a convenience: the loop works without it
+
+
 def _register(loop: LoopPaths, state: st.State) -> None:
     # The loop works without the registry; `list` just won't show it.
     with contextlib.suppress(OSError, RalphstateError):
@@ -182,8 +210,16 @@ def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
         return ref
     if ref.isdecimal() and 1 <= int(ref) <= len(items):  # "¹" is a digit, not a number
         return str(items[int(ref) - 1])
-    known = ", ".join(repr(i) for i in items) or "none"
-    raise RalphstateError(f"no {kind} {ref!r} in this loop ({plural}: {known}).")
+    import difflib
+
+    close = difflib.get_close_matches(ref, items, n=3, cutoff=0.6)
+    if close:
+        hint = "did you mean " + " or ".join(repr(i) for i in close) + "?"
+    elif len(items) <= SHOW_ALL_NAMES:
+        hint = f"{plural}: {', '.join(repr(i) for i in items) or 'none'}"
+    else:
+        hint = f"it has {len(items)} {plural}; `ralphstate status` lists them"
+    raise RalphstateError(f"no {kind} {ref!r} in this loop ({hint}).")
 
 
 def find_criterion(state: st.State, name: str) -> str:
@@ -306,23 +342,42 @@ def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:
     return new
 
 
-def pause(store: Store, reason: str) -> st.State:
-    def fn(state: st.State, events: list[Event]) -> st.State:
+def pause(store: Store, reason: str) -> tuple[st.State, bool]:
+    """Pause the loop; (the state, whether it changed). A paused loop stays as it is,
+    its reason too: `pause` twice is not a mistake, as `resume` twice is not."""
+
+    def fn(state: st.State, events: list[Event]) -> bool:
+        if state["status"] == "paused":
+            return False
         if state["status"] != "in_progress":
             raise RalphstateError(f"the loop is {state['status']}, not in progress.")
         state["status"], state["pauseReason"] = "paused", reason
         events.append({"event": "paused", "reason": reason})
+        return True
+
+    return _lifecycle_changed(store, fn)
+
+
+def _lifecycle_changed(store: Store, fn: Change[bool]) -> tuple[st.State, bool]:
+    """`_lifecycle` for a change that says whether it changed anything."""
+    said: list[bool] = []
+
+    def change(state: st.State, events: list[Event]) -> st.State:
+        said[:] = [fn(state, events)]
         return state
 
-    return _lifecycle(store, fn)
+    return _lifecycle(store, change), said[0]
 
 
-def resume(store: Store, more: int | None) -> st.State:
-    def fn(state: st.State, events: list[Event]) -> st.State:
+def resume(store: Store, more: int | None) -> tuple[st.State, bool]:
+    """Resume the loop; (the state, whether it changed). An in-progress loop without
+    `more` stays as it is."""
+
+    def fn(state: st.State, events: list[Event]) -> bool:
         if state["status"] == "cancelled":
             raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
         if state["status"] == "in_progress" and more is None:
-            return state
+            return False
         extra = more
         if extra is None and state["iteration"] >= state["maxIterations"]:
             extra = 10
@@ -337,13 +392,17 @@ def resume(store: Store, more: int | None) -> st.State:
         state["blocksWithoutProgress"] = 0
         state["lastProgress"] = None
         events.append({"event": "resumed", "maxIterations": state["maxIterations"]})
-        return state
+        return True
 
-    return _lifecycle(store, fn)
+    return _lifecycle_changed(store, fn)
 
 
 def cancel(store: Store) -> st.State:
     def fn(state: st.State, events: list[Event]) -> st.State:
+        if state["status"] == "complete":
+            raise RalphstateError(
+                "the loop is complete; there is nothing to cancel (it stays complete)."
+            )
         if state["status"] != "cancelled":
             state["status"], state["pauseReason"] = "cancelled", None
             events.append({"event": "cancelled"})

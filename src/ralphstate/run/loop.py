@@ -24,6 +24,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
+from ralphstate.core.text import noun
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn
 from ralphstate.run.plan import Plan, resolve_program
@@ -380,8 +381,8 @@ class _Run:
         if (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted:
             self._remember_error(number, agent.describe())
         parts = [
-            f"[{run}/{self.plan.limit}] {met}/{total} criteria",
-            f"{done}/{steps} steps",
+            f"[{run}/{self.plan.limit}] {met}/{total} {noun(total, 'criterion')}",
+            f"{done}/{steps} {noun(steps, 'step')}",
             format_duration(agent.duration),
             agent.describe(),
         ]

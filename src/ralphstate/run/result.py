@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ralphstate.core import state as st
+from ralphstate.core.text import count, noun
 
 # How a `ralphstate run` ended, and what it exits with for each.
 RunOutcome = Literal["complete", "paused", "cancelled", "error"]
@@ -76,8 +77,8 @@ class Outcome:
         n = len(self.iterations)
         head = self.outcome + (f" ({self.reason})" if self.reason else "")
         line = (
-            f"{head} · {met}/{total} criteria · {done}/{steps} steps"
-            f" · {n} iteration{'' if n == 1 else 's'} · {format_duration(self.duration)}"
+            f"{head} · {met}/{total} {noun(total, 'criterion')} · {done}/{steps}"
+            f" {noun(steps, 'step')} · {count(n, 'iteration')} · {format_duration(self.duration)}"
         )
         hint = {
             "max_iterations": "Give it more with `ralphstate run --max N`.",
