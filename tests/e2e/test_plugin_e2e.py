@@ -159,7 +159,7 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     assert result["result"] == "The export works.\n\n<loop-complete>"
     _, blocked, recorded = api.conversation()[-3:]
     assert texts(blocked, "user")[-1].startswith(
-        "Stop hook feedback:\nralphstate loop, iteration 1 of 20: 1 of 1 criteria not verified"
+        "Stop hook feedback:\nralphstate loop, iteration 1 of 20: 1 of 1 criterion not verified"
     )
     [output] = tool_results(recorded)[-1:]
     assert output.startswith(f"{REPO / 'bin' / 'ralphstate'}\n")

@@ -159,7 +159,7 @@ def test_the_text_report() -> None:
         "loop /p",
         "spec: Add a CSV export",
         (
-            "status: paused (stall) · iteration 3/20 · 1/2 criteria · 1/1 steps"
+            "status: paused (stall) · iteration 3/20 · 1/2 criteria · 1/1 step"
             " · 3 iterations in 4m36s · cost 1.75"
         ),
         f"started 2026-01-01T00:00:00Z · updated {told.state['updatedAt']}",

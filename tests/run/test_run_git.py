@@ -95,7 +95,7 @@ def test_each_iteration_that_changed_the_tree_is_committed(rs: Any, repo: Path, 
         "Iteration 2 of the loop: Build the parser",
         "",
         "Criteria met: docs written",
-        "Now: 2/2 criteria met, 0/1 steps done.",
+        "Now: 2/2 criteria met, 0/1 step done.",
         "",
         "Committed by `ralphstate run --commit`.",
     ]

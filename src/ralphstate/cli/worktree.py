@@ -8,6 +8,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.core.text import count
 
 
 @click.group("worktree", context_settings=SETTINGS)
@@ -65,8 +66,9 @@ def add(
     how = "new branch, from HEAD" if added.created_branch else "existing branch"
     output.text(f"worktree {added.path} on branch {added.branch} ({how})")
     output.text(
-        f"started a loop in {added.store.paths.state}: {len(added.state['criteria'])} criteria,"
-        f" {len(added.state['steps'])} steps"
+        f"started a loop in {added.store.paths.state}:"
+        f" {count(len(added.state['criteria']), 'criterion')},"
+        f" {count(len(added.state['steps']), 'step')}"
     )
     output.text(f"run it: ralphstate run --worktree {name}   (or: cd {added.store.paths.root})")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from ralphstate.core.text import visible
+from ralphstate.core.text import count, noun, visible
 from ralphstate.report.story import Criterion, Iteration, Story, seconds, short
 
 WIDTH = 960  # the timeline's drawing width, in SVG units
@@ -77,9 +77,11 @@ def html(story: Story) -> str:
         f"<h1>{_e(state['spec']) or 'ralphstate loop'}</h1>",
         f'<p class="meta"><span class="badge {_e(status)}">{_e(status.replace("_", " "))}'
         f"</span>{reason} · {_e(story.root)} · iteration {state['iteration']}"
-        f"/{state['maxIterations']} · {story.met}/{len(story.criteria)} criteria ·"
-        f" {len(state['completedSteps'])}/{len(state['steps'])} steps ·"
-        f" {len(story.iterations)} iterations in {seconds(story.total_duration)}"
+        f"/{state['maxIterations']} · {story.met}/{len(story.criteria)}"
+        f" {noun(len(story.criteria), 'criterion')} ·"
+        f" {len(state['completedSteps'])}/{len(state['steps'])}"
+        f" {noun(len(state['steps']), 'step')} ·"
+        f" {count(len(story.iterations), 'iteration')} in {seconds(story.total_duration)}"
         + (f" · cost {cost:.2f}" if cost is not None else "")
         + "</p>",
         '<section class="card"><h2 style="margin-top:0">Timeline</h2>',
@@ -194,7 +196,7 @@ def timeline(story: Story) -> str:
     out = [
         (
             f'<svg class="timeline" viewBox="0 0 {WIDTH + 20} {height}" role="img"'
-            f' aria-label="timeline of {len(bars)} iterations">'
+            f' aria-label="timeline of {count(len(bars), "iteration")}">'
         ),
         f'<text x="0" y="{top + BAR_HEIGHT / 2 + 4}">iterations</text>',
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ralphstate.core.text import visible
+from ralphstate.core.text import count, noun, visible
 from ralphstate.report.story import Criterion, Story, seconds, short
 
 
@@ -32,9 +32,10 @@ def _head(story: Story) -> list[str]:
     cost = story.total_cost
     return [
         f"status: {visible(status)} · iteration {state['iteration']}/{state['maxIterations']}"
-        f" · {story.met}/{len(story.criteria)} criteria"
-        f" · {len(state['completedSteps'])}/{len(state['steps'])} steps"
-        f" · {len(story.iterations)} iterations in {seconds(story.total_duration)}"
+        f" · {story.met}/{len(story.criteria)} {noun(len(story.criteria), 'criterion')}"
+        f" · {len(state['completedSteps'])}/{len(state['steps'])}"
+        f" {noun(len(state['steps']), 'step')}"
+        f" · {count(len(story.iterations), 'iteration')} in {seconds(story.total_duration)}"
         + (f" · cost {cost:.2f}" if cost is not None else ""),
         f"started {state.get('startedAt') or '?'} · updated {state.get('updatedAt') or '?'}",
     ]

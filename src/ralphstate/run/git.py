@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, quote
-from ralphstate.core.text import visible
+from ralphstate.core.text import noun, visible
 from ralphstate.storage import git
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store, append_history
@@ -141,8 +141,9 @@ def message(number: int, before: st.State, after: st.State) -> tuple[str, str]:
         if names:
             body.append(f"{label}: {clip(', '.join(names), LIST_CHARS)}")
     body.append(
-        f"Now: {met}/{len(after['criteria'])} criteria met,"
-        f" {len(after['completedSteps'])}/{len(after['steps'])} steps done."
+        f"Now: {met}/{len(after['criteria'])} {noun(len(after['criteria']), 'criterion')} met,"
+        f" {len(after['completedSteps'])}/{len(after['steps'])}"
+        f" {noun(len(after['steps']), 'step')} done."
     )
     body += ["", "Committed by `ralphstate run --commit`."]
     return subject, "\n".join(body)
