@@ -7,7 +7,10 @@ MODE says where the prompt is (stdin, arg: the last argument, file: the path giv
 BEHAVIOUR: progress (sets the criterion the prompt names, with the ralphstate command
 line), build (writes built.txt), idle, crash (exit 7), hang (sleeps; SIGINT ends it
 with 130), stubborn (ignores SIGINT and SIGTERM), commit (an empty git commit), pause
-(`ralphstate pause`), corrupt (writes bad JSON into state.json).
+(`ralphstate pause`), corrupt (writes bad JSON into state.json), replay (prints
+`replay-N.out` or else `replay.out` from $FAKE_AGENT_DIR, a real client's recorded
+output, and exits with `replay-N.exit` or `replay.exit`, 0 without). Behaviours join
+with `+`: `progress+replay`.
 """
 
 from __future__ import annotations
@@ -50,7 +53,26 @@ def note(signum, frame):
         handle.write(signal.Signals(signum).name + "\n")
 
 
-if behaviour == "progress":
+behaviours = behaviour.split("+")
+behaviour = behaviours[0]
+
+
+def replay():
+    for name in (f"replay-{n}", "replay"):
+        out = record / f"{name}.out"
+        if out.exists():
+            sys.stdout.buffer.write(out.read_bytes())
+            sys.stdout.flush()
+            break
+    for name in (f"replay-{n}", "replay"):
+        code = record / f"{name}.exit"
+        if code.exists():
+            sys.exit(int(code.read_text()))
+
+
+if behaviour == "replay":
+    replay()
+elif behaviour == "progress":
     # The criterion the protocol names; one with a check is claimed all the same.
     name = re.search(r'ralphstate (?:criteria set|verify) "([^"]*)"', prompt).group(1)
     ralphstate("criteria", "set", name, "true", "--note", f"proved by agent {n}")
@@ -77,6 +99,8 @@ elif behaviour in ("hang", "stubborn"):
     (record / "pid").write_text(str(os.getpid()))
     while True:
         time.sleep(0.05)
+if "replay" in behaviours[1:]:
+    replay()
 """
 
 
@@ -117,3 +141,10 @@ def alive(pid: int) -> bool:
     except PermissionError:  # pragma: no cover - someone else's process by now
         return True
     return True
+
+
+def replay(directory: Path, output: bytes, exit_code: int = 0, n: int | None = None) -> None:
+    """What the `replay` behaviour prints (in iteration `n`, or in every one)."""
+    name = "replay" if n is None else f"replay-{n}"
+    (directory / f"{name}.out").write_bytes(output)
+    (directory / f"{name}.exit").write_text(str(exit_code))

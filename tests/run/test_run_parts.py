@@ -273,9 +273,12 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
                 "timedOut": False,
                 "interrupted": False,
                 "decision": "stall",
+                "tokens": None,
+                "cost": None,
                 "log": ".loop/runs/0004.log",
             }
         ],
+        "usage": {"tokens": None, "cost": None},
     }
     assert outcome.summary() == [
         "paused (stall) · 1/3 criteria · 1/2 steps · 1 iteration · 1m15s",

@@ -86,6 +86,9 @@ RUN_GRACE_SECONDS = 3.0
 RUN_DRAIN_SECONDS = 2.0
 # How many iterations one `ralphstate run` may be given (--max).
 RUN_MAX_ITERATIONS = 10_000
+# How much of the end of an iteration's output is read for the agent's own report of
+# its tokens, cost and errors (`run/usage.py`, `run/limits.py`).
+RUN_USAGE_TAIL_BYTES = 1024 * 1024
 # How often `ralphstate watch` looks at the state file, unless told otherwise.
 WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.

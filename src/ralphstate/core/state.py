@@ -38,7 +38,9 @@ STATUSES: tuple[Status, ...] = ("in_progress", "paused", "complete", "cancelled"
 # The statuses of a loop that is not over: SessionStart restores it, `init` keeps it.
 ACTIVE: tuple[Status, ...] = ("in_progress", "paused")
 # Why ralphstate itself pauses a loop; `ralphstate pause --reason` may write any text.
-PauseReason = Literal["max_iterations", "stall", "untrusted_checks", "user"]
+PauseReason = Literal[
+    "max_iterations", "stall", "untrusted_checks", "user", "budget", "agent_errors", "step_retries"
+]
 # The agents whose sessions can own a loop (agents/table.py holds their details).
 AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot"]
 # The agent a `sessionId` belongs to when the file does not say.
@@ -67,6 +69,14 @@ class Evidence(TypedDict, total=False):
     commit: str | None
     dirty: bool
     tree: str
+
+
+class Usage(TypedDict):
+    """What a loop has spent (`usage`): every figure a sum over its iterations."""
+
+    tokens: int
+    cost: float
+    seconds: float
 
 
 class State(TypedDict):
@@ -108,6 +118,12 @@ class State(TypedDict):
     # ralphstate: the person started the loop without criteria (`init --no-criteria`): the
     # completion marker alone ends it. Without it, a loop with no criteria never completes.
     noCriteria: bool
+    # ralphstate: what the loop has spent (`tokens`, `cost` in US dollars, `seconds`
+    # of runs), and the budgets that pause it once reached (null: none).
+    usage: Usage | None
+    maxCost: float | None
+    maxTokens: int | None
+    maxDuration: float | None
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -134,6 +150,7 @@ RUN_FIELDS = (
     "blocksWithoutProgress",
     "lastProgress",
     "evidence",
+    "usage",
 )
 
 
@@ -167,6 +184,10 @@ def _defaults() -> Raw:
         "evidence": {},
         "ownerAgent": None,
         "noCriteria": False,
+        "usage": None,
+        "maxCost": None,
+        "maxTokens": None,
+        "maxDuration": None,
     }
 
 
@@ -263,6 +284,73 @@ def _evidence(raw: Raw) -> dict[str, Evidence]:
                 f" {', '.join(EVIDENCE_RESULTS)}"
             )
     return {name: cast(Evidence, dict(entry)) for name, entry in value.items()}
+
+
+def _number(value: Any) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+def _usage(raw: Raw) -> Usage | None:
+    value = raw.get("usage")
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        _number(value.get(key, 0)) for key in ("tokens", "cost", "seconds")
+    ):
+        raise _Bad("'usage' must be an object of tokens, cost and seconds, each 0 or more")
+    return {
+        "tokens": int(value.get("tokens", 0)),
+        "cost": float(value.get("cost", 0)),
+        "seconds": float(value.get("seconds", 0)),
+    }
+
+
+def _spending(raw: Raw, state: Raw) -> None:
+    """`usage` and the budgets, checked."""
+    state["usage"] = _usage(raw)
+    for key in ("maxCost", "maxTokens", "maxDuration"):
+        state[key] = _budget(raw, key)
+
+
+def _budget(raw: Raw, key: str) -> Any:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not _number(value) or value == 0:
+        raise _Bad(f"'{key}' must be a number above 0, or null, not {value!r}")
+    return int(value) if key == "maxTokens" else float(value)
+
+
+def spent(state: State) -> Usage:
+    """What the loop has spent so far (zeros when nothing was recorded)."""
+    return state["usage"] or {"tokens": 0, "cost": 0.0, "seconds": 0.0}
+
+
+def add_usage(state: State, tokens: int = 0, cost: float = 0.0, seconds: float = 0.0) -> None:
+    """Add one iteration's figures to the loop's `usage`."""
+    now = spent(state)
+    state["usage"] = {
+        "tokens": now["tokens"] + max(0, tokens),
+        "cost": round(now["cost"] + max(0.0, cost), 6),
+        "seconds": round(now["seconds"] + max(0.0, seconds), 3),
+    }
+
+
+def over_budget(state: State) -> str | None:
+    """The budget the loop has reached, as a person reads it, or None."""
+    now = spent(state)
+    if state["maxCost"] is not None and now["cost"] >= state["maxCost"]:
+        return f"cost ${now['cost']:.2f} of ${state['maxCost']:.2f}"
+    if state["maxTokens"] is not None and now["tokens"] >= state["maxTokens"]:
+        return f"tokens {now['tokens']:,} of {state['maxTokens']:,}"
+    if state["maxDuration"] is not None and now["seconds"] >= state["maxDuration"]:
+        return f"duration {now['seconds']:.0f}s of {state['maxDuration']:.0f}s"
+    return None
 
 
 def normalise(raw: object) -> State:
@@ -411,6 +499,7 @@ def _normalise(raw: Raw) -> State:
         state[key] = _opt_str(raw, key)
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
+    _spending(raw, state)
     errors = raw.get("errors") or []
     if not isinstance(errors, list):
         raise _Bad("'errors' must be a list")

@@ -55,6 +55,24 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     return lines
 
 
+def _spent(state: st.State) -> str:
+    """`spent: 12,400 tokens · $0.42 · 3m12s of runs (budget: $5.00)`; "" before anything."""
+    budgeted = state["maxCost"] or state["maxTokens"] or state["maxDuration"]
+    if state["usage"] is None and not budgeted:
+        return ""
+    now = st.spent(state)
+    parts = [f"{now['tokens']:,} tokens", f"${now['cost']:.4f}", f"{now['seconds']:.0f}s of runs"]
+    budgets = []
+    if state["maxCost"] is not None:
+        budgets.append(f"${state['maxCost']:.2f}")
+    if state["maxTokens"] is not None:
+        budgets.append(f"{state['maxTokens']:,} tokens")
+    if state["maxDuration"] is not None:
+        budgets.append(f"{state['maxDuration']:.0f}s")
+    text = "spent: " + " · ".join(parts)
+    return text + (f" (budget: {', '.join(budgets)})" if budgets else "")
+
+
 def status(
     state: st.State,
     where: str,
@@ -80,6 +98,9 @@ def status(
     if state.get("pauseReason"):
         head.insert(1, f"({visible(state['pauseReason'])})")
     lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
+    spent = _spent(state)
+    if spent:
+        lines.append(spent)
     if state["criteria"]:
         lines.append(f"criteria {met}/{len(state['criteria'])}:")
     elif state["noCriteria"]:

@@ -26,7 +26,7 @@ from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun
 from ralphstate.run import config as runconfig
-from ralphstate.run import prompt, spawn
+from ralphstate.run import prompt, spawn, usage
 from ralphstate.run.plan import Plan, resolve_program
 from ralphstate.run.result import (
     IterationDecision,
@@ -35,6 +35,7 @@ from ralphstate.run.result import (
     RunOutcome,
     counts,
     format_duration,
+    format_spent,
 )
 from ralphstate.storage import fsio, registry
 from ralphstate.storage.paths import LoopPaths, check_safe
@@ -352,6 +353,7 @@ class _Run:
         quiet: int,
     ) -> None:
         paths = self.store.paths
+        figures = usage.read(self.log)
         record = IterationRecord(
             run=run,
             iteration=number,
@@ -362,6 +364,8 @@ class _Run:
             timed_out=agent.timed_out,
             interrupted=agent.interrupted,
             decision=decision,
+            tokens=figures.tokens if figures else None,
+            cost=figures.cost if figures else None,
         )
         self.records.append(record)
         met, total, done, steps = counts(state)
@@ -378,14 +382,16 @@ class _Run:
             event["stops"] = agent.stops
         with contextlib.suppress(RalphstateError):
             append_history(paths.history, [event], number, loop_id=state["loopId"])
-        if (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted:
-            self._remember_error(number, agent.describe())
+        failed = (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted
+        self._account(number, agent, figures, agent.describe() if failed else None)
         parts = [
             f"[{run}/{self.plan.limit}] {met}/{total} {noun(total, 'criterion')}",
             f"{done}/{steps} {noun(steps, 'step')}",
             format_duration(agent.duration),
             agent.describe(),
         ]
+        if figures is not None:
+            parts.insert(3, format_spent(figures.tokens, figures.cost))
         if agent.timed_out:
             parts.append(f"timed out after {self.plan.timeout:g}s")
         if agent.interrupted:
@@ -400,6 +406,30 @@ class _Run:
         def change(current: st.State, events: list[Event]) -> None:
             st.add_error(current, f"{prefix}{what}", at=clock.now_iso(), run=True)
             current["errors"][-1]["iteration"] = number
+
+        with contextlib.suppress(RalphstateError):
+            self.store.update(change)
+
+    def _account(
+        self,
+        number: int,
+        agent: spawn.AgentRun,
+        figures: usage.Usage | None,
+        failure: str | None,
+    ) -> None:
+        """What the iteration spent goes into the loop's `usage`; a failed iteration
+        into the state's bounded `errors` list."""
+
+        def change(current: st.State, events: list[Event]) -> None:
+            st.add_usage(
+                current,
+                tokens=figures.tokens if figures else 0,
+                cost=(figures.cost or 0.0) if figures else 0.0,
+                seconds=agent.duration,
+            )
+            if failure is not None:
+                st.add_error(current, f"agent {failure}", at=clock.now_iso(), run=True)
+                current["errors"][-1]["iteration"] = number
 
         with contextlib.suppress(RalphstateError):
             self.store.update(change)

@@ -39,6 +39,9 @@ class IterationRecord:
     timed_out: bool
     interrupted: bool
     decision: IterationDecision
+    # What the agent reported about itself (None: it reported nothing).
+    tokens: int | None = None
+    cost: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +54,8 @@ class IterationRecord:
             "interrupted": self.interrupted,
             "decision": self.decision,
             "log": self.log,
+            "tokens": self.tokens,
+            "cost": self.cost,
         }
 
 
@@ -80,6 +85,9 @@ class Outcome:
             f"{head} · {met}/{total} {noun(total, 'criterion')} · {done}/{steps}"
             f" {noun(steps, 'step')} · {count(n, 'iteration')} · {format_duration(self.duration)}"
         )
+        tokens, cost = self.spent()
+        if tokens is not None:
+            line += f" · {format_spent(tokens, cost)}"
         hint = {
             "max_iterations": "Give it more with `ralphstate run --max N`.",
             "stall": "No progress in the last iterations: look at `ralphstate status` and"
@@ -93,6 +101,12 @@ class Outcome:
         if self.outcome == "cancelled":
             hint = "The loop was cancelled while the run was going."
         return [line, hint] if hint else [line]
+
+    def spent(self) -> tuple[int | None, float | None]:
+        """This run's tokens and cost over the iterations that reported them."""
+        tokens = [r.tokens for r in self.iterations if r.tokens is not None]
+        costs = [r.cost for r in self.iterations if r.cost is not None]
+        return (sum(tokens) if tokens else None, round(sum(costs), 6) if costs else None)
 
     def as_json(self) -> dict[str, Any]:
         met, total, done, steps = self.counts()
@@ -110,6 +124,8 @@ class Outcome:
             },
             "runs": [r.as_json() for r in self.iterations],
         }
+        tokens, cost = self.spent()
+        out["usage"] = {"tokens": tokens, "cost": cost}
         if self.error:
             out["error"] = self.error
         return out
@@ -135,3 +151,11 @@ def format_duration(seconds: float) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def format_spent(tokens: int, cost: float | None) -> str:
+    """`12,400 tokens · $0.42`, or the tokens alone when the agent gave no cost."""
+    text = f"{tokens:,} tokens"
+    if cost is None:
+        return text
+    return text + (f" · ${cost:.4f}" if cost < 1 else f" · ${cost:.2f}")
