@@ -7,10 +7,12 @@ MODE says where the prompt is (stdin, arg: the last argument, file: the path giv
 BEHAVIOUR: progress (sets the criterion the prompt names, with the ralphstate command
 line), build (writes built.txt), idle, crash (exit 7), hang (sleeps; SIGINT ends it
 with 130), stubborn (ignores SIGINT and SIGTERM), commit (an empty git commit), pause
-(`ralphstate pause`), corrupt (writes bad JSON into state.json), replay (prints
+(`ralphstate pause`), block (`ralphstate pause --blocked`), corrupt (writes bad JSON
+into state.json), replay (prints
 `replay-N.out` or else `replay.out` from $FAKE_AGENT_DIR, a real client's recorded
 output, and exits with `replay-N.exit` or `replay.exit`, 0 without). Behaviours join
-with `+`: `progress+replay`.
+with `+`: `progress+replay` replays after making progress, `replay+progress` before
+(so an iteration that replays a failure exits before it makes progress).
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def note(signum, frame):
 
 
 behaviours = behaviour.split("+")
-behaviour = behaviours[0]
+replay_first = behaviours[0] == "replay"
+behaviour = next((b for b in behaviours if b != "replay"), "replay")
 
 
 def replay():
@@ -70,8 +73,10 @@ def replay():
             sys.exit(int(code.read_text()))
 
 
-if behaviour == "replay":
+if replay_first:
     replay()
+if behaviour == "replay":
+    pass
 elif behaviour == "progress":
     # The criterion the protocol names; one with a check is claimed all the same.
     name = re.search(r'ralphstate (?:criteria set|verify) "([^"]*)"', prompt).group(1)
@@ -85,6 +90,8 @@ elif behaviour == "commit":
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", f"agent {n}"], check=True)
 elif behaviour == "pause":
     ralphstate("pause", "--reason", "agent asked")
+elif behaviour == "block":
+    ralphstate("pause", "--blocked", "agent needs a key")
 elif behaviour == "corrupt":
     Path(".loop/state.json").write_text("{not json")
 elif behaviour in ("hang", "stubborn"):
@@ -99,7 +106,7 @@ elif behaviour in ("hang", "stubborn"):
     (record / "pid").write_text(str(os.getpid()))
     while True:
         time.sleep(0.05)
-if "replay" in behaviours[1:]:
+if "replay" in behaviours and not replay_first:
     replay()
 """
 

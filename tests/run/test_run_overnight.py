@@ -5,6 +5,8 @@ outputs (tests/fixtures/outputs/)."""
 
 from __future__ import annotations
 
+import datetime as dt
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,300 @@ def test_codex_tokens_are_recorded_without_a_cost(
     out = orjson.loads(run(project, "--agent", agent, "--json").stdout)
     assert [(r["tokens"], r["cost"]) for r in out["runs"]] == [(15, None)]
     assert out["usage"] == {"tokens": 15, "cost": None}
+
+
+# -- budgets -------------------------------------------------------------------------------
+
+
+def test_a_cost_budget_pauses_the_loop_and_says_which(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    make_loop(rs, criteria=("a", "b", "c", "d"))
+    run_agents.replay(agents, output("claude_json_ok.json"))  # $0.0016 an iteration
+    agent = run_agents.command(script, "stdin", "progress+replay")
+    done = run(project, "--agent", agent, "--max-cost", "0.003", "--json")
+
+    assert done.returncode == 3, done.stderr
+    out = orjson.loads(done.stdout)
+    assert (out["outcome"], out["reason"], out["iterations"]) == ("paused", "budget", 2)
+    assert out["detail"] == "cost $0.0032 of $0.0030"
+    assert [r["decision"] for r in out["runs"]] == ["continue", "budget"]
+    final = state(project)
+    assert (final["status"], final["pauseReason"], final["maxCost"]) == ("paused", "budget", 0.003)
+    assert history(project, "run_started")[0]["maxCost"] == 0.003
+    finished = history(project, "run_finished")[0]
+    assert (finished["reason"], finished["detail"]) == ("budget", "cost $0.0032 of $0.0030")
+    assert "budget reached" not in done.stderr.decode()
+    assert "A budget was reached" in done.stderr.decode()
+
+    again = run(project, "--agent", agent, "--json")  # the budget still holds
+    assert again.returncode == 3
+    assert orjson.loads(again.stdout)["iterations"] == 0
+    more = run(project, "--agent", agent, "--max-cost", "0.01", "--json")
+    assert orjson.loads(more.stdout)["outcome"] == "complete"
+    assert state(project)["maxCost"] == pytest.approx(0.0132)
+
+
+def test_a_token_budget(rs: Any, project: Path, script: Path, agents: Path) -> None:
+    make_loop(rs, criteria=("a", "b", "c"))
+    run_agents.replay(agents, output("codex_exec_json_ok.jsonl"))  # 15 tokens an iteration
+    agent = run_agents.command(script, "stdin", "progress+replay")
+    out = orjson.loads(run(project, "--agent", agent, "--max-tokens", "15", "--json").stdout)
+    assert (out["reason"], out["iterations"], out["detail"]) == ("budget", 1, "tokens 15 of 15")
+
+
+def test_a_duration_budget_from_the_config(rs: Any, project: Path, script: Path) -> None:
+    make_loop(rs, criteria=("a", "b", "c"))
+    (project / ".loop" / "config.toml").write_text('[run]\nmax-duration = "0.1s"\n')
+    agent = run_agents.command(script, "stdin", "progress")
+    out = orjson.loads(run(project, "--agent", agent, "--json").stdout)
+    assert (out["reason"], out["iterations"]) == ("budget", 1)
+    assert out["detail"].startswith("duration ")
+
+
+def test_claude_in_print_mode_gets_the_rest_of_the_cost_budget(
+    rs: Any, project: Path, tmp_path: Path, agents: Path
+) -> None:
+    make_loop(rs, criteria=("a",))
+    claude = tmp_path / "bin" / "claude"
+    claude.parent.mkdir()
+    claude.write_text(
+        f"#!{sys.executable}\nimport os, sys\n"
+        "open(os.path.join(os.environ['FAKE_AGENT_DIR'], 'claude-argv.txt'), 'w')"
+        ".write('\\n'.join(sys.argv[1:]))\n"
+    )
+    claude.chmod(0o755)
+    run(project, "--agent", f"{claude} -p", "--max-cost", "2.5", "--max", "1")
+    assert (agents / "claude-argv.txt").read_text().splitlines() == [
+        "-p",
+        "--max-budget-usd",
+        "2.50",
+    ]
+    run(project, "--agent", f"{claude} -p --max-budget-usd 1", "--max-cost", "2.5", "--max", "1")
+    assert (agents / "claude-argv.txt").read_text().split() == ["-p", "--max-budget-usd", "1"]
+
+
+def test_budget_options_and_keys_are_checked(rs: Any, project: Path) -> None:
+    make_loop(rs)
+    bad = rs("run", "--agent", "x", "--max-duration", "soon")
+    assert bad.code == 1 and "is not a duration such as 8h" in bad.err
+    (project / ".loop" / "config.toml").write_text("[run]\nmax-cost = -1\n")
+    bad = rs("run", "--agent", "x")
+    assert bad.code == 1
+    assert "'max-cost' must be US dollars above 0, not -1." in bad.err
+
+
+# -- usage and rate limits -----------------------------------------------------------------
+
+
+class FakeClock:
+    """The clock seam: `clock.now` moves only when `clock.sleep` is called."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        self.at = start
+        self.slept: list[float] = []
+
+    def now(self) -> dt.datetime:
+        return self.at
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.at += dt.timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def fake_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    from ralphstate.core import clock
+
+    fake = FakeClock(dt.datetime(2026, 12, 31, 22, 0, tzinfo=dt.timezone.utc))
+    monkeypatch.setattr(clock, "now", fake.now)
+    monkeypatch.setattr(clock, "sleep", fake.sleep)
+    return fake
+
+
+def test_a_usage_limit_is_waited_out_and_the_same_iteration_retried(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    limit = output("codex_exec_json_usage_limit.jsonl")  # try again at Jan 1st, 2027 10:00 AM
+    run_agents.replay(agents, limit, exit_code=1, n=1)
+    agent = run_agents.command(script, "stdin", "progress+replay")
+    agent_limited = run_agents.command(script, "stdin", "replay")
+    # The first process hits the limit (it only replays), the second makes progress.
+    done = rs("run", "--agent", agent_limited, "--agent", agent, "--on-limit", "wait", "--json")
+    assert done.code == 0, done
+    out = orjson.loads(done.out)
+    assert out["iterations"] == 2
+    assert [(r["iteration"], r["decision"]) for r in out["runs"]] == [(1, "retry"), (1, "complete")]
+
+
+def test_waiting_until_the_reset_uses_the_clock_and_counts_no_iteration(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, "--stall-limit", "1", criteria=("tests pass",))
+    limit = output("codex_exec_json_usage_limit.jsonl")
+    run_agents.replay(agents, limit, exit_code=1, n=1)
+    run_agents.replay(agents, limit, exit_code=1, n=2)
+    agent = run_agents.command(script, "stdin", "replay+progress")
+    done = rs("run", "--agent", agent, "--max", "1", "--json")
+
+    assert done.code == 0, done
+    out = orjson.loads(done.out)
+    assert [(r["iteration"], r["decision"]) for r in out["runs"]] == [
+        (1, "retry"),
+        (1, "retry"),
+        (1, "complete"),
+    ]
+    reset = dt.datetime(2027, 1, 1, 10, 0).astimezone(dt.timezone.utc)
+    assert fake_clock.at >= reset + dt.timedelta(seconds=30)
+    # Until the reset and 30 s more; the second limit, past its reset, waits 30 s.
+    start = dt.datetime(2026, 12, 31, 22, 0, tzinfo=dt.timezone.utc)
+    assert sum(fake_clock.slept) == (reset - start).total_seconds() + 30 + 30
+    assert max(fake_clock.slept) <= 900
+    lines = done.err.splitlines()
+    waits = [line for line in lines if "usage limit: waiting until" in line]
+    assert waits and "left); Ctrl-C pauses" in waits[0]
+    final = state(project)
+    assert (final["status"], final["iteration"]) == ("complete", 1)
+    limits_seen = history(project, "limit")
+    assert [e["kind"] for e in limits_seen] == ["usage_limit", "usage_limit"]
+    assert limits_seen[0]["resetsAt"] == reset.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert "hit your usage limit" in final["errors"][0]["message"]
+    logs = sorted(p.name for p in (project / ".loop" / "runs").glob("*.log"))
+    assert logs == ["0001.2.log", "0001.3.log", "0001.log"]
+
+
+def test_an_overload_backs_off_then_retries(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("claude_json_529.json"), exit_code=1, n=1)
+    run_agents.replay(agents, output("claude_json_429.json"), exit_code=1, n=2)
+    agent = run_agents.command(script, "stdin", "replay+progress")
+    done = rs("run", "--agent", agent, "--json")
+    assert done.code == 0, done
+    assert sum(fake_clock.slept) == 60 + 120
+    seen = history(project, "limit")
+    assert [(e["kind"], e["wait"]) for e in seen] == [("overloaded", 60), ("rate_limit", 120)]
+
+
+def test_on_limit_pause_and_a_billing_problem_pause_at_once(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("claude_json_429.json"), exit_code=1)
+    agent = run_agents.command(script, "stdin", "replay")
+    done = rs("run", "--agent", agent, "--on-limit", "pause", "--json")
+    assert done.code == 3
+    out = orjson.loads(done.out)
+    assert (out["reason"], [r["decision"] for r in out["runs"]]) == ("limit", ["limit"])
+    assert out["detail"].startswith("rate limit: ")
+    assert fake_clock.slept == []
+    final = state(project)
+    assert (final["pauseReason"], final["iteration"]) == ("limit", 0)
+
+    run_agents.replay(agents, output("claude_json_credit.json"), exit_code=1)
+    done = rs("run", "--agent", agent, "--json")
+    out = orjson.loads(done.out)
+    assert (done.code, out["reason"]) == (3, "limit")
+    assert out["detail"].startswith("billing: ")
+    assert fake_clock.slept == []
+
+
+# -- breakers ------------------------------------------------------------------------------
+
+
+def test_consecutive_crashes_pause_the_loop_with_the_errors(
+    rs: Any, project: Path, script: Path
+) -> None:
+    make_loop(rs)
+    done = run(project, "--agent", run_agents.command(script, "stdin", "crash"), "--json")
+    assert done.returncode == 3
+    out = orjson.loads(done.stdout)
+    assert (out["reason"], out["iterations"]) == ("agent_errors", 3)
+    assert out["detail"] == "exit 7; exit 7; exit 7"
+    final = state(project)
+    assert final["pauseReason"] == "agent_errors"
+    assert [e["message"] for e in final["errors"]] == ["agent exit 7"] * 3
+
+
+def test_a_crash_moves_to_the_next_agent_of_the_chain(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    make_loop(rs, criteria=("a", "b", "c"))
+    (project / ".loop" / "config.toml").write_text(
+        "[run]\nagent-errors = 2\nagent = "
+        + repr([run_agents.command(script, "stdin", "crash")])
+        + "\n"
+    )
+    crash = run_agents.command(script, "stdin", "crash")
+    good = run_agents.command(script, "stdin", "progress")
+    done = run(project, "--agent", crash, "--agent", good, "--json")
+    assert done.returncode == 0, done.stderr
+    out = orjson.loads(done.stdout)
+    assert [r["result"] for r in out["runs"]] == ["exit 7", "exit 7", "exit 0", "exit 0", "exit 0"]
+    assert history(project, "agent_switched")[0]["agent"] == good
+    assert "switching to the next agent" in done.stderr.decode()
+
+
+def test_a_step_that_stays_next_pauses_the_loop_naming_it(
+    rs: Any, project: Path, script: Path
+) -> None:
+    make_loop(rs, criteria=("a", "b", "c", "d"))
+    (project / ".loop" / "config.toml").write_text("[run]\nstep-retries = 3\n")
+    done = run(project, "--agent", run_agents.command(script, "stdin", "progress"), "--json")
+    assert done.returncode == 3
+    out = orjson.loads(done.stdout)
+    assert (out["reason"], out["iterations"]) == ("step_retries", 3)
+    assert out["detail"] == '"write it" stayed next for 3 iterations'
+    assert state(project)["pauseReason"] == "step_retries"
+
+
+# -- what the next iteration learns --------------------------------------------------------
+
+
+def test_the_previous_failure_and_the_lessons_go_into_the_next_prompt(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    make_loop(rs)
+    (project / ".loop" / "lessons.md").write_text("- the tests need `make fixtures` first\n")
+    crash = run_agents.command(script, "stdin", "crash")
+    good = run_agents.command(script, "stdin", "progress")
+    (project / ".loop" / "config.toml").write_text("[run]\nagent-errors = 1\n")
+    run(project, "--agent", crash, "--agent", good)
+    first, second = run_agents.prompts(agents)[:2]
+    assert "The previous iteration failed" not in first
+    assert "The previous iteration failed:\nIteration 1 ended with exit 7" in second
+    for text in (first, second):
+        assert (
+            '<lessons path=".loop/lessons.md">\n- the tests need `make fixtures` first\n</lessons>'
+            in text
+        )
+        assert 'ralphstate pause --blocked "what you need"' in text
+
+
+def test_lessons_are_bounded_to_their_newest_end(tmp_path: Path) -> None:
+    from ralphstate.core import limits
+    from ralphstate.run import prompt
+
+    (tmp_path / "lessons.md").write_text("old\n" + "x" * 100_000 + "\nnewest lesson\n")
+    text = prompt.read_lessons(tmp_path)
+    assert text is not None and len(text) <= limits.LESSONS_CHARS + 40
+    assert text.startswith("[… earlier lessons left out]\n")
+    assert text.endswith("newest lesson\n")
+    assert prompt.read_lessons(tmp_path / "missing") is None
+
+
+def test_an_agent_blocked_on_a_person_ends_the_run_with_exit_4(
+    rs: Any, project: Path, script: Path
+) -> None:
+    make_loop(rs)
+    blocked = rs("pause", "--blocked", "needs  the staging\npassword")
+    assert blocked.code == 0
+    assert state(project)["pauseReason"] == "blocked: needs the staging password"
+    rs("resume")
+    done = run(project, "--agent", run_agents.command(script, "stdin", "block"), "--json")
+    assert done.returncode == 4, done.stderr
+    out = orjson.loads(done.stdout)
+    assert (out["reason"], out["detail"]) == ("blocked", "agent needs a key")
+    assert "Blocked on a person" in done.stderr.decode()

@@ -35,6 +35,14 @@ PREAMBLE = (
 )
 PROTOCOL_TAIL = [
     "   `ralphstate status` shows the whole loop.",
+    (
+        "   When you learn something the next iteration must know (a trap, a command that"
+        " works), append one line to .loop/lessons.md."
+    ),
+    (
+        "   When you cannot go on without a person (a decision, a credential, access), run"
+        ' `ralphstate pause --blocked "what you need"` and exit.'
+    ),
     "4. Commit your work with git, with a message that names the step.",
     (
         "5. Exit. Do not start the next step: the next iteration starts fresh from the files you"

@@ -45,12 +45,24 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     return value
 
 
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    seconds = runconfig.parse_duration(value)
+    if seconds is None:
+        raise click.BadParameter(f"{value!r} is not a duration such as 8h, 90m or 1h30m.")
+    return seconds
+
+
 @click.command("run", context_settings=SETTINGS)
 @click.option(
     "--agent",
+    "agents",
     metavar="CMD",
-    default=None,
-    help='The agent\'s command line, e.g. "claude -p". Default: `agent` in the config.',
+    multiple=True,
+    help='The agent\'s command line, e.g. "claude -p". Default: `agent` in the config.'
+    " Repeat it for a fallback chain: the next one takes over after a usage limit or"
+    " repeated failures.",
 )
 @click.option(
     "--prompt-mode",
@@ -101,10 +113,38 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 @click.option(
     "--allow-dirty", is_flag=True, help="Let --branch and --commit take uncommitted changes along."
 )
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    callback=_finite,
+    metavar="USD",
+    help="Pause once this run's agents reported spending this much (US dollars).",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1),
+    default=None,
+    metavar="N",
+    help="Pause once this run's agents reported using this many tokens.",
+)
+@click.option(
+    "--max-duration",
+    default=None,
+    callback=_duration,
+    metavar="TIME",
+    help="Pause once this run has taken this long (8h, 90m, 1h30m, or seconds).",
+)
+@click.option(
+    "--on-limit",
+    type=click.Choice(runconfig.ON_LIMIT),
+    default=None,
+    help="On a usage or rate limit: wait until it resets and retry, or pause.  [default: wait]",
+)
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 def run_command(
-    agent: str | None,
+    agents: tuple[str, ...],
     prompt_mode: str | None,
     max_iterations: int | None,
     timeout: float | None,
@@ -113,6 +153,10 @@ def run_command(
     branch: str | None,
     worktree_name: str | None,
     allow_dirty: bool,
+    max_cost: float | None,
+    max_tokens: int | None,
+    max_duration: float | None,
+    on_limit: str | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -128,8 +172,8 @@ def run_command(
     naming it and the criteria and steps it changed; a commit that fails pauses the
     loop. --branch and --worktree put the loop on its own branch.
 
-    Exit codes: 0 complete, 3 paused (max iterations, stall, Ctrl-C, a failed commit),
-    1 error.
+    Exit codes: 0 complete, 3 paused (max iterations, stall, budget, limit, agent
+    errors, Ctrl-C, a failed commit), 4 blocked on a person, 1 error.
 
     \b
     Example:
@@ -154,11 +198,16 @@ def run_command(
     plan = runplan.make_plan(
         store,
         state,
-        agent=agent,
+        agent=agents[0] if agents else None,
+        fallbacks=list(agents[1:]) if agents else None,
         prompt_mode=prompt_mode,
         max_iterations=max_iterations,
         timeout=timeout,
         context=files or None,
+        max_cost=max_cost,
+        max_tokens=max_tokens,
+        max_duration=max_duration,
+        on_limit=on_limit,
     )
     plan.commit, plan.branch, plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

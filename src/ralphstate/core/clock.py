@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import datetime as _dt
+import time as _time
 
 
 def now() -> _dt.datetime:
     """The current time, timezone-aware UTC."""
     return _dt.datetime.now(_dt.timezone.utc)
+
+
+def sleep(seconds: float) -> None:
+    """Wait; the seam through which tests pass time without sleeping."""
+    _time.sleep(max(0.0, seconds))
 
 
 def now_iso() -> str:

@@ -89,6 +89,9 @@ RUN_MAX_ITERATIONS = 10_000
 # How much of the end of an iteration's output is read for the agent's own report of
 # its tokens, cost and errors (`run/usage.py`, `run/limits.py`).
 RUN_USAGE_TAIL_BYTES = 1024 * 1024
+# How much of .loop/lessons.md goes into every run prompt and the SessionStart
+# restore (its end: the newest lessons).
+LESSONS_CHARS = 4000
 # How often `ralphstate watch` looks at the state file, unless told otherwise.
 WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.

@@ -341,11 +341,16 @@ def add_usage(state: State, tokens: int = 0, cost: float = 0.0, seconds: float =
     }
 
 
+def dollars(amount: float) -> str:
+    """`$12.40`, or `$0.0032` for less than a dollar."""
+    return f"${amount:.2f}" if amount >= 1 else f"${amount:.4f}"
+
+
 def over_budget(state: State) -> str | None:
     """The budget the loop has reached, as a person reads it, or None."""
     now = spent(state)
     if state["maxCost"] is not None and now["cost"] >= state["maxCost"]:
-        return f"cost ${now['cost']:.2f} of ${state['maxCost']:.2f}"
+        return f"cost {dollars(now['cost'])} of {dollars(state['maxCost'])}"
     if state["maxTokens"] is not None and now["tokens"] >= state["maxTokens"]:
         return f"tokens {now['tokens']:,} of {state['maxTokens']:,}"
     if state["maxDuration"] is not None and now["seconds"] >= state["maxDuration"]:
@@ -574,6 +579,18 @@ def new(
     state = normalise(raw)
     state["lastProgress"] = progress(state)
     return state
+
+
+# A loop blocked on a person: its pauseReason is "blocked: WHAT THEY MUST DO".
+BLOCKED = "blocked"
+
+
+def blocked_reason(text: str) -> str:
+    return f"{BLOCKED}: {' '.join(text.split())[:MAX_PROBLEM_CHARS]}"
+
+
+def is_blocked(reason: str | None) -> bool:
+    return bool(reason) and (reason == BLOCKED or str(reason).startswith(BLOCKED + ":"))
 
 
 def met(state: State, criterion: str) -> bool:

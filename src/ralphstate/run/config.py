@@ -9,6 +9,7 @@ directory that holds `.loop/`.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,17 +26,39 @@ else:  # pragma: no cover - Python 3.10
 
 PROMPT_MODES = ("stdin", "arg", "file")
 PROMPT_FILE = "{prompt_file}"
-KEYS = ("agent", "prompt-mode", "max", "timeout", "context", "grace")
+KEYS = (
+    "agent",
+    "prompt-mode",
+    "max",
+    "timeout",
+    "context",
+    "grace",
+    "max-cost",
+    "max-tokens",
+    "max-duration",
+    "on-limit",
+    "agent-errors",
+    "step-retries",
+)
+ON_LIMIT = ("wait", "pause")
 
 
 @dataclass
 class RunConfig:
     agent: str | None = None
+    # More agent commands after the first: the fallback chain.
+    fallbacks: list[str] = field(default_factory=list)
     prompt_mode: str | None = None
     max: int | None = None
     timeout: float | None = None
     context: list[Path] = field(default_factory=list)
     grace: float | None = None
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_duration: float | None = None
+    on_limit: str | None = None
+    agent_errors: int | None = None
+    step_retries: int | None = None
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -91,6 +114,73 @@ def _seconds(value: Any, *, above_zero: bool, bad: Callable[[str], RalphstateErr
     return float(value)
 
 
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
+
+
+def parse_duration(text: str) -> float | None:
+    """`8h`, `90m`, `1h30m`, `45s`, `2d` or a plain number of seconds; None if not one."""
+    text = text.strip().lower().replace(" ", "")
+    try:
+        seconds = float(text)
+    except ValueError:
+        parts = _SPAN.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            return None
+        seconds = sum(float(n) * {"d": 86400, "h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
+def _duration(value: Any, bad: Callable[[str], RalphstateError]) -> float:
+    if isinstance(value, str):
+        seconds = parse_duration(value)
+        if seconds is None:
+            raise bad("a duration such as 8h, 90m, 1h30m or a number of seconds")
+        return seconds
+    return _seconds(value, above_zero=True, bad=bad)
+
+
+def _whole(value: Any, lowest: int, highest: int, bad: Callable[[str], RalphstateError]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lowest <= value <= highest:
+        raise bad(f"a whole number from {lowest} to {highest}")
+    return value
+
+
+def _max_cost(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.max_cost = _seconds(value, above_zero=True, bad=lambda _: bad("US dollars above 0"))
+
+
+def _max_tokens(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.max_tokens = _whole(value, 1, 10**15, bad)
+
+
+def _max_duration(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.max_duration = _duration(value, bad)
+
+
+def _on_limit(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if value not in ON_LIMIT:
+        raise bad(" or ".join(ON_LIMIT))
+    config.on_limit = value
+
+
+def _agent_errors(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.agent_errors = _whole(value, 1, 1000, bad)
+
+
+def _step_retries(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.step_retries = _whole(value, 1, 1000, bad)
+
+
+_OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
+    "max-cost": _max_cost,
+    "max-tokens": _max_tokens,
+    "max-duration": _max_duration,
+    "on-limit": _on_limit,
+    "agent-errors": _agent_errors,
+    "step-retries": _step_retries,
+}
+
+
 def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> None:
     config.sources.append(where)
     for key, value in table.items():
@@ -101,9 +191,16 @@ def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> 
             return RalphstateError(f"{where}: {key!r} must be {wanted}, not {value!r}.")
 
         if key == "agent":
-            if not isinstance(value, str) or not value.strip():
-                raise bad("a non-empty string (the agent command)")
-            config.agent = value
+            commands = [value] if isinstance(value, str) else value
+            if (
+                not isinstance(commands, list)
+                or not commands
+                or not all(isinstance(c, str) and c.strip() for c in commands)
+            ):
+                raise bad("a non-empty string (the agent command) or a list of them")
+            config.agent, config.fallbacks = commands[0], list(commands[1:])
+        elif key in _OVERNIGHT:
+            _OVERNIGHT[key](config, value, bad)
         elif key == "prompt-mode":
             if value not in PROMPT_MODES:
                 raise bad(" or ".join(PROMPT_MODES))

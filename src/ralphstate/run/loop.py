@@ -10,6 +10,7 @@ appended to history.jsonl; the agent's output goes to `.loop/runs/NNNN.log`.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import subprocess
 import time
@@ -26,8 +27,8 @@ from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun
 from ralphstate.run import config as runconfig
-from ralphstate.run import prompt, spawn, usage
-from ralphstate.run.plan import Plan, resolve_program
+from ralphstate.run import guards, limits, prompt, spawn, usage
+from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
     IterationDecision,
     IterationRecord,
@@ -151,6 +152,9 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
         return Outcome("complete", None, [], state, 0.0)
     _check_trusted(store, state)
     argv = resolve_program(plan, store.paths.root)
+    chain = [argv] + [
+        resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks
+    ]
     runs = store.paths.dir / RUNS_DIR
     check_safe(store.paths, runs)
     try:
@@ -167,7 +171,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             from ralphstate.run import git as rungit
 
             rungit.prepare(store, plan, report)
-        return _Run(store, plan, argv, report, interrupts).go()
+        return _Run(store, plan, chain, report, interrupts).go()
 
 
 class _Run:
@@ -175,11 +179,19 @@ class _Run:
         self,
         store: Store,
         plan: Plan,
-        argv: list[str],
+        chain: list[list[str]],
         report: Reporter,
         interrupts: spawn.Interrupts,
     ) -> None:
-        self.store, self.plan, self.argv, self.report = store, plan, argv, report
+        self.store, self.plan, self.report = store, plan, report
+        # The agents to try in turn, and the one in use.
+        self.chain, self.agent_index = chain, 0
+        self.argv = chain[0]
+        self.breakers = guards.Breakers(plan.agent_errors, plan.step_retries)
+        # Limit retries in a row, and what the previous iteration's failure was.
+        self.attempts = 0
+        self.previous: str | None = None
+        self.detail: str | None = None
         self.interrupts = interrupts
         self.records: list[IterationRecord] = []
         self.notes = prompt.Notes(store)  # follows the history: each line read once
@@ -209,48 +221,178 @@ class _Run:
                 return self._finish("complete", None)
         seen = self._fingerprint(state)
         quiet = 0
-        for run in range(1, self.plan.limit + 1):
+        run = 0
+        while run < self.plan.limit:
+            over = st.over_budget(state)
+            if over is not None:
+                return self._finish("paused", "budget", over)
+            run += 1
             state = before = self._start_iteration(run)
             agent = self._agent(run, state)
             number = state["iteration"]
+            figures = usage.read(self.log)
             if self.interrupts.count:
-                self._record(run, number, agent, "user", state, quiet)
+                self._account(number, agent, figures, None)
+                self._record(run, number, agent, "user", state, quiet, figures)
                 return self._finish("paused", "user")
             try:
                 state = self.store.load()
             except RalphstateError as exc:
-                self._record(run, number, agent, "error", state, quiet)
+                self._record(run, number, agent, "error", state, quiet, figures)
                 raise RalphstateError(f"after iteration {number}: {exc}") from None
             self.state = state
             if state["status"] != "in_progress":
-                self._record(run, number, agent, state["status"], state, quiet)
+                self._record(run, number, agent, state["status"], state, quiet, figures)
                 raise _Stopped(state)
+            hit = limits.recognise(usage.tail(self.log), agent.exit_code, figures, clock.now())
+            if hit is not None:
+                ending = self._limited(run, number, agent, state, quiet, figures, hit)
+                if ending is not None:
+                    return ending
+                run -= 1  # the same iteration again: it counts toward no cap
+                state = self.store.load()
+                continue
+            self.attempts = 0
             state = verify_criteria(self.store, state, self.report)
-            self.state = state
             now = self._fingerprint(state)
-            quiet = 0 if now != seen else quiet + 1
+            progressed = now != seen
+            quiet = 0 if progressed else quiet + 1
             seen = now
-            decision: IterationDecision
-            if not st.unmet(state):
-                decision = "complete"
-            elif run >= self.plan.limit:
-                decision = "max_iterations"
-            elif quiet >= state["stallLimit"]:
-                decision = "stall"
-            else:
-                decision = "continue"
+            failed = (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted
+            self.previous = _failure_line(number, agent, self.plan.timeout) if failed else None
+            remaining = state["remainingSteps"]
+            nxt = remaining[0] if remaining else None
+            self.breakers.after(failed, progressed, agent.describe(), nxt)
+            state = self._account(number, agent, figures, agent.describe() if failed else None)
+            self.state = state
+            decision, detail = self._decide(run, state, quiet)
             if self.plan.commit:
                 from ralphstate.run import git as rungit
 
                 if not rungit.after_iteration(self.store, number, before, state, self.report):
                     self._remember_error(number, "commit failed", "")
-                    decision = "commit_failed"
-            self._record(run, number, agent, decision, state, quiet)
+                    decision, detail = "commit_failed", None
+            self._record(run, number, agent, decision, state, quiet, figures)
             if decision == "complete":
                 return self._finish("complete", None)
             if decision != "continue":
-                return self._finish("paused", decision)
+                return self._finish("paused", decision, detail)
         raise AssertionError("unreachable: the last iteration decides")  # pragma: no cover
+
+    def _decide(
+        self, run: int, state: st.State, quiet: int
+    ) -> tuple[IterationDecision, str | None]:
+        """What the run does after an iteration, and what the reason is about."""
+        tripped = self.breakers.trip()
+        if tripped == "agent_errors":
+            why = f"it failed {self.breakers.failures} iterations in a row"
+            if self._fall_back(why):
+                self.breakers.reset_failures()
+                tripped = None
+        if not st.unmet(state):
+            return "complete", None
+        if run >= self.plan.limit:
+            return "max_iterations", None
+        over = st.over_budget(state)
+        if over is not None:
+            return "budget", over
+        if tripped == "agent_errors":
+            return "agent_errors", "; ".join(self.breakers.errors)
+        if tripped == "step_retries":
+            step = quote(clip(self.breakers.step or "", 80))
+            return "step_retries", f"{step} stayed next for {self.breakers.step_count} iterations"
+        if quiet >= state["stallLimit"]:
+            return "stall", None
+        return "continue", None
+
+    def _limited(
+        self,
+        run: int,
+        number: int,
+        agent: spawn.AgentRun,
+        state: st.State,
+        quiet: int,
+        figures: usage.Usage | None,
+        hit: limits.Limit,
+    ) -> Outcome | None:
+        """An iteration that stopped on a limit: it is recorded and uncounted; then the
+        run moves to the next agent of the chain (a usage limit), waits (`--on-limit
+        wait`) or pauses. Returns the run's ending, or None to try again."""
+        self.attempts += 1
+        now = clock.now()
+        wait = limits.wait_for(hit, self.attempts, now)
+        kind = hit.kind.replace("_", " ")
+        event: Event = {"event": "limit", "kind": hit.kind, "message": hit.message}
+        if hit.resets_at is not None:
+            event["resetsAt"] = hit.resets_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        switch = hit.kind == "usage_limit" and self._has_fallback()
+        pause = self.plan.on_limit == "pause" or wait is None
+        if not switch and not pause and self.attempts > guards.LIMIT_ATTEMPTS:
+            pause = True
+        decision: IterationDecision = "limit" if pause and not switch else "retry"
+        self._record(run, number, agent, decision, state, quiet, figures)
+        self.previous = f"Iteration {number} stopped on a {kind}: {hit.message}"
+
+        def uncount(current: st.State, events: list[Event]) -> st.State:
+            if current["iteration"] == number:
+                current["iteration"] -= 1
+            st.add_usage(
+                current,
+                tokens=figures.tokens if figures else 0,
+                cost=(figures.cost or 0.0) if figures else 0.0,
+                seconds=agent.duration,
+            )
+            message = f"agent hit a {kind}: {hit.message}"
+            st.add_error(current, message, at=clock.now_iso(), run=True)
+            current["errors"][-1]["iteration"] = number
+            events.append({**event, "wait": None if pause or switch else round(wait or 0, 1)})
+            return current
+
+        state = self.store.update(uncount)
+        self.state = state
+        self.report.line(f"  {kind}: {clip(hit.message, 200)}")
+        if switch:
+            self._fall_back(f"it hit a {kind}")
+            return None
+        if pause:
+            return self._finish("paused", "limit", f"{kind}: {clip(hit.message, 200)}")
+        assert wait is not None
+        target = now + dt.timedelta(seconds=wait)
+        if state["maxDuration"] is not None:
+            left = state["maxDuration"] - st.spent(state)["seconds"]
+            if wait >= left:
+                why = f"waiting out the {kind} would pass the duration budget"
+                return self._finish("paused", "budget", why)
+        started = clock.now()
+        guards.until(target, self.report.line, kind)
+        waited = (clock.now() - started).total_seconds()
+
+        def spend(current: st.State, events: list[Event]) -> None:
+            st.add_usage(current, seconds=waited)
+
+        with contextlib.suppress(RalphstateError):
+            self.store.update(spend)
+        return None
+
+    def _has_fallback(self) -> bool:
+        return self.agent_index + 1 < len(self.chain)
+
+    def _fall_back(self, why: str) -> bool:
+        """Move to the next agent of the chain; False when there is none."""
+        if not self._has_fallback():
+            return False
+        self.agent_index += 1
+        self.argv = self.chain[self.agent_index]
+        command = self.plan.agents[self.agent_index]
+        self.report.line(f"  switching to the next agent, {command!r}: {why}")
+        with contextlib.suppress(RalphstateError):
+            append_history(
+                self.store.paths.history,
+                [{"event": "agent_switched", "agent": command, "why": why}],
+                self._iteration(),
+                loop_id=self._loop_id(),
+            )
+        return True
 
     # -- the steps --
 
@@ -265,17 +407,28 @@ class _Run:
                 raise _Stopped(state)
             if plan.set_max:
                 state["maxIterations"] = state["iteration"] + plan.limit
-            events.append(
-                {
-                    "event": "run_started",
-                    "agent": plan.agent,
-                    "promptMode": plan.prompt_mode,
-                    "limit": plan.limit,
-                    "timeout": plan.timeout,
-                    "maxIterations": state["maxIterations"],
-                    "pid": os.getpid(),
-                }
-            )
+            spent = st.spent(state)
+            if plan.max_cost is not None:
+                state["maxCost"] = round(spent["cost"] + plan.max_cost, 6)
+            if plan.max_tokens is not None:
+                state["maxTokens"] = spent["tokens"] + plan.max_tokens
+            if plan.max_duration is not None:
+                state["maxDuration"] = round(spent["seconds"] + plan.max_duration, 3)
+            started: Event = {
+                "event": "run_started",
+                "agent": plan.agent,
+                "promptMode": plan.prompt_mode,
+                "limit": plan.limit,
+                "timeout": plan.timeout,
+                "maxIterations": state["maxIterations"],
+                "pid": os.getpid(),
+            }
+            for key in ("maxCost", "maxTokens", "maxDuration"):
+                if state[key] is not None:
+                    started[key] = state[key]
+            if plan.fallbacks:
+                started["fallbacks"] = plan.fallbacks
+            events.append(started)
             return state
 
         state = self.store.update(change)
@@ -304,7 +457,13 @@ class _Run:
             limit=self.plan.limit,
             notes=self.notes.read(state),
             context=prompt.read_context(self.plan.context, paths.root),
+            previous=self.previous,
+            lessons=prompt.read_lessons(paths.dir),
         )
+        left = None
+        if state["maxCost"] is not None:
+            left = state["maxCost"] - st.spent(state)["cost"]
+        argv_now = with_budget(self.argv, left)
         remaining, unmet = state["remainingSteps"], st.unmet(state)
         if remaining:
             nxt = f"next step: {clip(remaining[0], 80)}"
@@ -328,11 +487,11 @@ class _Run:
                 mode = self.plan.prompt_mode
                 if mode == "file":
                     with spawn.prompt_file(text) as path:
-                        argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in self.argv]
+                        argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in argv_now]
                         return spawn.run_agent(argv, stdin_data=None, **common)
                 if mode == "arg":
-                    return spawn.run_agent([*self.argv, text], stdin_data=None, **common)
-                return spawn.run_agent(self.argv, stdin_data=text.encode("utf-8"), **common)
+                    return spawn.run_agent([*argv_now, text], stdin_data=None, **common)
+                return spawn.run_agent(argv_now, stdin_data=text.encode("utf-8"), **common)
         except OSError as exc:  # the log or the prompt file: the run ends as an error
             reason = exc.strerror or type(exc).__name__
             shown = paths.display(Path(exc.filename)) if exc.filename else "a file"
@@ -351,9 +510,9 @@ class _Run:
         decision: IterationDecision,
         state: st.State,
         quiet: int,
+        figures: usage.Usage | None,
     ) -> None:
         paths = self.store.paths
-        figures = usage.read(self.log)
         record = IterationRecord(
             run=run,
             iteration=number,
@@ -382,8 +541,6 @@ class _Run:
             event["stops"] = agent.stops
         with contextlib.suppress(RalphstateError):
             append_history(paths.history, [event], number, loop_id=state["loopId"])
-        failed = (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted
-        self._account(number, agent, figures, agent.describe() if failed else None)
         parts = [
             f"[{run}/{self.plan.limit}] {met}/{total} {noun(total, 'criterion')}",
             f"{done}/{steps} {noun(steps, 'step')}",
@@ -416,11 +573,11 @@ class _Run:
         agent: spawn.AgentRun,
         figures: usage.Usage | None,
         failure: str | None,
-    ) -> None:
+    ) -> st.State:
         """What the iteration spent goes into the loop's `usage`; a failed iteration
-        into the state's bounded `errors` list."""
+        into the state's bounded `errors` list. Returns the state afterwards."""
 
-        def change(current: st.State, events: list[Event]) -> None:
+        def change(current: st.State, events: list[Event]) -> st.State:
             st.add_usage(
                 current,
                 tokens=figures.tokens if figures else 0,
@@ -430,9 +587,12 @@ class _Run:
             if failure is not None:
                 st.add_error(current, f"agent {failure}", at=clock.now_iso(), run=True)
                 current["errors"][-1]["iteration"] = number
+            return current
 
-        with contextlib.suppress(RalphstateError):
-            self.store.update(change)
+        try:
+            return self.store.update(change)
+        except RalphstateError:
+            return self.state if self.state is not None else self.store.load()
 
     # -- the endings --
 
@@ -446,9 +606,14 @@ class _Run:
             "duration": round(time.monotonic() - self.started, 3),
         }
 
-    def _finish(self, outcome: RunOutcome, reason: str | None) -> Outcome:
+    def _finish(
+        self, outcome: RunOutcome, reason: str | None, detail: str | None = None
+    ) -> Outcome:
         """Write the ending into the state and history; a second Ctrl-C cuts it short."""
         details = self._finished(outcome, reason=reason)
+        if detail:
+            details["detail"] = detail
+        self.detail = detail
 
         def change(state: st.State, events: list[Event]) -> st.State:
             if outcome == "complete":
@@ -478,6 +643,9 @@ class _Run:
         }
         outcome = outcomes[status]
         reason = state["pauseReason"] if status == "paused" else None
+        if st.is_blocked(reason):
+            self.detail = (reason or "")[len(st.BLOCKED) + 1 :].strip() or None
+            reason = st.BLOCKED
         event = self._finished(outcome, reason=reason, by="outside")
         with contextlib.suppress(RalphstateError):
             append_history(
@@ -512,6 +680,7 @@ class _Run:
             self.state,
             time.monotonic() - self.started,
             error,
+            self.detail,
         )
 
 
@@ -529,3 +698,10 @@ def _log_path(runs: Path, number: int) -> Path:
         n += 1
         path = runs / f"{number:04d}.{n}.log"
     return path
+
+
+def _failure_line(number: int, agent: spawn.AgentRun, timeout: float | None) -> str:
+    """How the previous iteration failed, in one line for the next prompt."""
+    if agent.timed_out:
+        return f"Iteration {number} timed out after {timeout or 0:g}s and was stopped."
+    return f"Iteration {number} ended with {agent.describe()} (a crash or an error)."

@@ -13,7 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.run import config as runconfig
-from ralphstate.run import prompt, spawn
+from ralphstate.run import guards, prompt, spawn
 from ralphstate.storage.store import Store
 
 
@@ -37,6 +37,20 @@ class Plan:
     commit: bool = False
     branch: str | None = None
     allow_dirty: bool = False
+    # The fallback chain: agent commands tried in turn after a usage limit or repeated
+    # failures of the one before.
+    fallbacks: list[str] = field(default_factory=list)
+    # Budgets for this run (the loop's max* become what it spent + these).
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    max_duration: float | None = None
+    on_limit: str = "wait"
+    agent_errors: int = guards.AGENT_ERRORS
+    step_retries: int = guards.STEP_RETRIES
+
+    @property
+    def agents(self) -> list[str]:
+        return [self.agent, *self.fallbacks]
 
 
 def make_plan(
@@ -48,10 +62,21 @@ def make_plan(
     max_iterations: int | None = None,
     timeout: float | None = None,
     context: list[Path] | None = None,
+    fallbacks: list[str] | None = None,
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
+    max_duration: float | None = None,
+    on_limit: str | None = None,
 ) -> Plan:
     """Merge the command line over the config; RalphstateError for a plan that cannot run."""
     config = runconfig.load(store.paths.root, store.paths.dir)
     command = agent if agent is not None else config.agent
+    if fallbacks is not None:
+        chain = list(fallbacks)
+    else:
+        chain = [] if agent is not None else config.fallbacks
+    for other in chain:
+        spawn.split_command(other)  # a command that cannot be read is refused now
     if not command or not command.strip():
         raise RalphstateError(
             'no agent command: give one with --agent "CMD", or set `agent` in the'
@@ -92,19 +117,43 @@ def make_plan(
         grace=config.grace if config.grace is not None else limits.RUN_GRACE_SECONDS,
         context=files,
         sources=config.sources,
+        fallbacks=chain or [],
+        max_cost=max_cost if max_cost is not None else config.max_cost,
+        max_tokens=max_tokens if max_tokens is not None else config.max_tokens,
+        max_duration=max_duration if max_duration is not None else config.max_duration,
+        on_limit=on_limit or config.on_limit or "wait",
+        agent_errors=config.agent_errors or guards.AGENT_ERRORS,
+        step_retries=config.step_retries or guards.STEP_RETRIES,
     )
 
 
 def resolve_program(plan: Plan, root: Path) -> list[str]:
     """The argument list with the program found; RalphstateError when it is nowhere."""
-    found = spawn.resolve(plan.argv[0], root)
+    return resolve_argv(plan.argv, root)
+
+
+def resolve_argv(argv: list[str], root: Path) -> list[str]:
+    found = spawn.resolve(argv[0], root)
     if found is None:
         raise RalphstateError(
-            f"the agent program {plan.argv[0]!r} was not found"
-            + ("" if os.sep in plan.argv[0] or "/" in plan.argv[0] else " on PATH")
+            f"the agent program {argv[0]!r} was not found"
+            + ("" if os.sep in argv[0] or "/" in argv[0] else " on PATH")
             + "."
         )
-    return [found, *plan.argv[1:]]
+    return [found, *argv[1:]]
+
+
+def with_budget(argv: list[str], dollars: float | None) -> list[str]:
+    """Claude Code in print mode gets what is left of the cost budget as its own
+    `--max-budget-usd`, unless the command already sets one."""
+    if dollars is None or not argv:
+        return argv
+    name = Path(argv[0]).name.lower()
+    if name not in ("claude", "claude.exe") or not ({"-p", "--print"} & set(argv)):
+        return argv
+    if any(a == "--max-budget-usd" or a.startswith("--max-budget-usd=") for a in argv):
+        return argv
+    return [*argv, "--max-budget-usd", f"{max(dollars, 0.01):.2f}"]
 
 
 def preview(store: Store, plan: Plan) -> dict[str, Any]:

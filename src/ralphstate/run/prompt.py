@@ -111,8 +111,11 @@ def assemble(
     limit: int,
     notes: dict[str, str] | None = None,
     context: Sequence[ContextFile] = (),
+    previous: str | None = None,
+    lessons: str | None = None,
 ) -> str:
-    """The whole prompt for run iteration `iteration` of at most `limit`."""
+    """The whole prompt for run iteration `iteration` of at most `limit`; `previous` is
+    how the iteration before failed, `lessons` the text of .loop/lessons.md."""
     notes = notes or {}
     criteria = state["criteria"]
     unmet = st.unmet(state)
@@ -142,7 +145,12 @@ def assemble(
         lines += ["", f"Steps done ({len(done)} of {len(state['steps'])}):", *_listed(done)]
     if remaining:
         lines += ["", "Steps remaining, in order:", *_listed(remaining)]
+    if previous:
+        lines += ["", "The previous iteration failed:", _item(previous)]
+        lines.append("Read the end of its log in .loop/runs/ before you repeat what it did.")
     lines.append("</loop-state>")
+    if lessons and lessons.strip():
+        lines += ["", f'<lessons path=".loop/{LESSONS}">', lessons.rstrip("\n"), "</lessons>"]
     for file in context:
         lines += ["", f'<context-file path="{file.name}">', file.text, "</context-file>"]
     lines += ["", "Protocol for this iteration:", *_protocol(state, unmet, remaining)]
@@ -173,6 +181,14 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
         lines.append("   (only once it is verified for real)")
     lines += [
         "   `ralphstate status` shows the whole loop.",
+        (
+            f"   When you learn something the next iteration must know (a trap, a command"
+            f" that works), append one line to .loop/{LESSONS}."
+        ),
+        (
+            "   When you cannot go on without a person (a decision, a credential, access),"
+            ' run `ralphstate pause --blocked "what you need"` and exit.'
+        ),
         "4. Commit your work with git, with a message that names the step.",
         (
             "5. Exit. Do not start the next step: the next iteration starts fresh from the files"
@@ -180,6 +196,29 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
         ),
     ]
     return lines
+
+
+LESSONS = "lessons.md"
+
+
+def read_lessons(loop_dir: Path) -> str | None:
+    """.loop/lessons.md, its last `limits.LESSONS_CHARS` characters (the newest lessons
+    are at the end); None when there is none or it cannot be read."""
+    path = loop_dir / LESSONS
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            start = max(0, size - limits.LESSONS_CHARS * 4)
+            handle.seek(start)
+            data = handle.read()
+    except OSError:
+        return None
+    text = data.decode("utf-8", "replace")
+    if len(text) > limits.LESSONS_CHARS or start:
+        text = text[-limits.LESSONS_CHARS :]
+        text = "[… earlier lessons left out]\n" + text[text.find("\n") + 1 :]
+    return text
 
 
 def recent_notes(store: Store, state: st.State) -> dict[str, str]:

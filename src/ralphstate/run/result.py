@@ -12,9 +12,14 @@ from ralphstate.core.text import count, noun
 # How a `ralphstate run` ended, and what it exits with for each.
 RunOutcome = Literal["complete", "paused", "cancelled", "error"]
 EXIT_CODES: dict[RunOutcome, int] = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+# A loop paused as blocked on a person (`ralphstate pause --blocked`).
+EXIT_BLOCKED = 4
 # What the runner decided after one iteration: go on, end, or what ended it from outside
 # (Ctrl-C is "user"; a state it could not read is "error"; a loop paused, cancelled or
 # completed by someone else is that status).
+# Overnight guards add: a usage or rate limit that ends the run (`limit`; one that is
+# waited out is `retry`), a budget reached, the agent failing too often in a row, a step
+# that stays next too long.
 IterationDecision = Literal[
     "complete",
     "max_iterations",
@@ -25,6 +30,11 @@ IterationDecision = Literal[
     "paused",
     "cancelled",
     "commit_failed",  # `--commit` could not commit the iteration's work: paused
+    "retry",
+    "limit",
+    "budget",
+    "agent_errors",
+    "step_retries",
 ]
 
 
@@ -67,9 +77,13 @@ class Outcome:
     state: st.State | None
     duration: float
     error: str | None = None
+    # What the reason is about: which budget, which step, the agent's last error.
+    detail: str | None = None
 
     @property
     def exit_code(self) -> int:
+        if self.outcome == "paused" and self.reason == st.BLOCKED:
+            return EXIT_BLOCKED
         return EXIT_CODES[self.outcome]
 
     def counts(self) -> tuple[int, int, int, int]:
@@ -80,7 +94,9 @@ class Outcome:
         """The final lines a person reads."""
         met, total, done, steps = self.counts()
         n = len(self.iterations)
-        head = self.outcome + (f" ({self.reason})" if self.reason else "")
+        head: str = self.outcome
+        if self.reason:
+            head += f" ({self.reason}: {self.detail})" if self.detail else f" ({self.reason})"
         line = (
             f"{head} · {met}/{total} {noun(total, 'criterion')} · {done}/{steps}"
             f" {noun(steps, 'step')} · {count(n, 'iteration')} · {format_duration(self.duration)}"
@@ -95,6 +111,17 @@ class Outcome:
             "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
             "commit_failed": "The iteration's work could not be committed (see above; it is"
             " staged): fix what stopped the commit, commit it, then `ralphstate run` again.",
+            "budget": "A budget was reached (`ralphstate status` shows what was spent); give"
+            " `ralphstate run` a new --max-cost, --max-tokens or --max-duration to go on.",
+            "limit": "The agent hit a usage limit, a rate limit or a billing problem that"
+            " waiting does not fix here; `ralphstate run` again once it is lifted.",
+            "agent_errors": "The agent failed several iterations in a row (see `errors` in"
+            " `ralphstate status --json` and .loop/runs/); fix the cause, then"
+            " `ralphstate run` again.",
+            "step_retries": "The same step stayed next for too many iterations; split it or"
+            " look at .loop/runs/, then `ralphstate run` again.",
+            "blocked": "Blocked on a person: read the reason with `ralphstate status`,"
+            " act on it, then `ralphstate run` again.",
         }.get(self.reason or "")
         if self.outcome == "paused" and hint is None:
             hint = "The loop was paused from outside the run; `ralphstate run` continues it."
@@ -128,6 +155,8 @@ class Outcome:
         out["usage"] = {"tokens": tokens, "cost": cost}
         if self.error:
             out["error"] = self.error
+        if self.detail:
+            out["detail"] = self.detail
         return out
 
 

@@ -1,0 +1,108 @@
+"""The table of usage limits, rate limits and overloads: the real clients' recorded
+outputs, the other shapes they print, and when each may try again."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ralphstate.run import limits, usage
+from tests.helpers import FIXTURES
+
+OUTPUTS = FIXTURES / "outputs"
+NOW = dt.datetime(2026, 12, 31, 22, 0, tzinfo=dt.timezone.utc)
+
+
+def recognise(text: str, exit_code: int = 1) -> limits.Limit | None:
+    return limits.recognise(text, exit_code, usage.parse(text), NOW)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("claude_json_429.json", "rate_limit"),
+        ("claude_json_529.json", "overloaded"),
+        ("claude_json_credit.json", "billing"),
+        ("codex_exec_json_usage_limit.jsonl", "usage_limit"),
+        ("gemini_json_quota.json", "usage_limit"),
+    ],
+)
+def test_the_recorded_failures_are_recognised(name: str, kind: str) -> None:
+    found = recognise((OUTPUTS / name).read_text(encoding="utf-8"))
+    assert found is not None and found.kind == kind
+
+
+def test_codex_says_when_to_try_again_in_local_time() -> None:
+    found = recognise((OUTPUTS / "codex_exec_json_usage_limit.jsonl").read_text("utf-8"))
+    assert found is not None
+    assert found.resets_at == dt.datetime(2027, 1, 1, 10, 0).astimezone(dt.timezone.utc)
+    assert "hit your usage limit" in found.message
+
+
+def test_gemini_says_how_long_until_the_quota_resets() -> None:
+    found = recognise((OUTPUTS / "gemini_json_quota.json").read_text("utf-8"))
+    assert found is not None
+    assert found.resets_at == NOW + dt.timedelta(hours=2, minutes=14, seconds=33)
+
+
+@pytest.mark.parametrize(
+    ("text", "resets_at"),
+    [
+        ("Claude AI usage limit reached|1798797600", dt.datetime(2027, 1, 1, 10, 0)),
+        (
+            "You've hit your limit · resets 3am (UTC)",
+            dt.datetime(2027, 1, 1, 3, 0),
+        ),
+        (
+            "5-hour limit reached ∙ resets 11:30pm (UTC)",
+            dt.datetime(2026, 12, 31, 23, 30),
+        ),
+    ],
+)
+def test_claude_subscription_limits_and_their_reset(text: str, resets_at: dt.datetime) -> None:
+    found = recognise(text + "\n")
+    assert found is not None and found.kind == "usage_limit"
+    assert found.resets_at == resets_at.replace(tzinfo=dt.timezone.utc)
+
+
+def test_a_successful_iteration_is_never_a_limit() -> None:
+    text = "I fixed the rate limit handling (429 Too Many Requests) in client.py\n"
+    assert recognise(text, exit_code=0) is None
+    assert recognise(text, exit_code=1) is not None
+    ok = (OUTPUTS / "claude_json_ok.json").read_text("utf-8")
+    assert recognise(ok, exit_code=0) is None
+
+
+def test_a_crash_without_limit_words_is_not_a_limit() -> None:
+    assert recognise("Traceback (most recent call last):\nValueError: boom\n") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("try again in 2 hours 5 minutes", 7500),
+        ("Rate limited. Retry after 45s", 45),
+        ("resets in 1d 2h", 93600),
+    ],
+)
+def test_spans_of_time(text: str, seconds: int) -> None:
+    assert limits.reset_time(text, NOW) == NOW + dt.timedelta(seconds=seconds)
+
+
+def test_a_bare_number_is_not_a_time_of_day() -> None:
+    assert limits.reset_time("resets 3 things", NOW) is None
+
+
+def test_how_long_to_wait() -> None:
+    soon = limits.Limit("usage_limit", "x", NOW + dt.timedelta(hours=1))
+    assert limits.wait_for(soon, 1, NOW) == 3600 + limits.MARGIN
+    past = limits.Limit("usage_limit", "x", NOW - dt.timedelta(hours=1))
+    assert limits.wait_for(past, 1, NOW) == limits.MARGIN
+    far = limits.Limit("usage_limit", "x", NOW + dt.timedelta(days=3))
+    assert limits.wait_for(far, 1, NOW) is None
+    assert limits.wait_for(limits.Limit("billing", "x"), 1, NOW) is None
+    busy = limits.Limit("overloaded", "x")
+    waits = [limits.wait_for(busy, n, NOW) for n in range(1, 10)]
+    assert waits[:3] == [60, 120, 240]
+    assert max(w for w in waits if w is not None) == limits.BACKOFF_MOST
