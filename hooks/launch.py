@@ -1,4 +1,5 @@
-"""The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact`, `cli ARGS`.
+"""The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact|stop-failure`,
+`cli ARGS`.
 
 Claude Code runs it from `hooks/hooks.json` with the hook input on stdin, and the
 plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate of
@@ -45,7 +46,12 @@ import sys
 import time
 from pathlib import Path
 
-EVENTS = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}
+EVENTS = {
+    "stop": "Stop",
+    "session-start": "SessionStart",
+    "pre-compact": "PreCompact",
+    "stop-failure": "StopFailure",
+}
 ROOT = Path(__file__).resolve().parent.parent
 ENV_DATA = "CLAUDE_PLUGIN_DATA"
 HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
@@ -60,7 +66,7 @@ SOURCES = ("pyproject.toml", "README.md", "src")
 # console script, `python -m ralphstate hook`).
 _OWN = re.compile(
     "|".join(
-        prefix + r"(stop|session-start|pre-compact)(?=[\s\"';]|$)"
+        prefix + r"(stop-failure|stop|session-start|pre-compact)(?=[\s\"';]|$)"
         for prefix in (
             (
                 r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""

@@ -5,10 +5,11 @@ from a script instead of a model, so a test decides exactly what "the model" say
 can read back every request the client sent.
 
 A script is a list of turns. A turn is a list of blocks (``text(...)``,
-``bash(...)``) or a callable that receives the request body (parsed JSON) and returns
-such a list, so a turn can react to what the client sent. Each request that carries
-``tools`` is a step of the conversation and gets the next turn; when the script has
-run out, the answer is a plain ``done``. A compaction request (``/compact``; it carries
+``bash(...)``, or one ``api_error(...)`` for an error answer) or a callable that
+receives the request body (parsed JSON) and returns such a list, so a turn can react
+to what the client sent. Each request that carries ``tools`` is a step of the
+conversation and gets the next turn; when the script has run out, the answer is a
+plain ``done``. A compaction request (``/compact``; it carries
 the tools too) gets a plausible summary, and any other request without tools (titles,
 summaries) a short canned text. Every request is recorded for the test to read.
 
@@ -43,6 +44,13 @@ COMPACT_SUMMARY = (
 def text(content: str) -> Block:
     """A text block of an assistant turn."""
     return {"type": "text", "text": content}
+
+
+def api_error(status: int, kind: str, message: str) -> Block:
+    """A turn that is an API error instead of a message: the server answers the request
+    with `status` and the Messages API's error body (429 `rate_limit_error`, 529
+    `overloaded_error`, ...)."""
+    return {"type": "api_error", "status": status, "error": {"type": kind, "message": message}}
 
 
 def bash(command: str, description: str = "Run a command") -> Block:
@@ -283,7 +291,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"input_tokens": 100})
         elif path == "/v1/messages" and isinstance(body, dict):
             blocks = self.owner.answer(body)
-            if body.get("stream"):
+            if blocks and blocks[0]["type"] == "api_error":
+                error = {"type": "error", "error": blocks[0]["error"]}
+                self._send_json(blocks[0]["status"], error)
+            elif body.get("stream"):
                 self._send(200, self._stream(body, blocks), "text/event-stream")
             else:
                 self._send_json(200, self._message(body, blocks))

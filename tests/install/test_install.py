@@ -46,6 +46,7 @@ POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and
 STOP = hook_command("Stop")
 START = hook_command("SessionStart")
 COMPACT = hook_command("PreCompact")
+FAIL = hook_command("StopFailure")
 
 
 def ours(command: str) -> dict[str, Any]:
@@ -93,6 +94,7 @@ INSTALLED: dict[str, Any] = {
             {"matcher": "", "hooks": [ours(START)]},
         ],
         "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+        "StopFailure": [{"hooks": [ours(FAIL)]}],
     },
     "env": {"FOO": "1"},
 }
@@ -601,6 +603,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
         f"added Stop hook: {STOP}",
         f"added SessionStart hook: {START}",
         f"added PreCompact hook: {COMPACT}",
+        f"added StopFailure hook: {FAIL}",
     ]
     assert path.read_text(encoding="utf-8") == dump(
         {
@@ -608,6 +611,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "Stop": [{"hooks": [ours(STOP)]}],
                 "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
                 "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+                "StopFailure": [{"hooks": [ours(FAIL)]}],
             }
         }
     )
@@ -627,6 +631,7 @@ def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path
         f"Stop hook already installed: {STOP}",
         f"SessionStart hook already installed: {START}",
         f"PreCompact hook already installed: {COMPACT}",
+        f"StopFailure hook already installed: {FAIL}",
     ]
     assert path.read_bytes() == written
 
@@ -641,6 +646,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
         f"removed Stop hook: {STOP}",
         f"removed SessionStart hook: {START}",
         f"removed PreCompact hook: {COMPACT}",
+        f"removed StopFailure hook: {FAIL}",
     ]
     assert path.read_bytes() == original
 
@@ -749,12 +755,14 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
         f"updated Stop hook: {STOP} (was: {old['stop']})",
         f"updated SessionStart hook: {START} (was: {old['session-start']})",
         f"updated PreCompact hook: {COMPACT} (was: {old['pre-compact']})",
+        f"added StopFailure hook: {FAIL}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
             "Stop": [{"hooks": [theirs, ours(STOP)]}],
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+            "StopFailure": [{"hooks": [ours(FAIL)]}],
         }
     }
     write(
@@ -824,6 +832,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             f"updated PreCompact hook: {COMPACT} (was: C:/venv/Scripts/RalphState.EXE hook"
             " pre-compact)"
         ),
+        f"added StopFailure hook: {FAIL}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -833,6 +842,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             ],
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
+            "StopFailure": [{"hooks": [ours(FAIL)]}],
         }
     }
 
@@ -869,7 +879,12 @@ def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_bytes(b"\n")
     assert install("project", tmp_path).changed is True
-    assert set(json.loads(path.read_text())["hooks"]) == {"Stop", "SessionStart", "PreCompact"}
+    assert set(json.loads(path.read_text())["hooks"]) == {
+        "Stop",
+        "SessionStart",
+        "PreCompact",
+        "StopFailure",
+    }
 
 
 def test_a_byte_order_mark_is_tolerated(tmp_path: Path) -> None:
@@ -1025,7 +1040,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
     assert len(calls) == 2
     data = json.loads(path.read_text())
     assert data["permissions"] == {"allow": ["Bash(ls)"]}
-    assert list(data["hooks"]) == ["Stop", "SessionStart", "PreCompact"]
+    assert list(data["hooks"]) == ["Stop", "SessionStart", "PreCompact", "StopFailure"]
 
 
 # ---------------------------------------------------------------- find_installed
@@ -1050,6 +1065,7 @@ def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
         InstalledHook("project", project, "Stop", STOP),
         InstalledHook("project", project, "SessionStart", START),
         InstalledHook("project", project, "PreCompact", COMPACT),
+        InstalledHook("project", project, "StopFailure", FAIL),
         InstalledHook(
             "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
         ),
@@ -1063,6 +1079,7 @@ def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path)
         ("project", "Stop"),
         ("project", "SessionStart"),
         ("project", "PreCompact"),
+        ("project", "StopFailure"),
     ]
 
 

@@ -363,14 +363,14 @@ def test_the_previous_failure_and_the_lessons_go_into_the_next_prompt(
 
 def test_lessons_are_bounded_to_their_newest_end(tmp_path: Path) -> None:
     from ralphstate.core import limits
-    from ralphstate.run import prompt
+    from ralphstate.storage import lessons
 
     (tmp_path / "lessons.md").write_text("old\n" + "x" * 100_000 + "\nnewest lesson\n")
-    text = prompt.read_lessons(tmp_path)
+    text = lessons.read(tmp_path)
     assert text is not None and len(text) <= limits.LESSONS_CHARS + 40
     assert text.startswith("[… earlier lessons left out]\n")
     assert text.endswith("newest lesson\n")
-    assert prompt.read_lessons(tmp_path / "missing") is None
+    assert lessons.read(tmp_path / "missing") is None
 
 
 def test_an_agent_blocked_on_a_person_ends_the_run_with_exit_4(

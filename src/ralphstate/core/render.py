@@ -265,7 +265,7 @@ def _criteria_lines(state: st.State) -> list[str]:
     return lines
 
 
-def context(state: st.State, source: str, trusted: bool = True) -> str:
+def context(state: st.State, source: str, trusted: bool = True, lessons: str | None = None) -> str:
     """SessionStart's additionalContext: the whole loop, framed as data, bounded.
 
     The loop's own text goes between `<loop-state>` markers, each item clipped; when
@@ -307,6 +307,11 @@ def context(state: st.State, source: str, trusted: bool = True) -> str:
         f" stall limit {state['stallLimit']}; status {state['status']}"
         + (f" ({clip(state['pauseReason'], 60)})" if state["pauseReason"] else "")
     )
+    failure = failure_line(state)
+    if failure:
+        lines.append(failure + " If it was a rate or usage limit, it may have reset: go on.")
+    if lessons and lessons.strip():
+        lines += ["Lessons (.loop/lessons.md, the newest last):", lessons.rstrip("\n")]
     tail = ["</loop-state>", "Protocol:"]
     if state["status"] == "paused":
         tail.append(
@@ -356,8 +361,23 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
 def session_line(state: st.State) -> str:
     met = len(state["criteria"]) - len(st.unmet(state))
     word = "paused" if state["status"] == "paused" else "resumed"
-    return (
+    line = (
         f"ralphstate: loop {word}: {met}/{len(state['criteria'])}"
         f" {noun(len(state['criteria']), 'criterion')},"
         f" iteration {state['iteration']}/{state['maxIterations']}."
+    )
+    failure = failure_line(state)
+    return f"{line} {failure}" if failure else line
+
+
+def failure_line(state: st.State) -> str:
+    """`The last turn ended on an API error (rate_limit) at T: MESSAGE.`, or ""."""
+    failure = state["lastFailure"]
+    if not failure:
+        return ""
+    kind = clip(str(failure.get("error") or "unknown"), 40)
+    at = clip(str(failure.get("at") or "?"), 40)
+    message = clip(str(failure.get("message") or ""), 200)
+    return f"The last turn ended on an API error ({kind}) at {at}" + (
+        f": {message}" if message else "."
     )

@@ -124,6 +124,9 @@ class State(TypedDict):
     maxCost: float | None
     maxTokens: int | None
     maxDuration: float | None
+    # ralphstate: the API error the last turn ended on (StopFailure: `at`, `error`,
+    # `message`), until the next SessionStart has told the model and the person.
+    lastFailure: dict[str, Any] | None
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -151,6 +154,7 @@ RUN_FIELDS = (
     "lastProgress",
     "evidence",
     "usage",
+    "lastFailure",
 )
 
 
@@ -188,6 +192,7 @@ def _defaults() -> Raw:
         "maxCost": None,
         "maxTokens": None,
         "maxDuration": None,
+        "lastFailure": None,
     }
 
 
@@ -315,6 +320,10 @@ def _spending(raw: Raw, state: Raw) -> None:
     state["usage"] = _usage(raw)
     for key in ("maxCost", "maxTokens", "maxDuration"):
         state[key] = _budget(raw, key)
+    failure = raw.get("lastFailure")
+    if failure is not None and not isinstance(failure, dict):
+        raise _Bad("'lastFailure' must be an object or null")
+    state["lastFailure"] = failure
 
 
 def _budget(raw: Raw, key: str) -> Any:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     HookInput = dict[str, object]
 
 USAGE = (
-    "usage: ralphstate hook stop|session-start|pre-compact [--agent NAME]\n"
+    "usage: ralphstate hook stop|session-start|pre-compact|stop-failure [--agent NAME]\n"
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
     " object or nothing, and always exits 0."
 )
@@ -43,7 +43,7 @@ def main(args: list[str] | None = None) -> NoReturn:
     Everything is written and every file closed when the hook returns, so the process
     skips the interpreter's teardown of the modules it loaded (`os._exit`): it runs at
     every stop of every session."""
-    code = run_hook(sys.argv[1:] if args is None else args)
+    code = run_hook(sys.argv[1:] if args is None else args, detach=True)
     for stream in (sys.stdout, sys.stderr):
         try:  # contextlib is not imported on the hook's path
             stream.flush()
@@ -52,8 +52,33 @@ def main(args: list[str] | None = None) -> NoReturn:
     os._exit(code)
 
 
-def run_hook(args: list[str]) -> int:
-    """Run one hook; never raises, always returns 0."""
+# Hooks whose output the client ignores and whose process it does not wait for: Claude
+# Code in print mode exits right after a turn that ended on an API error, and its
+# StopFailure hook is killed with it within tens of milliseconds. Such a hook reads its
+# input, then goes on in a process of its own (POSIX), and its caller returns at once.
+DETACHED = ("stop-failure",)
+# Set (to anything), a detached hook runs in the foreground: its faults reach stderr and
+# its caller waits for it (tests, and a person debugging the hook).
+FOREGROUND = "RALPHSTATE_HOOK_FOREGROUND"
+
+
+def _detach() -> None:
+    """Leave the client's process group: the parent returns 0 now, the child goes on with
+    stdin, stdout and stderr on the null device. Nothing happens without `os.fork`."""
+    fork = getattr(os, "fork", None)
+    if fork is None:  # Windows: run inline, as fast as it can
+        return
+    if fork():
+        os._exit(0)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+
+
+def run_hook(args: list[str], detach: bool = False) -> int:
+    """Run one hook; never raises, always returns 0. With `detach` (a hook process of its
+    own, `main`), a hook in DETACHED finishes in the background."""
     real_stdout = sys.stdout
     out: Output | None = None
     event = args[0] if args else ""
@@ -67,8 +92,12 @@ def run_hook(args: list[str]) -> int:
         except KeyError as exc:
             raise Fault(str(exc.args[0])) from None
         if event not in adapters.HOOKS:
-            raise Fault(f"unknown hook {event!r}; expected stop, session-start or pre-compact")
+            raise Fault(
+                f"unknown hook {event!r}; expected stop, session-start, pre-compact or stop-failure"
+            )
         data = _read_stdin()
+        if detach and event in DETACHED and not os.environ.get(FOREGROUND):
+            _detach()
         hook_input = None
         # Where the project is: the agent's variable for it, else its input's cwd.
         start = agent.project_dir(os.environ)

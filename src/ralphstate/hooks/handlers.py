@@ -23,7 +23,7 @@ from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.core.text import count
 from ralphstate.hooks import notify
 from ralphstate.hooks.entry import Fault, complain
-from ralphstate.storage import notices, paths, registry, trust
+from ralphstate.storage import lessons, notices, paths, registry, trust
 from ralphstate.storage.store import Event, Store
 
 if TYPE_CHECKING:
@@ -223,7 +223,11 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     source = str(hook_input.get("source") or "startup")
     if os.environ.get(ownership.ENV_RUNNER) and registry.knows(loop, state):
         # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
-        return agent.render_context(render.context(state, source), render.session_line(state))
+        told = _told(store, state)
+        return agent.render_context(
+            render.context(told, source, lessons=lessons.read(loop.dir)),
+            render.session_line(told),
+        )
     pid = agent.process_id(os.environ)
 
     def cleared_here() -> bool:
@@ -275,10 +279,31 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     if verdict in ("adopt", "reown") and session_id:
         _record("session-start", loop, state, pid)
     trusted = trust.is_trusted(loop, state)
+    state = _told(store, state)
     line = render.session_line(state)
     if not trusted:
         line += " " + render.untrusted_line(state)
-    return agent.render_context(render.context(state, source, trusted), line)
+    return agent.render_context(
+        render.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
+    )
+
+
+def _told(store: Store, state: st.State) -> st.State:
+    """The state to restore; an API error the last turn ended on (`lastFailure`) is
+    told once: it is cleared in the file, and kept in the copy returned."""
+    if not state["lastFailure"]:
+        return state
+
+    def clear(current: st.State, events: list[Event]) -> None:
+        if current["lastFailure"]:
+            current["lastFailure"] = None
+            events.append({"event": "failure_told"})
+
+    try:
+        _update(store, clear)
+    except Unusable as exc:
+        complain("session-start", str(exc))
+    return state
 
 
 # -- PreCompact -------------------------------------------------------------------
@@ -310,8 +335,44 @@ def pre_compact(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> O
     return None
 
 
+# -- StopFailure --------------------------------------------------------------------
+
+
+def stop_failure(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    """A turn of this session ended on an API error (Claude Code's StopFailure: `error`
+    is `rate_limit`, `overloaded`, `billing_error`, ...): record it in history and in the
+    state's `errors` and `lastFailure`, for the next SessionStart to tell. The output is
+    ignored by the client; nothing is printed."""
+    found = _load(loop)
+    if found is None:
+        return None
+    store, state = found
+    session_id = agent.session_id(hook_input)
+    kind = str(hook_input.get("error") or "unknown")[:40]
+    text = hook_input.get("error_details") or hook_input.get("last_assistant_message") or ""
+    message = " ".join(str(text).split())[: limits.MAX_PROBLEM_CHARS]
+
+    def record(current: st.State, events: list[Event]) -> None:
+        if current["status"] not in st.ACTIVE:
+            return
+        verdict = ownership.judge(
+            current, session_id, agent.name, known=lambda: registry.knows(loop, current)
+        )
+        runner = bool(os.environ.get(ownership.ENV_RUNNER))
+        if verdict not in ("owner", "adopt") and not runner:
+            return  # another session's loop, or one that came with a clone
+        now = clock.now_iso()
+        current["lastFailure"] = {"at": now, "error": kind, "message": message}
+        st.add_error(current, f"the turn ended on an API error ({kind}): {message}", at=now)
+        events.append({"event": "stop_failure", "error": kind, "message": message})
+
+    _update(store, record, read=state)
+    return None
+
+
 HANDLERS = {
     "stop": _telling("stop", stop),
     "session-start": _telling("session-start", session_start),
     "pre-compact": _telling("pre-compact", pre_compact),
+    "stop-failure": _telling("stop-failure", stop_failure),
 }

@@ -33,7 +33,14 @@ from ralphstate.install.settings import InstallResult as InstallResult
 
 SCOPES = ("project", "local", "user")
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
-EVENTS = {"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-compact"}
+# StopFailure runs instead of Stop when a turn ends on an API error (a rate limit, an
+# overloaded API, a billing error): the hook records it for the next SessionStart.
+EVENTS = {
+    "Stop": "stop",
+    "SessionStart": "session-start",
+    "PreCompact": "pre-compact",
+    "StopFailure": "stop-failure",
+}
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 TIMEOUT = 30

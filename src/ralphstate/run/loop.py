@@ -38,7 +38,7 @@ from ralphstate.run.result import (
     format_duration,
     format_spent,
 )
-from ralphstate.storage import fsio, registry
+from ralphstate.storage import fsio, lessons, registry
 from ralphstate.storage.paths import LoopPaths, check_safe
 from ralphstate.storage.store import Event, Store, append_history
 
@@ -458,7 +458,7 @@ class _Run:
             notes=self.notes.read(state),
             context=prompt.read_context(self.plan.context, paths.root),
             previous=self.previous,
-            lessons=prompt.read_lessons(paths.dir),
+            lessons=lessons.read(paths.dir),
         )
         left = None
         if state["maxCost"] is not None:

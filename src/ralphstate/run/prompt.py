@@ -18,6 +18,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, quote
+from ralphstate.storage.lessons import LESSONS
 
 if TYPE_CHECKING:  # the store is this module's caller's; no import at run time
     from ralphstate.storage.store import Store
@@ -196,29 +197,6 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
         ),
     ]
     return lines
-
-
-LESSONS = "lessons.md"
-
-
-def read_lessons(loop_dir: Path) -> str | None:
-    """.loop/lessons.md, its last `limits.LESSONS_CHARS` characters (the newest lessons
-    are at the end); None when there is none or it cannot be read."""
-    path = loop_dir / LESSONS
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            start = max(0, size - limits.LESSONS_CHARS * 4)
-            handle.seek(start)
-            data = handle.read()
-    except OSError:
-        return None
-    text = data.decode("utf-8", "replace")
-    if len(text) > limits.LESSONS_CHARS or start:
-        text = text[-limits.LESSONS_CHARS :]
-        text = "[… earlier lessons left out]\n" + text[text.find("\n") + 1 :]
-    return text
 
 
 def recent_notes(store: Store, state: st.State) -> dict[str, str]:

@@ -1,0 +1,134 @@
+"""Overnight runs with the real Claude Code client against the scripted API: the cost
+`claude -p --output-format json` reports is recorded per iteration, and a turn the API
+answers with a rate limit is recorded by the StopFailure hook and told by the next
+SessionStart."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import RunClaude
+from fake_api import FakeAnthropicAPI, api_error, bash, text, texts
+
+from ralphstate.run.spawn import join_command
+
+pytestmark = pytest.mark.e2e
+
+CONTEXT = "SessionStart hook additional context: "
+
+
+def ralphstate(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def history(project: Path, event: str) -> list[dict[str, Any]]:
+    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == event]
+
+
+def state(project: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((project / ".loop" / "state.json").read_text())
+    return data
+
+
+def eventually(probe: Callable[[], Any], seconds: float = 20) -> Any:
+    """What `probe` returns once it returns something, waiting at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = probe()
+        if found or time.monotonic() > deadline:
+            assert found, "nothing came"
+            return found
+        time.sleep(0.05)
+
+
+def test_the_cost_claude_reports_in_json_is_recorded_per_iteration(
+    claude_bin: Path, claude_env: dict[str, str], api: FakeAnthropicAPI, project: Path
+) -> None:
+    for args in (["install"], ["init", "Add a CSV export", "-c", "tests pass"]):
+        done = ralphstate(project, claude_env, *args)
+        assert done.returncode == 0, done.stderr
+    api.add_turns(
+        [bash('ralphstate criteria set "tests pass" true --note "pytest: 3 passed"')],
+        [text("Recorded tests pass.")],
+    )
+    agent = join_command(
+        [str(claude_bin), "-p", "--output-format", "json", "--allowedTools", "Bash"]
+    )
+
+    run = ralphstate(
+        project, claude_env, "run", "--agent", agent, "--max-cost", "5", "--json", timeout=180
+    )
+
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert out["outcome"] == "complete"
+    [first] = out["runs"]
+    # Two requests of 100 input and 20 output tokens each, priced by the client.
+    assert first["tokens"] == 240
+    assert first["cost"] is not None and first["cost"] > 0
+    assert out["usage"] == {"tokens": 240, "cost": first["cost"]}
+    assert history(project, "run_iteration")[0]["cost"] == first["cost"]
+    loop = state(project)
+    assert loop["usage"]["cost"] == first["cost"]
+    assert loop["maxCost"] == 5
+    # The rest of the budget went to the client as its own --max-budget-usd.
+    assert "--max-budget-usd" not in agent
+    log = (project / ".loop" / "runs" / "0001.log").read_text()
+    assert '"total_cost_usd"' in log
+
+
+def test_a_rate_limited_turn_is_recorded_by_stop_failure_and_told_next_session(
+    claude_env: dict[str, str],
+    run_claude: RunClaude,
+    api: FakeAnthropicAPI,
+    project: Path,
+) -> None:
+    for args in (["install"], ["init", "Add a CSV export", "-c", "tests pass"]):
+        done = ralphstate(project, claude_env, *args)
+        assert done.returncode == 0, done.stderr
+    api.add_turns(
+        [
+            api_error(
+                429,
+                "rate_limit_error",
+                "This request would exceed your account's rate limit. Please try again later.",
+            )
+        ]
+    )
+
+    done, result = run_claude(project, "Add a CSV export", env={"CLAUDE_CODE_MAX_RETRIES": "0"})
+
+    assert result["is_error"] is True
+    assert result["api_error_status"] == 429
+    # The hook finishes in a process of its own after the client has exited.
+    loop = eventually(lambda: (lambda now: now if now["lastFailure"] else None)(state(project)))
+    failure = loop["lastFailure"]
+    assert failure["error"] == "rate_limit"
+    assert "rate limit" in (failure["message"] + result["result"]).lower()
+    [recorded] = history(project, "stop_failure")
+    assert recorded["error"] == "rate_limit"
+    assert loop["sessionId"] == result["session_id"]
+
+    api.add_turns([text("Back to work.")], [text("Done for now. <loop-complete>")])
+    run_claude(project, "Continue", "--resume", result["session_id"])
+    restored = [t for body in api.conversation() for t in texts(body, "system") if CONTEXT in t]
+    assert any("ended on an API error (rate_limit)" in t for t in restored)
+    assert state(project)["lastFailure"] is None
