@@ -133,3 +133,10 @@ def test_a_git_command_past_its_timeout_is_stopped(repo: Path) -> None:
     done = git.run_git(["-c", "alias.nap=!sleep 30", "nap"], repo, timeout=0.3)
     assert done is None
     assert limits.GIT_TIMEOUT == 60.0  # every other call waits this long at most
+
+
+def test_a_snapshot_shares_one_time_budget(repo: Path) -> None:
+    assert limits.GIT_SNAPSHOT_SECONDS == 20.0
+    paths = LoopPaths(repo, repo / ".loop")
+    assert git.snapshot(paths, budget=limits.GIT_SNAPSHOT_SECONDS) is not None
+    assert git.snapshot(paths, budget=0.0) is None  # nothing left: no answer, not a wrong one

@@ -97,5 +97,9 @@ WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.
 GIT_TIMEOUT = 60.0
 MAX_GIT_OUTPUT_BYTES = 256 * 1024
+# All the git commands of one snapshot of the work tree's tree (storage/git.py), which a
+# Stop hook may take twice around its checks: 2 x 20 + STOP_VERIFY_BUDGET stays below
+# STOP_HOOK_TIMEOUT.
+GIT_SNAPSHOT_SECONDS = 20.0
 # How many of the newest history lines `ralphstate report` reads.
 MAX_REPORT_HISTORY_LINES = 20_000

@@ -12,11 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ralphstate.core import limits
 from ralphstate.storage.paths import LoopPaths
@@ -58,6 +62,9 @@ def run_git(
     stdout and stderr are read as they come and only their first
     `limits.MAX_GIT_OUTPUT_BYTES` are kept, so a command that prints a lot costs no
     memory."""
+    group: dict[str, Any] = {}
+    if sys.platform != "win32":  # a hook or filter git starts is stopped with it
+        group["start_new_session"] = True
     try:
         proc = subprocess.Popen(
             ["git", *args],
@@ -66,6 +73,7 @@ def run_git(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            **group,
         )
     except OSError:
         return None
@@ -90,6 +98,9 @@ def run_git(
     try:
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
+        if group:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
         proc.kill()
         proc.wait()
         return None
@@ -105,26 +116,28 @@ def run_git(
     )
 
 
-def _line(args: list[str], cwd: Path | str) -> str | None:
-    done = run_git(args, cwd)
+def _line(args: list[str], cwd: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
+    if timeout <= 0:
+        return None
+    done = run_git(args, cwd, timeout=timeout)
     if done is None or not done.ok:
         return None
     return done.out.strip() or None
 
 
-def head(root: Path | str) -> str | None:
+def head(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
     """The commit HEAD names, or None outside a repository or before the first commit."""
-    return _line(["rev-parse", "--verify", "--quiet", "HEAD"], root)
+    return _line(["rev-parse", "--verify", "--quiet", "HEAD"], root, timeout)
 
 
-def branch(root: Path | str) -> str | None:
+def branch(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
     """The branch checked out in `root`, or None (detached HEAD, not a repository)."""
-    return _line(["symbolic-ref", "--quiet", "--short", "HEAD"], root)
+    return _line(["symbolic-ref", "--quiet", "--short", "HEAD"], root, timeout)
 
 
-def toplevel(root: Path | str) -> Path | None:
+def toplevel(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> Path | None:
     """The top of the work tree `root` is in, or None outside a repository."""
-    found = _line(["rev-parse", "--show-toplevel"], root)
+    found = _line(["rev-parse", "--show-toplevel"], root, timeout)
     return Path(found) if found else None
 
 
@@ -149,7 +162,7 @@ class Snapshot:
     branch: str | None = None
 
 
-def snapshot(paths: LoopPaths) -> Snapshot | None:
+def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> Snapshot | None:
     """The tree the project's work tree holds now, or None outside a git repository.
 
     The tree id is what `git write-tree` gives for the work tree as `git add -A` would
@@ -157,17 +170,23 @@ def snapshot(paths: LoopPaths) -> Snapshot | None:
     temporary copy of the index, so the repository's own index is never touched; the
     same content always gives the same id, so committing the work changes nothing.
     Its cost is that of `git add -A`: files whose stat data did not change since the
-    index last saw them are not read again.
+    index last saw them are not read again (untracked files that are not ignored are
+    read every time). All its git commands share `budget` seconds; past it, None.
     """
     root = paths.root
-    top = toplevel(root)
+    deadline = time.monotonic() + budget
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    top = toplevel(root, left())
     if top is None:
         return None
-    index = _line(["rev-parse", "--git-path", "index"], root)
+    index = _line(["rev-parse", "--git-path", "index"], root, left())
     if index is None:
         return None
     real_index = Path(index) if Path(index).is_absolute() else Path(root) / index
-    commit = head(root)
+    commit = head(root, left())
     scratch = tempfile.mkdtemp(prefix="ralphstate-index-")
     try:
         temp_index = Path(scratch) / "index"
@@ -184,22 +203,26 @@ def snapshot(paths: LoopPaths) -> Snapshot | None:
         left_out = _excluded(spec)
         if left_out:  # tracked files of the loop's directory leave the scratch index too
             steps.append(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out])
-        for args in steps:
-            done = run_git(args, root, env=env)
+        tree = ""
+        for args in [*steps, ["write-tree"]]:
+            done = run_git(args, root, env=env, timeout=left()) if left() > 0 else None
             if done is None or not done.ok:
                 return None
-        tree = run_git(["write-tree"], root, env=env)
-        if tree is None or not tree.ok or not tree.out.strip():
+            tree = done.out.strip()
+        if not tree:
             return None
-        dirty = tree.out.strip() != EMPTY_TREE
+        dirty = tree != EMPTY_TREE
         if commit is not None:
             diff = run_git(
-                ["diff-index", "--cached", "--quiet", "HEAD", "--", *spec], root, env=env
+                ["diff-index", "--cached", "--quiet", "HEAD", "--", *spec],
+                root,
+                env=env,
+                timeout=max(left(), 0.001),
             )
             if diff is None or diff.code not in (0, 1):
                 return None
             dirty = diff.code == 1
-        return Snapshot(commit, dirty, tree.out.strip(), branch(root))
+        return Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

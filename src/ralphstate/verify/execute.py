@@ -175,7 +175,6 @@ def run_checks(
         for criterion, command in todo:
             limit = timeout if timeout is not None else _own_timeout(state, criterion)
             result = _run_within(criterion, command, str(store.paths.root), limit, deadline)
-            result.code = git.snapshot(store.paths)  # the tree it leaves is the one proven
             results.append(result)
             if progress is not None:
                 progress(result)
@@ -183,6 +182,9 @@ def run_checks(
         if record and results:
             record_results(store, results, by)
         raise
+    code = git.snapshot(store.paths)  # the tree the checks ran on, as they left it
+    for result in results:
+        result.code = code
     if record:
         record_results(store, results, by)
     return results
