@@ -13,6 +13,9 @@ lowest and the highest, and the goal. The rows:
 - Stop, blocking: the same command blocking an in-progress loop with an unmet
   criterion, owned by the input's session;
 - SessionStart: the SessionStart command restoring that loop;
+- status line, no loop / a loop: the command `ralphstate install --statusline` writes,
+  with Claude Code's status-line input, in the project without a loop and in the one
+  with it;
 - `ralphstate criteria set`, `step done`, `status`, through the installed console
   script (each `criteria set` flips the criterion, each `step done` marks another
   step, so every run writes);
@@ -102,6 +105,19 @@ def hook(python: str, event: str) -> tuple[str, list[str]]:
     return command, shlex.split(command)
 
 
+def statusline(python: str) -> list[str]:
+    """The process of the command `ralphstate install --statusline` writes."""
+    code = "from ralphstate.install.statusline import command; print(command())"
+    line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    return shlex.split(line.stdout.strip())
+
+
+def status_input(root: Path) -> bytes:
+    workspace = {"current_dir": str(root), "project_dir": str(root)}
+    data = {"session_id": SESSION, "cwd": str(root), "workspace": workspace, "version": "2"}
+    return json.dumps(data).encode()
+
+
 def hook_input(root: Path, event: str, **fields: object) -> bytes:
     data = {"session_id": SESSION, "cwd": str(root), "hook_event_name": event, **fields}
     return json.dumps(data).encode()
@@ -167,6 +183,9 @@ def cases(
         expect="tests pass:",
     )
     mark = Proc(lambda i: [*rs, "step", "done", steps[i]], cli, expect="done: step")
+    status = statusline(python)
+    bare_line = Proc(status, empty, status_input(empty))
+    loop_line = Proc(status, looped, status_input(looped), "verified")
 
     def imports(names: str) -> Proc:
         return Proc([python, "-c", f"import {names}"], empty)
@@ -175,6 +194,8 @@ def cases(
         ("Stop hook, no loop", 1.1, nothing, None),
         ("Stop hook, blocking", 4.5, blocking, None),
         ("SessionStart hook", 4.5, restoring, None),
+        ("status line, no loop", 1.1, bare_line, None),
+        ("status line, a loop", 4.5, loop_line, None),
         ("ralphstate criteria set", 4.0, flip, None),
         ("ralphstate step done", 4.0, mark, None),
         ("ralphstate status", 4.0, Proc([*rs, "status"], cli, expect="spec:"), None),

@@ -64,7 +64,7 @@ def readme() -> str:
     return README.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", [*TOP, "hook"])
+@pytest.mark.parametrize("name", [*TOP, "hook", "statusline"])
 def test_every_command_has_a_readme_section(name: str) -> None:
     heading = re.compile(rf"^#{{2,4}} .*`ralphstate {re.escape(name)}(`| )", re.MULTILINE)
     if not heading.search(readme()):

@@ -225,3 +225,17 @@ def test_a_command_imports_its_own_group_only(
     assert "ralphstate.loop.ops" in result.modules
     assert result.loaded(not_for_a_record()) == []
     assert result.loaded(NOT_FOR_A_RECORD_CLI) == []
+
+
+def test_the_status_line_without_a_loop_imports_nothing_heavy(
+    project: Path, tmp_path: Path
+) -> None:
+    """It runs after every message: held to the no-loop hook's imports."""
+    from ralphstate.install.statusline import CODE
+
+    data = tmp_path / "status.json"
+    data.write_bytes(orjson.dumps({"workspace": {"project_dir": str(project)}, "cwd": "/"}))
+    result = probe(CODE, flags=["-I"], cwd=project, stdin=data, env={})
+    assert (result.code, result.out, result.err) == (0, b"", b"")
+    assert "ralphstate.hooks.statusline" in result.modules
+    assert result.loaded(NOT_WITHOUT_A_LOOP) == []

@@ -15,10 +15,10 @@ from ralphstate.cli.options import SETTINGS
 @click.option(
     "--scope",
     type=click.Choice(["project", "local", "user"]),
-    default="project",
-    show_default=True,
+    default=None,
     help="project: .claude/settings.json; local: .claude/settings.local.json;"
-    " user: ~/.claude/settings.json. Other agents: project or user (docs/agents.md).",
+    " user: ~/.claude/settings.json. Other agents: project or user (docs/agents.md)."
+    "  [default: project; user with --statusline]",
 )
 @click.option(
     "--agent",
@@ -27,8 +27,14 @@ from ralphstate.cli.options import SETTINGS
     show_default=True,
     help="Whose hook configuration to write.",
 )
+@click.option(
+    "--statusline",
+    is_flag=True,
+    help="Put the loop into Claude Code's status line instead (after yours, if you have"
+    " one); no hooks.",
+)
 @click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
-def install_(scope: str, agent: str, uninstall: bool) -> None:
+def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -> None:
     """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings,
     or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI.
 
@@ -41,11 +47,24 @@ def install_(scope: str, agent: str, uninstall: bool) -> None:
       ralphstate install --scope user
       ralphstate install --agent codex
       ralphstate install --uninstall
+      ralphstate install --statusline
     """
-    from ralphstate.install.agents import install_agent
     from ralphstate.install.doctor import project_root
 
-    result = install_agent(agent, scope, project_root(Path.cwd()), uninstall=uninstall)
+    if statusline:
+        from ralphstate.install import statusline as statusline_
+        from ralphstate.install.claude import settings_path
+
+        if agent != "claude":
+            raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
+        path = settings_path(scope or "user", project_root(Path.cwd()))
+        result = statusline_.install(path, uninstall=uninstall)
+    else:
+        from ralphstate.install.agents import install_agent
+
+        result = install_agent(
+            agent, scope or "project", project_root(Path.cwd()), uninstall=uninstall
+        )
     for action in result.actions:
         output.text(action)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")

@@ -1,0 +1,209 @@
+"""`ralphstate statusline [--wrap ORIGINAL]`: the loop in Claude Code's status line.
+
+Claude Code runs the status line command after each assistant message with a JSON
+object on stdin (`workspace.project_dir`, `workspace.current_dir`, `cwd`, ...). This
+prints one short line for the loop of that project,
+
+    loop 3/20 · 2/5 verified · next: wire the button
+
+or `loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
+complete, or cancelled). It runs as often as a hook and is held to the no-loop hook's
+cost: nothing is imported before a loop is known to exist (docs/design.md, "The hot
+path"), and any fault prints nothing.
+
+`--wrap ORIGINAL` (written by `ralphstate install --statusline` over a status line the
+person already had): ORIGINAL is their `statusLine` object, JSON in base64; their
+command runs first with the same input and its output is printed as it is, then ours
+on a line of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ralphstate.core import limits
+from ralphstate.storage import paths
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+if TYPE_CHECKING:
+    from ralphstate.core.state import State
+
+USAGE = (
+    "usage: ralphstate statusline [--wrap ORIGINAL]\n"
+    "Run by Claude Code's status line with its JSON on stdin; prints one line about the"
+    " project's loop, or nothing.\n"
+    "Example:\n"
+    "  ralphstate install --statusline"
+)
+MAX_NEXT = 40
+WRAPPED_TIMEOUT = 10.0
+SEPARATOR = " · "
+
+
+def main(args: list[str] | None = None) -> None:
+    """The status line process: print the line, then end (see hooks.entry.main)."""
+    code = run(sys.argv[1:] if args is None else args)
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code)
+
+
+def run(args: list[str]) -> int:
+    if args[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(USAGE + "\n")
+        return 0
+    try:
+        data = sys.stdin.buffer.read(limits.MAX_HOOK_INPUT_BYTES) if sys.stdin else b""
+    except (OSError, ValueError):
+        data = b""
+    lines = []
+    if len(args) >= 2 and args[0] == "--wrap":
+        theirs = _wrapped(args[1], data)
+        if theirs:
+            lines.append(theirs)
+    try:
+        ours = line_for(data)
+    except Exception:  # noqa: BLE001 - a status line never shows a fault
+        ours = None
+    if ours:
+        lines.append(ours)
+    if lines:
+        try:
+            sys.stdout.write("\n".join(lines) + "\n")
+        except (OSError, ValueError):
+            pass
+    return 0
+
+
+def line_for(data: bytes) -> str | None:
+    """The status line for the input `data`, None when no loop runs in its project."""
+    start = _start(data)
+    loop_dir = paths.find_dir(start) if start else None
+    if loop_dir is None:
+        return None
+    with open(os.path.join(loop_dir, "state.json"), "rb") as f:
+        raw = f.read(limits.MAX_STATE_BYTES + 1)
+    if len(raw) > limits.MAX_STATE_BYTES:
+        return None
+    from ralphstate.core import state as st
+
+    return render(st.parse(raw))
+
+
+def render(loop: State) -> str | None:
+    """The line for the loop `loop`; None when it is finished."""
+    from ralphstate.core.text import visible
+
+    criteria = loop["criteria"]
+    verified = sum(1 for c in criteria if loop["criteriaStatus"].get(c))
+    counts = f"{verified}/{len(criteria)} verified"
+    if loop["status"] == "paused":
+        reason = loop["pauseReason"] or "user"
+        return SEPARATOR.join([f"loop paused ({visible(reason)})", counts])
+    if loop["status"] != "in_progress":
+        return None
+    parts = [f"loop {loop['iteration']}/{loop['maxIterations']}", counts]
+    remaining = [s for s in loop["steps"] if s not in loop["completedSteps"]]
+    if remaining:
+        step = " ".join(visible(remaining[0]).split())
+        if len(step) > MAX_NEXT:
+            step = step[: MAX_NEXT - 1] + "…"
+        parts.append(f"next: {step}")
+    return SEPARATOR.join(parts)
+
+
+def _start(data: bytes) -> str | None:
+    """Where to look for the loop: the input's project directory, else its current
+    directory, else this process's. The input is not parsed whole: importing a JSON
+    parser would cost more than the rest of the no-loop path (docs/design.md, "The hot
+    path"); the strings are read where their keys are."""
+    for key in (b'"project_dir"', b'"current_dir"', b'"cwd"'):
+        found = _string_after(data, key)
+        if found:
+            return found
+    return os.getcwd()
+
+
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _string_after(data: bytes, key: bytes) -> str | None:
+    """The JSON string value that follows `key` (a key in quotes) in `data`, or None."""
+    at = data.find(key)
+    if at < 0:
+        return None
+    rest = data[at + len(key) :].lstrip()
+    if not rest.startswith(b":"):
+        return None
+    rest = rest[1:].lstrip()
+    if not rest.startswith(b'"'):
+        return None
+    text = rest[1:].decode("utf-8", "replace")
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            value = "".join(out)
+            try:
+                return value.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeError:
+                return None
+        if char == "\\":
+            code = text[i + 1 : i + 2]
+            if code == "u":
+                try:
+                    out.append(chr(int(text[i + 2 : i + 6], 16)))
+                except ValueError:
+                    return None
+                i += 6
+                continue
+            out.append(_ESCAPES.get(code, code))
+            i += 2
+            continue
+        out.append(char)
+        i += 1
+    return None
+
+
+def _wrapped(original: str, data: bytes) -> str | None:
+    """What the person's own status line command prints for `data` (stripped of its
+    final newline), None when it prints nothing or cannot run."""
+    import subprocess
+
+    command = wrapped_command(original)
+    if not command:
+        return None
+    try:
+        done = subprocess.run(
+            shell_words(command),
+            input=data,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=WRAPPED_TIMEOUT,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    text = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+    return text or None
+
+
+def wrapped_command(argument: str) -> str | None:
+    from ralphstate.core.wrapping import decode
+
+    original = decode(argument)
+    command = original.get("command") if original else None
+    return command if isinstance(command, str) and command.strip() else None
+
+
+def shell_words(command: str) -> list[str]:
+    """How Claude Code runs a status line command: sh (Git Bash's on Windows)."""
+    if os.name == "nt":
+        import shutil
+
+        bash = shutil.which("bash")
+        return [bash, "-c", command] if bash else ["cmd", "/c", command]
+    return ["/bin/sh", "-c", command]

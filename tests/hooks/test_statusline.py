@@ -1,0 +1,226 @@
+"""`ralphstate statusline` with Claude Code's status-line input (the fields of 2.1.330
+in tests/fixtures/statusline), as real processes, and `ralphstate install
+--statusline` wrapping and restoring a person's own status line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
+
+from ralphstate.hooks import statusline
+from ralphstate.install import statusline as install
+from tests.helpers import FIXTURES, run_process
+from tests.helpers.loops import make_loop
+
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="runs commands with sh")
+RECORDED = FIXTURES / "statusline" / "claude-code-2.1.330.json"
+
+
+def recorded_input(project: Path) -> bytes:
+    """The recorded input, for a session in `project`."""
+    text = RECORDED.read_text().replace("PROJECT", str(project).replace("\\", "\\\\"))
+    return text.encode()
+
+
+def line(project: Path, data: bytes | None = None, cwd: Path | None = None) -> bytes:
+    done = run_process(
+        ["statusline"], cwd=cwd or project, input=recorded_input(project) if data is None else data
+    )
+    assert (done.returncode, done.stderr) == (0, b"")
+    return done.stdout
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "a project"
+    (path / "src").mkdir(parents=True)
+    return path
+
+
+def test_a_running_loop_is_one_line(root: Path, tmp_path: Path) -> None:
+    make_loop(
+        root,
+        criteria=["a", "b", "c", "d", "e"],
+        criteriaStatus={"a": True, "c": True},
+        steps=["write the exporter", "wire the button", "document it"],
+        completedSteps=["write the exporter"],
+        iteration=3,
+    )
+    # Run from elsewhere: the input's project directory is where the loop is looked for.
+    assert line(root, cwd=tmp_path) == "loop 3/20 · 2/5 verified · next: wire the button\n".encode()
+
+
+def test_no_loop_prints_nothing(root: Path) -> None:
+    assert line(root) == b""
+
+
+@pytest.mark.parametrize("status", ["complete", "cancelled"])
+def test_a_finished_loop_prints_nothing(root: Path, status: str) -> None:
+    make_loop(root, status=status)
+    assert line(root) == b""
+
+
+def test_a_paused_loop_says_why(root: Path) -> None:
+    make_loop(root, status="paused", pauseReason="stall", criteriaStatus={"tests pass": True})
+    assert line(root) == "loop paused (stall) · 1/2 verified\n".encode()
+
+
+def test_no_steps_left_no_next(root: Path) -> None:
+    make_loop(root, completedSteps=["tokenizer", "parser"])
+    assert line(root) == "loop 0/20 · 0/2 verified\n".encode()
+
+
+def test_a_step_name_cannot_redraw_the_terminal_and_is_cut_short(root: Path) -> None:
+    make_loop(root, steps=["\x1b]0;owned\x07 wire   the\nbutton " + "x" * 60])
+    out = line(root).decode()
+    assert out.startswith("loop 0/20 · 0/2 verified · next: \\x1b]0;owned\\x07 wire the button")
+    assert "\x1b" not in out and out.endswith("…\n")
+    assert len(out.split("next: ")[1]) == statusline.MAX_NEXT + 1
+
+
+@pytest.mark.parametrize(
+    "state",
+    [b"{not json", b"[]", b"", b"x" * (8 * 1024 * 1024)],
+    ids=["bad", "list", "empty", "big"],
+)
+def test_a_loop_it_cannot_read_prints_nothing_and_no_fault(root: Path, state: bytes) -> None:
+    (root / ".loop").mkdir()
+    (root / ".loop" / "state.json").write_bytes(state)
+    assert line(root) == b""
+
+
+@pytest.mark.parametrize("data", [b"", b"not json", b"[1]", b'{"workspace": 3}'])
+def test_without_usable_input_the_current_directory_is_used(root: Path, data: bytes) -> None:
+    make_loop(root)
+    assert line(root, data=data).startswith(b"loop 0/20")
+    assert line(root, data=data, cwd=root.parent) == b""
+
+
+def test_the_current_dir_and_cwd_stand_in_for_a_missing_project_dir(root: Path) -> None:
+    make_loop(root)
+    for key in ("current_dir", "cwd"):
+        data = orjson.dumps({"workspace": {}, key: str(root)} if key == "cwd" else {
+            "workspace": {key: str(root)}})  # fmt: skip
+        assert line(root, data=data, cwd=root.parent).startswith(b"loop 0/20"), key
+
+
+@given(hs.text(hs.characters(codec="utf-8")), hs.booleans())
+def test_the_input_s_strings_are_read_as_json_reads_them(path: str, ascii_only: bool) -> None:
+    data = json.dumps(
+        {"cwd": "elsewhere", "workspace": {"current_dir": "x", "project_dir": path}},
+        ensure_ascii=ascii_only,
+    ).encode()
+    assert statusline._string_after(data, b'"project_dir"') == path
+
+
+# -- the installed command, and wrapping the person's own ----------------------------------
+
+
+def settings_file(tmp_path: Path, content: dict[str, Any] | None) -> Path:
+    path = tmp_path / "home" / ".claude" / "settings.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if content is not None:
+        path.write_text(json.dumps(content, indent=2))
+    return path
+
+
+def run_status_command(command: str, project: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RALPHSTATE_NOTIFY")}
+    return subprocess.run(
+        ["/bin/sh", "-c", command],
+        input=recorded_input(project),
+        capture_output=True,
+        cwd=project,
+        env=env,
+        timeout=30,
+    )
+
+
+@POSIX_ONLY
+def test_install_sets_the_status_line_and_uninstall_removes_it(tmp_path: Path, root: Path) -> None:
+    path = settings_file(tmp_path, {"model": "opus"})
+    result = install.install(path)
+    assert result.changed and result.actions == ["status line: ralphstate"]
+    data = json.loads(path.read_text())
+    assert data["model"] == "opus"
+    assert data["statusLine"]["type"] == "command" and data["statusLine"]["padding"] == 0
+    command = data["statusLine"]["command"]
+    assert command == f'"{Path(sys.executable).absolute()}" -I -c "{install.CODE}"'
+    make_loop(root, iteration=2)
+    done = run_status_command(command, root)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "loop 2/20 · 0/2 verified · next: tokenizer\n".encode(),
+        b"",
+    )
+    assert not install.install(path).changed  # idempotent
+    assert install.install(path, uninstall=True).actions == ["removed the ralphstate status line"]
+    assert json.loads(path.read_text()) == {"model": "opus"}
+
+
+@POSIX_ONLY
+def test_a_status_line_of_the_person_s_own_is_wrapped_and_restored_exactly(
+    tmp_path: Path, root: Path
+) -> None:
+    theirs = {
+        "type": "command",
+        "command": "printf 'théirs: %s\\n' \"$(cat | wc -c | tr -d ' ')\"",
+        "padding": 2,
+    }
+    path = settings_file(tmp_path, {"statusLine": theirs, "theme": "dark"})
+    before = json.loads(path.read_text())
+    result = install.install(path)
+    assert result.actions == ["status line: your own, then ralphstate's line under it"]
+    data = json.loads(path.read_text())
+    assert data["statusLine"]["padding"] == 2
+    command = data["statusLine"]["command"]
+    make_loop(root)
+    size = len(recorded_input(root))
+    done = run_status_command(command, root)
+    assert done.returncode == 0
+    assert done.stdout.decode().splitlines() == [
+        f"théirs: {size}",  # their command read the same input
+        "loop 0/20 · 0/2 verified · next: tokenizer",
+    ]
+    # Installed again (a new interpreter, say): still wrapping theirs, not ours.
+    assert install.install(path).actions == ["status line: ralphstate after your own"]
+    assert install.wrapped(json.loads(path.read_text())["statusLine"]) == theirs
+    # With no loop, only theirs.
+    (root / ".loop" / "state.json").unlink()
+    assert run_status_command(command, root).stdout.decode() == f"théirs: {size}\n"
+    assert install.install(path, uninstall=True).actions == ["restored your own status line"]
+    assert json.loads(path.read_text()) == before
+    assert install.install(path, uninstall=True).actions == ["no ralphstate status line here"]
+
+
+def test_a_status_line_that_is_not_an_object_is_left_alone(tmp_path: Path, rs: Any) -> None:
+    path = settings_file(tmp_path, {"statusLine": "echo hi"})
+    before = path.read_bytes()
+    with pytest.raises(Exception, match="is not an object; nothing was changed"):
+        install.install(path)
+    assert path.read_bytes() == before
+
+
+def test_the_command_line_installs_for_the_user_by_default(
+    tmp_path: Path, rs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    result = rs("install", "--statusline")
+    assert result.code == 0, result.err
+    user = home / ".claude" / "settings.json"
+    assert result.out.splitlines() == ["status line: ralphstate", f"updated: {user}"]
+    assert install.is_ours(json.loads(user.read_text())["statusLine"])
+    assert rs("install", "--statusline", "--agent", "codex").code == 1
+    result = rs("install", "--statusline", "--uninstall")
+    assert result.out.splitlines() == ["removed the ralphstate status line", f"updated: {user}"]
