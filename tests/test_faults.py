@@ -202,7 +202,7 @@ def test_disk_full_hooks_fail_open(full_disk: Path, event: str, changes: dict[st
     before = loop_files(loop)
     done = ralphstate(["hook", event], full_disk, input=hook_input(full_disk, source="startup"))
     problem = "could not write .loop/state.json: No space left on device"
-    assert (done.code, done.out) == (0, told(problem))
+    assert (done.code, done.out) == (0, told(problem, event))
     assert done.text == f"ralphstate hook {event}: {problem}; allowing.\n"
     assert loop_files(loop) == before
     assert temp_files(loop) == []
@@ -404,7 +404,7 @@ def test_lock_held_by_another_process_hooks_fail_open(
         )
     else:
         problem = ".loop/state.lock is held by another process; gave up after 0.2s"
-        assert run.out == told(problem)
+        assert run.out == told(problem, event)
         assert run.text == f"ralphstate hook {event}: {problem}; allowing.\n"
     assert loop_files(loop) == before
 

@@ -197,7 +197,7 @@ def expected_stop(
     try:
         state = st.parse(before)
     except CorruptState:
-        return unusable(root, agent), None
+        return unusable(root, agent, "stop"), None
     session = agent.session_id(hook_input)
     if session is None or state["status"] != "in_progress":
         return None, None
@@ -219,12 +219,17 @@ def expected_stop(
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
 
 
-def unusable(root: Path, agent: adapters.Agent = CLAUDE) -> dict[str, Any] | None:
-    """What a hook says, the first time, about the loop in `root` it cannot use."""
+def unusable(root: Path, agent: adapters.Agent = CLAUDE, event: str = "") -> dict[str, Any] | None:
+    """What a hook says, the first time, about the loop in `root` it cannot use (a Stop
+    hook with the notification that the gate failed open)."""
     try:
         Store(paths.LoopPaths(root, root / ".loop")).load()
     except RalphstateError as exc:
-        return agent.render_notice(render.unusable(str(exc).rstrip(".")))
+        problem = str(exc).rstrip(".")
+        out = agent.render_notice(render.unusable(problem))
+        if event == "stop":
+            out = notify.attach(out, agent.name, notify.failed_open(problem), {})
+        return out
     raise AssertionError("the loop is usable")
 
 

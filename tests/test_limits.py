@@ -18,7 +18,7 @@ import pytest
 from ralphstate.core import limits, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
-from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop
+from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop, told
 
 
 def loop(**changes: Any) -> st.State:
@@ -63,8 +63,10 @@ def test_max_state_bytes(project: Path, extra: int) -> None:
             f" {limits.MAX_STATE_BYTES} ralphstate reads; it was left as it is"
         )
         assert (status.code, status.text) == (1, f"ralphstate: {problem}.\n")
-        told = orjson.dumps({"systemMessage": render.unusable(problem)}) + b"\n"
-        assert (stop.out, stop.text) == (told, f"ralphstate hook stop: {problem}; allowing.\n")
+        assert (stop.out, stop.text) == (
+            told(problem),
+            f"ralphstate hook stop: {problem}; allowing.\n",
+        )
         assert path.read_bytes() == data
     else:
         assert status.code == 0 and orjson.loads(status.out)["spec"] == "Build the parser"

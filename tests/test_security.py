@@ -90,7 +90,7 @@ def test_hooks_refuse_symlinks_out_of_the_project(
     before = snapshot(elsewhere)
     run = hook(event, hook_input_for(project, source="resume"))
     assert run.code == 0
-    assert run.out == told(refusal)
+    assert run.out == told(refusal, event)
     assert run.text == f"ralphstate hook {event}: {refusal}; allowing.\n"
     assert snapshot(elsewhere) == before
     assert not (elsewhere / "missing").exists()

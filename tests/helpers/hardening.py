@@ -16,6 +16,7 @@ import orjson
 
 from ralphstate.__main__ import main
 from ralphstate.core import render
+from ralphstate.hooks import notify
 from ralphstate.hooks.entry import run_hook
 from tests.helpers import loops
 
@@ -118,9 +119,13 @@ def hook_input_for(root: Path, **fields: Any) -> dict[str, Any]:
     return {**base, **fields}
 
 
-def told(problem: str) -> bytes:
-    """What a hook prints, the first time in a session, for a loop it cannot use."""
-    return orjson.dumps({"systemMessage": render.unusable(problem)}) + b"\n"
+def told(problem: str, event: str = "stop") -> bytes:
+    """What a hook prints, the first time in a session, for a loop it cannot use: at a
+    stop, with the notification that the gate failed open."""
+    out: dict[str, object] | None = {"systemMessage": render.unusable(problem)}
+    if event == "stop":
+        out = notify.attach(out, "claude", notify.failed_open(problem), {})
+    return orjson.dumps(out) + b"\n"
 
 
 def loop_files(loop: Path) -> dict[str, bytes]:

@@ -67,6 +67,24 @@ def test_a_setting_turns_them_off(root: Path) -> None:
     assert out is not None and "terminalSequence" not in out
 
 
+def test_a_gate_that_fails_open_says_so_once_a_session(root: Path) -> None:
+    (root / ".loop").mkdir()
+    (root / ".loop" / "state.json").write_text("{not json")
+    out = stop(root, "Done.")
+    assert out is not None and "not enforced" in out["systemMessage"]
+    sequence = out["terminalSequence"]
+    assert sequence.startswith(f"{OSC9}the Stop gate failed open, the loop is not enforced: ")
+    assert sequence.endswith("\x07") and "not valid JSON" in sequence
+    assert stop(root, "Done.") is None  # told once a session, as the message is
+
+
+def test_a_gate_that_fails_open_sends_none_when_they_are_off(root: Path) -> None:
+    (root / ".loop").mkdir()
+    (root / ".loop" / "state.json").write_text("{not json")
+    out = stop(root, "Done.", env={"RALPHSTATE_NOTIFY": "0"})
+    assert out is not None and set(out) == {"systemMessage"}
+
+
 def test_other_agents_get_no_terminal_sequence(root: Path) -> None:
     make_loop(root, agent="codex", criteriaStatus=BOTH_MET)
     out = stop(root, "<loop-complete>", agent="codex")

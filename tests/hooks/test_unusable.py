@@ -19,6 +19,7 @@ from ralphstate.core import state as st
 from ralphstate.storage import notices
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
+from tests.helpers.hardening import told
 from tests.helpers.loops import SID, make_loop
 
 DOCTOR = "; the loop is not enforced until this is fixed (`ralphstate doctor` checks it)."
@@ -85,7 +86,8 @@ def files(root: Path) -> dict[str, bytes]:
 def test_a_stop_on_an_unusable_loop_tells_the_person_once_a_session(root: Path, fault: str) -> None:
     problem = FAULTS[fault](root)
     before = files(root)
-    want = {"systemMessage": f"ralphstate: {problem}{DOCTOR}"}
+    want = orjson.loads(told(problem))  # with the notification that the gate failed open
+    assert want["systemMessage"] == f"ralphstate: {problem}{DOCTOR}"
     line = f"ralphstate hook stop: {problem}; allowing.\n"
     assert hook("stop", root, {"session_id": SID}) == (want, line)
     assert hook("stop", root, {"session_id": SID}) == (None, line)  # told already
@@ -152,7 +154,8 @@ def test_a_lock_never_had_is_told_once(root: Path) -> None:
     with lock_held(root / ".loop"):
         first, _ = hook("stop", root, {"session_id": SID})
         second, err = hook("stop", root, {"session_id": SID})
-    assert first == {"systemMessage": f"ralphstate: {problem}{DOCTOR}"}
+    assert first == orjson.loads(told(problem))
+    assert first is not None and first["systemMessage"] == f"ralphstate: {problem}{DOCTOR}"
     assert second is None and err == f"ralphstate hook stop: {problem}; allowing.\n"
     assert path.read_bytes() == before
 

@@ -81,7 +81,10 @@ def _telling(event: str, handler: Handler) -> Handler:
             session = agent.session_id(hook_input)
             if session is not None and not notices.first_time(loop, session, problem):
                 return None
-            return agent.render_notice(render.unusable(problem))
+            out = agent.render_notice(render.unusable(problem))
+            if event == "stop":  # and, since the gate failed open, a notification
+                out = notify.attach(out, agent.name, notify.failed_open(problem), os.environ)
+            return out
 
     return run
 

@@ -30,7 +30,11 @@ STOP_RULES = {
     "stall": "loop paused: no progress",
     "untrusted_checks": "loop paused: its checks are not trusted on this machine",
 }
-FAILED_OPEN = "the Stop gate failed open (a fault, see the log), the loop was not enforced"
+
+
+def failed_open(problem: str) -> str:
+    """The notification of a Stop gate that let the agent go because of `problem`."""
+    return f"the Stop gate failed open, the loop is not enforced: {problem}"
 
 
 def sequence(text: str, env: Mapping[str, str]) -> str | None:
