@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -182,3 +183,84 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     assert "<command-name>/ralphstate:status</command-name>" in prompt
     assert f"loop {project}: complete · iteration 1/20" in prompt
     assert "[x] tests pass" in prompt
+
+
+def published(tmp_path: Path) -> Path:
+    """The repository as a clone of it holds it: the files git tracks or would track,
+    as they are in this checkout (not the virtual environments and clients that a
+    checkout accumulates, which Claude Code would copy into its cache)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    where = tmp_path / "ralphstate"
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file() and not source.is_symlink():
+            target = where / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return where
+
+
+def test_the_marketplace_in_the_repository_installs_the_plugin(
+    tmp_path: Path,
+    claude_bin: Path,
+    run_claude: RunClaude,
+    api: FakeAnthropicAPI,
+    project: Path,
+    home: Path,
+    plugin_env: dict[str, str],
+) -> None:
+    """The README's two commands, as the client's command line spells them
+    (`/plugin marketplace add`, `/plugin install` inside a session), with a checkout's
+    path for OWNER/REPO: the plugin is copied into the plugin cache, its environment
+    is built under its own data directory, and its hooks gate a loop."""
+
+    def claude(*args: str) -> str:
+        done = subprocess.run(
+            [str(claude_bin), *args],
+            env=plugin_env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    claude("plugin", "marketplace", "add", str(published(tmp_path)))
+    claude("plugin", "install", "ralphstate@ralphstate")
+    listed = claude("plugin", "list")
+    assert "ralphstate@ralphstate" in listed and "enabled" in listed
+    version = ralphstate.__version__
+    copy = home / ".claude" / "plugins" / "cache" / "ralphstate" / "ralphstate" / version
+    assert (copy / "bin" / "ralphstate").exists()
+
+    # The plugin's own command, from its copy, builds its environment where Claude Code
+    # gives that plugin its data directory.
+    data = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate"
+    started = subprocess.run(
+        [str(copy / "bin" / "ralphstate"), "init", "Add a CSV export", "-c", "tests pass"],
+        cwd=project,
+        env=plugin_env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+    )
+    assert started.returncode == 0, started.stderr
+    assert (data / "venv" / "ralphstate-plugin-version").read_text() == version
+
+    api.add_turns(
+        [text("Starting.")],
+        [bash("ralphstate criteria set 'tests pass' true")],
+        [text("Done.\n\n<loop-complete>")],
+    )
+    _, result = run_claude(project, "Add a CSV export", env=plugin_env, timeout=120)
+    assert result["result"] == "Done.\n\n<loop-complete>"
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert (state["status"], state["iteration"]) == ("complete", 1)
