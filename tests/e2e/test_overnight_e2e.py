@@ -96,6 +96,7 @@ def test_the_cost_claude_reports_in_json_is_recorded_per_iteration(
 
 
 def test_a_rate_limited_turn_is_recorded_by_stop_failure_and_told_next_session(
+    claude_bin: Path,
     claude_env: dict[str, str],
     run_claude: RunClaude,
     api: FakeAnthropicAPI,
@@ -104,25 +105,36 @@ def test_a_rate_limited_turn_is_recorded_by_stop_failure_and_told_next_session(
     for args in (["install"], ["init", "Add a CSV export", "-c", "tests pass"]):
         done = ralphstate(project, claude_env, *args)
         assert done.returncode == 0, done.stderr
-    api.add_turns(
-        [
-            api_error(
-                429,
-                "rate_limit_error",
-                "This request would exceed your account's rate limit. Please try again later.",
+    message = "This request would exceed your account's rate limit. Please try again later."
+    api.add_turns([api_error(429, "rate_limit_error", message)])
+
+    # A session that stays open after its failed turn, as an interactive one does (a
+    # one-shot `claude -p` exits at once and kills its hooks; the hook detaches for
+    # that case, best effort): print mode reading its turns from stdin.
+    env = {**claude_env, "CLAUDE_CODE_MAX_RETRIES": "0"}
+    argv = [str(claude_bin), "-p", "--input-format", "stream-json", "--output-format"]
+    argv += ["stream-json", "--verbose"]
+    with (project / "client.log").open("w") as log:
+        client = subprocess.Popen(
+            argv, cwd=project, env=env, stdin=subprocess.PIPE, stdout=log, stderr=log, text=True
+        )
+        assert client.stdin is not None
+        turn = {"type": "user", "message": {"role": "user", "content": "Add a CSV export"}}
+        client.stdin.write(json.dumps(turn) + "\n")
+        client.stdin.flush()
+        try:
+            loop = eventually(
+                lambda: (lambda now: now if now["lastFailure"] else None)(state(project))
             )
-        ]
-    )
+        finally:
+            client.stdin.close()
+            client.wait(timeout=60)
+    result = json.loads((project / "client.log").read_text().strip().splitlines()[-1])
+    assert (result["type"], result["is_error"], result["api_error_status"]) == ("result", True, 429)
 
-    done, result = run_claude(project, "Add a CSV export", env={"CLAUDE_CODE_MAX_RETRIES": "0"})
-
-    assert result["is_error"] is True
-    assert result["api_error_status"] == 429
-    # The hook finishes in a process of its own after the client has exited.
-    loop = eventually(lambda: (lambda now: now if now["lastFailure"] else None)(state(project)))
     failure = loop["lastFailure"]
     assert failure["error"] == "rate_limit"
-    assert "rate limit" in (failure["message"] + result["result"]).lower()
+    assert failure["message"] == f"API Error: Request rejected (429) · {message}"
     [recorded] = history(project, "stop_failure")
     assert recorded["error"] == "rate_limit"
     assert loop["sessionId"] == result["session_id"]
