@@ -62,6 +62,7 @@ HISTORY: list[dict[str, Any]] = [
         "result": "exit 0",
         "decision": "continue",
         "cost": 0.5,
+        "tokens": 1200,
     },
     {
         "at": "2026-01-01T00:02:00Z",
@@ -128,6 +129,7 @@ def test_the_story_gathers_iterations_greens_pauses_and_commits() -> None:
     assert [(m.iteration, m.what) for m in told.commits] == [(3, COMMIT)]
     assert [c.stale for c in told.criteria] == [True, False]
     assert told.total_duration == 275.5 and told.total_cost == 1.75
+    assert told.total_tokens == 1200 and told.iterations[0].tokens == 1200
 
 
 def test_hook_blocks_are_iterations_timed_from_the_event_before() -> None:
@@ -160,7 +162,7 @@ def test_the_text_report() -> None:
         "spec: Add a CSV export",
         (
             "status: paused (stall) · iteration 3/20 · 1/2 criteria · 1/1 step"
-            " · 3 iterations in 4m36s · cost 1.75"
+            " · 3 iterations in 4m36s · 1,200 tokens · cost $1.75"
         ),
         f"started 2026-01-01T00:00:00Z · updated {told.state['updatedAt']}",
         "",
@@ -176,9 +178,9 @@ def test_the_text_report() -> None:
         "  [x] write it",
         "",
         "iterations:",
-        "  #1    run    1m00s · exit 0 · continue · cost 0.50",
+        "  #1    run    1m00s · exit 0 · continue · 1,200 tokens · cost $0.5000",
         "  #2    run    45.5s · exit 1 · continue",
-        "  #3    run    2m50s · exit 0 · stall · cost 1.25 · commit c0ffee0000",
+        "  #3    run    2m50s · exit 0 · stall · cost $1.25 · commit c0ffee0000",
         "",
         "criteria turning green:",
         "  #3    2026-01-01T00:04:59Z tests pass · verified by its check (run)",
@@ -198,7 +200,7 @@ def test_the_markdown_report_is_a_pull_request_body() -> None:
     assert "STALE" not in body  # proven on the tree the work tree holds
     assert "  - check: `pytest -q`\n" in body
     assert "| # | by | duration | result | decision | cost | commit |\n" in body
-    assert "| 3 | run | 2m50s | exit 0 | stall | 1.25 | c0ffee0000 |\n" in body
+    assert "| 3 | run | 2m50s | exit 0 | stall | $1.25 | c0ffee0000 |\n" in body
     assert "- after iteration 3: **stall**: run\n" in body
     assert '- `c0ffee0000` ralphstate: iteration 3: "tests pass" met\n' in body
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from html import escape
 
 from ralphstate.core.text import count, noun, visible
-from ralphstate.report.story import Criterion, Iteration, Story, seconds, short
+from ralphstate.report.story import Criterion, Iteration, Story, money, seconds, short
 
 WIDTH = 960  # the timeline's drawing width, in SVG units
 LABEL = 200  # room on the left for the lanes' names
@@ -82,7 +82,8 @@ def html(story: Story) -> str:
         f" {len(state['completedSteps'])}/{len(state['steps'])}"
         f" {noun(len(state['steps']), 'step')} ·"
         f" {count(len(story.iterations), 'iteration')} in {seconds(story.total_duration)}"
-        + (f" · cost {cost:.2f}" if cost is not None else "")
+        + (f" · {story.total_tokens:,} tokens" if story.total_tokens is not None else "")
+        + (f" · cost {money(cost)}" if cost is not None else "")
         + "</p>",
         '<section class="card"><h2 style="margin-top:0">Timeline</h2>',
         timeline(story),
@@ -306,7 +307,7 @@ def _iterations(iterations: list[Iteration]) -> str:
     rows = "".join(
         f"<tr><td>{i.number}</td><td>{_e(i.by)}</td><td>{_e(i.at or '?')}</td>"
         f"<td>{seconds(i.duration)}</td><td>{_e(i.result)}</td><td>{_e(i.decision)}</td>"
-        + (f"<td>{'' if i.cost is None else f'{i.cost:.2f}'}</td>" if cost else "")
+        + (f"<td>{'' if i.cost is None else money(i.cost)}</td>" if cost else "")
         + f"<td><code>{_e(short(i.commit))}</code></td></tr>"
         for i in iterations
     )

@@ -41,6 +41,7 @@ class Iteration:
     decision: str
     cost: float | None = None
     commit: str | None = None
+    tokens: int | None = None
 
 
 @dataclass
@@ -77,6 +78,11 @@ class Story:
         return sum(i.duration or 0.0 for i in self.iterations)
 
     @property
+    def total_tokens(self) -> int | None:
+        tokens = [i.tokens for i in self.iterations if i.tokens is not None]
+        return sum(tokens) if tokens else None
+
+    @property
     def total_cost(self) -> float | None:
         costs = [i.cost for i in self.iterations if i.cost is not None]
         return sum(costs) if costs else None
@@ -96,6 +102,15 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def money(cost: float) -> str:
+    """`$0.4210`, `$12.50`: as `ralphstate run` prints what an iteration cost."""
+    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
 
 
 def _int(value: object) -> int:
@@ -149,6 +164,7 @@ def _walk(story: Story, history: list[Event]) -> None:
                     str(event.get("result", "")),
                     str(event.get("decision", "")),
                     _number(event.get("cost")),
+                    tokens=_count(event.get("tokens")),
                 )
             )
             last_end = when or last_end

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ralphstate.core.text import count, noun, visible
-from ralphstate.report.story import Criterion, Story, seconds, short
+from ralphstate.report.story import Criterion, Story, money, seconds, short
 
 
 def _evidence(criterion: Criterion) -> str:
@@ -36,7 +36,8 @@ def _head(story: Story) -> list[str]:
         f" · {len(state['completedSteps'])}/{len(state['steps'])}"
         f" {noun(len(state['steps']), 'step')}"
         f" · {count(len(story.iterations), 'iteration')} in {seconds(story.total_duration)}"
-        + (f" · cost {cost:.2f}" if cost is not None else ""),
+        + (f" · {story.total_tokens:,} tokens" if story.total_tokens is not None else "")
+        + (f" · cost {money(cost)}" if cost is not None else ""),
         f"started {state.get('startedAt') or '?'} · updated {state.get('updatedAt') or '?'}",
     ]
 
@@ -60,7 +61,8 @@ def text(story: Story) -> str:
     if not story.iterations:
         lines.append("  none yet")
     for i in story.iterations:
-        extra = f" · cost {i.cost:.2f}" if i.cost is not None else ""
+        extra = f" · {i.tokens:,} tokens" if i.tokens is not None else ""
+        extra += f" · cost {money(i.cost)}" if i.cost is not None else ""
         extra += f" · commit {short(i.commit)}" if i.commit else ""
         lines.append(
             f"  #{i.number:<4} {i.by:<4} {seconds(i.duration):>7} · {visible(i.result)}"
@@ -120,7 +122,7 @@ def markdown(story: Story) -> str:
             row = f"| {i.number} | {i.by} | {seconds(i.duration)} | {_md(i.result)} |"
             row += f" {_md(i.decision)} |"
             if cost:
-                row += f" {'' if i.cost is None else f'{i.cost:.2f}'} |"
+                row += f" {'' if i.cost is None else money(i.cost)} |"
             lines.append(row + f" {short(i.commit)} |")
     else:
         lines.append("None yet.")
