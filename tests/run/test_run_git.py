@@ -337,3 +337,17 @@ def test_checks_not_trusted_here_are_never_copied_into_a_worktree(rs: Any, repo:
     )
     alpha = repo.parent / f"{repo.name}-worktrees" / "alpha"
     assert not alpha.exists()
+
+
+def test_a_dry_run_in_a_missing_worktree_creates_nothing(rs: Any, repo: Path, agent: Any) -> None:
+    make_loop(rs)
+    done = run(repo, "--agent", agent(), "--worktree", "alpha", "--dry-run")
+    assert (done.returncode, done.stderr.decode()) == (
+        1,
+        (
+            "ralphstate: there is no worktree 'alpha' yet, and --dry-run creates nothing;"
+            " create it with `ralphstate worktree add alpha`.\n"
+        ),
+    )
+    assert not (repo.parent / f"{repo.name}-worktrees").exists()
+    assert git(repo, "branch", "--list", "alpha") == ""

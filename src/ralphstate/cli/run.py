@@ -190,7 +190,7 @@ def run_command(
 
     files = [path.resolve() for path in context]
     if worktree_name is not None:
-        store = _in_worktree(worktree_name, branch, as_json)
+        store = _in_worktree(worktree_name, branch, as_json, dry_run)
         branch = None  # the worktree is on its own branch
     else:
         store = ops.locate()
@@ -229,15 +229,20 @@ def run_command(
         raise SystemExit(outcome.exit_code)
 
 
-def _in_worktree(name: str, branch: str | None, as_json: bool) -> Store:
+def _in_worktree(name: str, branch: str | None, as_json: bool, dry_run: bool) -> Store:
     """The loop in worktree `name`, which is created (with this loop, afresh) when
-    missing."""
+    missing, but for a dry run, which changes nothing."""
     from ralphstate.run import worktree as wt
 
     here = Path.cwd()
     found = wt.find(here, name)
     if found is not None:
         return wt.store_in(found, here)
+    if dry_run:
+        raise RalphstateError(
+            f"there is no worktree {name!r} yet, and --dry-run creates nothing; create it"
+            f" with `ralphstate worktree add {name}`."
+        )
     added = wt.add(here, name, branch=branch)
     output.text(
         f"worktree {added.path} on branch {added.branch}, with a fresh copy of this loop",
