@@ -386,3 +386,18 @@ def test_an_agent_blocked_on_a_person_ends_the_run_with_exit_4(
     out = orjson.loads(done.stdout)
     assert (out["reason"], out["detail"]) == ("blocked", "agent needs a key")
     assert "Blocked on a person" in done.stderr.decode()
+
+
+def test_an_agent_that_prints_nothing_for_idle_timeout_is_stopped(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    make_loop(rs, "--stall-limit", "1")
+    hang = run_agents.command(script, "stdin", "hang")
+    done = run(project, "--agent", hang, "--idle-timeout", "0.5", "--json")
+    assert done.returncode == 3, done.stderr
+    out = orjson.loads(done.stdout)
+    assert [(r["timedOut"], r["decision"]) for r in out["runs"]] == [(True, "stall")]
+    [iteration] = history(project, "run_iteration")
+    assert (iteration["idle"], iteration["stops"][0]) == (True, "interrupt")
+    assert "printed nothing for 0.5s" in done.stderr.decode()
+    assert run_agents.signals(agents) == ["SIGINT"]

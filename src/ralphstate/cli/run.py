@@ -114,6 +114,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "--allow-dirty", is_flag=True, help="Let --branch and --commit take uncommitted changes along."
 )
 @click.option(
+    "--idle-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=None,
+    callback=_finite,
+    metavar="SECONDS",
+    help="Stop an iteration's agent that printed nothing for this long.  [default: no limit]",
+)
+@click.option(
     "--max-cost",
     type=click.FloatRange(0, min_open=True),
     default=None,
@@ -153,6 +161,7 @@ def run_command(
     branch: str | None,
     worktree_name: str | None,
     allow_dirty: bool,
+    idle_timeout: float | None,
     max_cost: float | None,
     max_tokens: int | None,
     max_duration: float | None,
@@ -208,6 +217,7 @@ def run_command(
         max_tokens=max_tokens,
         max_duration=max_duration,
         on_limit=on_limit,
+        idle_timeout=idle_timeout,
     )
     plan.commit, plan.branch, plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

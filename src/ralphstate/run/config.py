@@ -39,6 +39,7 @@ KEYS = (
     "on-limit",
     "agent-errors",
     "step-retries",
+    "idle-timeout",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -59,6 +60,7 @@ class RunConfig:
     on_limit: str | None = None
     agent_errors: int | None = None
     step_retries: int | None = None
+    idle_timeout: float | None = None
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -171,6 +173,10 @@ def _step_retries(config: RunConfig, value: Any, bad: Callable[[str], Ralphstate
     config.step_retries = _whole(value, 1, 1000, bad)
 
 
+def _idle_timeout(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.idle_timeout = _seconds(value, above_zero=True, bad=bad)
+
+
 _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
     "max-cost": _max_cost,
     "max-tokens": _max_tokens,
@@ -178,6 +184,7 @@ _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]
     "on-limit": _on_limit,
     "agent-errors": _agent_errors,
     "step-retries": _step_retries,
+    "idle-timeout": _idle_timeout,
 }
 
 

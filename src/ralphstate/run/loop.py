@@ -483,6 +483,7 @@ class _Run:
                     "interrupts": self.interrupts,
                     "timeout": self.plan.timeout,
                     "grace": self.plan.grace,
+                    "idle_timeout": self.plan.idle_timeout,
                 }
                 mode = self.plan.prompt_mode
                 if mode == "file":
@@ -539,6 +540,8 @@ class _Run:
         }
         if agent.stops:
             event["stops"] = agent.stops
+        if agent.idle:
+            event["idle"] = True
         with contextlib.suppress(RalphstateError):
             append_history(paths.history, [event], number, loop_id=state["loopId"])
         parts = [
@@ -549,7 +552,9 @@ class _Run:
         ]
         if figures is not None:
             parts.insert(3, format_spent(figures.tokens, figures.cost))
-        if agent.timed_out:
+        if agent.idle:
+            parts.append(f"printed nothing for {self.plan.idle_timeout or 0:g}s")
+        elif agent.timed_out:
             parts.append(f"timed out after {self.plan.timeout:g}s")
         if agent.interrupted:
             parts.append("interrupted")
@@ -702,6 +707,8 @@ def _log_path(runs: Path, number: int) -> Path:
 
 def _failure_line(number: int, agent: spawn.AgentRun, timeout: float | None) -> str:
     """How the previous iteration failed, in one line for the next prompt."""
+    if agent.idle:
+        return f"Iteration {number} printed nothing for too long and was stopped (idle)."
     if agent.timed_out:
         return f"Iteration {number} timed out after {timeout or 0:g}s and was stopped."
     return f"Iteration {number} ended with {agent.describe()} (a crash or an error)."

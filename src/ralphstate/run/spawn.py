@@ -124,6 +124,8 @@ class AgentRun:
     exit_code: int
     duration: float
     timed_out: bool = False
+    # Stopped for printing nothing for `idle_timeout` seconds (then also `timed_out`).
+    idle: bool = False
     interrupted: bool = False
     # The stages sent to stop it: "interrupt", "terminate", "kill".
     stops: list[str] = field(default_factory=list)
@@ -148,6 +150,8 @@ class _Pump(threading.Thread):
         self.lock = threading.Lock()
         self.closed = False
         self.count = 0
+        # When the agent last printed anything (monotonic seconds).
+        self.last = time.monotonic()
 
     def run(self) -> None:
         while True:
@@ -158,6 +162,7 @@ class _Pump(threading.Thread):
             if not chunk:
                 return
             with self.lock:
+                self.last = time.monotonic()
                 if self.closed:
                     continue  # abandoned: keep draining so the writer never blocks
                 self.count += len(chunk)
@@ -192,6 +197,7 @@ def run_agent(
     interrupts: Interrupts,
     timeout: float | None = None,
     grace: float = limits.RUN_GRACE_SECONDS,
+    idle_timeout: float | None = None,
 ) -> AgentRun:
     """Run the agent to its end, streaming its output (stdout and stderr, merged).
 
@@ -231,7 +237,10 @@ def run_agent(
         ).start()
     result = AgentRun(exit_code=0, duration=0.0)
     try:
-        result.exit_code = _wait(child, result, interrupts, started, timeout, grace)
+        idle = (lambda: time.monotonic() - pump.last) if idle_timeout is not None else None
+        result.exit_code = _wait(
+            child, result, interrupts, started, timeout, grace, idle, idle_timeout
+        )
     finally:
         interrupts.agent_phase = False
         interrupts.child = None
@@ -257,6 +266,8 @@ def _wait(
     started: float,
     timeout: float | None,
     grace: float,
+    quiet_for: Callable[[], float] | None = None,
+    idle_timeout: float | None = None,
 ) -> int:
     stages = ["interrupt", "terminate", "kill"]
     next_stage_at: float | None = None
@@ -271,6 +282,8 @@ def _wait(
                 result.interrupted = True
             elif timeout is not None and now - started >= timeout:
                 result.timed_out = True
+            elif quiet_for is not None and idle_timeout is not None and quiet_for() >= idle_timeout:
+                result.timed_out = result.idle = True
             else:
                 continue
             next_stage_at = now
