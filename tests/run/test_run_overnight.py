@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
+from ralphstate.run import spawn
 from tests.helpers import FIXTURES, run_agents
 from tests.run.test_run import history, make_loop, run, state
 
@@ -401,3 +403,81 @@ def test_an_agent_that_prints_nothing_for_idle_timeout_is_stopped(
     assert (iteration["idle"], iteration["stops"][0]) == (True, "interrupt")
     assert "printed nothing for 0.5s" in done.stderr.decode()
     assert run_agents.signals(agents) == ["SIGINT"]
+
+
+# -- notifications -------------------------------------------------------------------------
+
+NOTIFIER = (
+    "import json, os, sys\n"
+    "event = json.loads(sys.stdin.read())\n"
+    "event['env'] = [os.environ['RALPHSTATE_EVENT'], os.environ['RALPHSTATE_SUMMARY']]\n"
+    "with open(sys.argv[1], 'a') as out:\n"
+    "    out.write(json.dumps(event) + '\\n')\n"
+)
+
+
+def notifier(tmp_path: Path, body: str = NOTIFIER) -> tuple[str, Path]:
+    script = tmp_path / "notifier.py"
+    script.write_text(body)
+    seen = tmp_path / "events.jsonl"
+    return spawn.join_command([sys.executable, str(script), str(seen)]), seen
+
+
+def events(seen: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in seen.read_bytes().splitlines()]
+
+
+def test_the_notifier_hears_the_completion_with_the_event_on_stdin(
+    rs: Any, project: Path, script: Path, tmp_path: Path
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    command, seen = notifier(tmp_path)
+    done = run(
+        project, "--agent", run_agents.command(script, "stdin", "progress"), "--notify", command
+    )
+    assert done.returncode == 0, done.stderr
+    [event] = events(seen)
+    assert (event["event"], event["outcome"], event["iterations"]) == ("complete", "complete", 1)
+    assert event["criteria"] == {"met": 1, "total": 1}
+    assert event["spec"] == "Build the parser"
+    assert event["summary"].startswith("complete · 1/1 criterion · 0/1 step")
+    assert event["env"] == ["complete", event["summary"]]
+
+
+def test_a_budget_pause_is_a_budget_event_from_the_config(
+    rs: Any, project: Path, script: Path, agents: Path, tmp_path: Path
+) -> None:
+    make_loop(rs, criteria=("a", "b"))
+    command, seen = notifier(tmp_path)
+    (project / ".loop" / "config.toml").write_text(f"[run]\nnotify = {command!r}\n")
+    run_agents.replay(agents, output("claude_json_ok.json"))
+    agent = run_agents.command(script, "stdin", "progress+replay")
+    assert run(project, "--agent", agent, "--max-cost", "0.001").returncode == 3
+    [event] = events(seen)
+    assert (event["event"], event["reason"], event["detail"]) == (
+        "budget",
+        "budget",
+        "cost $0.0016 of $0.0010",
+    )
+
+
+def test_a_failing_or_hanging_notifier_never_stops_the_loop(
+    rs: Any, project: Path, script: Path, tmp_path: Path
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    failing = spawn.join_command([sys.executable, "-c", "import sys; sys.exit(3)"])
+    agent = run_agents.command(script, "stdin", "progress")
+    done = run(project, "--agent", agent, "--notify", failing, "--json")
+    assert (done.returncode, orjson.loads(done.stdout)["outcome"]) == (0, "complete")
+    assert "notify: " in done.stderr.decode() and "exited with 3." in done.stderr.decode()
+
+    from ralphstate.run import notify
+
+    said: list[str] = []
+    hang = spawn.join_command([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = time.monotonic()
+    assert not notify.send(hang, {"event": "pause"}, "x", said.append, str(tmp_path), 0.5)
+    assert time.monotonic() - started < 30
+    assert said and said[0].endswith("took longer than 0.5s and was stopped.")
+    assert not notify.send("no-such-notifier-program", {}, "x", said.append, str(tmp_path))
+    assert "could not start 'no-such-notifier-program'" in said[-1]

@@ -114,6 +114,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "--allow-dirty", is_flag=True, help="Let --branch and --commit take uncommitted changes along."
 )
 @click.option(
+    "--notify",
+    metavar="CMD",
+    default=None,
+    help="Run CMD on complete, pause, budget, limit and error: the event as JSON on its"
+    " stdin, a summary in $RALPHSTATE_SUMMARY.  [default: `notify` in the config]",
+)
+@click.option(
     "--idle-timeout",
     type=click.FloatRange(0, min_open=True),
     default=None,
@@ -161,6 +168,7 @@ def run_command(
     branch: str | None,
     worktree_name: str | None,
     allow_dirty: bool,
+    notify: str | None,
     idle_timeout: float | None,
     max_cost: float | None,
     max_tokens: int | None,
@@ -218,6 +226,7 @@ def run_command(
         max_duration=max_duration,
         on_limit=on_limit,
         idle_timeout=idle_timeout,
+        notify=notify,
     )
     plan.commit, plan.branch, plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

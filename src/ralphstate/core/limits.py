@@ -92,6 +92,8 @@ RUN_USAGE_TAIL_BYTES = 1024 * 1024
 # How much of .loop/lessons.md goes into every run prompt and the SessionStart
 # restore (its end: the newest lessons).
 LESSONS_CHARS = 4000
+# How long a run's notifier (`notify`) may take before it is killed.
+NOTIFY_SECONDS = 10.0
 # How often `ralphstate watch` looks at the state file, unless told otherwise.
 WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.

@@ -40,6 +40,7 @@ KEYS = (
     "agent-errors",
     "step-retries",
     "idle-timeout",
+    "notify",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -61,6 +62,7 @@ class RunConfig:
     agent_errors: int | None = None
     step_retries: int | None = None
     idle_timeout: float | None = None
+    notify: str | None = None
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -177,6 +179,12 @@ def _idle_timeout(config: RunConfig, value: Any, bad: Callable[[str], Ralphstate
     config.idle_timeout = _seconds(value, above_zero=True, bad=bad)
 
 
+def _notify(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise bad("a non-empty string (the notifier's command)")
+    config.notify = value
+
+
 _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
     "max-cost": _max_cost,
     "max-tokens": _max_tokens,
@@ -185,6 +193,7 @@ _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]
     "agent-errors": _agent_errors,
     "step-retries": _step_retries,
     "idle-timeout": _idle_timeout,
+    "notify": _notify,
 }
 
 

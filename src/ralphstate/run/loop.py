@@ -27,7 +27,7 @@ from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun
 from ralphstate.run import config as runconfig
-from ralphstate.run import guards, limits, prompt, spawn, usage
+from ralphstate.run import guards, limits, notify, prompt, spawn, usage
 from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
     IterationDecision,
@@ -351,6 +351,14 @@ class _Run:
         state = self.store.update(uncount)
         self.state = state
         self.report.line(f"  {kind}: {clip(hit.message, 200)}")
+        if not pause and not switch:
+            self._notify(
+                "limit",
+                f"ralphstate: the agent hit a {kind}; waiting, then iteration {number} again",
+                limit=hit.kind,
+                message=hit.message,
+                resetsAt=event.get("resetsAt"),
+            )
         if switch:
             self._fall_back(f"it hit a {kind}")
             return None
@@ -678,7 +686,7 @@ class _Run:
         if outcome != "error" or self.state is None:
             with contextlib.suppress(RalphstateError):
                 self.state = self.store.load()
-        return Outcome(
+        ended = Outcome(
             outcome,
             reason,
             self.records,
@@ -687,6 +695,36 @@ class _Run:
             error,
             self.detail,
         )
+        if reason != "user":  # Ctrl-C: the person is there
+            kind = {"complete": "complete", "error": "error"}.get(outcome, "pause")
+            if reason in ("budget", "limit", "agent_errors"):
+                kind = {"agent_errors": "error"}.get(reason, reason)
+            self._notify(kind, ended.summary()[0], outcome=outcome, reason=reason, error=error)
+        return ended
+
+    def _notify(self, kind: str, summary: str, **details: object) -> None:
+        """Tell the person's notifier (`notify`), never stopping or delaying the run
+        beyond its bound."""
+        if not self.plan.notify:
+            return
+        state = self.state
+        event: dict[str, object] = {
+            "event": kind,
+            **{k: v for k, v in details.items() if v is not None},
+            "project": str(self.store.paths.root),
+            "iterations": len(self.records),
+        }
+        if self.detail:
+            event["detail"] = self.detail
+        if state is not None:
+            met, total, _, _ = counts(state)
+            event.update(
+                spec=clip(state["spec"], 200),
+                iteration=state["iteration"],
+                criteria={"met": met, "total": total},
+                usage=st.spent(state),
+            )
+        notify.send(self.plan.notify, event, summary, self.report.line, str(self.store.paths.root))
 
 
 def _private_opener(path: str, flags: int) -> int:

@@ -45,6 +45,8 @@ class Plan:
     max_tokens: int | None = None
     max_duration: float | None = None
     on_limit: str = "wait"
+    # The person's notifier (run/notify.py), or None.
+    notify: str | None = None
     # Stop an agent that printed nothing for this many seconds (None: never).
     idle_timeout: float | None = None
     agent_errors: int = guards.AGENT_ERRORS
@@ -70,6 +72,7 @@ def make_plan(
     max_duration: float | None = None,
     on_limit: str | None = None,
     idle_timeout: float | None = None,
+    notify: str | None = None,
 ) -> Plan:
     """Merge the command line over the config; RalphstateError for a plan that cannot run."""
     config = runconfig.load(store.paths.root, store.paths.dir)
@@ -126,6 +129,7 @@ def make_plan(
         max_duration=max_duration if max_duration is not None else config.max_duration,
         on_limit=on_limit or config.on_limit or "wait",
         idle_timeout=idle_timeout if idle_timeout is not None else config.idle_timeout,
+        notify=notify if notify is not None else config.notify,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
     )
