@@ -902,7 +902,7 @@ ERRORS = [
         ),
     ),
     ("none", ("init",), 'ralphstate: a loop needs a spec: ralphstate init "what to build".\n'),
-    ("none", ("init", "x", "--marker", " "), "ralphstate: the marker cannot be empty.\n"),
+    ("none", ("init", "x", "--marker", " "), "ralphstate: a marker cannot be empty.\n"),
     (
         "none",
         ("init", "--from", "missing.json"),

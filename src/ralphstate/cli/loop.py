@@ -87,8 +87,10 @@ def init(
     from ralphstate.loop import template as tpl
 
     loaded = tpl.load(template) if template else None
-    if marker is not None and not marker.strip():
-        raise RalphstateError("the marker cannot be empty.")
+    if marker is not None:
+        from ralphstate.core.marker import check_marker
+
+        check_marker(marker)
     store, new, backup = ops.init(
         spec,
         list(criteria),

@@ -34,6 +34,8 @@ MAX_CONTEXT_CHARS = 8000
 # Longest single free-text item (criterion, step, spec) quoted into reason or context.
 MAX_ITEM_CHARS = 300
 MAX_SPEC_CHARS = 2000
+# A completion marker, at most: the model repeats it exactly (core/marker.py).
+MAX_MARKER_CHARS = 100
 # How many list items a reason or context shows before summarising the rest.
 MAX_LIST_ITEMS = 15
 # Most history lines `ralphstate log` prints.

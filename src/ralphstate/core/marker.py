@@ -10,12 +10,52 @@ from __future__ import annotations
 
 import re
 
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.limits import MAX_MARKER_CHARS
+
 # An opening fence: up to 3 spaces, then 3+ backticks or tildes, then the info string.
 _OPEN_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 # A closing fence: up to 3 spaces, 3+ of one fence char, then only spaces or tabs.
 _CLOSE_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _BACKTICKS = re.compile(r"`+")
+
+
+# The frame SessionStart puts the loop's state in (core/render.py): never in a marker.
+_FRAME_TAG = re.compile(r"</?loop-state>", re.IGNORECASE)
+
+
+def marker_problem(marker: str) -> str | None:
+    """Why `marker` cannot be a completion marker, as one sentence; None when it can.
+
+    A marker is quoted to the model in block reasons and the restored context, and the
+    model must repeat it exactly: so it is short, one line, single spaces between words,
+    no surrounding spaces, nothing a code span or the context's frame would change."""
+    if not marker.strip():
+        return "a marker cannot be empty."
+    if marker != marker.strip():
+        return "a marker cannot start or end with a space."
+    if any(c.isspace() and c != " " for c in marker) or "  " in marker:
+        return (
+            "a marker has single spaces between words: no tabs, line breaks or double"
+            " spaces, so that it can be repeated exactly as quoted."
+        )
+    if any(ord(c) < 32 or 127 <= ord(c) < 160 for c in marker):
+        return "a marker cannot hold control characters."
+    if len(marker) > MAX_MARKER_CHARS:
+        return f"a marker is at most {MAX_MARKER_CHARS} characters, not {len(marker)}."
+    if "`" in marker:
+        return "a marker cannot hold a backtick: in backticks it is code, where it does not count."
+    if _FRAME_TAG.search(marker):
+        return "a marker cannot hold <loop-state>, which frames the loop's restored state."
+    return None
+
+
+def check_marker(marker: str) -> None:
+    """Refuse a marker that could not be repeated exactly as quoted (`marker_problem`)."""
+    problem = marker_problem(marker)
+    if problem:
+        raise RalphstateError(problem)
 
 
 def contains_marker(text: str, marker: str) -> bool:

@@ -40,6 +40,18 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+def command(verb: str, name: str, after: str = "", *, options: str = "") -> str:
+    """`ralphstate VERB NAME AFTER`, to be run exactly as quoted: the name is quoted for
+    a shell, and a name that starts with "-" (`--help`, `-c`) comes after `--`, so it is
+    never read as an option (the `options` then come before the `--`)."""
+    parts = ["ralphstate", verb]
+    if name.startswith("-"):
+        parts += [options, "--", quote(name), after]
+    else:
+        parts += [quote(name), after, options]
+    return " ".join(p for p in parts if p)
+
+
 class CheckFailure(Protocol):
     """A check that failed when the Stop hook verified a claimed completion."""
 
@@ -115,10 +127,10 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
         lines.append(f"Next step: {clip(remaining[0])}")
     lines.append("")
     lines.append("Keep working. After verifying a criterion, record it:")
-    lines.append(f"  ralphstate criteria set {quote(unmet[0])} true")
+    lines.append(f"  {command('criteria set', unmet[0], 'true')}")
     if remaining:
         lines.append("After finishing a step:")
-        lines.append(f"  ralphstate step done {quote(remaining[0])}")
+        lines.append(f"  {command('step done', remaining[0])}")
     lines.append(
         f"Say {clip(state['completionMarker'])} (outside code) only when every criterion is"
         " verified."

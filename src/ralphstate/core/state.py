@@ -25,6 +25,7 @@ from ralphstate.core.limits import (
     MAX_PROBLEM_CHARS,
     MAX_STATE_DEPTH,
 )
+from ralphstate.core.marker import marker_problem
 
 SCHEMA_VERSION = 1
 DEFAULT_MAX_ITERATIONS = 20
@@ -494,6 +495,9 @@ def _normalise(raw: Raw) -> State:
     marker = raw.get("completionMarker") or DEFAULT_MARKER
     if not isinstance(marker, str) or not marker.strip():
         raise _Bad("'completionMarker' must be a non-empty string")
+    problem = marker_problem(marker)
+    if problem:
+        raise _Bad(f"'completionMarker' is refused: {problem.rstrip('.')}")
     state["completionMarker"] = marker
     status = raw.get("status", "in_progress")
     if status not in STATUSES:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.render import clip, quote
+from ralphstate.core.render import clip, command, quote
 from ralphstate.storage.lessons import LESSONS
 
 if TYPE_CHECKING:  # the store is this module's caller's; no import at run time
@@ -158,6 +158,9 @@ def assemble(
     return "\n".join(lines) + "\n"
 
 
+NOTE = '--note "what proved it"'
+
+
 def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[str]:
     if remaining:
         first = f"1. Take the next remaining step: {_item(remaining[0])}"
@@ -171,14 +174,14 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
         "3. Record what you did with the ralphstate command line:",
     ]
     if remaining:
-        lines.append(f"     ralphstate step done {quote(_item(remaining[0]))}")
-    name = quote(_item(unmet[0])) if unmet else '"NAME"'
+        lines.append(f"     {command('step done', remaining[0])}")
+    name = unmet[0] if unmet else "NAME"
     if unmet and unmet[0] in state["checks"]:
-        lines.append(f"     ralphstate verify {name}")
+        lines.append(f"     {command('verify', name)}")
         lines.append("   (a criterion with a check is verified by running it; the runner runs")
         lines.append("   every check again after you exit)")
     else:
-        lines.append(f'     ralphstate criteria set {name} true --note "what proved it"')
+        lines.append(f"     {command('criteria set', name, 'true', options=NOTE)}")
         lines.append("   (only once it is verified for real)")
     lines += [
         "   `ralphstate status` shows the whole loop.",

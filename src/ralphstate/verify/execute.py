@@ -112,19 +112,17 @@ def plan(state: st.State, names: Sequence[str] | None = None) -> list[tuple[str,
     for name in names:
         found = find_criterion(state, name)
         if found not in state["checks"]:
-            raise RalphstateError(
-                f"criterion {found!r} has no check; give it one with"
-                f' `ralphstate criteria check {_quote(found)} "COMMAND"`.'
-            )
+            give = _command("criteria check", found, '"COMMAND"')
+            raise RalphstateError(f"criterion {found!r} has no check; give it one with `{give}`.")
         if found not in chosen:
             chosen.append(found)
     return [(c, state["checks"][c]) for c in state["criteria"] if c in chosen]
 
 
-def _quote(text: str) -> str:
-    from ralphstate.core.render import quote
+def _command(verb: str, name: str, after: str) -> str:
+    from ralphstate.core.render import command
 
-    return quote(text)
+    return command(verb, name, after)
 
 
 def untrusted_message(store: Store) -> str:
