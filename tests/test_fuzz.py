@@ -207,7 +207,7 @@ def expected_stop(
     loop = paths.LoopPaths(root, root / ".loop")
     if not owner and not registry.knows(loop, state):
         return None, None
-    claims = state["verifyOnStop"] and any(c in state["checks"] for c in state["criteria"])
+    claims = st.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
     decision = decide_stop(
         state,
         session,

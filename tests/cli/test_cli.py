@@ -373,7 +373,7 @@ def test_status(loop: Path, rs: Any) -> None:
         [
             f"loop {loop}: in progress · iteration 3/20 · owner none · updated 1h ago",
             "spec: Build it",
-            "criteria 1/2:",
+            "criteria 1/2 (1 claimed):",
             "  [ ] tests pass",
             "  [x] lint clean",
             "steps 1/3:",

@@ -11,7 +11,12 @@ def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
     out = result.out
     assert out.count("[stop hook] blocks; the model reads:") == 3
     assert "ralphstate loop, iteration 1 of 10: 2 of 2 criteria not verified yet:" in out
-    assert "ralphstate loop, iteration 3 of 10: all 2 criteria are recorded as verified." in out
-    done = "ralphstate: loop complete, all 2 criteria verified after 3 iterations."
+    assert (
+        "ralphstate loop, iteration 3 of 10: all 2 criteria are recorded as met (2 claimed)."
+    ) in out
+    done = (
+        "ralphstate: loop complete after 3 iterations; claimed, without a check: tests pass,"
+        " README documents --json."
+    )
     assert f"[the person sees] {done}" in out
     assert out.rstrip().endswith("complete")

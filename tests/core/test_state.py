@@ -472,7 +472,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
         [
             f"loop {root}: in progress · iteration 6/20 · owner 5f0c2a9e · updated 4m ago",
             f"spec: {state['spec']}",
-            "criteria 2/4:",
+            "criteria 2/4 (2 claimed):",
             f"  [x] {c[0]}  (claimed)",
             f"  [x] {c[1]}  (claimed)",
             f"  [ ] {c[2]}",
@@ -480,7 +480,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             (
                 "checks 2: NOT trusted on this machine (changed outside ralphstate, or they came"
                 " with the repository); they will not run until you review them and run"
-                " `ralphstate trust` · verify on stop: off"
+                " `ralphstate trust` · verify on stop: on (the default)"
             ),
             f"  {c[0]}: pytest -q",
             f"  {c[1]}: ruff check .",

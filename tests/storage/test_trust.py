@@ -220,12 +220,14 @@ def history(project: Path) -> list[dict[str, Any]]:
 def test_status_says_why_and_what_to_run(project: Path, rs: Any) -> None:
     rs("init", "Build it", "-c", "a")
     rs("criteria", "check", "a", PASS)
-    assert "checks 1: trusted on this machine · verify on stop: off" in rs("status").out
+    assert (
+        "checks 1: trusted on this machine · verify on stop: on (the default)" in rs("status").out
+    )
     hand_edit(project, checks={"a": "make a"})
     assert (
         "checks 1: NOT trusted on this machine (changed outside ralphstate, or they came with"
         " the repository); they will not run until you review them and run `ralphstate trust`"
-        " · verify on stop: off\n  a: make a\n"
+        " · verify on stop: on (the default)\n  a: make a\n"
     ) in rs("status").out
 
 

@@ -106,6 +106,8 @@ def owned_verified_loop(rs: Any, repo: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", SID)
     verified_loop(rs, repo)
     monkeypatch.delenv("CLAUDE_CODE_SESSION_ID")
+    # Verify-on-stop off, so that only the staleness of the evidence runs a check.
+    assert rs("config", "verify-on-stop", "false").code == 0
     state = load(repo)
     assert (state["sessionId"], state["verifyOnStop"]) == (SID, False)
 

@@ -309,11 +309,11 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
     assert setting[-1]["evidence"] == "claimed"
     lines = ageless(rs("status").out).splitlines()
     assert lines[2:9] == [
-        "criteria 2/3:",
+        "criteria 2/3 (2 claimed):",
         "  [x] tests pass  (claimed N ago)",
         "  [x] docs  (claimed N ago)",
         "  [ ] lint  (unchecked)",
-        "checks 2: trusted on this machine · verify on stop: off",
+        "checks 2: trusted on this machine · verify on stop: on (the default)",
         f"  tests pass: {PASS}",
         f"  lint: {FAIL}",
     ]
@@ -361,7 +361,10 @@ def test_status_shows_the_age_of_the_evidence() -> None:
         "  [x] c  (claimed 1d ago)",
         "  [ ] d  (unchecked)",
     ]
-    assert lines[7] == "checks 3: verify on stop: off"  # trust not known: not shown
+    assert lines[7] == "checks 3: verify on stop: on (the default)"  # trust not known: not shown
+    state["verifyOnStop"] = False
+    lines = views.status(state, "/p").splitlines()
+    assert lines[7] == "checks 3: verify on stop: OFF (ralphstate config verify-on-stop false)"
 
 
 def test_standing_never_looks_better_than_the_status() -> None:
@@ -444,11 +447,13 @@ def test_removing_a_criterion_removes_its_check_timeout_and_evidence(
 
 def test_config_verify_on_stop(project: Path, rs: Any) -> None:
     make_loop(rs, {"a": None})
-    assert rs("config").out == "verify-on-stop: false\n"
+    assert rs("config").out == "verify-on-stop: default (on)\n"
     assert rs("config", "verify-on-stop", "yes").out == "verify-on-stop: true\n"
     assert state_of(project)["verifyOnStop"] is True
     assert rs("config", "verify-on-stop").out == "true\n"
     assert history_of(project)[-1]["event"] == "config"
+    assert rs("config", "verify-on-stop", "default").out == "verify-on-stop: default (on)\n"
+    assert state_of(project)["verifyOnStop"] is None
     done = rs("config", "verify-on-stop", "maybe")
     assert (done.code, done.err) == (
         1,
@@ -513,7 +518,7 @@ def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) 
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"verifyOnStop": "yes"}, "'verifyOnStop' must be true or false, not 'yes'"),
+        ({"verifyOnStop": "yes"}, "'verifyOnStop' must be true, false or null, not 'yes'"),
         ({"checkTimeouts": [1]}, "'checkTimeouts' must be an object of criterion: seconds"),
         (
             {"checkTimeouts": {"a": 0}},
@@ -538,7 +543,7 @@ def test_bad_verification_fields_are_refused(changes: dict[str, Any], message: s
 
 def test_verification_fields_default_and_survive_a_rewrite() -> None:
     state = st.normalise({"spec": "s", "criteria": ["a"], "mine": 1})
-    assert (state["verifyOnStop"], state["checkTimeouts"], state["evidence"]) == (False, {}, {})
+    assert (state["verifyOnStop"], state["checkTimeouts"], state["evidence"]) == (None, {}, {})
     raw = {
         "spec": "s",
         "criteria": ["a"],

@@ -52,7 +52,7 @@ from ralphstate.loop import ops
     "--verify-on-stop/--no-verify-on-stop",
     default=None,
     help="Run the criteria's checks before the Stop hook allows a claimed completion"
-    " (default: off, or the template's).",
+    " (default: on, or the template's; --no-verify-on-stop turns it off).",
 )
 @click.option(
     "--no-criteria",

@@ -135,8 +135,9 @@ def config(key: str | None, value: str | None) -> None:
 
     \b
     Settings:
-      verify-on-stop  true/false: run the criteria's checks before the Stop hook
-                      allows a claimed completion (default false)
+      verify-on-stop  true/false/default: run the criteria's checks before the
+                      Stop hook allows a claimed completion (default: on;
+                      `false` turns it off, and `status` shows that)
 
     \b
     Example:

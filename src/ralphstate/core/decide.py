@@ -136,4 +136,4 @@ def decide_stop(
 
 def verifies_on_stop(state: st.State) -> bool:
     """The loop asks the Stop hook to run its checks before a completion, and has some."""
-    return state["verifyOnStop"] and any(c in state["checks"] for c in state["criteria"])
+    return st.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.core.text import all_of, count, noun
+from ralphstate.core.text import all_of, count, noun, visible
 
 # The one sentence on checks that may not run here (`storage/trust.py`); every message
 # that says so builds on it.
@@ -126,8 +126,13 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
     if remaining:
         lines.append(f"Next step: {clip(remaining[0])}")
     lines.append("")
-    lines.append("Keep working. After verifying a criterion, record it:")
-    lines.append(f"  {command('criteria set', unmet[0], 'true')}")
+    if unmet[0] in state["checks"]:  # a check proves it; a claim would not
+        lines.append("Keep working. That criterion has a check: run it, and what it proves is")
+        lines.append("recorded (setting it true by hand is only a claim):")
+        lines.append(f"  {command('verify', unmet[0])}")
+    else:
+        lines.append("Keep working. After verifying a criterion, record it:")
+        lines.append(f"  {command('criteria set', unmet[0], 'true')}")
     if remaining:
         lines.append("After finishing a step:")
         lines.append(f"  {command('step done', remaining[0])}")
@@ -180,7 +185,8 @@ def block_marker(state: st.State) -> str:
         return _cap("\n".join(lines), limits.MAX_REASON_CHARS)
     n = len(state["criteria"])
     lines.append(
-        f"{where} {all_of(n, 'criterion')} {'is' if n == 1 else 'are'} recorded as verified."
+        f"{where} {all_of(n, 'criterion')} {'is' if n == 1 else 'are'} recorded as met"
+        f" ({proofs(state)})."
     )
     if state["remainingSteps"]:
         lines.append(f"Steps still open: {', '.join(_bounded(state['remainingSteps'], 5))}")
@@ -253,10 +259,51 @@ def completed(state: st.State) -> str:
             f"ralphstate: loop complete after {count(state['iteration'], 'iteration')}: it has no"
             " criteria (--no-criteria), so the completion marker alone ended it."
         )
-    return (
-        f"ralphstate: loop complete, {all_of(len(state['criteria']), 'criterion')} verified"
-        f" after {count(state['iteration'], 'iteration')}."
-    )
+    verified: list[str] = []
+    checked: list[str] = []
+    claimed: list[str] = []
+    for name in state["criteria"]:
+        if st.standing(state, name) == "verified":
+            verified.append(name)
+        else:
+            (checked if name in state["checks"] else claimed).append(name)
+    parts = []
+    if verified:
+        parts.append(f"verified by its check: {_names(verified)}")
+    if checked:
+        why = "verify-on-stop is off" if not st.verify_on_stop(state) else "its check did not run"
+        parts.append(f"claimed, not verified ({why}): {_names(checked)}")
+    if claimed:
+        parts.append(f"claimed, without a check: {_names(claimed)}")
+    after = count(state["iteration"], "iteration")
+    return f"ralphstate: loop complete after {after}; {'; '.join(parts)}."
+
+
+def _names(names: list[str], size: int = 5) -> str:
+    """Up to `size` names, each one short line, for a message to the person."""
+    shown = ", ".join(visible(clip(n, 60)) for n in names[:size])
+    return shown + (f" and {len(names) - size} more" if len(names) > size else "")
+
+
+def proofs(state: st.State) -> str:
+    """What backs the met criteria: `2 verified by their checks, 1 claimed` (a part
+    that counts none is left out; "" when none is met)."""
+    met = [c for c in state["criteria"] if st.met(state, c)]
+    verified = sum(1 for c in met if st.standing(state, c) == "verified")
+    parts = []
+    if verified:
+        parts.append(f"{verified} verified by {'its check' if verified == 1 else 'their checks'}")
+    if len(met) > verified:
+        parts.append(f"{len(met) - verified} claimed")
+    return ", ".join(parts)
+
+
+# How the restored context marks what backs each criterion's status.
+_BACKING = {
+    "verified": " (verified by its check)",
+    "claimed": " (claimed)",
+    "failing": " (failing)",
+}
 
 
 def _criteria_lines(state: st.State) -> list[str]:
@@ -265,7 +312,10 @@ def _criteria_lines(state: st.State) -> list[str]:
     unmet = st.unmet(state)
     names = unmet + [c for c in state["criteria"] if c not in set(unmet)]
     shown = names[: limits.MAX_LIST_ITEMS]
-    lines = [f"- [{'x' if st.met(state, c) else ' '}] {clip(c)}" for c in shown]
+    lines = []
+    for name in shown:
+        backing = _BACKING.get(str(st.standing(state, name)), "")
+        lines.append(f"- [{'x' if st.met(state, name) else ' '}] {clip(name)}{backing}")
     if len(names) > len(shown):
         rest = names[len(shown) :]
         left = len([c for c in rest if not st.met(state, c)])
@@ -362,7 +412,7 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
             )
         ]
     lines = ["- `ralphstate verify` runs the criteria's checks and records what they prove."]
-    if state["verifyOnStop"]:
+    if st.verify_on_stop(state):
         lines.append(
             "- When you claim completion, the Stop hook runs the checks first; a failing"
             " check sets its criterion back to not verified and you get its output."

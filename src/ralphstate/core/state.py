@@ -111,7 +111,8 @@ class State(TypedDict):
     lastProgress: str | None
     # ralphstate: run the checks before the Stop hook allows a claimed completion;
     # per-criterion check timeouts (seconds); what backs each criterion's status.
-    verifyOnStop: bool
+    # null: the default, on; false only when the person turned it off (docs/design.md).
+    verifyOnStop: bool | None
     checkTimeouts: dict[str, float]
     evidence: dict[str, Evidence]
     # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
@@ -184,7 +185,7 @@ def _defaults() -> Raw:
         "errors": [],
         "blocksWithoutProgress": 0,
         "lastProgress": None,
-        "verifyOnStop": False,
+        "verifyOnStop": None,
         "checkTimeouts": {},
         "evidence": {},
         "ownerAgent": None,
@@ -469,10 +470,14 @@ def _normalise(raw: Raw) -> State:
     state["checks"] = dict(checks)
     state["checkTimeouts"] = _timeouts(raw)
     state["evidence"] = _evidence(raw)
-    verify_on_stop = raw.get("verifyOnStop", False)
+    verify_on_stop = raw.get("verifyOnStop")
     if verify_on_stop is not None and not isinstance(verify_on_stop, bool):
-        raise _Bad(f"'verifyOnStop' must be true or false, not {verify_on_stop!r}")
-    state["verifyOnStop"] = bool(verify_on_stop)
+        raise _Bad(f"'verifyOnStop' must be true, false or null, not {verify_on_stop!r}")
+    if verify_on_stop is False and "noCriteria" not in raw:
+        # Written before verify-on-stop became the default (with `noCriteria`, which every
+        # file since holds): that `false` was the old default, not the person's choice.
+        verify_on_stop = None
+    state["verifyOnStop"] = verify_on_stop
     no_criteria = raw.get("noCriteria", False)
     if no_criteria is not None and not isinstance(no_criteria, bool):
         raise _Bad(f"'noCriteria' must be true or false, not {no_criteria!r}")
@@ -582,6 +587,7 @@ def new(
         status="in_progress",
         sessionId=session_id,
         ownerAgent=agent if session_id else None,
+        noCriteria=bool(raw.get("noCriteria")),  # written by this version: its choices stand
         loopId=loop_id,
         startedAt=now,
         updatedAt=now,
@@ -604,6 +610,12 @@ def blocked_reason(text: str) -> str:
 
 def is_blocked(reason: str | None) -> bool:
     return bool(reason) and (reason == BLOCKED or str(reason).startswith(BLOCKED + ":"))
+
+
+def verify_on_stop(state: State) -> bool:
+    """The Stop hook runs the checks before it lets a claimed completion end the loop:
+    the default (null) and `true`; only an explicit `false` turns it off."""
+    return state["verifyOnStop"] is not False
 
 
 def met(state: State, criterion: str) -> bool:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ralphstate.core import clock
 from ralphstate.core import state as st
-from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED
+from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
 from ralphstate.core.text import visible
 
 Style = Any  # a callable like click.style(text, fg=...)
@@ -38,7 +38,12 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     names = [c for c in state["criteria"] if c in state["checks"]]
     if not names:
         return []
-    head = ["verify on stop: " + ("on" if state["verifyOnStop"] else "off")]
+    setting = {
+        None: "on (the default)",
+        True: "on",
+        False: style("OFF", fg="red", bold=True) + " (ralphstate config verify-on-stop false)",
+    }
+    head = ["verify on stop: " + setting[state["verifyOnStop"]]]
     if trusted is True:
         head.insert(0, "trusted on this machine")
     elif trusted is False:
@@ -102,7 +107,8 @@ def status(
     if spent:
         lines.append(spent)
     if state["criteria"]:
-        lines.append(f"criteria {met}/{len(state['criteria'])}:")
+        backing = f" ({proofs(state)})" if met else ""
+        lines.append(f"criteria {met}/{len(state['criteria'])}{backing}:")
     elif state["noCriteria"]:
         lines.append(f"criteria: {NO_CRITERIA} this loop")
     else:

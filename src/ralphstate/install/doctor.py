@@ -163,7 +163,7 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     from ralphstate.storage import trust
 
     when = "run by `ralphstate verify`" + (
-        " and before the Stop hook allows a claimed completion" if state["verifyOnStop"] else ""
+        " and before the Stop hook allows a claimed completion" if st.verify_on_stop(state) else ""
     )
     if trust.is_trusted(store.paths, state):
         return [("ok", f"{plural(count, 'check')}, trusted on this machine, {when}")]

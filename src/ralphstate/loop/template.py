@@ -43,7 +43,8 @@ def _from_json(path: Path, data: bytes) -> dict[str, Any]:
             f"template {path} is not valid JSON (line {exc.lineno}, column {exc.colno})."
         ) from None
     try:
-        checked = st.normalise(raw)
+        # A template's `verifyOnStop: false` is the author's choice, never an old default.
+        checked = st.normalise({"noCriteria": False, **raw} if isinstance(raw, dict) else raw)
     except RalphstateError as exc:
         raise RalphstateError(str(exc).replace("state.json", f"template {path}")) from None
     keep = set(raw) if isinstance(raw, dict) else set()

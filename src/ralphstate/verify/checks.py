@@ -109,16 +109,17 @@ def trust_checks(store: Store) -> st.State:
 SETTINGS: dict[str, tuple[str, Any, Any]] = {
     "verify-on-stop": (
         "verifyOnStop",
-        lambda text: _parse_bool(text),
-        lambda value: "true" if value else "false",
+        lambda text: _parse_default_or_bool(text),
+        lambda value: "default (on)" if value is None else "true" if value else "false",
     ),
 }
 
 
-def _parse_bool(text: str) -> bool:
+def _parse_default_or_bool(text: str) -> bool | None:
+    """`default` (null: on, the default) or a boolean the person chose."""
     from ralphstate.loop.ops import parse_bool
 
-    return parse_bool(text)
+    return None if text.strip().lower() == "default" else parse_bool(text)
 
 
 def _setting(key: str) -> tuple[str, Any, Any]:
