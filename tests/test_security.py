@@ -271,7 +271,7 @@ def test_a_huge_loop_still_closes_its_frame_and_keeps_the_protocol(
         criteria=[f"{i} {long}" for i in range(40)],
         steps=[f"{i} {long}" for i in range(40)],
         completedSteps=[f"{i} {long}" for i in range(10)],
-        completionMarker=f"<done>{long}",
+        completionMarker=f"<done>{long}"[: limits.MAX_MARKER_CHARS],
         status="paused",
         pauseReason=long,
     )

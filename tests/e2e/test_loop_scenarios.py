@@ -103,7 +103,7 @@ def test_the_loop_holds_until_criteria_are_verified_and_the_marker_is_said(
     )
     assert 'ralphstate criteria set "tests pass" true' in feedback(unmet)
     assert 'ralphstate step done "write the exporter"' in feedback(unmet)
-    assert "the one criterion is recorded as verified" in feedback(unsaid)
+    assert "the one criterion is recorded as met (1 claimed)" in feedback(unsaid)
     assert "<loop-complete>" in feedback(unsaid)
     state = loop_state(project)
     assert state["status"] == "complete"

@@ -318,7 +318,7 @@ def test_watch_once_shows_the_state_and_the_recent_history(rs: Any, project: Pat
     assert done.out.splitlines() == [
         f"loop {project}: in progress · iteration 0/20 · owner none · updated 0s ago",
         "spec: Build the parser",
-        "criteria 1/1:",
+        "criteria 1/1 (1 claimed):",
         "  [x] tests pass  (claimed 0s ago)",
         "steps 0/1:",
         "  [>] tokenizer  (next)",
