@@ -201,7 +201,7 @@ def test_init_in_ralphstate_dir(project: Path, rs: Any, monkeypatch: pytest.Monk
     target.parent.mkdir()
     monkeypatch.setenv("RALPHSTATE_DIR", str(target))
     assert rs("init", "There").out == (
-        "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
+        f"started a loop in {target / 'state.json'}: 0 criteria, 0 steps, max 20 iterations\n"
         "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"

@@ -55,6 +55,12 @@ from ralphstate.loop import ops
     " (default: on, or the template's; --no-verify-on-stop turns it off).",
 )
 @click.option(
+    "--here",
+    is_flag=True,
+    help="Start the loop in this directory, not at the project root (the git work tree's"
+    " top, or the agent's project directory).",
+)
+@click.option(
     "--no-criteria",
     is_flag=True,
     help="A loop without criteria, which the completion marker alone ends (without this,"
@@ -71,11 +77,15 @@ def init(
     template: Path | None,
     force: bool,
     verify_on_stop: bool | None,
+    here: bool,
     no_criteria: bool,
 ) -> None:
-    """Start a loop in this directory (.loop/state.json).
+    """Start a loop at the project root (.loop/state.json), where the hooks look.
 
-    Inside a Claude Code session the loop is owned by that session.
+    The project root is the agent's project directory (CLAUDE_PROJECT_DIR, ...) when
+    this directory is in it, else the top of the git work tree, else this directory;
+    --here starts it in this directory. Inside a Claude Code session the loop is owned
+    by that session.
 
     \b
     Example:
@@ -103,12 +113,16 @@ def init(
         template=loaded,
         verify_on_stop=verify_on_stop,
         no_criteria=no_criteria,
+        here=here,
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
     owner = f", owned by session {new['sessionId'][:8]}" if new["sessionId"] else ""
+    # Relative to the current directory when it is the project root, else in full.
+    at_root = Path.cwd().resolve() == store.paths.root.resolve()
+    where = store.paths.display(store.paths.state) if at_root else str(store.paths.state)
     output.text(
-        f"started a loop in {store.paths.display(store.paths.state)}: "
+        f"started a loop in {where}: "
         f"{count(len(new['criteria']), 'criterion')}, {count(len(new['steps']), 'step')},"
         f" max {count(new['maxIterations'], 'iteration')}{owner}"
     )
@@ -152,6 +166,10 @@ def status(as_json: bool) -> None:
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
     output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
+    view = ops.hooks_view(Path.cwd())  # in a subdirectory: which loop the hooks see
+    if view is not None:
+        seen, said = view
+        output.text(said if seen else output.style(said, fg="yellow", bold=True))
 
 
 @click.command(context_settings=SETTINGS)

@@ -20,7 +20,7 @@ from ralphstate.install.command import (
     import_problem,
     runs_hook_code,
 )
-from ralphstate.loop.ops import current_session, locate
+from ralphstate.loop.ops import current_session, hooks_view, locate
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
@@ -203,6 +203,9 @@ def check_loop(start: Path) -> list[Finding]:
         )
     )
     findings += _check_findings(store, state)
+    view = hooks_view(start)  # in a subdirectory: which loop the hooks see
+    if view is not None:
+        findings.append(("ok" if view[0] else "warn", view[1]))
     owner = state["sessionId"]
     agent, current = current_session()
     known = registry.knows(store.paths, state)

@@ -15,7 +15,7 @@ from ralphstate.core import clock, ownership
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
 from ralphstate.storage import registry, trust
-from ralphstate.storage.paths import LoopPaths, find, for_init
+from ralphstate.storage.paths import LoopPaths, find, for_init, git_top, within
 from ralphstate.storage.store import Change, Event, Store
 
 # A name that matches nothing is answered with the closest names; a loop with this many
@@ -37,6 +37,41 @@ def claude_pid() -> str | None:
     from ralphstate.agents.table import CLAUDE
 
     return CLAUDE.process_id(os.environ)
+
+
+def project_root(start: str | os.PathLike[str]) -> Path:
+    """The project a directory belongs to, where the hooks start looking for its loop
+    and where `init` puts one: the project directory an agent names in the environment
+    (`CLAUDE_PROJECT_DIR`, ...) when `start` is in it, else the top of the git work tree
+    holding `start`, else `start` itself."""
+    from ralphstate.agents.table import AGENTS
+
+    for agent in AGENTS.values():
+        named = agent.project_dir(os.environ)
+        if named and within(start, named):
+            return Path(named).absolute()
+    top = git_top(start)
+    return Path(top) if top else Path(start).absolute()
+
+
+def hooks_view(start: str | os.PathLike[str]) -> tuple[bool, str] | None:
+    """In a subdirectory of the project, which loop the hooks see: (they see the loop
+    found from `start`, one sentence); None at the project root or with no loop here."""
+    here = find(start)
+    root = project_root(start)
+    if here is None or Path(start).absolute() == root:
+        return None
+    seen = find(root)
+    said = f"hooks: they start at the project root {root} and see"
+    if seen is not None and os.path.realpath(seen.dir) == os.path.realpath(here.dir):
+        return True, f"{said} this loop."
+    if seen is None:
+        return False, (
+            f"{said} no loop there or above, so this one is not enforced; start the loop at"
+            " the root (`ralphstate init` without --here), or the agent in"
+            f" {here.root}."
+        )
+    return False, f"{said} the loop at {seen.dir}, not this one."
 
 
 def locate(start: str | os.PathLike[str] | None = None) -> Store:
@@ -81,10 +116,13 @@ def init(
     verify_on_stop: bool | None = None,
     no_criteria: bool = False,
     start: str | os.PathLike[str] | None = None,
+    here: bool = False,
 ) -> tuple[Store, st.State, Any]:
-    """Start a loop in `start` (or $RALPHSTATE_DIR); refuse to replace an unfinished one.
-    `no_criteria`: the person wants a loop without criteria, which the marker alone ends."""
-    loop = for_init(start if start is not None else Path.cwd())
+    """Start a loop at the project root of `start` (the current directory), or in
+    `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
+    one. `no_criteria`: a loop without criteria, which the marker alone ends."""
+    base = Path.cwd() if start is None else Path(start)
+    loop = for_init(base if here else project_root(base))
     store = Store(loop)
     if store.exists() and not force:
         _refuse_unfinished(store)

@@ -88,6 +88,26 @@ def at(loop_dir: str) -> LoopPaths:
     return LoopPaths(os.path.dirname(loop_dir), loop_dir)
 
 
+def git_top(start: str | os.PathLike[str]) -> str | None:
+    """The top of the git work tree holding `start`: the nearest directory at or above
+    it with a `.git` (a directory, or the file of a worktree or submodule); None outside
+    git. Found without running git, which may not be installed."""
+    here = os.path.abspath(start)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def within(path: str | os.PathLike[str], directory: str | os.PathLike[str]) -> bool:
+    """`path` is `directory` or below it (both made absolute, not resolved)."""
+    path, directory = os.path.abspath(path), os.path.abspath(directory)
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
 def for_init(start: str | os.PathLike[str]) -> LoopPaths:
     """Where `init` creates a loop: `$RALPHSTATE_DIR`, or `.loop/` in `start` itself."""
     env = os.environ.get(ENV_DIR)
