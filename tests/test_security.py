@@ -127,7 +127,7 @@ def test_history_appends_from_anywhere_refuse_symlinks(
     elsewhere, refusal = link_out(project, tmp_path, which)
     before = snapshot(elsewhere)
     with pytest.raises(RalphstateError) as caught:
-        append_history(project / ".loop" / "history.jsonl", [{"event": "x"}], 0)
+        append_history(project / ".loop" / "history.jsonl", [{"event": "x"}], 0, loop_id=None)
     assert str(caught.value) == refusal + "."
     assert snapshot(elsewhere) == before
 

@@ -99,3 +99,16 @@ def test_a_loop_from_before_ids_still_works_and_reads_its_history_since_its_init
     assert "SINCE-THE-LAST-INIT" in prompt and "BEFORE-THE-LAST-INIT" not in prompt
     events = [json.loads(line)["event"] for line in rs("log", "--json").out.splitlines()]
     assert events == ["init", "criterion_set", "step_added"]
+
+
+def test_report_and_watch_tell_only_the_current_loop(rs: Any, project: Path) -> None:
+    rs("init", "old work", "-c", "OLD-CRITERION")
+    rs("criteria", "set", "OLD-CRITERION", "true")
+    rs("cancel")
+    rs("init", "new work", "-c", "tests pass")
+    rs("criteria", "set", "tests pass", "true")
+    report = rs("report")
+    assert report.code == 0, report
+    assert "tests pass" in report.out and "OLD-CRITERION" not in report.out
+    watched = rs("watch", "--once")
+    assert "tests pass" in watched.out and "OLD-CRITERION" not in watched.out

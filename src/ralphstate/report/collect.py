@@ -14,6 +14,8 @@ def story(store: Store) -> Story:
     history = store.history(limits.MAX_REPORT_HISTORY_LINES + 1)
     cut = len(history) > limits.MAX_REPORT_HISTORY_LINES
     if cut:
+        # Cut only when what was left out is this loop's (a loop without an id: unknown).
+        cut = bool(of_loop(history[:1], state["loopId"])) or not state["loopId"]
         history = history[1:]
     history = of_loop(history, state["loopId"])  # an earlier loop here is not this story
     tree = None

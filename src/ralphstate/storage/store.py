@@ -315,9 +315,7 @@ class Store:
             raise _os_error("read", self.paths.display(self.paths.history), exc) from None
 
 
-def append_history(
-    path: Path, events: list[Event], iteration: int, *, loop_id: str | None = None
-) -> None:
+def append_history(path: Path, events: list[Event], iteration: int, *, loop_id: str | None) -> None:
     """Append one JSON line per event (`at`, `event`, `iteration`, `loop` when the loop
     has an id, details) to the history of the loop directory `path` is in, refusing a
     path that leads outside it."""
