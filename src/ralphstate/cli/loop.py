@@ -9,7 +9,6 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
-from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop import ops
 
