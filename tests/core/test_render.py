@@ -32,7 +32,9 @@ def test_unmet_criteria_come_first_and_are_all_named() -> None:
     context = render.context(state, "compact")
     listed = [line for line in context.splitlines() if line.startswith("- [")]
     assert listed[:5] == [f"- [ ] criterion {i:02}" for i in range(15, 20)]
-    assert listed[5:] == [f"- [x] criterion {i:02}" for i in range(limits.MAX_LIST_ITEMS - 5)]
+    assert listed[5:] == [  # met by hand, without a check: claimed
+        f"- [x] criterion {i:02} (claimed)" for i in range(limits.MAX_LIST_ITEMS - 5)
+    ]
     assert "- … 5 more, all verified" in context
     assert "Criteria (15 of 20 verified):" in context
 
@@ -108,10 +110,10 @@ def test_one_of_everything_reads_in_the_singular() -> None:
         for wrong in ("1 criteria", "1 checks", "1 steps", "1 iterations", "1 blocked stops"):
             assert wrong not in text, text
     assert render.completed(done) == (
-        "ralphstate: loop complete, the one criterion verified after 1 iteration."
+        "ralphstate: loop complete after 1 iteration; claimed, without a check: tests pass."
     )
     assert "0 of 1 criterion" not in texts[0] and "1 of 1 criterion not verified" in texts[0]
-    assert "the one criterion is recorded as verified" in texts[1]
+    assert "the one criterion is recorded as met (1 claimed)" in texts[1]
     assert "after 1 iteration (maxIterations); 1 criterion unmet" in texts[2]
     assert "no progress in 1 blocked stop (stallLimit)" in texts[3]
     assert texts[4].startswith("Its 1 check is not trusted")
