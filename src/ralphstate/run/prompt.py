@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.render import clip, command, quote
+from ralphstate.core.render import clip, command
 from ralphstate.storage.lessons import LESSONS
 
 if TYPE_CHECKING:  # the store is this module's caller's; no import at run time
