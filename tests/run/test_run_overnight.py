@@ -481,3 +481,54 @@ def test_a_failing_or_hanging_notifier_never_stops_the_loop(
     assert said and said[0].endswith("took longer than 0.5s and was stopped.")
     assert not notify.send("no-such-notifier-program", {}, "x", said.append, str(tmp_path))
     assert "could not start 'no-such-notifier-program'" in said[-1]
+
+
+# -- keeping the machine awake -------------------------------------------------------------
+
+FAKE_INHIBIT = """\
+import os, sys
+with open(os.environ["FAKE_INHIBIT_RECORD"], "a") as out:
+    out.write(" ".join([str(os.getpid()), *sys.argv[1:]]) + "\\n")
+rest = sys.argv[sys.argv.index("--mode=block") + 1 :]
+os.execv(rest[0], rest)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd-inhibit is Linux's")
+@pytest.mark.parametrize("on", [True, False])
+def test_systemd_inhibit_keeps_the_machine_awake_for_the_run_unless_turned_off(
+    on: bool, rs: Any, project: Path, script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import shutil
+
+    if shutil.which("tail") is None:
+        pytest.skip("no tail")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "systemd-inhibit"
+    fake.write_text(f"#!{sys.executable}\n" + FAKE_INHIBIT)
+    fake.chmod(0o755)
+    record = tmp_path / "inhibit.txt"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_INHIBIT_RECORD", str(record))
+    make_loop(rs, criteria=("tests pass",))
+    if not on:
+        (project / ".loop" / "config.toml").write_text("[run]\nkeep-awake = false\n")
+    done = run(project, "--agent", run_agents.command(script, "stdin", "progress"))
+    assert done.returncode == 0, done.stderr
+    if not on:
+        assert not record.exists()
+        return
+    [line] = record.read_text().splitlines()
+    pid, *argv = line.split()
+    assert argv[:2] == ["--what=sleep:idle", "--who=ralphstate"]
+    assert argv[-3].startswith("--pid=")
+    assert not run_agents.alive(int(pid)) or _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True

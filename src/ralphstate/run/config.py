@@ -41,6 +41,7 @@ KEYS = (
     "step-retries",
     "idle-timeout",
     "notify",
+    "keep-awake",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -63,6 +64,7 @@ class RunConfig:
     step_retries: int | None = None
     idle_timeout: float | None = None
     notify: str | None = None
+    keep_awake: bool = True
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -185,6 +187,12 @@ def _notify(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]
     config.notify = value
 
 
+def _keep_awake(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if not isinstance(value, bool):
+        raise bad("true or false")
+    config.keep_awake = value
+
+
 _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
     "max-cost": _max_cost,
     "max-tokens": _max_tokens,
@@ -194,6 +202,7 @@ _OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]
     "step-retries": _step_retries,
     "idle-timeout": _idle_timeout,
     "notify": _notify,
+    "keep-awake": _keep_awake,
 }
 
 

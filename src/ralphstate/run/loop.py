@@ -26,8 +26,8 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun
+from ralphstate.run import awake, guards, limits, notify, prompt, spawn, usage
 from ralphstate.run import config as runconfig
-from ralphstate.run import guards, limits, notify, prompt, spawn, usage
 from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
     IterationDecision,
@@ -171,7 +171,8 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             from ralphstate.run import git as rungit
 
             rungit.prepare(store, plan, report)
-        return _Run(store, plan, chain, report, interrupts).go()
+        with awake.kept_awake(plan.keep_awake):
+            return _Run(store, plan, chain, report, interrupts).go()
 
 
 class _Run:

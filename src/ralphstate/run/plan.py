@@ -45,6 +45,8 @@ class Plan:
     max_tokens: int | None = None
     max_duration: float | None = None
     on_limit: str = "wait"
+    # Keep the machine from sleeping while the run runs (run/awake.py).
+    keep_awake: bool = True
     # The person's notifier (run/notify.py), or None.
     notify: str | None = None
     # Stop an agent that printed nothing for this many seconds (None: never).
@@ -130,6 +132,7 @@ def make_plan(
         on_limit=on_limit or config.on_limit or "wait",
         idle_timeout=idle_timeout if idle_timeout is not None else config.idle_timeout,
         notify=notify if notify is not None else config.notify,
+        keep_awake=config.keep_awake,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
     )
