@@ -56,7 +56,9 @@ def test_a_running_loop_is_one_line(root: Path, tmp_path: Path) -> None:
         iteration=3,
     )
     # Run from elsewhere: the input's project directory is where the loop is looked for.
-    assert line(root, cwd=tmp_path) == "loop 3/20 · 2/5 verified · next: wire the button\n".encode()
+    assert line(root, cwd=tmp_path) == (
+        "loop 3/20 · 2/5 verified · next: wire the button · $0.42\n".encode()
+    )
 
 
 def test_no_loop_prints_nothing(root: Path) -> None:
@@ -76,15 +78,15 @@ def test_a_paused_loop_says_why(root: Path) -> None:
 
 def test_no_steps_left_no_next(root: Path) -> None:
     make_loop(root, completedSteps=["tokenizer", "parser"])
-    assert line(root) == "loop 0/20 · 0/2 verified\n".encode()
+    assert line(root) == "loop 0/20 · 0/2 verified · $0.42\n".encode()
 
 
 def test_a_step_name_cannot_redraw_the_terminal_and_is_cut_short(root: Path) -> None:
     make_loop(root, steps=["\x1b]0;owned\x07 wire   the\nbutton " + "x" * 60])
     out = line(root).decode()
     assert out.startswith("loop 0/20 · 0/2 verified · next: \\x1b]0;owned\\x07 wire the button")
-    assert "\x1b" not in out and out.endswith("…\n")
-    assert len(out.split("next: ")[1]) == statusline.MAX_NEXT + 1
+    assert "\x1b" not in out and out.endswith("… · $0.42\n")
+    assert len(out.split("next: ")[1].split(" · ")[0]) == statusline.MAX_NEXT
 
 
 @pytest.mark.parametrize(
@@ -159,7 +161,7 @@ def test_install_sets_the_status_line_and_uninstall_removes_it(tmp_path: Path, r
     done = run_status_command(command, root)
     assert (done.returncode, done.stdout, done.stderr) == (
         0,
-        "loop 2/20 · 0/2 verified · next: tokenizer\n".encode(),
+        "loop 2/20 · 0/2 verified · next: tokenizer · $0.42\n".encode(),
         b"",
     )
     assert not install.install(path).changed  # idempotent
@@ -189,7 +191,7 @@ def test_a_status_line_of_the_person_s_own_is_wrapped_and_restored_exactly(
     assert done.returncode == 0
     assert done.stdout.decode().splitlines() == [
         f"théirs: {size}",  # their command read the same input
-        "loop 0/20 · 0/2 verified · next: tokenizer",
+        "loop 0/20 · 0/2 verified · next: tokenizer · $0.42",
     ]
     # Installed again (a new interpreter, say): still wrapping theirs, not ours.
     assert install.install(path).actions == ["status line: ralphstate after your own"]
@@ -224,3 +226,15 @@ def test_the_command_line_installs_for_the_user_by_default(
     assert rs("install", "--statusline", "--agent", "codex").code == 1
     result = rs("install", "--statusline", "--uninstall")
     assert result.out.splitlines() == ["removed the ralphstate status line", f"updated: {user}"]
+
+
+@pytest.mark.parametrize(
+    ("cost", "shown"),
+    [("0.4213", " · $0.42"), ("12", " · $12.00"), ("-1", ""), ('"x"', ""), ("1e99", "")],
+)
+def test_claude_code_s_own_cost_figure_is_shown(root: Path, cost: str, shown: str) -> None:
+    make_loop(root, steps=[])
+    data = recorded_input(root).replace(
+        b'"total_cost_usd": 0.4213', f'"total_cost_usd": {cost}'.encode()
+    )
+    assert line(root, data) == f"loop 0/20 · 0/2 verified{shown}\n".encode()

@@ -4,9 +4,10 @@ Claude Code runs the status line command after each assistant message with a JSO
 object on stdin (`workspace.project_dir`, `workspace.current_dir`, `cwd`, ...). This
 prints one short line for the loop of that project,
 
-    loop 3/20 · 2/5 verified · next: wire the button
+    loop 3/20 · 2/5 verified · next: wire the button · $0.42
 
-or `loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
+(the cost is Claude Code's own `cost.total_cost_usd` for the session), or
+`loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
 complete, or cancelled). It runs as often as a hook and is held to the no-loop hook's
 cost: nothing is imported before a loop is known to exist (docs/design.md, "The hot
 path"), and any fault prints nothing.
@@ -90,11 +91,12 @@ def line_for(data: bytes) -> str | None:
         return None
     from ralphstate.core import state as st
 
-    return render(st.parse(raw))
+    return render(st.parse(raw), _number_after(data, b'"total_cost_usd"'))
 
 
-def render(loop: State) -> str | None:
-    """The line for the loop `loop`; None when it is finished."""
+def render(loop: State, cost: float | None = None) -> str | None:
+    """The line for the loop `loop`; None when it is finished. `cost` is Claude Code's
+    own figure for the session (`cost.total_cost_usd`), shown when it gives one."""
     from ralphstate.core.text import visible
 
     criteria = loop["criteria"]
@@ -112,7 +114,29 @@ def render(loop: State) -> str | None:
         if len(step) > MAX_NEXT:
             step = step[: MAX_NEXT - 1] + "…"
         parts.append(f"next: {step}")
+    if cost is not None:
+        parts.append(f"${cost:.2f}")
     return SEPARATOR.join(parts)
+
+
+def _number_after(data: bytes, key: bytes) -> float | None:
+    """The JSON number that follows `key` in `data`, or None (read as `_string_after`
+    reads strings: the input is not parsed whole)."""
+    at = data.find(key)
+    if at < 0:
+        return None
+    rest = data[at + len(key) :].lstrip()
+    if not rest.startswith(b":"):
+        return None
+    rest = rest[1:].lstrip()
+    end = 0
+    while end < len(rest) and end < 32 and rest[end : end + 1] in b"0123456789.eE+-":
+        end += 1
+    try:
+        value = float(rest[:end])
+    except ValueError:
+        return None
+    return value if 0 <= value < 1e9 else None
 
 
 def _start(data: bytes) -> str | None:
