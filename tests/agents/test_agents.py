@@ -32,6 +32,7 @@ STOP_SHAPES: dict[str, tuple[Shape, Shape]] = {
     "gemini": (lambda r: {"decision": "deny", "reason": r}, lambda m: {"systemMessage": m}),
     "cursor": (lambda r: {"followup_message": r}, lambda m: None),
     "copilot": (lambda r: {"decision": "block", "reason": r}, lambda m: None),
+    "opencode": (lambda r: {"decision": "block", "reason": r}, lambda m: None),
 }
 
 
@@ -48,6 +49,9 @@ CONTEXT_SHAPES: dict[str, Callable[[str, str], dict[str, Any]]] = {
     "gemini": _context_claude,
     "cursor": lambda ctx, line: {"additional_context": ctx},
     "copilot": lambda ctx, line: {"additionalContext": ctx},
+    "opencode": lambda ctx, line: {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ctx}
+    },
 }
 AGENTS = list(adapters.AGENTS)
 

@@ -22,8 +22,9 @@ from ralphstate.install.command import HOOK_CODE
 from tests.helpers import Result
 
 # The agents with a hook file of their own: every agent of the adapters' table but
-# Claude Code, whose settings are `install`'s (tests/install/test_install.py).
-OTHERS = [name for name in table.AGENTS if name != "claude"]
+# Claude Code, whose settings are `install`'s (tests/install/test_install.py), and
+# opencode, whose plugin is a file of ralphstate's (tests/install/test_install_opencode.py).
+OTHERS = [name for name in table.AGENTS if name not in ("claude", "opencode")]
 
 
 @pytest.fixture

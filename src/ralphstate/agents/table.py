@@ -240,10 +240,23 @@ COPILOT = Agent(
     transcript_wait=2.0,  # the events file lags the hook (see agent_transcripts)
 )
 
-AGENTS: dict[str, Agent] = {a.name: a for a in (CLAUDE, CODEX, GEMINI, CURSOR, COPILOT)}
+# opencode: no hook can hold a stop; ralphstate's plugin (install/opencode.py) answers
+# `session.idle` by running this hook with Claude Code's field names, the newest reply
+# read by the plugin, and prompts the session again with a block's reason. It shows no
+# `systemMessage`.
+OPENCODE = Agent(
+    name="opencode",
+    session_key="session_id",
+    message_key="last_assistant_message",
+    transcript_key=None,
+    cwd_key="cwd",
+    notices=False,
+)
+
+AGENTS: dict[str, Agent] = {a.name: a for a in (CLAUDE, CODEX, GEMINI, CURSOR, COPILOT, OPENCODE)}
 # Which agent a shell command runs inside: Claude Code last, because an agent started
 # from Claude Code's Bash tool inherits its variables.
-_DETECT_ORDER = (CODEX, COPILOT, GEMINI, CURSOR, CLAUDE)
+_DETECT_ORDER = (CODEX, COPILOT, GEMINI, CURSOR, OPENCODE, CLAUDE)
 
 
 def session_from_env(environ: Mapping[str, str]) -> tuple[str | None, str | None]:

@@ -36,7 +36,8 @@ from ralphstate.cli.options import SETTINGS
 @click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
 def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -> None:
     """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings,
-    or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI.
+    or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI, or
+    opencode's plugin (.opencode/plugin/ralphstate.ts).
 
     Other settings and hooks are kept; running it twice changes nothing. The hooks
     run this installation of ralphstate by its absolute path.

@@ -43,7 +43,7 @@ PauseReason = Literal[
     "max_iterations", "stall", "untrusted_checks", "user", "budget", "agent_errors", "step_retries"
 ]
 # The agents whose sessions can own a loop (agents/table.py holds their details).
-AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot"]
+AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot", "opencode"]
 # The agent a `sessionId` belongs to when the file does not say.
 DEFAULT_AGENT: AgentName = "claude"
 # What backs a criterion's status: its check passed or failed, or someone said so.

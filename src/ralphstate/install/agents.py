@@ -1,4 +1,4 @@
-"""`ralphstate install --agent codex|gemini|cursor|copilot`: each agent's hook file.
+"""`ralphstate install --agent codex|gemini|cursor|copilot|opencode`: each agent's hook file.
 
 Claude Code's settings are handled by `install.claude`; this module writes the same three
 hooks (or what the agent offers of them) into the other agents' files, with the same
@@ -13,9 +13,11 @@ that is not what the agent expects is reported, never rewritten.
 | gemini  | .gemini/settings.json          | ~/.gemini/settings.json            | grouped |
 | cursor  | .cursor/hooks.json             | ~/.cursor/hooks.json               | flat    |
 | copilot | .github/hooks/ralphstate.json  | $COPILOT_HOME/hooks/ralphstate.json | flat   |
+| opencode | .opencode/plugin/ralphstate.ts | ~/.config/opencode/plugin/ralphstate.ts | plugin |
 
 "grouped" is Claude Code's shape (`{"hooks": {EVENT: [{"matcher"?, "hooks": [HANDLER]}]}}`);
-"flat" is `{"version": 1, "hooks": {EVENT: [HANDLER]}}`.
+"flat" is `{"version": 1, "hooks": {EVENT: [HANDLER]}}`. opencode has no hook file: its
+plugin is written by `install.opencode`.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from ralphstate.agents import table
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import claude, settings
+from ralphstate.install import claude, opencode, settings
 from ralphstate.install.command import own_subcommand, powershell_command, shell_command
 from ralphstate.install.settings import InstallResult
 
@@ -157,6 +159,8 @@ class AgentHook:
 
 
 def hooks_path(agent: str, scope: str, root: Path, home: Path | None = None) -> Path:
+    if agent == "opencode":
+        return opencode.plugin_path(scope, root, home)
     target = _target(agent)
     if scope == "project":
         return root / target.project
@@ -171,6 +175,8 @@ def install_agent(
     """Add (or remove) ralphstate's hooks in `agent`'s file for `scope`."""
     if agent == "claude":
         return claude.install(scope, root, uninstall=uninstall, home=home)
+    if agent == "opencode":
+        return opencode.install(scope, root, uninstall=uninstall, home=home)
     target = _target(agent)
     path = hooks_path(agent, scope, root, home)
     wanted = {} if uninstall else {e: target.handler(e, s) for e, s in target.events.items()}
@@ -207,6 +213,10 @@ def find_installed(root: Path, home: Path | None = None) -> list[AgentHook]:
                 for _group, handler in _own(target, (data or {}).get("hooks", {}).get(event), sub):
                     command = _command(target, handler) or ""
                     found.append(AgentHook(agent, scope, path, event, command))
+    for scope in ("project", "user"):
+        plugin = opencode.installed(scope, root, home)
+        if plugin is not None and all(h.path != plugin[0] for h in found):
+            found.append(AgentHook("opencode", scope, plugin[0], "session.idle", plugin[1]))
     return found
 
 

@@ -165,6 +165,14 @@ def _parts(sub: str, agent: str | None) -> tuple[str, bool, str]:
     return script, False, args
 
 
+def hook_program(agent: str) -> tuple[str, list[str]]:
+    """(program, arguments before the subcommand) of the hook, for a caller that starts
+    it without a shell (opencode's plugin): `PYTHON -I -c CODE`, or the console script's
+    `hook`."""
+    program, python, _args = _parts("stop", agent)
+    return program, (["-I", "-c", HOOK_CODE] if python else ["hook"])
+
+
 def shell_command(sub: str, agent: str | None = None) -> str:
     """The hook command for sh: the program's absolute path in double quotes, so it works
     from any directory and in paths with spaces."""
