@@ -26,7 +26,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.install import claude
 from ralphstate.install.command import HOOK_CODE, hook_program, quote
 from ralphstate.install.settings import InstallResult
-from ralphstate.storage.fsio import atomic_write
+from ralphstate.storage.fsio import atomic_write, makedirs
 
 FILE_NAME = "ralphstate.ts"
 HEADER = "// ralphstate: the loop gate for opencode."
@@ -173,7 +173,7 @@ def install(
     if current == wanted:
         return InstallResult(path, False, [f"session.idle plugin already installed: {shown}"])
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        makedirs(path.parent)  # never world-writable, whatever the umask
         atomic_write(path, wanted.encode("utf-8"))
     except OSError as exc:
         raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
