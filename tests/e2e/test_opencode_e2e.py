@@ -145,9 +145,9 @@ def test_the_plugin_gates_opencode_sessions(
 
     assert len(api.conversation()) == 6, "two blocks, one tool call, then the session rested"
     assert prompts[0].startswith(
-        "ralphstate loop, iteration 1 of 20: 1 of 1 criteria not verified yet:\n- tests pass\n"
+        "ralphstate loop, iteration 1 of 20: 1 of 1 criterion not verified yet:\n- tests pass\n"
     )
-    assert prompts[1].startswith("ralphstate loop, iteration 2 of 20: all 1 criteria")
+    assert prompts[1].startswith("ralphstate loop, iteration 2 of 20: the one criterion")
     state = read_state(project)
     assert state["status"] == "complete"
     assert state["iteration"] == 2
