@@ -7,7 +7,8 @@ the plugin's own version (`.claude-plugin/plugin.json`) and hands the work over:
 
 1. ralphstate of that version importable by this interpreter: run it in this process;
 2. else the plugin's own environment, `${CLAUDE_PLUGIN_DATA}/venv`, once built for that
-   version: run its Python in isolated mode;
+   version: imported into this process when this interpreter is of the Python version
+   it was built with, else run by its own Python in isolated mode;
 3. else build that environment (`launch.py build`: `python -m venv`, then pip installs
    the plugin's own files with their dependencies). A hook starts the build in a
    detached process and allows at once, with a one-line `systemMessage` saying loops are
@@ -355,6 +356,9 @@ def _run(event: str, data: bytes) -> bytes:
     home = Path(where)
     python = ready(home, version)
     if python is not None:
+        run_hook = _import_from_env(home, version)
+        if run_hook is not None:
+            return _only_json(_in_process(run_hook, event, data))
         try:
             done = subprocess.run(
                 [str(python), "-I", "-c", HOOK_CODE, event], input=data, stdout=subprocess.PIPE
@@ -390,6 +394,38 @@ def _import_run_hook(version: str) -> object | None:
     except Exception:  # noqa: BLE001 - absent, another version or broken
         return None
     return run_hook
+
+
+def _import_from_env(data: Path, version: str) -> object | None:
+    """The environment's `run_hook`, imported into this process when this interpreter is
+    of the Python version the environment was built with (its site-packages are for
+    that version): one interpreter start instead of two, at every hook. None otherwise,
+    and the environment's own Python runs the hook."""
+    venv = data / "venv"
+    if os.name == "nt":
+        packages = venv / "Lib" / "site-packages"
+        built = _pyvenv_version(venv)
+        if built != "%d.%d" % sys.version_info[:2]:
+            return None
+    else:
+        packages = venv / "lib" / ("python%d.%d" % sys.version_info[:2]) / "site-packages"
+    if not packages.is_dir():
+        return None
+    sys.path.insert(0, str(packages))
+    return _import_run_hook(version)
+
+
+def _pyvenv_version(venv: Path) -> str:
+    """`3.11` from the environment's pyvenv.cfg (`version = 3.11.7`), "" if unknown."""
+    try:
+        lines = (venv / "pyvenv.cfg").read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError):
+        return ""
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            return ".".join(value.strip().split(".")[:2])
+    return ""
 
 
 def _in_process(run_hook: object, event: str, data: bytes) -> bytes:

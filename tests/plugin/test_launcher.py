@@ -139,6 +139,44 @@ def test_a_ready_environment_runs_the_hook_in_isolated_mode(
 
 
 @POSIX_ONLY
+def test_an_environment_of_this_python_version_runs_in_this_process(
+    tmp_path: Path, plugin: Path, data: Path
+) -> None:
+    """One interpreter start instead of two: the environment's site-packages are for
+    this Python's version, so the launcher imports the hook from there."""
+    fake_env(data, body="print(json.dumps({'ran': 'the environment python'}))")
+    packages = data / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = packages / "site-packages"
+    hooks = packages / "ralphstate" / "hooks"
+    hooks.mkdir(parents=True)
+    (packages / "ralphstate" / "__init__.py").write_text(f"__version__ = {VERSION!r}\n")
+    (hooks / "__init__.py").write_text("")
+    (hooks / "entry.py").write_text(
+        "import json, os, sys\n"
+        "def run_hook(args):\n"
+        "    data = json.loads(sys.stdin.read())\n"
+        "    print(json.dumps({'ran': 'in process', 'args': args, 'input': data,"
+        " 'pid': os.getpid()}))\n"
+        "    return 0\n"
+    )
+    done = subprocess.run(
+        [*BARE, str(plugin / "hooks" / "launch.py"), "stop"],
+        input=b'{"session_id": "s"}',
+        env=env_for(tmp_path, data),
+        capture_output=True,
+        timeout=60,
+    )
+    out = json.loads(done.stdout)
+    assert out["ran"] == "in process" and out["args"] == ["stop"]
+    assert out["input"] == {"session_id": "s"}
+    # Built for another Python: its own interpreter runs the hook instead.
+    other = packages.parent.with_name("python2.7")
+    packages.parent.rename(other)
+    done = hook(plugin / "hooks" / "launch.py", "stop", env_for(tmp_path, data))
+    assert json.loads(done.stdout) == {"ran": "the environment python"}
+
+
+@POSIX_ONLY
 @pytest.mark.parametrize(
     "body",
     [
