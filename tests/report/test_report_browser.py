@@ -76,10 +76,10 @@ def test_the_report_as_text_and_markdown(loop: Path) -> None:
     text = run_process(["report"], cwd=loop)
     assert text.returncode == 0, text.stderr
     out = text.stdout.decode()
-    assert "status: complete · iteration 4/6 · 2/2 criteria" in out
+    assert "status: complete · iteration 4/20 · 2/2 criteria" in out  # --max: that run only
     assert re.search(r"\[x\] tests pass: verified on [0-9a-f]{10} \(dirty\) · exit code 0", out)
     assert len(re.findall(r"^  #\d +run ", out, re.MULTILINE)) == iterations(loop) == 4
-    assert "  #1    " in out and "max_iterations · run" in out  # the first run's pause
+    assert "  #1    " in out and "run_max · run" in out  # the first run's pause
     markdown = run_process(["report", "--markdown"], cwd=loop).stdout.decode()
     assert markdown.startswith("## Add a CSV export\n")
     assert markdown.count("| run |") == 4

@@ -220,13 +220,13 @@ def test_an_idle_agent_stalls_after_stall_limit_iterations(
     assert (final["status"], final["pauseReason"], final["maxIterations"]) == (
         "paused",
         "stall",
-        10,
+        20,  # --max 10 limited the run; the loop's cap stays its own
     )
     decisions = [(e["decision"], e["noProgress"]) for e in history(project, "run_iteration")]
     assert decisions == [("continue", 1), ("stall", 2)]
 
 
-def test_max_pauses_the_loop_and_a_new_run_resumes_it(
+def test_max_limits_the_run_and_a_new_run_resumes_it(
     rs: Any, project: Path, script: Path, agents: Path
 ) -> None:
     make_loop(rs, criteria=("a", "b", "c"))
@@ -234,27 +234,48 @@ def test_max_pauses_the_loop_and_a_new_run_resumes_it(
     first = rs("run", "--agent", agent, "--max", "1", "--json")
     assert first.code == 3
     out = orjson.loads(first.out)
-    assert (out["outcome"], out["reason"], out["iterations"]) == ("paused", "max_iterations", 1)
-    assert "Give it more with `ralphstate run --max N`." in first.err
+    assert (out["outcome"], out["reason"], out["iterations"]) == ("paused", "run_max", 1)
+    assert "This run's --max is spent; `ralphstate run` continues the loop." in first.err
     paused = state(project)
-    assert (paused["status"], paused["pauseReason"]) == ("paused", "max_iterations")
-    assert (paused["iteration"], paused["maxIterations"]) == (1, 1)
+    assert (paused["status"], paused["pauseReason"]) == ("paused", "run_max")
+    assert (paused["iteration"], paused["maxIterations"]) == (1, 20)  # the cap is the loop's
 
-    # Without --max, the loop's own cap is spent: nothing runs.
-    spent = rs("run", "--agent", agent)
-    assert spent.code == 3
-    assert (
-        plain(spent.out)[0]
-        == "paused (max_iterations) · 1/3 criteria · 0/1 step · 0 iterations · T"
-    )
-    assert len(run_agents.prompts(agents)) == 1
-
-    again = rs("run", "--agent", agent, "--max", "5")
+    again = rs("run", "--agent", agent)
     assert again.code == 0, again
     resumed = history(project, "resumed")
-    assert [(e["by"], e["from"]) for e in resumed] == [("run", "max_iterations")]
+    assert [(e["by"], e["from"]) for e in resumed] == [("run", "run_max")]
     final = state(project)
-    assert (final["status"], final["iteration"], final["maxIterations"]) == ("complete", 3, 6)
+    assert (final["status"], final["iteration"], final["maxIterations"]) == ("complete", 3, 20)
+
+
+def test_max_never_shrinks_the_loops_cap(rs: Any, project: Path, script: Path) -> None:
+    make_loop(rs, criteria=("a", "b", "c"))
+    path = project / ".loop" / "state.json"
+    raw = orjson.loads(path.read_bytes())
+    raw.update(iteration=3, maxIterations=10)
+    path.write_bytes(orjson.dumps(raw))
+    agent = run_agents.command(script, "stdin", "progress")
+    assert rs("run", "--agent", agent, "--max", "1").code == 3
+    after = state(project)
+    assert (after["iteration"], after["maxIterations"]) == (4, 10)
+
+
+def test_max_beyond_the_cap_grows_it(rs: Any, project: Path, script: Path, agents: Path) -> None:
+    make_loop(rs, "--max-iterations", "1", criteria=("a", "b", "c", "d"))
+    agent = run_agents.command(script, "stdin", "progress")
+    first = rs("run", "--agent", agent)
+    assert first.code == 3
+    assert (state(project)["pauseReason"], state(project)["maxIterations"]) == (
+        "max_iterations",
+        1,
+    )
+    spent = rs("run", "--agent", agent)  # the loop's own cap is spent: nothing runs
+    assert spent.code == 3
+    assert len(run_agents.prompts(agents)) == 1
+    again = rs("run", "--agent", agent, "--max", "5")
+    assert again.code == 0, again
+    final = state(project)
+    assert (final["status"], final["iteration"], final["maxIterations"]) == ("complete", 4, 6)
 
 
 def test_the_loop_paused_from_outside_ends_the_run(rs: Any, project: Path, script: Path) -> None:
@@ -294,7 +315,7 @@ def test_a_new_git_commit_counts_as_progress(
     assert [e["decision"] for e in history(project, "run_iteration")] == [
         "continue",
         "continue",
-        "max_iterations",
+        "run_max",  # the run's --max, not the loop's cap of 20
     ]
     idle = rs("run", "--agent", run_agents.command(script, "stdin", "idle"), "--max", "3")
     assert idle.code == 3
@@ -522,7 +543,7 @@ def test_the_agent_comes_from_pyproject_and_loop_config_wins(
     done = rs("run")
     assert done.code == 0, done
     assert plain(done.out)[0] == "[1/7] iteration 1 · next step: write it"
-    assert state(project)["maxIterations"] == 7
+    assert state(project)["maxIterations"] == 20  # a configured max limits each run only
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "max_iterations",
     type=click.IntRange(1, limits.RUN_MAX_ITERATIONS),
     default=None,
-    help="Run at most N iterations (the loop's maxIterations becomes iteration + N)."
+    help="Run at most N iterations; the loop's maxIterations grows to fit them, never shrinks."
     "  [default: what the loop's maxIterations leaves]",
 )
 @click.option(

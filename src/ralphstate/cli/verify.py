@@ -131,28 +131,38 @@ def trust() -> None:
 @click.argument("key", required=False)
 @click.argument("value", required=False)
 def config(key: str | None, value: str | None) -> None:
-    """Show or change a loop setting.
+    """Show the loop's settings, or show or change one; each change is a history line.
 
     \b
     Settings:
-      verify-on-stop  true/false/default: run the criteria's checks before the
-                      Stop hook allows a claimed completion (default: on;
-                      `false` turns it off, and `status` shows that)
+      max-iterations    the cap: the loop pauses when its iteration reaches it
+      stall-limit       blocks in a row without progress before the loop pauses
+      marker            what the agent says when the work is done
+      continue-message  text that opens every block reason ("" for none)
+      spec              the request the loop works on
+      verify-on-stop    true/false/default: run the criteria's checks before the
+                        Stop hook allows a claimed completion (default: on;
+                        `false` turns it off, and `status` shows that)
 
     \b
     Example:
       ralphstate config
+      ralphstate config max-iterations 40
       ralphstate config verify-on-stop true
+      ralphstate config continue-message ""
     """
+    from ralphstate.loop import settings
+
     store = ops.locate()
     if key is None:
         state = store.load()
-        for name in checks.SETTINGS:
-            output.text(f"{name}: {checks.get_setting(state, name)}")
+        for name in settings.SETTINGS:
+            output.text(f"{name}: {settings.summary(state, name)}")
     elif value is None:
-        output.text(checks.get_setting(store.load(), key))
+        output.text(settings.get(store.load(), key))
     else:
-        output.text(f"{key}: {checks.set_setting(store, key, value)}")
+        shown, changed = settings.change(store, key, value)
+        output.text(f"{key}: {shown}" + ("" if changed else " (unchanged)"))
 
 
 @click.command("check", context_settings=SETTINGS)

@@ -292,8 +292,9 @@ class _Run:
                 tripped = None
         if not st.unmet(state):
             return "complete", None
-        if run >= self.plan.limit:
-            return "max_iterations", None
+        if run >= self.plan.limit:  # the run's own --max, or the loop's cap
+            capped = state["iteration"] >= state["maxIterations"]
+            return ("max_iterations" if capped else "run_max"), None
         over = st.over_budget(state)
         if over is not None:
             return "budget", over
@@ -414,8 +415,10 @@ class _Run:
                 state["status"], state["pauseReason"] = "in_progress", None
             elif state["status"] != "in_progress":
                 raise _Stopped(state)
-            if plan.set_max:
-                state["maxIterations"] = state["iteration"] + plan.limit
+            if plan.set_max:  # this run's --max: the loop's cap grows to fit it, never shrinks
+                state["maxIterations"] = max(
+                    state["maxIterations"], state["iteration"] + plan.limit
+                )
             spent = st.spent(state)
             if plan.max_cost is not None:
                 state["maxCost"] = round(spent["cost"] + plan.max_cost, 6)

@@ -24,8 +24,8 @@ class Plan:
     agent: str
     argv: list[str]
     prompt_mode: str
-    # Iterations this run may do; with `set_max` the loop's maxIterations is set to
-    # its iteration + `limit` (a --max or a configured max was given).
+    # Iterations this run may do; with `set_max` (a --max or a configured max was given)
+    # the loop's maxIterations grows to its iteration + `limit` when that is more.
     limit: int
     set_max: bool
     timeout: float | None

@@ -20,9 +20,11 @@ EXIT_BLOCKED = 4
 # Overnight guards add: a usage or rate limit that ends the run (`limit`; one that is
 # waited out is `retry`), a budget reached, the agent failing too often in a row, a step
 # that stays next too long.
+# "run_max": this run's --max (or the configured max) was reached before the loop's cap.
 IterationDecision = Literal[
     "complete",
     "max_iterations",
+    "run_max",
     "stall",
     "continue",
     "user",
@@ -106,6 +108,7 @@ class Outcome:
             line += f" · {format_spent(tokens, cost)}"
         hint = {
             "max_iterations": "Give it more with `ralphstate run --max N`.",
+            "run_max": "This run's --max is spent; `ralphstate run` continues the loop.",
             "stall": "No progress in the last iterations: look at `ralphstate status` and"
             " .loop/runs/, then `ralphstate run` again.",
             "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",

@@ -5,8 +5,6 @@ keeps the checks trusted if they were (see `trust.carry`)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
@@ -101,51 +99,3 @@ def trust_checks(store: Store) -> st.State:
         loop_id=state["loopId"],
     )
     return state
-
-
-# -- settings: `ralphstate config KEY [VALUE]` ------------------------------------------
-
-# name on the command line -> (state key, parse the text, show the value)
-SETTINGS: dict[str, tuple[str, Any, Any]] = {
-    "verify-on-stop": (
-        "verifyOnStop",
-        lambda text: _parse_default_or_bool(text),
-        lambda value: "default (on)" if value is None else "true" if value else "false",
-    ),
-}
-
-
-def _parse_default_or_bool(text: str) -> bool | None:
-    """`default` (null: on, the default) or a boolean the person chose."""
-    from ralphstate.loop.ops import parse_bool
-
-    return None if text.strip().lower() == "default" else parse_bool(text)
-
-
-def _setting(key: str) -> tuple[str, Any, Any]:
-    try:
-        return SETTINGS[key]
-    except KeyError:
-        raise RalphstateError(
-            f"no setting {key!r}; the settings are: {', '.join(SETTINGS)}."
-        ) from None
-
-
-def get_setting(state: st.State, key: str) -> str:
-    field, _parse, show = _setting(key)
-    return str(show(cast(st.Raw, state)[field]))
-
-
-def set_setting(store: Store, key: str, text: str) -> str:
-    """Set one setting from its text; returns the value as shown."""
-    field, parse, show = _setting(key)
-    value = parse(text)
-
-    def fn(state: st.State, events: list[Event]) -> None:
-        raw = cast(st.Raw, state)  # the setting's key comes from SETTINGS
-        if raw[field] != value:
-            raw[field] = value
-            events.append({"event": "config", "key": field, "value": value})
-
-    store.update(fn)
-    return str(show(value))

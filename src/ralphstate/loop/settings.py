@@ -1,0 +1,137 @@
+"""A running loop's settings, `ralphstate config [KEY [VALUE]]`: shown, and changed
+through the store (locked, each change a `config` line in the history). A bad value is
+refused with one sentence and changes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.marker import marker_problem
+from ralphstate.core.text import visible
+from ralphstate.storage.store import Event, Store
+
+# How much of a long value (the spec) a history line keeps.
+HISTORY_VALUE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Setting:
+    field: str  # the state's key
+    parse: Callable[[str], Any]  # the command line's text -> the value; RalphstateError
+    show: Callable[[Any], str]  # the value as `config` prints it
+
+
+def _default_or_bool(text: str) -> bool | None:
+    """`default` (null: on, the default) or a boolean the person chose."""
+    from ralphstate.loop.ops import parse_bool
+
+    return None if text.strip().lower() == "default" else parse_bool(text)
+
+
+def _count(name: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            value = 0
+        if not 1 <= value <= st.MAX_ITERATIONS_CEILING:
+            raise RalphstateError(
+                f"{name} must be a whole number from 1 to {st.MAX_ITERATIONS_CEILING},"
+                f" not {visible(text)[:40]!r}."
+            )
+        return value
+
+    return parse
+
+
+def _marker(text: str) -> str:
+    problem = marker_problem(text)
+    if problem:
+        raise RalphstateError(problem)
+    return text
+
+
+def _message(text: str) -> str | None:
+    return text if text.strip() else None  # empty: no continue message
+
+
+def _spec(text: str) -> str:
+    if not text.strip():
+        raise RalphstateError("a loop needs a spec; it cannot be empty.")
+    return text
+
+
+# The names `config` takes, in the order it lists them (its --help says what each is).
+SETTINGS: dict[str, Setting] = {
+    "max-iterations": Setting(
+        "maxIterations",
+        _count("max-iterations"),
+        str,
+    ),
+    "stall-limit": Setting(
+        "stallLimit",
+        _count("stall-limit"),
+        str,
+    ),
+    "marker": Setting("completionMarker", _marker, visible),
+    "continue-message": Setting(
+        "continueMessage",
+        _message,
+        lambda value: "(none)" if value is None else visible(value),
+    ),
+    "spec": Setting("spec", _spec, visible),
+    "verify-on-stop": Setting(
+        "verifyOnStop",
+        _default_or_bool,
+        lambda value: "default (on)" if value is None else "true" if value else "false",
+    ),
+}
+
+
+def setting(key: str) -> Setting:
+    try:
+        return SETTINGS[key]
+    except KeyError:
+        raise RalphstateError(
+            f"no setting {visible(key)[:40]!r}; the settings are: {', '.join(SETTINGS)}."
+        ) from None
+
+
+def get(state: st.State, key: str) -> str:
+    found = setting(key)
+    return found.show(cast(st.Raw, state)[found.field])
+
+
+def summary(state: st.State, key: str) -> str:
+    """The value on one line, for the list of every setting (a long spec: its start)."""
+    text = get(state, key)
+    first = text.splitlines()[0] if text else ""
+    return first[:80] + ("…" if len(first) > 80 or first != text else "")
+
+
+def _kept(value: object) -> object:
+    return value[:HISTORY_VALUE_CHARS] if isinstance(value, str) else value
+
+
+def change(store: Store, key: str, text: str) -> tuple[str, bool]:
+    """Set one setting from its text: (the value as shown, whether it changed)."""
+    found = setting(key)
+    value = found.parse(text)
+
+    def fn(state: st.State, events: list[Event]) -> bool:
+        raw = cast(st.Raw, state)
+        if raw[found.field] == value:
+            return False
+        old = raw[found.field]
+        raw[found.field] = value
+        events.append(
+            {"event": "config", "key": found.field, "value": _kept(value), "from": _kept(old)}
+        )
+        return True
+
+    changed = store.update(fn)
+    return found.show(value), changed
