@@ -9,6 +9,7 @@ from ralphstate.cli import output
 from ralphstate.cli.lazy import LazyGroup
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import state as st
+from ralphstate.core.text import visible
 from ralphstate.loop import ops
 
 
@@ -34,8 +35,6 @@ def criteria_list() -> None:
     Example:
       ralphstate criteria list
     """
-    from ralphstate.core.text import visible
-
     state = ops.locate().load()
     for i, name in enumerate(state["criteria"], 1):
         output.text(f"{i}. [{'x' if st.met(state, name) else ' '}] {visible(name)}")
@@ -52,7 +51,7 @@ def criteria_add(name: str, check: str | None) -> None:
       ralphstate criteria add "docs updated"
     """
     ops.criteria_add(ops.locate(), name, check)
-    output.text(f"added criterion {name!r}")
+    output.text(f"added criterion '{visible(name)}'")
 
 
 @criteria.command("set", context_settings=SETTINGS)
@@ -70,7 +69,7 @@ def criteria_set(name: str, value: str, note: str | None) -> None:
       ralphstate criteria set 2 no --note "lint fails on utils.py"
     """
     found, flag = ops.criteria_set(ops.locate(), name, ops.parse_bool(value), note)
-    output.text(f"{found}: {'met' if flag else 'not met'}")
+    output.text(f"{visible(found)}: {'met' if flag else 'not met'}")
 
 
 @criteria.command("remove", context_settings=SETTINGS)
@@ -83,4 +82,4 @@ def criteria_remove(name: str) -> None:
       ralphstate criteria remove "docs updated"
     """
     found = ops.criteria_remove(ops.locate(), name)
-    output.text(f"removed criterion {found!r}")
+    output.text(f"removed criterion '{visible(found)}'")

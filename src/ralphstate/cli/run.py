@@ -13,7 +13,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.text import count
+from ralphstate.core.text import count, visible
 from ralphstate.loop import ops
 from ralphstate.run import config as runconfig
 from ralphstate.storage.store import Store
@@ -275,8 +275,8 @@ def _show_preview(shown: dict[str, object], as_json: bool) -> None:
         output.json(shown)
         return
     timeout = shown["timeout"]
-    output.text(f"would run, in {shown['cwd']} with RALPHSTATE_RUNNER=1:")
-    output.text(f"  {shown['commandLine']}")
+    output.text(f"would run, in {visible(shown['cwd'])} with RALPHSTATE_RUNNER=1:")
+    output.text(f"  {visible(shown['commandLine'])}")
     output.text(
         f"{shown['delivery']}; at most {count(int(str(shown['limit'])), 'iteration')};"
         f" {'no time limit' if timeout is None else f'{timeout:g}s per iteration'}."
@@ -285,7 +285,7 @@ def _show_preview(shown: dict[str, object], as_json: bool) -> None:
         output.text(f"note: the agent program {shown['program']!r} was not found.")
     text = str(shown["prompt"])
     output.text(f"----- prompt ({len(text)} characters) -----")
-    output.text(text, nl=False)
+    output.text("\n".join(visible(line) for line in text.split("\n")), nl=False)
     output.text("----- end of prompt -----")
 
 

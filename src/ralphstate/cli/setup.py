@@ -79,12 +79,13 @@ def doctor() -> None:
     Example:
       ralphstate doctor
     """
+    from ralphstate.core.text import visible
     from ralphstate.install import doctor as doctor_
 
     findings = doctor_.run(Path.cwd())
     colours = {"ok": "green", "warn": "yellow", "fail": "red"}
     for level, text in findings:
-        output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {text}")
+        output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")
     if any(level == "fail" for level, _ in findings):
         raise SystemExit(1)
 

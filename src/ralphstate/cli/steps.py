@@ -6,6 +6,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.core.text import visible
 from ralphstate.loop import ops
 
 
@@ -30,7 +31,7 @@ def step_add(text: str) -> None:
       ralphstate step add "update the changelog"
     """
     ops.step_add(ops.locate(), text)
-    output.text(f"added step {text!r}")
+    output.text(f"added step '{visible(text)}'")
 
 
 @step.command("done", context_settings=SETTINGS)
@@ -43,7 +44,7 @@ def step_done(step: str) -> None:
       ralphstate step done "write the exporter"
     """
     found = ops.step_mark(ops.locate(), step, True)
-    output.text(f"done: {found}")
+    output.text(f"done: {visible(found)}")
 
 
 @step.command("undo", context_settings=SETTINGS)
@@ -56,4 +57,4 @@ def step_undo(step: str) -> None:
       ralphstate step undo 1
     """
     found = ops.step_mark(ops.locate(), step, False)
-    output.text(f"not done: {found}")
+    output.text(f"not done: {visible(found)}")

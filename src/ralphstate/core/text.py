@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import re
 
-# Control characters but tab and newline: C0, DEL and C1.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 def visible(text: object) -> str:
-    """Text from a state file as a terminal shows it faithfully: a control character (an
-    escape sequence, a carriage return, in a file that came with a clone) is shown as
-    `\\xNN` instead of redrawing the line, so a check command reviewed before `ralphstate
-    trust` is the command that will run."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
+    """Text from a state file (or any file a repository brings) as one line a terminal
+    shows faithfully: every character that is not printable (control characters and
+    escape sequences, newlines and tabs, bidi overrides and isolates, line and paragraph
+    separators, zero-width and other format characters) is shown as `\\xNN`, `\\uNNNN`
+    or `\\UNNNNNNNN` instead of acting on the terminal. So a check command reviewed before
+    `ralphstate trust` is the command that will run, and a name echoed back cannot
+    write to the clipboard (OSC 52) or redraw the line. Everything that prints
+    state-derived text goes through here."""
+    shown = str(text)
+    if shown.isprintable():  # the usual case: nothing to escape
+        return shown
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in shown)
 
 
 # What a check prints goes into the state and the block reason: terminal escape

@@ -25,7 +25,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
-from ralphstate.core.text import noun
+from ralphstate.core.text import noun, visible
 from ralphstate.run import awake, guards, limits, notify, prompt, spawn, usage
 from ralphstate.run import config as runconfig
 from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
@@ -72,7 +72,8 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     def said(result: Any) -> None:
         seconds = format_duration(result.duration_ms / 1000)
         report.line(
-            f"  check {quote(result.criterion)}: {result.result} ({result.summary}, {seconds})"
+            f"  check {visible(quote(result.criterion))}: {result.result}"
+            f" ({visible(result.summary)}, {seconds})"
         )
 
     verify.run_checks(store, by="run", progress=said)
@@ -478,9 +479,9 @@ class _Run:
         argv_now = with_budget(self.argv, left)
         remaining, unmet = state["remainingSteps"], st.unmet(state)
         if remaining:
-            nxt = f"next step: {clip(remaining[0], 80)}"
+            nxt = f"next step: {visible(clip(remaining[0], 80))}"
         else:
-            nxt = f"next criterion: {clip(unmet[0], 80)}" if unmet else "checking the work"
+            nxt = f"next criterion: {visible(clip(unmet[0], 80))}" if unmet else "checking the work"
         self.report.line(f"[{run}/{self.plan.limit}] iteration {state['iteration']} · {nxt}")
         env = dict(os.environ)
         env[ENV_RUNNER] = "1"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ralphstate.core import state as st
-from ralphstate.core.text import count, noun
+from ralphstate.core.text import count, noun, visible
 
 # How a `ralphstate run` ended, and what it exits with for each.
 RunOutcome = Literal["complete", "paused", "cancelled", "error"]
@@ -98,7 +98,8 @@ class Outcome:
         n = len(self.iterations)
         head: str = self.outcome
         if self.reason:
-            head += f" ({self.reason}: {self.detail})" if self.detail else f" ({self.reason})"
+            reason = visible(self.reason)
+            head += f" ({reason}: {visible(self.detail)})" if self.detail else f" ({reason})"
         line = (
             f"{head} · {met}/{total} {noun(total, 'criterion')} · {done}/{steps}"
             f" {noun(steps, 'step')} · {count(n, 'iteration')} · {format_duration(self.duration)}"
