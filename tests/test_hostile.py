@@ -59,3 +59,39 @@ def test_names_the_person_typed_are_echoed_escaped_too(rs: Any, project: Path) -
     assert added.out == "added criterion 'docs\\u202e written'\n"
     step = rs("step", "add", "line\u2028two")
     assert step.out == "added step 'line\\u2028two'\n"
+
+
+# -- a cloned loop cannot pass for a known one ---------------------------------------------
+
+
+def test_a_cloned_loop_without_an_identity_is_not_a_known_loop(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ralphstate.storage import registry
+    from ralphstate.storage.paths import LoopPaths
+    from tests.helpers.hardening import hook, hook_input_for
+    from tests.helpers.loops import make_loop, parser_state
+
+    # An earlier loop here had no `startedAt` (written by hand) and was adopted...
+    paths = LoopPaths(project, project / ".loop")
+    make_loop(project, known=False, session=None, startedAt=None)
+    registry.record(paths, parser_state(session=None, startedAt=None))
+    # ...and a clone now brings another loop, also without one, to the same place.
+    make_loop(project, known=False, session=None, startedAt=None, spec="CLONED spec")
+    run = hook("session-start", hook_input_for(project, source="startup"))
+    assert b"not started on this machine" in run.out
+    assert b"CLONED" not in run.out
+
+
+def test_adopting_a_loop_without_an_identity_gives_it_one(
+    project: Path, rs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ralphstate.core import state as st
+    from tests.helpers.hardening import hook, hook_input_for
+    from tests.helpers.loops import make_loop
+
+    path = make_loop(project, known=False, session=None, startedAt=None)
+    assert rs("adopt").code == 0
+    assert st.parse(path.read_bytes())["startedAt"] is not None
+    run = hook("session-start", hook_input_for(project, source="startup"))
+    assert b"<loop-state>" in run.out

@@ -197,4 +197,6 @@ def criteria_check(name: str, command: str | None, timeout: float | None, remove
         output.text(checks.describe(store.load(), name))
         return
     found, new = checks.set_check(store, name, command, timeout=timeout, remove=remove)
-    output.text(f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found))
+    output.text(
+        f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)
+    )

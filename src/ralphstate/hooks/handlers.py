@@ -237,7 +237,9 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
         entry = registry.entry(loop) or {}
         return source == "clear" and bool(pid) and entry.get("claudePid") == pid
 
-    def own(current: st.State, events: list[Event]) -> tuple[ownership.Verdict, st.State]:
+    def own(current: st.State, events: list[Event]) -> tuple[ownership.Verdict | None, st.State]:
+        if current["status"] not in st.ACTIVE:  # cancelled or finished since it was read
+            return None, current
         verdict = ownership.judge(
             current,
             session_id,
@@ -252,6 +254,8 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     # Taking the loop is decided again under the lock (two sessions cannot both take
     # it); restoring the session's own loop, or one it cannot take, needs no lock.
     verdict, state = _update(store, own, read=state)
+    if verdict is None:
+        return None
     if verdict == "unknown":
         checks = ""
         if not trust.is_trusted(loop, state):

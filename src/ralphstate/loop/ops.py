@@ -455,6 +455,8 @@ def adopt(store: Store) -> st.State:
 
     def fn(state: st.State, events: list[Event]) -> st.State:
         events.append(ownership.take(state, sid, agent, "cli"))
+        if not state["startedAt"]:  # the registry knows a loop by it (registry.knows)
+            state["startedAt"] = clock.now_iso()
         return state
 
     new = store.update(fn)

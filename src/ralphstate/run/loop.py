@@ -420,6 +420,8 @@ class _Run:
                 state["maxIterations"] = max(
                     state["maxIterations"], state["iteration"] + plan.limit
                 )
+            if not state["startedAt"]:  # running it here adopts it: the registry needs it
+                state["startedAt"] = clock.now_iso()
             spent = st.spent(state)
             if plan.max_cost is not None:
                 state["maxCost"] = round(spent["cost"] + plan.max_cost, 6)

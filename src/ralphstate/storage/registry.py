@@ -1,14 +1,16 @@
 """The loops this machine knows: created or adopted here.
 
 A small JSON file under the user state directory, keyed by the loop directory's
-absolute path. A loop is known when its path is recorded with the same `startedAt`,
-so a repository cloned over an old path with a different loop is still a stranger.
+absolute path. A loop is known when its path is recorded with the same identity (`loopId`
+and `startedAt`), so a repository cloned over an old path with a different loop, or
+with none, is still a stranger.
 The hooks use this to tell a loop made here from one that arrived with a clone.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from ralphstate.core import clock
 from ralphstate.core.state import State
@@ -32,17 +34,35 @@ def entry(paths: LoopPaths) -> Entry | None:
     return read().get(jsonstore.key(paths))
 
 
+# What tells one loop from another at the same place: the id `init` gives a loop, and
+# the time it was started. A file cannot pass for a known loop by leaving them out.
+IDENTITY = ("loopId", "startedAt")
+
+
+def identity(state: State) -> Entry:
+    raw = cast(dict[str, Any], state)  # `loopId` may be a key this schema does not name
+    return {key: raw.get(key) for key in IDENTITY}
+
+
 def knows(paths: LoopPaths, state: State) -> bool:
-    """True when this machine created or adopted this very loop."""
+    """True when this machine created or adopted this very loop: its entry records an
+    identity (`loopId`, `startedAt`) and the state has every part of it. An entry that
+    records none matches no loop."""
     found = entry(paths)
-    return found is not None and found.get("startedAt") == state.get("startedAt")
+    if found is None:
+        return False
+    recorded = {key: found.get(key) for key in IDENTITY if found.get(key) is not None}
+    if not recorded:
+        return False
+    own = identity(state)
+    return all(own[key] == value for key, value in recorded.items())
 
 
 def _summary(state: State) -> Entry:
     criteria = state["criteria"]
     met = sum(1 for c in criteria if state["criteriaStatus"].get(c) is True)
     return {
-        "startedAt": state.get("startedAt"),
+        **identity(state),
         "spec": state["spec"][:200],
         "status": state["status"],
         "criteriaMet": met,
