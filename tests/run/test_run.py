@@ -800,3 +800,76 @@ def test_a_runs_directory_leading_out_of_the_project_is_refused(
     assert done.err.count("\n") == 1
     assert done.err.startswith("ralphstate: .loop/runs leads outside the project")
     assert list(outside.iterdir()) == []
+
+
+# -- closing the terminal; an agent left from an earlier run ----------------------------------
+
+
+@POSIX_SIGNALS
+def test_closing_the_terminal_stops_the_agent_and_pauses_the_loop(
+    rs: Any, project: Path, script: Path, agents: Path, start_run: Any
+) -> None:
+    make_loop(rs)
+    child = start_run("--agent", run_agents.command(script, "stdin", "hang"), "--json")
+    wait_for((agents / "pid").exists, "the agent to start")
+    pid = int((agents / "pid").read_text())
+    child.send_signal(signal.SIGHUP)
+    try:
+        out, err = child.communicate(timeout=30)
+    finally:
+        if run_agents.alive(pid):  # never leave it behind, even when the test fails
+            os.killpg(pid, signal.SIGKILL)
+
+    assert child.returncode == 3, err
+    assert (orjson.loads(out)["outcome"], orjson.loads(out)["reason"]) == ("paused", "user")
+    wait_for(lambda: not run_agents.alive(pid), "the agent to be gone")
+    assert run_agents.signals(agents) == ["SIGINT"]
+    final = state(project)
+    assert (final["status"], final["pauseReason"]) == ("paused", "user")
+    (finished,) = history(project, "run_finished")
+    assert finished["signal"] == "SIGHUP"
+    assert not (project / ".loop" / "runs" / "agent.json").exists()
+    assert b"Traceback" not in err
+
+
+@POSIX_SIGNALS
+def test_no_run_starts_while_an_earlier_runs_agent_is_alive(
+    rs: Any, project: Path, script: Path, agents: Path, start_run: Any
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    child = start_run("--agent", run_agents.command(script, "stdin", "hang"))
+    wait_for((agents / "pid").exists, "the agent to start")
+    pid = int((agents / "pid").read_text())
+    child.kill()  # the runner is gone at once; its agent, in its own session, lives on
+    child.communicate(timeout=30)
+    try:
+        assert run_agents.alive(pid)
+        before = state(project)
+        again = rs("run", "--agent", run_agents.command(script, "stdin", "progress"))
+        assert again.code == 1
+        assert again.err == (
+            f"ralphstate: the agent an earlier `ralphstate run` started (process {pid}) is"
+            f" still running; end it (kill -- -{pid}) and run again.\n"
+        )
+        assert state(project) == before
+    finally:
+        os.killpg(pid, signal.SIGKILL)
+    wait_for(lambda: not run_agents.alive(pid), "the agent to be gone")
+    done = rs("run", "--agent", run_agents.command(script, "stdin", "progress"))
+    assert done.code == 0, done
+    assert not (project / ".loop" / "runs" / "agent.json").exists()
+
+
+def test_an_agent_record_whose_process_is_someone_else_is_not_an_agent(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    """A process id the system gave to another process since (or a record that came
+    with a clone) does not stop the run."""
+    make_loop(rs, criteria=("tests pass",))
+    runs = project / ".loop" / "runs"
+    runs.mkdir()
+    (runs / "agent.json").write_bytes(
+        orjson.dumps({"pid": os.getpid(), "pgid": os.getpgid(0), "started": "not this one"})
+    )
+    done = rs("run", "--agent", run_agents.command(script, "stdin", "progress"))
+    assert done.code == 0, done

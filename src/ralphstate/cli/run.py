@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from pathlib import Path
@@ -26,17 +27,19 @@ class _Terminal:
         self.stream: IO[str] = sys.stderr if to_stderr else sys.stdout
 
     def line(self, text: str) -> None:
-        output.text(text, file=self.stream)
+        with contextlib.suppress(OSError):  # the terminal is gone (closed): go on
+            output.text(text, file=self.stream)
 
     def output(self, data: bytes) -> None:
-        self.stream.flush()
-        buffer = getattr(self.stream, "buffer", None)
-        if buffer is not None:
-            buffer.write(data)
-            buffer.flush()
-        else:
-            self.stream.write(data.decode("utf-8", "replace"))
+        with contextlib.suppress(OSError, ValueError):
             self.stream.flush()
+            buffer = getattr(self.stream, "buffer", None)
+            if buffer is not None:
+                buffer.write(data)
+                buffer.flush()
+            else:
+                self.stream.write(data.decode("utf-8", "replace"))
+                self.stream.flush()
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

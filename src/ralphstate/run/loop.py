@@ -26,7 +26,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun, visible
-from ralphstate.run import awake, guards, limits, notify, prompt, spawn, usage
+from ralphstate.run import agentpid, awake, guards, limits, notify, prompt, spawn, usage
 from ralphstate.run import config as runconfig
 from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
@@ -167,13 +167,20 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             )
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
-    with _run_lock(store.paths), spawn.Interrupts() as interrupts:
-        if plan.branch or plan.commit:
-            from ralphstate.run import git as rungit
+    with _run_lock(store.paths):
+        left = agentpid.still_running(runs)
+        if left is not None:
+            raise RalphstateError(
+                f"the agent an earlier `ralphstate run` started (process {left}) is still"
+                f" running; end it (kill -- -{left}) and run again."
+            )
+        with spawn.Interrupts() as interrupts:
+            if plan.branch or plan.commit:
+                from ralphstate.run import git as rungit
 
-            rungit.prepare(store, plan, report)
-        with awake.kept_awake(plan.keep_awake):
-            return _Run(store, plan, chain, report, interrupts).go()
+                rungit.prepare(store, plan, report)
+            with awake.kept_awake(plan.keep_awake):
+                return _Run(store, plan, chain, report, interrupts).go()
 
 
 class _Run:
@@ -487,7 +494,8 @@ class _Run:
         self.report.line(f"[{run}/{self.plan.limit}] iteration {state['iteration']} · {nxt}")
         env = dict(os.environ)
         env[ENV_RUNNER] = "1"
-        self.log = _log_path(paths.dir / RUNS_DIR, state["iteration"])
+        runs = paths.dir / RUNS_DIR
+        self.log = _log_path(runs, state["iteration"])
         try:
             with open(self.log, "xb", opener=_private_opener) as log:
                 common: dict[str, Any] = {
@@ -499,15 +507,19 @@ class _Run:
                     "timeout": self.plan.timeout,
                     "grace": self.plan.grace,
                     "idle_timeout": self.plan.idle_timeout,
+                    "started_as": lambda pid: agentpid.record(runs, pid),
                 }
                 mode = self.plan.prompt_mode
                 if mode == "file":
                     with spawn.prompt_file(text) as path:
                         argv = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in argv_now]
-                        return spawn.run_agent(argv, stdin_data=None, **common)
-                if mode == "arg":
-                    return spawn.run_agent([*argv_now, text], stdin_data=None, **common)
-                return spawn.run_agent(argv_now, stdin_data=text.encode("utf-8"), **common)
+                        done = spawn.run_agent(argv, stdin_data=None, **common)
+                elif mode == "arg":
+                    done = spawn.run_agent([*argv_now, text], stdin_data=None, **common)
+                else:
+                    done = spawn.run_agent(argv_now, stdin_data=text.encode("utf-8"), **common)
+            agentpid.still_running(runs)  # forgets the agent, which has ended
+            return done
         except OSError as exc:  # the log or the prompt file: the run ends as an error
             reason = exc.strerror or type(exc).__name__
             shown = paths.display(Path(exc.filename)) if exc.filename else "a file"
@@ -634,6 +646,8 @@ class _Run:
         if detail:
             details["detail"] = detail
         self.detail = detail
+        if self.interrupts.first is not None:
+            details["signal"] = self.interrupts.first
 
         def change(state: st.State, events: list[Event]) -> st.State:
             if outcome == "complete":

@@ -76,7 +76,8 @@ def resolve(program: str, cwd: Path) -> str | None:
 
 
 class Interrupts:
-    """While installed, Ctrl-C (and SIGTERM) are counted instead of raising at once.
+    """While installed, Ctrl-C, SIGTERM and SIGHUP (the terminal closed) are counted
+    instead of raising at once.
 
     With an agent running, the first one asks the wait loop to stop the agent in
     order; a second kills the agent's process group and raises KeyboardInterrupt.
@@ -88,10 +89,14 @@ class Interrupts:
         # True from just before the agent starts until it has ended.
         self.agent_phase = False
         self.child: subprocess.Popen[bytes] | None = None
+        # The name of the first signal that came (SIGINT, SIGTERM, SIGHUP).
+        self.first: str | None = None
         self._previous: dict[int, Any] = {}
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.count += 1
+        if self.first is None:
+            self.first = signal.Signals(signum).name
         if self.agent_phase:
             if self.count < 2:
                 return  # the wait loop starts the orderly stop
@@ -100,7 +105,9 @@ class Interrupts:
         raise KeyboardInterrupt
 
     def __enter__(self) -> Interrupts:
-        wanted = [signal.SIGINT] if WINDOWS else [signal.SIGINT, signal.SIGTERM]
+        # SIGHUP: closing the terminal must stop the agent as SIGTERM does, not end the
+        # runner and leave the agent running in its own session.
+        wanted = [signal.SIGINT] if WINDOWS else [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
         for signum in wanted:
             try:
                 self._previous[signum] = signal.signal(signum, self._handle)
@@ -198,12 +205,14 @@ def run_agent(
     timeout: float | None = None,
     grace: float = limits.RUN_GRACE_SECONDS,
     idle_timeout: float | None = None,
+    started_as: Callable[[int], None] | None = None,
 ) -> AgentRun:
     """Run the agent to its end, streaming its output (stdout and stderr, merged).
 
     Past `timeout`, or after a Ctrl-C, it is stopped in order: interrupt, then
     terminate, then kill, `grace` seconds apart. Raises RalphstateError when it
-    cannot be started, KeyboardInterrupt on a second Ctrl-C.
+    cannot be started, KeyboardInterrupt on a second Ctrl-C. `started_as(pid)` is
+    told the agent's process id as soon as it runs.
     """
     options: dict[str, Any] = {}
     if WINDOWS:
@@ -223,6 +232,8 @@ def run_agent(
             **options,
         )
         interrupts.child = child
+        if started_as is not None:
+            started_as(child.pid)
     except OSError as exc:
         interrupts.agent_phase = False
         reason = exc.strerror or type(exc).__name__
