@@ -16,49 +16,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import orjson
 
-from ralphstate.storage import fsio
+from ralphstate.storage import fsio, process
 
 NAME = "agent.json"
 _MAX_BYTES = 4096
-
-
-def start_time(pid: int) -> str | None:
-    """When the process `pid` started, as the system says it (None: not known)."""
-    if sys.platform.startswith("linux"):
-        try:
-            with Path(f"/proc/{pid}/stat").open("rb") as handle:
-                stat = handle.read(_MAX_BYTES)
-        except OSError:
-            return None
-        fields = stat.rpartition(b")")[2].split()
-        return fields[19].decode("ascii", "replace") if len(fields) > 19 else None
-    if sys.platform == "win32":  # pragma: no cover
-        return None
-    try:  # macOS and the BSDs
-        done = subprocess.run(
-            ["ps", "-o", "lstart=", "-p", str(pid)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = done.stdout.decode("ascii", "replace").strip()
-    return text if done.returncode == 0 and text else None
 
 
 def record(runs: Path, pid: int) -> None:
     """Name the agent just started (best effort: a run goes on without the record)."""
     if sys.platform == "win32":  # pragma: no cover
         return
-    entry = {"pid": pid, "pgid": pid, "started": start_time(pid), "runner": os.getpid()}
+    entry = {"pid": pid, "pgid": pid, "started": process.start_time(pid), "runner": os.getpid()}
     with contextlib.suppress(OSError):
         fsio.atomic_write(runs / NAME, orjson.dumps(entry) + b"\n")
 
@@ -83,21 +56,7 @@ def still_running(runs: Path) -> int | None:
     if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
         clear(runs)
         return None
-    if _alive(pid, entry.get("started")):
+    if process.running(pid, entry.get("started")):
         return pid
     clear(runs)
     return None
-
-
-def _alive(pid: int, started: object) -> bool:
-    """The very process recorded is running (not another one given its id since). A
-    record without a start time (one that came with a clone, say) names no agent."""
-    if not isinstance(started, str):
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):  # gone, or another user's by now
-        return False
-    except OSError:
-        return False
-    return start_time(pid) == started

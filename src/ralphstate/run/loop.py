@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
-import filelock
-
 from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
@@ -38,7 +36,7 @@ from ralphstate.run.result import (
     format_duration,
     format_spent,
 )
-from ralphstate.storage import fsio, lessons, registry
+from ralphstate.storage import fsio, lessons, locking, registry
 from ralphstate.storage.paths import LoopPaths, check_safe
 from ralphstate.storage.store import Event, Store, append_history
 
@@ -120,10 +118,10 @@ def git_head(root: Path) -> str | None:
 
 @contextlib.contextmanager
 def _run_lock(paths: LoopPaths) -> Iterator[None]:
-    lock = filelock.FileLock(str(paths.dir / RUN_LOCK), timeout=0, mode=fsio.FILE_MODE)
+    held = locking.hold(paths.dir / RUN_LOCK, 0)
     try:
-        lock.acquire()
-    except filelock.Timeout:
+        held.__enter__()
+    except locking.Held:
         raise RalphstateError(
             "another `ralphstate run` is already driving this loop"
             f" ({paths.display(paths.dir / RUN_LOCK)} is held)."
@@ -135,7 +133,7 @@ def _run_lock(paths: LoopPaths) -> Iterator[None]:
     try:
         yield
     finally:
-        lock.release()
+        held.__exit__(None, None, None)
 
 
 def run(store: Store, plan: Plan, report: Reporter) -> Outcome:

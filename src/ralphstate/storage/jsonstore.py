@@ -80,11 +80,11 @@ def _keep_aside(path: Path) -> None:
 def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
     """Apply `edit` to the entries under the file's lock and write them back.
     RalphstateError, naming the file as `name`, when it cannot be written."""
-    import filelock
+    from ralphstate.storage import locking
 
     try:
         fsio.makedirs(path.parent)
-        with filelock.FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT, mode=fsio.FILE_MODE):
+        with locking.hold(Path(str(path) + ".lock"), LOCK_TIMEOUT):
             for _ in range(WRITE_ATTEMPTS):
                 before = _read_bytes(path)
                 loops = None if before is None else _entries(before)
@@ -99,6 +99,11 @@ def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
                 if fsio.atomic_write(path, data + b"\n", expect=before):
                     return
             raise OSError(errno.EAGAIN, "it kept changing")
-    except (OSError, filelock.Timeout) as exc:
-        reason = getattr(exc, "strerror", None) or type(exc).__name__
+    except locking.Held:
+        raise RalphstateError(
+            f"could not write {name} {path}: it is locked by another process"
+            f" (gave up after {LOCK_TIMEOUT:g}s)."
+        ) from None
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
         raise RalphstateError(f"could not write {name} {path}: {reason}.") from None

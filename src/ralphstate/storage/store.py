@@ -124,14 +124,13 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         check_safe(self.paths)
-        import filelock  # only a change pays for it: reading takes no lock (design.md)
+        # only a change pays for the lock (and filelock): reading takes none (design.md)
+        from ralphstate.storage import locking
 
-        lock = filelock.FileLock(
-            str(self.paths.lock), timeout=self.lock_timeout, mode=fsio.FILE_MODE
-        )
+        held = locking.hold(self.paths.lock, self.lock_timeout)
         try:
-            lock.acquire()
-        except filelock.Timeout:
+            held.__enter__()
+        except locking.Held:
             raise RalphstateError(
                 f"{self.paths.display(self.paths.lock)} is held by another process;"
                 f" gave up after {self.lock_timeout:g}s."
@@ -141,7 +140,7 @@ class Store:
         try:
             yield
         finally:
-            lock.release()
+            held.__exit__(None, None, None)
 
     def _write(self, data: bytes, read: bytes | None) -> bool:
         """Write atomically; False when the file no longer holds `read`, the bytes the
