@@ -10,7 +10,6 @@ The hooks use this to tell a loop made here from one that arrived with a clone.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
 
 from ralphstate.core import clock
 from ralphstate.core.state import State
@@ -40,8 +39,7 @@ IDENTITY = ("loopId", "startedAt")
 
 
 def identity(state: State) -> Entry:
-    raw = cast(dict[str, Any], state)  # `loopId` may be a key this schema does not name
-    return {key: raw.get(key) for key in IDENTITY}
+    return {"loopId": state["loopId"], "startedAt": state["startedAt"]}
 
 
 def knows(paths: LoopPaths, state: State) -> bool:
