@@ -540,6 +540,7 @@ def test_the_agent_comes_from_pyproject_and_loop_config_wins(
     (project / ".loop" / "config.toml").write_text(
         f'[run]\nagent = "{progress}"\nprompt-mode = "file"\n'
     )
+    assert rs("trust").code == 0  # the agent command comes from a file: reviewed first
     done = rs("run")
     assert done.code == 0, done
     assert plain(done.out)[0] == "[1/7] iteration 1 · next step: write it"

@@ -474,7 +474,7 @@ def test_init_verify_on_stop(project: Path, rs: Any) -> None:
     assert state_of(project)["verifyOnStop"] is True
 
 
-def test_init_from_a_template_with_checks_trusts_and_shows_them(project: Path, rs: Any) -> None:
+def test_init_from_a_template_with_checks_shows_them_untrusted(project: Path, rs: Any) -> None:
     template = project / "loop.json"
     template.write_text(
         json.dumps(
@@ -489,7 +489,10 @@ def test_init_from_a_template_with_checks_trusts_and_shows_them(project: Path, r
         )
     )
     done = rs("init", "--from", str(template))
-    assert done.out.splitlines()[1:] == [f"check (trusted on this machine) a: {PASS}"]
+    assert done.out.splitlines()[1:] == [
+        f"check (not trusted yet) a: {PASS}",
+        "the template's checks will not run until you review them, then run `ralphstate trust`",
+    ]
     state = state_of(project)
     assert (state["verifyOnStop"], state["checkTimeouts"], state["evidence"]) == (
         True,
@@ -498,12 +501,14 @@ def test_init_from_a_template_with_checks_trusts_and_shows_them(project: Path, r
     )
     assert rs("init", "--from", str(template), "--force", "--no-verify-on-stop").code == 0
     assert state_of(project)["verifyOnStop"] is False
+    assert rs("verify").code == 1  # not trusted: a template may come with a repository
+    assert rs("trust").code == 0
     assert rs("verify").code == 0
 
 
 def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) -> None:
-    """A template's checks are trusted by `init`: a control character in one is shown
-    as \\xNN, so the line cannot be redrawn to hide what will run."""
+    """A template's checks are shown by `init` for review: a control character in one is
+    shown as \\xNN, so the line cannot be redrawn to hide what will run."""
     template = project / "loop.json"
     hidden = "make test\rexit 0 # looks harmless"
     template.write_text(
@@ -511,7 +516,8 @@ def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) 
     )
     done = rs("init", "--from", str(template))
     assert done.out.splitlines()[1:] == [
-        "check (trusted on this machine) a\\x1b[2J: make test\\x0dexit 0 # looks harmless"
+        "check (not trusted yet) a\\x1b[2J: make test\\x0dexit 0 # looks harmless",
+        "the template's checks will not run until you review them, then run `ralphstate trust`",
     ]
 
 

@@ -135,8 +135,12 @@ def init(
             " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
             " completion marker alone ends"
         )
-    for name, command in new["checks"].items():  # trusted here: show what will run
-        output.text(f"check (trusted on this machine) {visible(name)}: {visible(command)}")
+    for name, command in new["checks"].items():  # from the template: shown, not trusted
+        output.text(f"check (not trusted yet) {visible(name)}: {visible(command)}")
+    if new["checks"]:
+        output.text(
+            "the template's checks will not run until you review them, then run `ralphstate trust`"
+        )
 
 
 @click.command(context_settings=SETTINGS)

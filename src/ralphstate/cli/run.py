@@ -6,7 +6,7 @@ import contextlib
 import math
 import sys
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 import click
 
@@ -284,6 +284,13 @@ def _show_preview(shown: dict[str, object], as_json: bool) -> None:
         f"{shown['delivery']}; at most {count(int(str(shown['limit'])), 'iteration')};"
         f" {'no time limit' if timeout is None else f'{timeout:g}s per iteration'}."
     )
+    if not shown["configTrusted"]:
+        sources = cast(list[str], shown["config"])
+        output.text(
+            f"note: this agent command or these context files come from"
+            f" {visible(', '.join(sources))} and are not trusted on this machine;"
+            " after reviewing them, run `ralphstate trust`."
+        )
     if not shown["found"]:
         output.text(f"note: the agent program {shown['program']!r} was not found.")
     text = str(shown["prompt"])

@@ -110,19 +110,43 @@ def trust() -> None:
     other than through ralphstate on this machine, are not run by `verify` or the
     hooks until you have read them and run this. It prints what it trusted.
 
+    The agent command and the context files that a configuration file names for
+    `ralphstate run` (pyproject.toml, .loop/config.toml) are trusted with them:
+    `ralphstate run --dry-run` shows them first.
+
     \b
     Example:
       ralphstate status     # read the checks first
+      ralphstate run --dry-run
       ralphstate trust
     """
+    from ralphstate.run import config as runconfig
+    from ralphstate.storage import trust as trust_store
+
     store = ops.locate()
-    state = checks.trust_checks(store)
-    if not state["checks"]:
+    configured = runconfig.load(store.paths.root, store.paths.dir)
+    settings = runconfig.reviewed(configured, store.paths.root)
+    state = checks.trust_checks(store, settings)
+    armed = trust_store.armed(state)
+    for name, command in armed.items():
+        output.text(f"  {visible(name)}: {visible(command)}")
+    for name, command in trust_store.idle(state).items():
+        output.text(
+            f"  {visible(name)}: {visible(command)}  (no such criterion: not trusted, never run)"
+        )
+    where = ", ".join(configured.sources)
+    if "agent" in settings:
+        output.text(f"  run agent ({visible(where)}): {visible(settings['agent'])}")
+    for command in configured.fallbacks:
+        output.text(f"  run fallback agent ({visible(where)}): {visible(command)}")
+    for path in configured.context:
+        output.text(f"  run context file ({visible(where)}): {visible(path)}")
+    if settings:
+        output.text(f"trusted these settings of `ralphstate run` in {store.paths.root}")
+    if not armed:
         output.text("this loop has no checks; there is nothing to trust")
         return
-    for name, command in state["checks"].items():
-        output.text(f"  {visible(name)}: {visible(command)}")
-    n = len(state["checks"])
+    n = len(armed)
     these = "this check" if n == 1 else f"these {n} checks"
     output.text(f"trusted {these} in {store.paths.root} on this machine")
 

@@ -36,8 +36,16 @@ def _standing(state: st.State, name: str, style: Style, stale: bool = False) -> 
 
 def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     names = [c for c in state["criteria"] if c in state["checks"]]
+    criteria = set(state["criteria"])
+    # Checks keyed to names that are not criteria never run; a file may carry them all
+    # the same, so they are shown (a later `criteria add` of the name would arm one).
+    idle = [
+        f"  {visible(name)}: {visible(command)}  (no such criterion: never run)"
+        for name, command in state["checks"].items()
+        if name not in criteria
+    ]
     if not names:
-        return []
+        return [f"checks for no criterion {len(idle)}:", *idle] if idle else []
     setting = {
         None: "on (the default)",
         True: "on",
@@ -57,7 +65,7 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
         own = state["checkTimeouts"].get(name)
         limit = f"  (timeout {own:g}s)" if own is not None else ""
         lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
-    return lines
+    return lines + idle
 
 
 def _spent(state: st.State) -> str:

@@ -183,8 +183,8 @@ def init(
     )
     _register(loop, new)
     _ignore_local_files(loop)
-    if new["checks"]:  # the person starting the loop chose these checks
-        trust.carry(loop, {}, new)
+    # A template's checks are not trusted here until a person has read them (init shows
+    # them) and run `ralphstate trust`: a template may have come with a repository.
     return store, new, backup
 
 
@@ -277,7 +277,7 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
         if name in state["criteria"]:
             raise RalphstateError(f"criterion {name!r} is already in this loop.")
         before.clear()
-        before.update(state["checks"])
+        before.update(trust.armed(state))
         state["criteria"].append(name)
         state["criteriaStatus"][name] = False
         state["evidence"].pop(name, None)
@@ -289,7 +289,7 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
     if st.blank(name):
         raise RalphstateError(st.BLANK["criterion"])
     new = store.update(fn)
-    trust.carry(store.paths, before, new)
+    trust.carry(store.paths, before, new, {name} if check else set())
     return new
 
 
@@ -320,7 +320,7 @@ def criteria_remove(store: Store, name: str) -> str:
     def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         found = find_criterion(state, name)
         before.clear()
-        before.update(state["checks"])
+        before.update(trust.armed(state))
         state["criteria"].remove(found)
         state["criteriaStatus"].pop(found, None)
         state["checks"].pop(found, None)
@@ -330,7 +330,7 @@ def criteria_remove(store: Store, name: str) -> str:
         return found, state
 
     found, new = store.update(fn)
-    trust.carry(store.paths, before, new)
+    trust.carry(store.paths, before, new, {found})
     return found
 
 

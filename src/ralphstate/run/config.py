@@ -83,6 +83,20 @@ def load(root: Path, loop_dir: Path) -> RunConfig:
     return config
 
 
+def reviewed(config: RunConfig, root: Path) -> dict[str, object]:
+    """What a person must have trusted before `run` uses it: the agent commands (the
+    fallbacks too) and the context files the configuration files name (they may have
+    come with a clone)."""
+    settings: dict[str, object] = {}
+    if config.agent is not None:
+        settings["agent"] = config.agent
+    if config.fallbacks:
+        settings["fallbacks"] = list(config.fallbacks)
+    if config.context:
+        settings["context"] = [_shown(path, root) for path in config.context]
+    return settings
+
+
 def _shown(path: Path, root: Path) -> str:
     try:
         return str(path.relative_to(root))

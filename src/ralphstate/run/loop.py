@@ -26,7 +26,7 @@ from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun, visible
 from ralphstate.run import agentpid, awake, guards, limits, notify, prompt, spawn, usage
 from ralphstate.run import config as runconfig
-from ralphstate.run.plan import Plan, resolve_argv, resolve_program, with_budget
+from ralphstate.run.plan import Plan, check_trusted, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
     IterationDecision,
     IterationRecord,
@@ -150,6 +150,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     if state["status"] == "complete":
         return Outcome("complete", None, [], state, 0.0)
     _check_trusted(store, state)
+    check_trusted(store, plan)
     argv = resolve_program(plan, store.paths.root)
     chain = [argv] + [
         resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks

@@ -12,6 +12,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
+from ralphstate.core.text import visible
 from ralphstate.run import config as runconfig
 from ralphstate.run import guards, prompt, spawn
 from ralphstate.storage.store import Store
@@ -57,6 +58,9 @@ class Plan:
     @property
     def agents(self) -> list[str]:
         return [self.agent, *self.fallbacks]
+    # What the run takes from configuration files and a person must have trusted
+    # (`config.reviewed`); empty when the command line gave both.
+    review: dict[str, object] = field(default_factory=dict)
 
 
 def make_plan(
@@ -112,9 +116,15 @@ def make_plan(
     else:
         limit = state["maxIterations"] - state["iteration"]
     files = list(context) if context else list(config.context)
+    if not context:  # named by a file that may have come with the repository
+        _inside(files, store.paths.root, ", ".join(config.sources))
     for path in files:
         if not path.is_file():
             raise RalphstateError(f"the context file {path} does not exist.")
+    used = (
+        agent is None
+        and (config.agent is not None or (fallbacks is None and bool(config.fallbacks)))
+    ) or (not context and bool(config.context))
     return Plan(
         agent=command,
         argv=argv,
@@ -135,7 +145,38 @@ def make_plan(
         keep_awake=config.keep_awake,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
+        review=runconfig.reviewed(config, store.paths.root) if used else {},
     )
+
+
+def _inside(files: list[Path], root: Path, where: str) -> None:
+    """Context files a configuration file names stay inside the project (a cloned
+    config must not put /proc/self/environ, or ~/.ssh, into the prompt), symlinks
+    followed."""
+    top = os.path.realpath(root)
+    for path in files:
+        real = os.path.realpath(path)
+        if os.path.commonpath([top, real]) != top:
+            raise RalphstateError(
+                f"the context file {visible(path)} named in {visible(where)} is outside the"
+                " project; a configuration file may only name files inside it (give"
+                " --context to use another)."
+            )
+
+
+def check_trusted(store: Store, plan: Plan) -> None:
+    """Refuse a run whose agent command or context files come from a configuration
+    file no person trusted on this machine."""
+    from ralphstate.storage import trust
+
+    if plan.review and not trust.run_trusted(store.paths, plan.review):
+        words = {"agent": "the agent command", "fallbacks": "fallbacks", "context": "context files"}
+        named = " and ".join(words.get(k, k) for k in plan.review)
+        raise RalphstateError(
+            f"what {visible(', '.join(plan.sources))} chooses for `ralphstate run` ({named})"
+            " is not trusted on this machine; review it (`ralphstate run --dry-run`), then"
+            " run `ralphstate trust` (or give --agent and --context on the command line)."
+        )
 
 
 def resolve_program(plan: Plan, root: Path) -> list[str]:
@@ -178,6 +219,9 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         context=prompt.read_context(plan.context, store.paths.root),
     )
     shown = spawn.join_command(plan.argv)
+    from ralphstate.storage import trust
+
+    trusted = not plan.review or trust.run_trusted(store.paths, plan.review)
     delivery = {
         "stdin": "the prompt goes to its standard input",
         "arg": "the prompt is appended as its last argument",
@@ -197,4 +241,5 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         "program": plan.argv[0],
         "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
         "config": plan.sources,
+        "configTrusted": trusted,
     }

@@ -7,6 +7,13 @@ the hash of the `checks` a person trusted there: `ralphstate trust` records it, 
 change to `checks` made through ralphstate on this machine carries it forward. Any
 other change to `checks` (a hand edit, a pull, a copied file) no longer matches.
 
+Only the checks of criteria are trusted, and hashed: a check keyed to a name that is
+not a criterion never runs, is shown as such, and is not part of what a person trusts,
+so a later `criteria add` of that name makes the checks untrusted again instead of
+arming it. `ralphstate run`'s settings that decide what runs or what is read (the
+agent command and the context files, from a configuration file the repository may have
+brought) are trusted the same way (`run_trusted`).
+
 A loop with no checks has nothing to run and counts as trusted.
 """
 
@@ -38,6 +45,18 @@ def checks_hash(checks: dict[str, str]) -> str:
     return hashlib.sha256(orjson.dumps(checks, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+def armed(state: State) -> dict[str, str]:
+    """The checks that may run: those of the loop's criteria, in the criteria's order."""
+    checks = state["checks"]
+    return {name: checks[name] for name in state["criteria"] if name in checks}
+
+
+def idle(state: State) -> dict[str, str]:
+    """Checks keyed to names that are not criteria: never run, never trusted."""
+    criteria = set(state["criteria"])
+    return {name: command for name, command in state["checks"].items() if name not in criteria}
+
+
 def read() -> dict[str, Entry]:
     """Every trust record by loop directory; an unreadable store reads as empty."""
     return jsonstore.read(_path())
@@ -52,29 +71,57 @@ def _trusts(paths: LoopPaths, checks: dict[str, str]) -> bool:
 
 def is_trusted(paths: LoopPaths, state: State) -> bool:
     """True when a person trusted exactly these checks for this loop on this machine."""
-    return _trusts(paths, state["checks"])
+    return _trusts(paths, armed(state))
 
 
-def record(paths: LoopPaths, state: State) -> None:
-    """Trust the loop's current checks here; RalphstateError if the store cannot be written."""
-    entry = {
-        "checksHash": checks_hash(state["checks"]),
-        "checks": len(state["checks"]),
+def run_hash(settings: dict[str, object]) -> str:
+    import hashlib
+
+    return hashlib.sha256(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def run_trusted(paths: LoopPaths, settings: dict[str, object]) -> bool:
+    """True when a person trusted exactly these run settings (the agent command and the
+    context files a configuration file names) for this loop here; none need no trust."""
+    if not settings:
+        return True
+    entry = read().get(jsonstore.key(paths))
+    return entry is not None and entry.get("runHash") == run_hash(settings)
+
+
+def record(paths: LoopPaths, state: State, run: dict[str, object] | None = None) -> None:
+    """Trust the loop's current checks here (and, given, the run settings `run`);
+    RalphstateError if the store cannot be written."""
+    checks = armed(state)
+    entry: Entry = {
+        "checksHash": checks_hash(checks),
+        "checks": len(checks),
         "trustedAt": clock.now_iso(),
     }
+    if run is not None:
+        entry["runHash"] = run_hash(run)
 
     def edit(loops: dict[str, Entry]) -> None:
-        loops[jsonstore.key(paths)] = entry
+        key = jsonstore.key(paths)
+        kept = {"runHash": loops[key]["runHash"]} if "runHash" in loops.get(key, {}) else {}
+        loops[key] = {**kept, **entry}
 
     jsonstore.change(_path(), "the trust store", edit)
 
 
-def carry(paths: LoopPaths, before: dict[str, str], state: State) -> None:
-    """After ralphstate itself changed `checks`: what was trusted stays trusted.
+def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[str]) -> None:
+    """After ralphstate itself changed the checks of the criteria `changed` (from the
+    armed checks `before`, see `armed`): what was trusted stays trusted.
 
-    Checks that were not trusted before the change stay untrusted; a failure to write
-    the store only leaves them untrusted (status and doctor say so)."""
-    if before == state["checks"] or not _trusts(paths, before):
+    Only when nothing but those criteria's checks changed: a check that came with the
+    file and is armed by the change (`criteria add` of its name) is not carried, and
+    leaves the checks untrusted. Checks that were not trusted before stay untrusted; a
+    failure to write the store only leaves them untrusted (status and doctor say so)."""
+    after = armed(state)
+    if before == after or not _trusts(paths, before):
         return
+    for name in set(before) | set(after):
+        if name not in changed and before.get(name) != after.get(name):
+            return
     with contextlib.suppress(RalphstateError):
         record(paths, state)

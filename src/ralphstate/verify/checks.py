@@ -38,7 +38,7 @@ def set_check(
     def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         crit = find_criterion(state, name)
         before.clear()
-        before.update(state["checks"])
+        before.update(trust.armed(state))
         old = (state["checks"].get(crit), state["checkTimeouts"].get(crit))
         if remove:
             state["checks"].pop(crit, None)
@@ -65,7 +65,7 @@ def set_check(
         return crit, state
 
     found, new = store.update(fn)
-    trust.carry(store.paths, before, new)
+    trust.carry(store.paths, before, new, {found})
     return found, new
 
 
@@ -82,19 +82,22 @@ def describe(state: st.State, name: str) -> str:
     return f"{visible(crit)}: {visible(command)}  ({limit})"
 
 
-def trust_checks(store: Store) -> st.State:
-    """Trust the loop's current checks on this machine, and say so in history."""
+def trust_checks(store: Store, run: dict[str, object] | None = None) -> st.State:
+    """Trust the loop's current checks (and the run settings `run`, see `trust.record`)
+    on this machine, and say so in history."""
     state = store.load()
-    trust.record(store.paths, state)
+    trust.record(store.paths, state, run)
+    armed = trust.armed(state)
+    event: Event = {
+        "event": "trusted",
+        "checks": len(armed),
+        "checksHash": trust.checks_hash(armed)[:16],
+    }
+    if run:
+        event["run"] = trust.run_hash(run)[:16]
     append_history(
         store.paths.history,
-        [
-            {
-                "event": "trusted",
-                "checks": len(state["checks"]),
-                "checksHash": trust.checks_hash(state["checks"])[:16],
-            }
-        ],
+        [event],
         state["iteration"],
         loop_id=state["loopId"],
     )
