@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -88,6 +89,15 @@ def run_cli(args: list[str]) -> int:
         if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
             shown = repr(arg) if len(arg) <= 60 else repr(arg[:60]) + "…"
             output.error(f"{shown} is not valid UTF-8 text; nothing was done.")
+            return 1
+    try:
+        Path.cwd()
+    except FileNotFoundError:  # every command finds its loop from here
+        if not {"-h", "--help", "--version"} & set(args):
+            output.error(
+                "the current directory no longer exists (it was deleted or moved);"
+                " cd to the project and run the command again."
+            )
             return 1
     try:
         cli.main(args=args, prog_name="ralphstate", standalone_mode=False)

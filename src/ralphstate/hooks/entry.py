@@ -82,6 +82,8 @@ def run_hook(args: list[str], detach: bool = False) -> int:
     real_stdout = sys.stdout
     out: Output | None = None
     event = args[0] if args else ""
+    if real_stdout is None:  # stdout closed: no answer could reach the agent; do nothing
+        return 0
     try:
         sys.stdout = sys.stderr  # nothing but our one JSON object reaches stdout
         if event in ("-h", "--help"):
@@ -123,7 +125,7 @@ def run_hook(args: list[str], detach: bool = False) -> int:
         try:
             real_stdout.buffer.write(orjson.dumps(out) + b"\n")
             real_stdout.flush()
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             pass
     return 0
 
@@ -139,7 +141,12 @@ def _option(args: list[str], name: str) -> str | None:
 
 def complain(event: str, message: str, exc: BaseException | None = None) -> None:
     """Tell the person on stderr, and the log, what went wrong; the hook allows."""
-    line = f"ralphstate hook {event}: {message}; allowing."
+    note(event, f"{message}; allowing", exc)
+
+
+def note(event: str, message: str, exc: BaseException | None = None) -> None:
+    """One line on stderr and in the log: `ralphstate hook EVENT: MESSAGE.`"""
+    line = f"ralphstate hook {event}: {message}."
     where = None
     try:
         from ralphstate.storage import logs
@@ -151,7 +158,7 @@ def complain(event: str, message: str, exc: BaseException | None = None) -> None
         line += f" Details in {where}."
     try:
         sys.stderr.write(line + "\n")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # stderr closed: the log has it
         pass
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from ralphstate.agents.table import Agent
@@ -22,7 +23,7 @@ from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.core.text import count
 from ralphstate.hooks import notify
-from ralphstate.hooks.entry import Fault, complain
+from ralphstate.hooks.entry import Fault, complain, note
 from ralphstate.storage import lessons, notices, paths, registry, trust
 from ralphstate.storage.store import Event, Store
 
@@ -123,6 +124,13 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
         transcript read, or Copilot's wait for its events file, costs time)."""
         if not said:
             said.append(agent.last_message(hook_input))
+            if said[0] is None and _unreadable(agent, hook_input):
+                note(
+                    "stop",
+                    "the reply that ended the turn could not be read (no"
+                    f" {agent.message_key or 'reply'}, and the transcript could not be"
+                    " read); it is taken to hold no completion marker",
+                )
         return said[0]
 
     def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
@@ -170,6 +178,19 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
         pid = agent.process_id(os.environ) if decision.adopted else None
         _record("stop", loop, decision.state, pid)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
+
+
+def _unreadable(agent: Agent, hook_input: HookInput) -> bool:
+    """The input gives no reply, and names a transcript ralphstate cannot read."""
+    if agent.message_key and isinstance(hook_input.get(agent.message_key), str):
+        return False
+    path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
+    if not isinstance(path, str) or not path:
+        return False
+    try:
+        return not Path(path).is_file() or not os.access(path, os.R_OK)
+    except (OSError, ValueError):
+        return True
 
 
 class Verified:

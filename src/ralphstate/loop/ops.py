@@ -168,6 +168,9 @@ def init(
     except CorruptState as exc:  # a value given to init, not a file on disk
         detail = str(exc).removeprefix("state.json: ")
         raise RalphstateError(f"cannot start this loop: {detail}.") from None
+    # The hooks know a loop by the registry: a loop it cannot record would be a stranger
+    # to them, so init says so before it starts anything.
+    registry.check_writable()
     backup = store.create(
         new,
         [
@@ -459,6 +462,7 @@ def adopt(store: Store) -> st.State:
             state["startedAt"] = clock.now_iso()
         return state
 
+    registry.check_writable()  # adopting is recording: say so before the owner changes
     new = store.update(fn)
     registry.record(store.paths, new, claude_pid())
     return new

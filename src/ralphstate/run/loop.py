@@ -522,9 +522,11 @@ class _Run:
         except OSError as exc:  # the log or the prompt file: the run ends as an error
             reason = exc.strerror or type(exc).__name__
             shown = paths.display(Path(exc.filename)) if exc.filename else "a file"
-            raise RalphstateError(
-                f"iteration {state['iteration']}: could not write {shown}: {reason}."
-            ) from None
+            message = f"iteration {state['iteration']}: could not write {shown}: {reason}."
+            event: Event = {"event": "run_iteration", "run": run, "decision": "error"}
+            with contextlib.suppress(RalphstateError):  # the iteration it had started
+                append_history(paths.history, [event], state["iteration"], loop_id=state["loopId"])
+            raise RalphstateError(message) from None
 
     def _fingerprint(self, state: st.State) -> tuple[str, str | None]:
         return st.progress(state), git_head(self.store.paths.root)
@@ -687,11 +689,23 @@ class _Run:
         return self._outcome(outcome, reason)
 
     def _failed(self, message: str) -> Outcome:
+        """The run broke: say so in history and pause the loop (when its file can still
+        be written), so no hook keeps a session on a loop whose run stopped."""
         event = self._finished("error", error=message)
-        with contextlib.suppress(RalphstateError):
-            append_history(
-                self.store.paths.history, [event], self._iteration(), loop_id=self._loop_id()
-            )
+        reason = clip(f"ralphstate run stopped: {message}", 200)
+
+        def change(state: st.State, events: list[Event]) -> None:
+            if state["status"] == "in_progress":
+                state["status"], state["pauseReason"] = "paused", reason
+            events.append(event)
+
+        try:
+            self.store.update(change)
+        except RalphstateError:
+            with contextlib.suppress(RalphstateError):
+                append_history(
+                    self.store.paths.history, [event], self._iteration(), loop_id=self._loop_id()
+                )
         return self._outcome("error", None, message)
 
     def _iteration(self) -> int:

@@ -344,8 +344,12 @@ def prompt_file(text: str) -> Iterator[Path]:
 
     fd, name = tempfile.mkstemp(prefix="ralphstate-prompt-", suffix=".md")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+        except OSError as exc:  # a full disk: say which file
+            exc.filename = exc.filename or name
+            raise
         yield Path(name)
     finally:
         with contextlib.suppress(OSError):

@@ -9,7 +9,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ralphstate.core.errors import RalphstateError
+
 ENV_HOME = "RALPHSTATE_HOME"
+
+
+class NoHome(RalphstateError):
+    """No home directory can be found: the per-user directories have no place."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "cannot find your home directory, where ralphstate keeps what this machine"
+            " knows (HOME is not set, and your user has no home in the password database);"
+            f" set HOME, or {ENV_HOME} to a directory of your own."
+        )
 
 
 def _dir(kind: str) -> Path:
@@ -18,12 +31,17 @@ def _dir(kind: str) -> Path:
         return Path(override).expanduser() / kind
     import platformdirs  # only off the hot path
 
-    if kind == "state":
-        found = platformdirs.user_state_dir("ralphstate", appauthor=False)
-    elif kind == "log":
-        found = platformdirs.user_log_dir("ralphstate", appauthor=False)
-    else:
-        found = platformdirs.user_data_dir("ralphstate", appauthor=False)
+    try:
+        if kind == "state":
+            found = platformdirs.user_state_dir("ralphstate", appauthor=False)
+        elif kind == "log":
+            found = platformdirs.user_log_dir("ralphstate", appauthor=False)
+        else:
+            found = platformdirs.user_data_dir("ralphstate", appauthor=False)
+    except (RuntimeError, KeyError, OSError):  # no HOME, no passwd entry
+        raise NoHome from None
+    if not Path(found).is_absolute():  # "~" left as it is: no home either
+        raise NoHome
     return Path(found)
 
 

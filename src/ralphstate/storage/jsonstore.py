@@ -77,6 +77,16 @@ def _keep_aside(path: Path) -> None:
     path.replace(kept)
 
 
+def check_writable(path: Path) -> None:
+    """OSError when a file could not be written at `path` (its directory made, a file
+    made and removed in it); nothing is left behind."""
+    fsio.makedirs(path.parent)
+    probe = path.parent / f".{path.name}.probe-{os.urandom(6).hex()}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fsio.FILE_MODE)
+    os.close(fd)
+    probe.unlink()
+
+
 def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
     """Apply `edit` to the entries under the file's lock and write them back.
     RalphstateError, naming the file as `name`, when it cannot be written."""

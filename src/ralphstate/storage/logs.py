@@ -11,6 +11,7 @@ import traceback
 from pathlib import Path
 
 from ralphstate.core import clock, limits
+from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio, home
 
 LOG_NAME = "ralphstate.log"
@@ -22,7 +23,10 @@ def path() -> Path:
 
 def write(message: str, exc: BaseException | None = None) -> Path | None:
     """Append to the log; returns its path, or None when the log cannot be written."""
-    target = path()
+    try:
+        target = path()
+    except RalphstateError:  # no home directory: nowhere to log
+        return None
     text = f"{clock.now_iso()} {message}\n"
     if exc is not None:
         text += "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralphstate.core import clock
+from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import State
 from ralphstate.storage import home, jsonstore
 from ralphstate.storage.jsonstore import Entry
@@ -25,8 +26,26 @@ def _path() -> Path:
 
 
 def read() -> dict[str, Entry]:
-    """Every recorded loop by loop directory; an unreadable registry reads as empty."""
-    return jsonstore.read(_path())
+    """Every recorded loop by loop directory; an unreadable registry (or none, without
+    a home directory) reads as empty."""
+    try:
+        return jsonstore.read(_path())
+    except home.NoHome:
+        return {}
+
+
+def check_writable() -> None:
+    """RalphstateError, before anything changes, when the registry cannot be written:
+    a loop started or adopted without it would be a stranger to the hooks."""
+    path = _path()
+    try:
+        jsonstore.check_writable(path)
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not write the loop registry {path}: {exc.strerror or type(exc).__name__};"
+            " without it the hooks would take the loop for one that came with a clone."
+            " Nothing was started."
+        ) from None
 
 
 def entry(paths: LoopPaths) -> Entry | None:

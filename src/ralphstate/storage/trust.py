@@ -58,8 +58,12 @@ def idle(state: State) -> dict[str, str]:
 
 
 def read() -> dict[str, Entry]:
-    """Every trust record by loop directory; an unreadable store reads as empty."""
-    return jsonstore.read(_path())
+    """Every trust record by loop directory; an unreadable store (or none, without a
+    home directory) reads as empty."""
+    try:
+        return jsonstore.read(_path())
+    except home.NoHome:
+        return {}
 
 
 def _trusts(paths: LoopPaths, checks: dict[str, str]) -> bool:
