@@ -182,8 +182,8 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
 
 def _unreadable(agent: Agent, hook_input: HookInput) -> bool:
     """The input gives no reply, and names a transcript ralphstate cannot read."""
-    if agent.message_key and isinstance(hook_input.get(agent.message_key), str):
-        return False
+    if agent.message_key and agent.message_key in hook_input:
+        return False  # the reply was given (an empty one is no marker): no transcript read
     path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
     if not isinstance(path, str) or not path:
         return False
