@@ -208,7 +208,29 @@ def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.S
         with contextlib.suppress(OSError):
             data = config.read_bytes()[: 64 * 1024]
             fsio.atomic_write(store.paths.dir / CONFIG_NAME, data)
+    _carry_trust(source, state, store, new)
     return store, new
+
+
+def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) -> None:
+    """What is trusted in the source loop is trusted in its copy: the very same checks,
+    and the run's settings when the copy's are the very ones trusted there."""
+    from ralphstate.run import config as runconfig
+
+    if trust.armed(new) != trust.armed(state):
+        return
+    settings: dict[str, object] | None = None
+    with contextlib.suppress(RalphstateError):
+        mine = runconfig.reviewed(
+            runconfig.load(store.paths.root, store.paths.dir), store.paths.root
+        )
+        theirs = runconfig.reviewed(
+            runconfig.load(source.paths.root, source.paths.dir), source.paths.root
+        )
+        if mine == theirs and trust.run_trusted(source.paths, theirs):
+            settings = mine
+    with contextlib.suppress(RalphstateError):
+        trust.record(store.paths, new, settings)
 
 
 def store_in(worktree: Worktree, start: Path) -> Store:
