@@ -190,7 +190,7 @@ def _source(start: Path) -> tuple[Store, st.State]:
 
 def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.State]:
     """The loop `source` started afresh in `where` (its checks were trusted here, see
-    `_source`: `init` trusts them in `where` too)."""
+    `_source`; the copy keeps that trust, `_carry_trust`)."""
     source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
     store, new, _ = ops.init(
@@ -208,7 +208,7 @@ def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.S
         with contextlib.suppress(OSError):
             data = config.read_bytes()[: 64 * 1024]
             fsio.atomic_write(store.paths.dir / CONFIG_NAME, data)
-    _carry_trust(source, state, store, new)
+    _carry_trust(source_store, state, store, new)
     return store, new
 
 
