@@ -58,6 +58,7 @@ class Plan:
     @property
     def agents(self) -> list[str]:
         return [self.agent, *self.fallbacks]
+
     # What the run takes from configuration files and a person must have trusted
     # (`config.reviewed`); empty when the command line gave both.
     review: dict[str, object] = field(default_factory=dict)
