@@ -212,3 +212,21 @@ def test_context_files_a_config_names_stay_inside_the_project(
             done.err
         )
         assert "SECRET" not in done.out + done.err
+
+
+def test_fallback_agents_a_config_names_are_trusted_with_the_first(
+    rs: Any, project: Path, tmp_path: Path
+) -> None:
+    start(rs)
+    config = project / ".loop" / "config.toml"
+    config.write_text('[run]\nagent = ["true", "false"]\n')
+    assert rs("trust").code == 0
+    # The fallback changed; the first agent did not: the whole chain is untrusted again.
+    mark = tmp_path / "ran"
+    command = agent_writing(tmp_path, mark).replace("\\", "\\\\")
+    config.write_text(f'[run]\nagent = ["true", "{command}"]\n')
+    refused = rs("run", "--max", "1")
+    assert refused.code == 1
+    assert "(the agent command and fallbacks) is not trusted" in refused.err
+    trusted = rs("trust")
+    assert "  run fallback agent (" in trusted.out
