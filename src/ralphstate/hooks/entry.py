@@ -82,8 +82,8 @@ def run_hook(args: list[str], detach: bool = False) -> int:
     real_stdout = sys.stdout
     out: Output | None = None
     event = args[0] if args else ""
-    if real_stdout is None:  # stdout closed: no answer could reach the agent; do nothing
-        return 0
+    if real_stdout is None and event not in DETACHED:
+        return 0  # stdout closed: no answer could reach the agent, so nothing is done
     try:
         sys.stdout = sys.stderr  # nothing but our one JSON object reaches stdout
         if event in ("-h", "--help"):
