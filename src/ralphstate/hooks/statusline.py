@@ -110,7 +110,7 @@ def render(loop: State, cost: float | None = None) -> str | None:
     parts = [f"loop {loop['iteration']}/{loop['maxIterations']}", counts]
     remaining = [s for s in loop["steps"] if s not in loop["completedSteps"]]
     if remaining:
-        step = " ".join(visible(remaining[0]).split())
+        step = visible(" ".join(remaining[0].split()))  # a newline is a space here
         if len(step) > MAX_NEXT:
             step = step[: MAX_NEXT - 1] + "…"
         parts.append(f"next: {step}")
