@@ -18,6 +18,13 @@ from ralphstate.loop import ops
 @click.option("-c", "--criterion", "criteria", multiple=True, help="A success criterion (repeat).")
 @click.option("-s", "--step", "steps", multiple=True, help="A step of the plan (repeat).")
 @click.option(
+    "--task",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A markdown file in the project whose checkboxes are the loop's steps, re-read at"
+    " every stop; `step done` checks a box.",
+)
+@click.option(
     "--max-iterations",
     type=int,
     default=None,
@@ -69,6 +76,7 @@ def init(
     spec: str,
     criteria: tuple[str, ...],
     steps: tuple[str, ...],
+    task: Path | None,
     max_iterations: int | None,
     stall_limit: int | None,
     marker: str | None,
@@ -113,6 +121,7 @@ def init(
         verify_on_stop=verify_on_stop,
         no_criteria=no_criteria,
         here=here,
+        task=task,
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
@@ -155,6 +164,14 @@ def status(as_json: bool) -> None:
     """
     store = ops.locate()
     state = store.load()
+    problem = None
+    if state["tasksFile"]:  # the steps as the task file has them now
+        from ralphstate.loop import taskfile
+
+        try:
+            taskfile.sync(state, store.paths.root)
+        except taskfile.TaskFileError as exc:
+            problem = f"{exc} The steps shown are those last read from it."
     if as_json:
         output.json(state)
         return
@@ -169,6 +186,8 @@ def status(as_json: bool) -> None:
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
     output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
+    if problem:
+        output.text(output.style(problem, fg="yellow", bold=True))
     view = ops.hooks_view(Path.cwd())  # in a subdirectory: which loop the hooks see
     if view is not None:
         seen, said = view

@@ -9,6 +9,8 @@ MAX_USER_FILE_BYTES = 8 * 1024 * 1024
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
 # A state file larger than this is not read (it is a mistake or an attack).
 MAX_STATE_BYTES = 2 * 1024 * 1024
+# The most of a markdown task file (`tasksFile`) that is read; a bigger one is refused.
+MAX_TASKS_FILE_BYTES = 1024 * 1024
 # Room kept below MAX_STATE_BYTES for the loop's bookkeeping (status, owner, iteration,
 # errors, ...): a change that adds to the loop itself (spec, criteria, steps, checks,
 # evidence, unknown keys) may not bring state.json past MAX_STATE_BYTES minus this, so

@@ -129,6 +129,9 @@ class State(TypedDict):
     # ralphstate: the API error the last turn ended on (StopFailure: `at`, `error`,
     # `message`), until the next SessionStart has told the model and the person.
     lastFailure: dict[str, Any] | None
+    # ralphstate: a markdown file of checkboxes, relative to the project root, whose boxes
+    # are the loop's steps (loop/taskfile.py); null: the steps are this file's own.
+    tasksFile: str | None
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -195,6 +198,7 @@ def _defaults() -> Raw:
         "maxTokens": None,
         "maxDuration": None,
         "lastFailure": None,
+        "tasksFile": None,
     }
 
 
@@ -518,8 +522,11 @@ def _normalise(raw: Raw) -> State:
         "updatedAt",
         "lastCheckpoint",
         "lastProgress",
+        "tasksFile",
     ):
         state[key] = _opt_str(raw, key)
+    if state["tasksFile"] is not None and not state["tasksFile"].strip():
+        raise _Bad("'tasksFile' must name a file or be null")
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     _spending(raw, state)

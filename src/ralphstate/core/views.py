@@ -132,7 +132,8 @@ def status(
     lines += _checks(state, trusted, style)
     steps = state["steps"]
     if steps:
-        lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}:")
+        source = f" (the boxes of {visible(state['tasksFile'])})" if state["tasksFile"] else ""
+        lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}{source}:")
         remaining = state["remainingSteps"]
         done = set(state["completedSteps"])  # one lookup a step, not a scan
         for name in steps:

@@ -14,7 +14,7 @@ import copy
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ralphstate.agents.table import Agent
 from ralphstate.core import clock, decide, limits, ownership, render
@@ -111,6 +111,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
     if session_id is None:
         raise Fault("input has no session id")
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
+    boxes = _task_boxes(loop, state)
     said: list[str | None] = []
     stale: list[list[str]] = []  # criteria proven on older code, found at a claimed completion
 
@@ -135,6 +136,10 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
 
     def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
         def change(current: st.State, events: list[Event]) -> Decision:
+            if boxes is not None:  # the task file's boxes, as read at this stop, are the steps
+                from ralphstate.loop import taskfile
+
+                taskfile.apply(current, boxes)
             results = verified.results if verified else []
             checked: list[Event] = []
             working = current
@@ -191,6 +196,20 @@ def _unreadable(agent: Agent, hook_input: HookInput) -> bool:
         return not Path(path).is_file() or not os.access(path, os.R_OK)
     except (OSError, ValueError):
         return True
+
+
+def _task_boxes(loop: paths.LoopPaths, state: st.State) -> list[Any] | None:
+    """The checkboxes of an active loop's task file, read once at this stop; None
+    without one. A file that cannot be read makes the loop Unusable (the stop goes through
+    and the person is told), as a broken state file does."""
+    if not state["tasksFile"] or state["status"] not in st.ACTIVE:
+        return None
+    from ralphstate.loop import taskfile
+
+    try:
+        return taskfile.boxes(taskfile.read(loop.root, state["tasksFile"]))
+    except taskfile.TaskFileError as exc:
+        raise Unusable(str(exc).rstrip(".")) from None
 
 
 class Verified:

@@ -14,6 +14,7 @@ from typing import Any
 from ralphstate.core import clock, ownership
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
+from ralphstate.loop import taskfile
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths, find, for_init, git_top, within
 from ralphstate.storage.store import Change, Event, Store
@@ -117,6 +118,7 @@ def init(
     no_criteria: bool = False,
     start: str | os.PathLike[str] | None = None,
     here: bool = False,
+    task: Path | None = None,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop at the project root of `start` (the current directory), or in
     `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
@@ -127,6 +129,14 @@ def init(
     if store.exists() and not force:
         _refuse_unfinished(store)
     extra = dict(template or {})
+    boxes: list[taskfile.Box] | None = None
+    if task is not None:  # the steps are the task file's boxes
+        if steps:
+            raise RalphstateError("give the steps as --step or as --task's checkboxes, not both.")
+        extra["tasksFile"] = taskfile.relative(loop.root, task)
+        boxes = taskfile.boxes(taskfile.read(loop.root, extra["tasksFile"]))
+        steps = taskfile.steps(boxes)[0]
+        extra.pop("steps", None)
     # An option given on the command line wins over the template, which wins over the default.
     if max_iterations is None:
         max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
@@ -171,6 +181,8 @@ def init(
     # The hooks know a loop by the registry: a loop it cannot record would be a stranger
     # to them, so init says so before it starts anything.
     registry.check_writable()
+    if boxes is not None:
+        taskfile.apply(new, boxes)
     backup = store.create(
         new,
         [
@@ -341,6 +353,11 @@ def criteria_remove(store: Store, name: str) -> str:
 
 
 def step_add(store: Store, text: str) -> str:
+    name = store.load()["tasksFile"]
+    if name:
+        raise RalphstateError(
+            f"this loop's steps are the checkboxes of {name}; add a line `- [ ] {text}` there."
+        )
     if st.blank(text):
         raise RalphstateError(st.BLANK["step"])
 
@@ -356,6 +373,15 @@ def step_add(store: Store, text: str) -> str:
 
 def step_mark(store: Store, ref: str, done: bool) -> str:
     def fn(state: st.State, events: list[Event]) -> str:
+        name = state["tasksFile"]
+        if name:  # the box in the task file is the truth: tick it, then read it back
+            root = store.paths.root
+            taskfile.sync(state, root)
+            found = find_step(state, ref)
+            if taskfile.tick(root, name, found, done):
+                events.append({"event": "step_done" if done else "step_undone", "step": found})
+            taskfile.sync(state, root)
+            return found
         found = find_step(state, ref)
         if (found in state["completedSteps"]) == done:
             return found
@@ -381,6 +407,17 @@ def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:
     with contextlib.suppress(OSError, RalphstateError):
         registry.refresh(store.paths, new)
     return new
+
+
+def tasks_refresh(store: Store) -> st.State:
+    """Re-read the loop's task file into its steps (a box checked by a person or the
+    agent is a step done); the state as it now is. TaskFileError when it cannot be read."""
+
+    def fn(state: st.State, events: list[Event]) -> st.State:
+        taskfile.sync(state, store.paths.root)
+        return state
+
+    return store.update(fn)
 
 
 def pause(store: Store, reason: str) -> tuple[st.State, bool]:

@@ -244,6 +244,8 @@ class _Run:
                 self._record(run, number, agent, "user", state, quiet, figures)
                 return self._finish("paused", "user")
             try:
+                if state["tasksFile"]:
+                    self._tasks()
                 state = self.store.load()
             except RalphstateError as exc:
                 self._record(run, number, agent, "error", state, quiet, figures)
@@ -458,7 +460,20 @@ class _Run:
         self.state = state
         return state
 
+    def _tasks(self) -> None:
+        """Re-read the loop's task file into its steps, before and after each iteration;
+        one that cannot be read leaves the steps as last read, and says so."""
+        from ralphstate.loop import ops, taskfile
+
+        try:
+            ops.tasks_refresh(self.store)
+        except taskfile.TaskFileError as exc:
+            self.report.line(f"{exc} The steps are those last read from it.")
+
     def _start_iteration(self, run: int) -> st.State:
+        if self.state is not None and self.state["tasksFile"]:
+            self._tasks()
+
         def change(state: st.State, events: list[Event]) -> st.State:
             if state["status"] != "in_progress":
                 raise _Stopped(state)

@@ -1,0 +1,164 @@
+"""A markdown task file as the loop's backlog (`tasksFile`, docs/design.md "The task file").
+
+The loop's steps are the file's checkboxes: a line `- [ ] text` or `- [x] text` (also
+`*`, `+`, `1.` or `1)` as the marker, at any indentation: a nested box is a step of its
+own, in the file's order). Boxes inside fenced code blocks are not steps. A step is done
+when every box with its text is checked. The file is re-read at every stop and every
+iteration of `ralphstate run`; `ralphstate step done` checks a box by changing only that
+line's checkbox character, written atomically and never over an edit made meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.limits import MAX_TASKS_FILE_BYTES
+from ralphstate.storage import fsio
+
+_BOX = re.compile(rb"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[([ xX])\][ \t]+(\S.*?)[ \t]*\r?$")
+_FENCE = re.compile(rb"^[ \t]*(```|~~~)")
+# Reading a file a person or agent may be writing: read it until two reads agree.
+_READS = 5
+
+
+class TaskFileError(RalphstateError):
+    """The task file cannot be used: missing, unreadable, too big, outside the project,
+    or changed while being written. The message is one sentence."""
+
+
+class Box:
+    """One checkbox: the byte offset of its check character, its text, whether checked."""
+
+    __slots__ = ("done", "offset", "text")
+
+    def __init__(self, offset: int, text: str, done: bool) -> None:
+        self.offset = offset
+        self.text = text
+        self.done = done
+
+
+def boxes(data: bytes) -> list[Box]:
+    """The checkboxes of a task file's bytes, in order."""
+    found: list[Box] = []
+    fence: bytes | None = None
+    start = 0
+    for line in data.split(b"\n"):
+        opened = _FENCE.match(line)
+        if opened:
+            if fence is None:
+                fence = opened.group(1)
+            elif opened.group(1) == fence:
+                fence = None
+        elif fence is None:
+            match = _BOX.match(line)
+            if match:
+                text = match.group(2).decode("utf-8", "replace")
+                found.append(Box(start + match.start(1), text, match.group(1) != b" "))
+        start += len(line) + 1
+    return found
+
+
+def steps(found: list[Box]) -> tuple[list[str], list[str]]:
+    """(the steps, the done ones): a step is done when every box with its text is."""
+    names = list(dict.fromkeys(b.text for b in found))
+    open_ = {b.text for b in found if not b.done}
+    return names, [n for n in names if n not in open_]
+
+
+def resolve(root: Path, name: str) -> Path:
+    """The task file `name` (relative to the project root) as a path inside `root`;
+    TaskFileError when it lies outside."""
+    base = root.resolve()
+    path = (base / name).resolve()
+    if path != base and base not in path.parents:
+        raise TaskFileError(f"the task file {name} is outside the project ({base}).")
+    return path
+
+
+def relative(root: Path, given: Path) -> str:
+    """The task file `given` (as typed: relative to the current directory) as the
+    project-relative name kept in `tasksFile`; TaskFileError outside the project."""
+    base = root.resolve()
+    path = given.resolve() if given.is_absolute() else (Path.cwd() / given).resolve()
+    if base not in path.parents:
+        raise TaskFileError(f"the task file {given} is outside the project ({base}).")
+    return path.relative_to(base).as_posix()
+
+
+def _read_once(path: Path, name: str) -> bytes:
+    try:
+        with fsio.open_regular(path) as handle:
+            data = handle.read(MAX_TASKS_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise TaskFileError(f"the task file {name} does not exist.") from None
+    except fsio.NotRegular:
+        raise TaskFileError(f"the task file {name} is not a regular file.") from None
+    except OSError as exc:
+        raise TaskFileError(
+            f"the task file {name} cannot be read ({exc.strerror or exc})."
+        ) from None
+    if len(data) > MAX_TASKS_FILE_BYTES:
+        raise TaskFileError(
+            f"the task file {name} is bigger than {MAX_TASKS_FILE_BYTES // 1024} KiB."
+        )
+    return data
+
+
+def read(root: Path, name: str) -> bytes:
+    """The task file's bytes, read (bounded) until two reads agree, so a file being
+    written is never taken half-written; TaskFileError in one sentence."""
+    path = resolve(root, name)
+    data = _read_once(path, name)
+    for _ in range(_READS):
+        again = _read_once(path, name)
+        if again == data:
+            return data
+        data = again
+    raise TaskFileError(f"the task file {name} kept changing while being read.")
+
+
+def apply(state: st.State, found: list[Box]) -> None:
+    """Make the state's steps the file's boxes."""
+    names, done = steps(found)
+    st.set_steps(state, names, done)
+
+
+def sync(state: st.State, root: Path) -> None:
+    """Re-read the state's task file, if it has one, into its steps."""
+    name = state.get("tasksFile")
+    if name:
+        apply(state, boxes(read(root, name)))
+
+
+def tick(root: Path, name: str, step: str, done: bool) -> bool:
+    """Check (or, `done` False, uncheck) every box of `step` in the task file, changing
+    only their check characters; False when they already were. The file is replaced
+    atomically, only while it holds what was read (an edit made meanwhile is re-read and
+    the tick tried again), and keeps its permissions."""
+    path = resolve(root, name)
+    for _ in range(_READS):
+        data = read(root, name)
+        mine = [b for b in boxes(data) if b.text == step]
+        if not mine:
+            raise TaskFileError(f"the task file {name} has no box {step!r} any more.")
+        change = [b for b in mine if b.done != done]
+        if not change:
+            return False
+        new = bytearray(data)
+        for box in change:
+            new[box.offset] = ord("x") if done else ord(" ")
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+            if fsio.atomic_write(path, bytes(new), expect=data):
+                if mode != fsio.FILE_MODE:
+                    os.chmod(path, mode)
+                return True
+        except OSError as exc:
+            raise TaskFileError(
+                f"the task file {name} cannot be written ({exc.strerror or exc})."
+            ) from None
+    raise TaskFileError(f"the task file {name} kept changing; its box was not checked.")
