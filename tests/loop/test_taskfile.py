@@ -95,12 +95,12 @@ def test_init_refuses_a_file_outside_the_project_in_one_sentence(tmp_path: Path)
 
 
 def test_step_done_changes_only_the_check_character(root: Path) -> None:
-    os.chmod(root / "TASKS.md", 0o600)
+    (root / "TASKS.md").chmod(0o600)
     done = cli(root, "step", "done", "wire the button")
     assert done.returncode == 0, done.stderr
     after = (root / "TASKS.md").read_bytes()
     assert after == PLAN.replace(b"+ [ ] wire", b"+ [x] wire")
-    assert (os.stat(root / "TASKS.md").st_mode & 0o777) == 0o600 or os.name == "nt"
+    assert ((root / "TASKS.md").stat().st_mode & 0o777) == 0o600 or os.name == "nt"
     got = state(root)
     assert got["completedSteps"] == ["nested, already done", "wire the button"]
     assert cli(root, "step", "undo", "2").returncode == 0  # the nested step, by number
@@ -177,7 +177,7 @@ def _directory(root: Path) -> str:
 def _unreadable(root: Path) -> str:
     if os.name == "nt" or os.geteuid() == 0:
         pytest.skip("permissions do not keep this user from reading")
-    os.chmod(root / "TASKS.md", 0)
+    (root / "TASKS.md").chmod(0)
     return "the task file TASKS.md cannot be read (Permission denied)"
 
 

@@ -253,6 +253,13 @@ def _opt_str(raw: Raw, key: str) -> str | None:
     return value
 
 
+def _tasks_file(raw: Raw) -> str | None:
+    name = _opt_str(raw, "tasksFile")
+    if name is not None and not name.strip():
+        raise _Bad("'tasksFile' must name a file or be null")
+    return name
+
+
 def _criteria(raw: Raw) -> tuple[list[str], dict[str, bool]]:
     """The criteria and their status. The design notes' shape keeps the criteria in
     `criteriaStatus` alone, so every key of it is a criterion, after the list's."""
@@ -522,11 +529,9 @@ def _normalise(raw: Raw) -> State:
         "updatedAt",
         "lastCheckpoint",
         "lastProgress",
-        "tasksFile",
     ):
         state[key] = _opt_str(raw, key)
-    if state["tasksFile"] is not None and not state["tasksFile"].strip():
-        raise _Bad("'tasksFile' must name a file or be null")
+    state["tasksFile"] = _tasks_file(raw)
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     _spending(raw, state)

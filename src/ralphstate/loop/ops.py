@@ -129,14 +129,7 @@ def init(
     if store.exists() and not force:
         _refuse_unfinished(store)
     extra = dict(template or {})
-    boxes: list[taskfile.Box] | None = None
-    if task is not None:  # the steps are the task file's boxes
-        if steps:
-            raise RalphstateError("give the steps as --step or as --task's checkboxes, not both.")
-        extra["tasksFile"] = taskfile.relative(loop.root, task)
-        boxes = taskfile.boxes(taskfile.read(loop.root, extra["tasksFile"]))
-        steps = taskfile.steps(boxes)[0]
-        extra.pop("steps", None)
+    steps, boxes = _task_steps(loop, task, steps, extra)
     # An option given on the command line wins over the template, which wins over the default.
     if max_iterations is None:
         max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
@@ -201,6 +194,22 @@ def init(
     # A template's checks are not trusted here until a person has read them (init shows
     # them) and run `ralphstate trust`: a template may have come with a repository.
     return store, new, backup
+
+
+def _task_steps(
+    loop: LoopPaths, task: Path | None, steps: list[str], extra: dict[str, Any]
+) -> tuple[list[str], list[taskfile.Box] | None]:
+    """The steps `init` starts with, and with `--task` the task file's boxes, which are
+    the steps (a template's are dropped); the file's name, inside the project, is set in
+    `extra`."""
+    if task is None:
+        return steps, None
+    if steps:
+        raise RalphstateError("give the steps as --step or as --task's checkboxes, not both.")
+    extra["tasksFile"] = taskfile.relative(loop.root, task)
+    extra.pop("steps", None)
+    boxes = taskfile.boxes(taskfile.read(loop.root, extra["tasksFile"]))
+    return taskfile.steps(boxes)[0], boxes
 
 
 def _refuse_unfinished(store: Store) -> None:

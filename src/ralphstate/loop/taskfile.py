@@ -10,7 +10,6 @@ line's checkbox character, written atomically and never over an edit made meanwh
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -152,10 +151,10 @@ def tick(root: Path, name: str, step: str, done: bool) -> bool:
         for box in change:
             new[box.offset] = ord("x") if done else ord(" ")
         try:
-            mode = os.stat(path).st_mode & 0o7777
+            mode = path.stat().st_mode & 0o7777
             if fsio.atomic_write(path, bytes(new), expect=data):
                 if mode != fsio.FILE_MODE:
-                    os.chmod(path, mode)
+                    path.chmod(mode)
                 return True
         except OSError as exc:
             raise TaskFileError(

@@ -244,8 +244,7 @@ class _Run:
                 self._record(run, number, agent, "user", state, quiet, figures)
                 return self._finish("paused", "user")
             try:
-                if state["tasksFile"]:
-                    self._tasks()
+                self._tasks(state)
                 state = self.store.load()
             except RalphstateError as exc:
                 self._record(run, number, agent, "error", state, quiet, figures)
@@ -460,9 +459,11 @@ class _Run:
         self.state = state
         return state
 
-    def _tasks(self) -> None:
-        """Re-read the loop's task file into its steps, before and after each iteration;
-        one that cannot be read leaves the steps as last read, and says so."""
+    def _tasks(self, state: st.State | None) -> None:
+        """Re-read the loop's task file, if it has one, into its steps, before and after
+        each iteration; one that cannot be read leaves the steps as last read, and says so."""
+        if state is None or not state["tasksFile"]:
+            return
         from ralphstate.loop import ops, taskfile
 
         try:
@@ -471,8 +472,7 @@ class _Run:
             self.report.line(f"{exc} The steps are those last read from it.")
 
     def _start_iteration(self, run: int) -> st.State:
-        if self.state is not None and self.state["tasksFile"]:
-            self._tasks()
+        self._tasks(self.state)
 
         def change(state: st.State, events: list[Event]) -> st.State:
             if state["status"] != "in_progress":
