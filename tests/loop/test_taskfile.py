@@ -245,3 +245,24 @@ def test_a_file_changed_while_hooks_read_it(root: Path) -> None:
     finally:
         Path(str(path) + ".stop").touch()
         writer.wait(timeout=30)
+
+
+def test_a_file_of_the_limit_is_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "TASKS.md"
+    path.write_bytes(b"- [ ] a\n" + b" " * (limits.MAX_TASKS_FILE_BYTES - 8))
+    assert len(taskfile.read(tmp_path, "TASKS.md")) == limits.MAX_TASKS_FILE_BYTES
+    path.write_bytes(path.read_bytes() + b" ")
+    with pytest.raises(taskfile.TaskFileError, match="is bigger than"):
+        taskfile.read(tmp_path, "TASKS.md")
+
+
+def test_a_symlink_out_of_the_project_is_outside(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "elsewhere.md").write_bytes(b"- [ ] a\n")
+    (project / "TASKS.md").symlink_to(tmp_path / "elsewhere.md")
+    with pytest.raises(taskfile.TaskFileError, match="outside the project"):
+        taskfile.read(project, "TASKS.md")
+    with pytest.raises(taskfile.TaskFileError, match="outside the project"):
+        taskfile.tick(project, "TASKS.md", "a", True)
+    assert (tmp_path / "elsewhere.md").read_bytes() == b"- [ ] a\n"
