@@ -136,10 +136,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
 
     def deciding(verified: Verified | None = None) -> Callable[[st.State, list[Event]], Decision]:
         def change(current: st.State, events: list[Event]) -> Decision:
-            if boxes is not None:  # the task file's boxes, as read at this stop, are the steps
-                from ralphstate.loop import taskfile
-
-                taskfile.apply(current, boxes)
+            _with_tasks(current, boxes)  # the task file's boxes, as read at this stop
             results = verified.results if verified else []
             checked: list[Event] = []
             working = current
@@ -210,6 +207,14 @@ def _task_boxes(loop: paths.LoopPaths, state: st.State) -> list[Any] | None:
         return taskfile.boxes(taskfile.read(loop.root, state["tasksFile"]))
     except taskfile.TaskFileError as exc:
         raise Unusable(str(exc).rstrip(".")) from None
+
+
+def _with_tasks(state: st.State, boxes: list[Any] | None) -> None:
+    """Make the task file's boxes, when the loop has one, the state's steps."""
+    if boxes is not None:
+        from ralphstate.loop import taskfile
+
+        taskfile.apply(state, boxes)
 
 
 class Verified:
