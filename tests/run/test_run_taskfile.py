@@ -30,5 +30,5 @@ def test_a_box_the_agent_checks_is_a_step_done(rs: Any, project: Path, tmp_path:
     assert [line.split("next step: ")[1] for line in started] == ["a", "b"]
     final = orjson.loads((project / ".loop" / "state.json").read_bytes())
     assert final["completedSteps"] == ["a", "b"]
-    assert (final["status"], final["pauseReason"]) == ("paused", "max_iterations")
+    assert (final["status"], final["pauseReason"]) == ("paused", "run_max")
     assert (project / "TASKS.md").read_bytes() == b"- [x] a\n- [x] b\n- [ ] c\n"
