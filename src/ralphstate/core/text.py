@@ -29,6 +29,12 @@ def visible(text: object) -> str:
     return "".join(ch if ch.isprintable() else _escape(ch) for ch in shown)
 
 
+def visible_lines(text: object) -> str:
+    """Text of several lines (a spec), each line made safe as `visible` makes it, the
+    newlines between them kept."""
+    return "\n".join(visible(line) for line in str(text).split("\n"))
+
+
 # What a check prints goes into the state and the block reason: terminal escape
 # sequences and control characters but tab and newline are dropped from it.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")

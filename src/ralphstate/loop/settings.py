@@ -11,7 +11,7 @@ from typing import Any, cast
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
-from ralphstate.core.text import visible
+from ralphstate.core.text import visible, visible_lines
 from ralphstate.storage.store import Event, Store
 
 # How much of a long value (the spec) a history line keeps.
@@ -83,7 +83,7 @@ SETTINGS: dict[str, Setting] = {
         _message,
         lambda value: "(none)" if value is None else visible(value),
     ),
-    "spec": Setting("spec", _spec, visible),
+    "spec": Setting("spec", _spec, visible_lines),
     "verify-on-stop": Setting(
         "verifyOnStop",
         _default_or_bool,
