@@ -108,9 +108,12 @@ def get(state: st.State, key: str) -> str:
 
 def summary(state: st.State, key: str) -> str:
     """The value on one line, for the list of every setting (a long spec: its start)."""
-    text = get(state, key)
-    first = text.splitlines()[0] if text else ""
-    return first[:80] + ("…" if len(first) > 80 or first != text else "")
+    found = setting(key)
+    value = cast(st.Raw, state)[found.field]
+    if not isinstance(value, str):
+        return found.show(value)
+    first = value.splitlines()[0] if value else ""
+    return found.show(first[:80]) + ("…" if len(first) > 80 or first != value else "")
 
 
 def _kept(value: object) -> object:
