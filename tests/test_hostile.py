@@ -230,3 +230,22 @@ def test_fallback_agents_a_config_names_are_trusted_with_the_first(
     assert "(the agent command and fallbacks) is not trusted" in refused.err
     trusted = rs("trust")
     assert "  run fallback agent (" in trusted.out
+
+
+def test_a_cloned_config_does_not_choose_the_notifier_until_trusted(
+    rs: Any, project: Path, tmp_path: Path
+) -> None:
+    start(rs)
+    mark = tmp_path / "the cloned notifier ran"
+    command = agent_writing(tmp_path, mark).replace("\\", "\\\\")
+    (project / ".loop" / "config.toml").write_text(f'[run]\nnotify = "{command}"\n')
+
+    refused = rs("run", "--agent", "true", "--max", "1")
+    assert refused.code == 1
+    assert "(the notifier) is not trusted on this machine" in refused.err
+    assert not mark.exists()
+    trusted = rs("trust")
+    assert "  run notifier (" in trusted.out
+    ran = rs("run", "--agent", "true", "--max", "1")
+    assert ran.code == 3, ran.err  # ran once and paused at its --max: the notifier is told
+    assert mark.exists()

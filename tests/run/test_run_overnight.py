@@ -450,6 +450,7 @@ def test_a_budget_pause_is_a_budget_event_from_the_config(
     make_loop(rs, criteria=("a", "b"))
     command, seen = notifier(tmp_path)
     (project / ".loop" / "config.toml").write_text(f"[run]\nnotify = {command!r}\n")
+    assert rs("trust").code == 0  # a notifier a configuration file names is reviewed first
     run_agents.replay(agents, output("claude_json_ok.json"))
     agent = run_agents.command(script, "stdin", "progress+replay")
     assert run(project, "--agent", agent, "--max-cost", "0.001").returncode == 3

@@ -141,6 +141,8 @@ def trust() -> None:
         output.text(f"  run fallback agent ({visible(where)}): {visible(command)}")
     for path in configured.context:
         output.text(f"  run context file ({visible(where)}): {visible(path)}")
+    if configured.notify is not None:
+        output.text(f"  run notifier ({visible(where)}): {visible(configured.notify)}")
     if settings:
         output.text(f"trusted these settings of `ralphstate run` in {store.paths.root}")
     if not armed:

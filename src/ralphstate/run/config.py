@@ -85,8 +85,8 @@ def load(root: Path, loop_dir: Path) -> RunConfig:
 
 def reviewed(config: RunConfig, root: Path) -> dict[str, object]:
     """What a person must have trusted before `run` uses it: the agent commands (the
-    fallbacks too) and the context files the configuration files name (they may have
-    come with a clone)."""
+    fallbacks too), the notifier and the context files the configuration files name
+    (they may have come with a clone)."""
     settings: dict[str, object] = {}
     if config.agent is not None:
         settings["agent"] = config.agent
@@ -94,6 +94,8 @@ def reviewed(config: RunConfig, root: Path) -> dict[str, object]:
         settings["fallbacks"] = list(config.fallbacks)
     if config.context:
         settings["context"] = [_shown(path, root) for path in config.context]
+    if config.notify is not None:
+        settings["notify"] = config.notify
     return settings
 
 

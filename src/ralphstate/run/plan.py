@@ -123,9 +123,13 @@ def make_plan(
         if not path.is_file():
             raise RalphstateError(f"the context file {path} does not exist.")
     used = (
-        agent is None
-        and (config.agent is not None or (fallbacks is None and bool(config.fallbacks)))
-    ) or (not context and bool(config.context))
+        (
+            agent is None
+            and (config.agent is not None or (fallbacks is None and bool(config.fallbacks)))
+        )
+        or (not context and bool(config.context))
+        or (notify is None and config.notify is not None)
+    )
     return Plan(
         agent=command,
         argv=argv,
@@ -171,12 +175,18 @@ def check_trusted(store: Store, plan: Plan) -> None:
     from ralphstate.storage import trust
 
     if plan.review and not trust.run_trusted(store.paths, plan.review):
-        words = {"agent": "the agent command", "fallbacks": "fallbacks", "context": "context files"}
+        words = {
+            "agent": "the agent command",
+            "fallbacks": "fallbacks",
+            "context": "context files",
+            "notify": "the notifier",
+        }
         named = " and ".join(words.get(k, k) for k in plan.review)
         raise RalphstateError(
             f"what {visible(', '.join(plan.sources))} chooses for `ralphstate run` ({named})"
             " is not trusted on this machine; review it (`ralphstate run --dry-run`), then"
-            " run `ralphstate trust` (or give --agent and --context on the command line)."
+            " run `ralphstate trust` (or give --agent, --context and --notify on the command"
+            " line)."
         )
 
 
