@@ -21,6 +21,9 @@ lowest and the highest, and the goal. The rows:
   step, so every run writes);
 - transcript: the Stop hook reading the last reply from a 1 GB (sparse) transcript,
   against the same hook on a 10 KB one (the baseline of this row);
+- history: `ralphstate log` on a 1 GB history whose tail has no newline (sparse),
+  against a 10 KB one; `ralphstate status` of a loop with 10,000 steps, against 10
+  (half of each done);
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -173,6 +176,22 @@ def cases(
         sparse_transcript(root / "transcript.jsonl", size)
         data = hook_input(root, "Stop", transcript_path=str(root / "transcript.jsonl"))
         read[label] = Proc(stop, root, data, '"block"')
+    # The history is read within a byte bound: `log` on a 1 GB history whose tail has
+    # no newline (sparse) against a 10 KB one; `status` of 10,000 steps against 10.
+    logs = {}
+    for label, size in (("10 KB", 10 * 1024), ("1 GB", 1 << 30)):
+        root = project(f"history-{label.replace(' ', '')}", "-c", "tests pass")
+        with (root / ".loop" / "history.jsonl").open("ab") as handle:
+            handle.truncate(size)  # a hole after the init line: no disk, no time to write
+        logs[label] = Proc([*rs, "log", "-n", "20"], root)
+    plans = {}
+    for count in (10, 10_000):
+        many = [a for i in range(count) for a in ("-s", f"step {i}")]
+        root = project(f"steps-{count}", *many)
+        state = json.loads((root / ".loop" / "state.json").read_bytes())
+        state["completedSteps"] = state["steps"][: count // 2]  # half of them done
+        (root / ".loop" / "state.json").write_text(json.dumps(state))
+        plans[count] = Proc([*rs, "status"], root, expect="spec:")
     nothing = Proc(stop, empty, hook_input(empty, "Stop", **said))
     blocking = Proc(stop, looped, hook_input(looped, "Stop", **said), '"block"')
     restore = hook_input(looped, "SessionStart", source="startup")
@@ -200,6 +219,8 @@ def cases(
         ("ralphstate step done", 4.0, mark, None),
         ("ralphstate status", 4.0, Proc([*rs, "status"], cli, expect="spec:"), None),
         ("Stop, 1 GB transcript / 10 KB", 1.1, read["1 GB"], read["10 KB"]),
+        ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
+        ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]
