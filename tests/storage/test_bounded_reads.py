@@ -5,6 +5,9 @@ loop's size."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +221,51 @@ def test_status_looks_each_step_up_once() -> None:
     text = views.status(state, "here")
     assert "steps 1500/3000:" in text and "[>] step 1500  (next)" in text
     assert CountedList.lookups == 0
+
+
+# -- files ralphstate reads but does not own ------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize(
+    ("where", "args", "said"),
+    [
+        ("template.json", ("init", "Build it", "--from", "template.json"), "cannot read template"),
+        (".loop/config.toml", ("run", "--dry-run"), "could not read"),
+        (".claude/settings.json", ("install",), "Cannot read"),
+    ],
+    ids=["a template", "the run's config", "Claude Code's settings"],
+)
+def test_a_fifo_where_a_file_is_read_is_refused_without_blocking(
+    project: Path, where: str, args: tuple[str, ...], said: str
+) -> None:
+    """A FIFO (or a device) where a template, `.loop/config.toml` or a settings file is
+    read is refused at once, as the loop's own files are: nothing waits for a writer
+    that never comes. (A real process: the old read blocked for good.)"""
+    make_loop(project, criteria=["a"])
+    fifo = project / where
+    fifo.parent.mkdir(exist_ok=True)
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1, done
+    assert said in done.stderr and "not a regular file" in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("where", [".loop/config.toml", ".claude/settings.json"])
+def test_a_settings_file_past_its_bound_is_refused(project: Path, where: str) -> None:
+    make_loop(project, criteria=["a"])
+    path = project / where
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"#" * (limits.MAX_SETTINGS_BYTES + 1))
+    run = cli(*(("run", "--dry-run") if "config" in where else ("install",)))
+    assert run.code == 1
+    assert run.text == (
+        f"ralphstate: {path} is larger than {limits.MAX_SETTINGS_BYTES} bytes.\n"
+    ), run.text

@@ -4,6 +4,7 @@ a file too large to read. Races run real processes against real files."""
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ for n in range(1, rounds + 1):
     with open(path, "rb") as f:
         seen = json.loads(f.read()).get("edit")
     if seen != base.get("edit"):  # looked again a moment later: lost, not just passing
-        time.sleep(0.01)
+        time.sleep(0.1)
         with open(path, "rb") as f:
             lost += json.loads(f.read()).get("edit") != base.get("edit")
     base["edit"] = n
@@ -517,3 +518,19 @@ def test_a_per_user_file_is_read_within_its_bound(
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     assert jsonstore.read(path) == {}
     assert sum(read) == limits.MAX_USER_FILE_BYTES + 1
+
+
+@pytest.mark.parametrize("refusal", [errno.EINVAL, errno.ENOSYS, errno.EPERM])
+def test_a_file_system_that_cannot_exchange_falls_back_to_check_and_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: int
+) -> None:
+    def cannot(a: str, b: str) -> None:
+        raise OSError(refusal, os.strerror(refusal), b)
+
+    monkeypatch.setattr(fsio, "_exchange_fn", [cannot])
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+    assert fsio.atomic_write(target, b"new", expect=b"older") is False
+    assert fsio.atomic_write(target, b"new", expect=b"old") is True
+    assert target.read_bytes() == b"new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]

@@ -5,6 +5,10 @@ from __future__ import annotations
 # The most read of a per-user JSON file (the loop registry, the trust store); a larger
 # one cannot be used, and is kept aside when it would be rewritten.
 MAX_USER_FILE_BYTES = 8 * 1024 * 1024
+# The most read of a settings file ralphstate reads but does not own (`.loop/config.toml`,
+# `[tool.ralphstate.run]` in pyproject.toml, an agent's settings JSON); a larger one is
+# refused. Templates (`init --from`) are bounded by MAX_STATE_BYTES.
+MAX_SETTINGS_BYTES = 1024 * 1024
 # Hook stdin larger than this is refused without being read in full.
 MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
 # A state file larger than this is not read (it is a mistake or an attack).

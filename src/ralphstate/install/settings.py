@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import fsio
 from ralphstate.storage.fsio import atomic_write, makedirs
 
 WRITE_ATTEMPTS = 5
@@ -35,12 +37,15 @@ class InstallResult:
 
 def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, None when there is no file."""
-    try:
-        return path.read_bytes()
+    try:  # bounded, and never blocking on a FIFO or a device
+        data = fsio.read_regular(path, limits.MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise RalphstateError(f"Cannot read {path}: {exc.strerror or exc}.") from None
+    if len(data) > limits.MAX_SETTINGS_BYTES:
+        raise RalphstateError(f"{path} is larger than {limits.MAX_SETTINGS_BYTES} bytes.")
+    return data
 
 
 def parse(raw: bytes, path: Path, events: Iterable[str] = ()) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import orjson
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import fsio
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$")
@@ -24,8 +25,8 @@ _ITEM = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$")
 
 def load(path: Path) -> dict[str, Any]:
     """A template as state keys; RalphstateError when it cannot be used."""
-    try:
-        data = path.read_bytes()
+    try:  # bounded, and never blocking on a FIFO or a device
+        data = fsio.read_regular(path, limits.MAX_STATE_BYTES)
     except OSError as exc:
         raise RalphstateError(f"cannot read template {path}: {exc.strerror}.") from None
     if len(data) > limits.MAX_STATE_BYTES:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import fsio
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,8 +108,11 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def _table(path: Path, keys: tuple[str, ...]) -> dict[str, Any] | None:
-    try:
-        data: Any = tomllib.loads(path.read_bytes().decode("utf-8"))
+    try:  # bounded, and never blocking on a FIFO or a device
+        raw = fsio.read_regular(path, limits.MAX_SETTINGS_BYTES)
+        if len(raw) > limits.MAX_SETTINGS_BYTES:
+            raise RalphstateError(f"{path} is larger than {limits.MAX_SETTINGS_BYTES} bytes.")
+        data: Any = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

@@ -206,7 +206,7 @@ def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.S
     config = source_store.paths.dir / CONFIG_NAME
     if config.is_file():  # the run's settings (agent command, timeout) come along
         with contextlib.suppress(OSError):
-            data = config.read_bytes()[: 64 * 1024]
+            data = fsio.read_regular(config, 64 * 1024)[: 64 * 1024]
             fsio.atomic_write(store.paths.dir / CONFIG_NAME, data)
     _carry_trust(source_store, state, store, new)
     return store, new

@@ -58,13 +58,16 @@ def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) 
     """Put the file `tmp` (inode `ours`, holding `data`) in place of `path` if `path`
     holds `expect`.
 
-    Where the platform can exchange two names atomically (Linux `renameat2` with
-    RENAME_EXCHANGE, macOS `renamex_np` with RENAME_SWAP), the two are exchanged and
-    the file that was displaced, now at `tmp`, is checked: a save another process made
-    at any moment before the exchange is seen there, and the exchange is undone (the
-    save is back in place, untouched) and False returned. Elsewhere `path` is checked
-    just before `os.replace`, which leaves a window of microseconds. On True, `tmp` no
-    longer exists; on False it is the caller's to remove."""
+    `path` is checked first. Then, where the platform can exchange two names
+    atomically (Linux `renameat2` with RENAME_EXCHANGE, macOS `renamex_np` with
+    RENAME_SWAP), the two are exchanged and the file that was displaced, now at `tmp`,
+    is checked again: a save another process made in the microseconds between is seen
+    there, and the exchange is undone (the save is back in place, untouched) and False
+    returned. Elsewhere `os.replace` follows the check, which leaves those microseconds
+    open. On True, `tmp` is
+    no longer the caller's; on False it is the caller's to remove."""
+    if not _holds(str(path), expect):
+        return False  # most saves are seen here, before anything moves
     exchange = _exchanger()
     if exchange is not None:
         try:
@@ -77,7 +80,8 @@ def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) 
             # this file system cannot exchange: check, then replace
         else:
             if _holds(tmp, expect):
-                os.unlink(tmp)  # the displaced file, which held what was expected
+                with contextlib.suppress(OSError):  # the change is made: a leftover is
+                    os.unlink(tmp)  # removed by the next writer (remove_stale_temps)
                 return True
             try:
                 exchange(tmp, str(path))  # undo: the save that landed goes back in place
@@ -90,9 +94,7 @@ def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) 
                 # older one is dropped (as that save would have dropped it).
                 exchange(tmp, str(path))
             return False
-    if not _holds(str(path), expect):
-        return False
-    _replace(tmp, path)
+    _replace(tmp, path)  # checked just above: the window left is microseconds
     return True
 
 
@@ -111,10 +113,12 @@ def _inode(name: str) -> int | None:
         return None
 
 
-# errno values that mean "this file system (or kernel) cannot exchange two names".
+# errno values that mean "this file system (or kernel) cannot exchange two names";
+# EPERM is what a sandbox (seccomp) that forbids the call says. A real permission
+# problem is then reported by the plain replace.
 _NO_EXCHANGE = frozenset(
     getattr(errno, name)
-    for name in ("EINVAL", "ENOSYS", "ENOTSUP", "EOPNOTSUPP")
+    for name in ("EINVAL", "ENOSYS", "ENOTSUP", "EOPNOTSUPP", "EPERM")
     if hasattr(errno, name)
 )
 _exchange_fn: list[Callable[[str, str], None] | None] = []
@@ -258,6 +262,14 @@ def open_regular(path: Path) -> BinaryIO:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """At most `limit` + 1 bytes of a regular file (one more than the bound, so the
+    caller can tell it was larger and say so); a FIFO, a device or a directory is
+    refused without blocking (NotRegular, "not a regular file")."""
+    with open_regular(path) as handle:
+        return handle.read(limit + 1)
 
 
 class NotRegular(OSError):
