@@ -269,3 +269,30 @@ def test_a_settings_file_past_its_bound_is_refused(project: Path, where: str) ->
     assert run.text == (
         f"ralphstate: {path} is larger than {limits.MAX_SETTINGS_BYTES} bytes.\n"
     ), run.text
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_the_status_line_never_waits_on_a_fifo(project: Path) -> None:
+    """Claude Code runs the status line at every refresh: a FIFO where state.json
+    belongs gives no line, at once. (A real process: the old open blocked for good.)"""
+    (project / ".loop").mkdir()
+    os.mkfifo(project / ".loop" / "state.json")
+    done = subprocess.run(
+        [sys.executable, "-c", "from ralphstate.hooks.statusline import main; main()"],
+        input=orjson.dumps({"workspace": {"project_dir": str(project)}}),
+        capture_output=True,
+        timeout=30,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_the_status_line_looks_each_step_up_once() -> None:
+    from ralphstate.hooks import statusline
+
+    steps = [f"step {i}" for i in range(3000)]
+    state = st.new("Build it", ["a"], steps, session_id=SID, now="2026-01-01T00:00:00Z")
+    st.set_steps(state, steps, steps[:1500])
+    state["completedSteps"] = CountedList(state["completedSteps"])
+    CountedList.lookups = 0
+    assert statusline.render(state) == "loop 0/20 · 0/1 verified · next: step 1500"
+    assert CountedList.lookups == 0

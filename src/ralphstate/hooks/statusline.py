@@ -21,6 +21,7 @@ on a line of its own.
 from __future__ import annotations
 
 import os
+import stat  # already imported by os: free
 import sys
 
 from ralphstate.core import limits
@@ -85,7 +86,12 @@ def line_for(data: bytes) -> str | None:
     loop_dir = paths.find_dir(start) if start else None
     if loop_dir is None:
         return None
-    with open(os.path.join(loop_dir, "state.json"), "rb") as f:
+    # Not blocking on a FIFO or a device where the state belongs (fsio.read_regular,
+    # without importing pathlib onto this path).
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    with os.fdopen(os.open(os.path.join(loop_dir, "state.json"), flags), "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
         raw = f.read(limits.MAX_STATE_BYTES + 1)
     if len(raw) > limits.MAX_STATE_BYTES:
         return None
@@ -108,7 +114,7 @@ def render(loop: State, cost: float | None = None) -> str | None:
     if loop["status"] != "in_progress":
         return None
     parts = [f"loop {loop['iteration']}/{loop['maxIterations']}", counts]
-    remaining = [s for s in loop["steps"] if s not in loop["completedSteps"]]
+    remaining = loop["remainingSteps"]  # derived on reading: no scan per step
     if remaining:
         step = visible(" ".join(remaining[0].split()))  # a newline is a space here
         if len(step) > MAX_NEXT:
