@@ -238,7 +238,7 @@ while not stop.exists():
 
 
 def test_a_file_saved_in_place_is_read_again_until_it_parses(project: Path) -> None:
-    path = make_loop(project, criteria=["a"])
+    path = make_loop(project, criteria=["a"], stallLimit=100)  # ten stops never stall
     stop = project / "stop"
     saver = subprocess.Popen(
         [sys.executable, "-c", SLOW_SAVER, str(path), str(stop)], stdout=subprocess.PIPE
