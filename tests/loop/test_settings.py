@@ -40,7 +40,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "spec: Build the parser…\n"
         "verify-on-stop: default (on)\n"
     )
-    assert rs("config", "spec").out == "Build the parser\\x0awith a second line\n"
+    assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
 
 @pytest.mark.parametrize(
