@@ -56,6 +56,15 @@ def test_a_paused_loop_does_not_say_the_stop_hook_holds_the_session() -> None:
     assert "The Stop hook holds the session open until then." in running
 
 
+def test_the_protocol_records_a_checked_criterion_with_verify_not_by_hand() -> None:
+    checked = render.context(loop(checks={"tests pass": "pytest -q"}), "compact")
+    assert '`ralphstate verify "NAME"` for a criterion with a check' in checked
+    assert "only a claim" in checked
+    unchecked = render.context(loop(), "compact")
+    assert "ralphstate verify" not in unchecked
+    assert '- Record progress: `ralphstate criteria set "NAME" true`,' in unchecked
+
+
 def test_a_long_spec_cut_says_so_and_where_it_is_whole() -> None:
     whole = "x" * limits.MAX_SPEC_CHARS
     assert render.SPEC_CUT not in render.context(loop(spec=whole), "resume")

@@ -384,7 +384,12 @@ def context(state: st.State, source: str, trusted: bool = True, lessons: str | N
     tail += [
         "- Work on the next remaining step; verify each criterion for real before recording it.",
         (
-            '- Record progress: `ralphstate criteria set "NAME" true`,'
+            '- Record progress: `ralphstate verify "NAME"` for a criterion with a check'
+            ' (setting it by hand is only a claim), `ralphstate criteria set "NAME" true`'
+            ' for one without, `ralphstate step done "STEP"`; `ralphstate status` shows'
+            " the loop."
+            if state["checks"]
+            else '- Record progress: `ralphstate criteria set "NAME" true`,'
             ' `ralphstate step done "STEP"`; `ralphstate status` shows the loop.'
         ),
         (
