@@ -1,5 +1,6 @@
-"""`ralphstate statusline` with Claude Code's status-line input (the fields of 2.1.330
-in tests/fixtures/statusline), as real processes, and `ralphstate install
+"""`ralphstate statusline` with Claude Code's status-line input (2.1.330's, written from
+its documented fields and captured from the client: tests/fixtures/statusline), as real
+processes, and `ralphstate install
 --statusline` wrapping and restoring a person's own status line."""
 
 from __future__ import annotations
@@ -238,3 +239,49 @@ def test_claude_code_s_own_cost_figure_is_shown(root: Path, cost: str, shown: st
         b'"total_cost_usd": 0.4213', f'"total_cost_usd": {cost}'.encode()
     )
     assert line(root, data) == f"loop 0/20 · 0/2 verified{shown}\n".encode()
+
+
+CAPTURED = FIXTURES / "statusline" / "claude-2.1.330.json"
+
+
+def captured_input(project: Path) -> bytes:
+    """The input Claude Code 2.1.330 really gave its status line, for `project`."""
+    text = CAPTURED.read_text().replace("PROJECT", str(project).replace("\\", "\\\\"))
+    return text.encode()
+
+
+def test_the_captured_input_with_a_loop_is_its_line(root: Path, tmp_path: Path) -> None:
+    make_loop(
+        root,
+        criteria=["a", "b"],
+        criteriaStatus={"b": True},
+        steps=["write the exporter", "wire the button"],
+        completedSteps=["write the exporter"],
+        iteration=4,
+    )
+    # Run from elsewhere: the captured project directory is where the loop is found.
+    assert line(root, captured_input(root), cwd=tmp_path) == (
+        "loop 4/20 · 1/2 verified · next: wire the button · $0.00\n".encode()
+    )
+
+
+def test_the_captured_input_without_a_loop_prints_nothing(root: Path, tmp_path: Path) -> None:
+    # A loop where the command runs is not the captured project's: still nothing.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    make_loop(elsewhere, steps=[])
+    assert line(root, captured_input(root), cwd=elsewhere) == b""
+
+
+def test_the_captured_cost_is_shown_as_the_command_formats_it(root: Path) -> None:
+    make_loop(root, steps=[])
+    data = captured_input(root)
+    cost = json.loads(data)["cost"]["total_cost_usd"]
+    shown = line(root, data).decode().rstrip("\n").split(" · ")[-1]
+    assert shown == f"${cost:.2f}"
+    # And a figure that does not round away: the client's own, times a thousand.
+    bigger = data.replace(
+        f'"total_cost_usd":{cost}'.encode(), f'"total_cost_usd":{cost * 1000}'.encode()
+    )
+    assert bigger != data
+    assert line(root, bigger).decode().rstrip("\n").split(" · ")[-1] == f"${cost * 1000:.2f}"
