@@ -169,9 +169,10 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     assert state["criteriaStatus"] == {"tests pass": True}
     # The completing Stop decision carries the desktop notification.
     stops = hook_outputs(debug_log, "Stop")
-    # (Picked by their content: the debug log may interleave another hook's line.)
+    # (Read by content: the client's debug log does not always name the blocking Stop's
+    # output next to it; the block itself is asserted from the recorded requests above.)
     blocks = [stop for stop in stops if stop.get("decision") == "block"]
-    assert blocks and not any("terminalSequence" in stop for stop in blocks), stops
+    assert not any("terminalSequence" in stop for stop in blocks), stops
     assert stops[-1]["terminalSequence"] == (
         "\x1b]9;ralphstate: loop complete (Add a CSV export)\x07"
     )
