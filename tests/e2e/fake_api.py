@@ -5,11 +5,11 @@ from a script instead of a model, so a test decides exactly what "the model" say
 can read back every request the client sent.
 
 A script is a list of turns. A turn is a list of blocks (``text(...)``,
-``bash(...)``, or one ``api_error(...)`` for an error answer) or a callable that
-receives the request body (parsed JSON) and returns such a list, so a turn can react
-to what the client sent. Each request that carries ``tools`` is a step of the
-conversation and gets the next turn; when the script has run out, the answer is a
-plain ``done``. A compaction request (``/compact``; it carries
+``bash(...)``, ``tool_use(...)``, or one ``api_error(...)`` for an error answer) or a
+callable that receives the request body (parsed JSON) and returns such a list, so a
+turn can react to what the client sent. Each request that carries ``tools`` is a step
+of the conversation and gets the next turn; when the script has run out, the answer
+is a plain ``done``. A compaction request (``/compact``; it carries
 the tools too) gets a plausible summary, and any other request without tools (titles,
 summaries) a short canned text. Every request is recorded for the test to read.
 
@@ -60,6 +60,27 @@ def bash(command: str, description: str = "Run a command") -> Block:
         "name": "Bash",
         "input": {"command": command, "description": description},
     }
+
+
+def tool_use(name: str, **tool_input: Any) -> Block:
+    """A call of any tool by name (`TaskCreate`, `TaskUpdate`, `TodoWrite`, ...)."""
+    return {"type": "tool_use", "name": name, "input": tool_input}
+
+
+def task_create(subject: str, description: str, active_form: str | None = None) -> Block:
+    """A TaskCreate call (the task tools are on with CLAUDE_CODE_ENABLE_TODO_TOOLS=1)."""
+    extra = {} if active_form is None else {"activeForm": active_form}
+    return tool_use("TaskCreate", subject=subject, description=description, **extra)
+
+
+def task_update(task_id: str, status: str) -> Block:
+    """A TaskUpdate call setting a task's status (`in_progress`, `completed`)."""
+    return tool_use("TaskUpdate", taskId=task_id, status=status)
+
+
+def todo(content: str, status: str) -> dict[str, str]:
+    """One item of a TodoWrite call's `todos`."""
+    return {"content": content, "status": status, "activeForm": content}
 
 
 @dataclass
