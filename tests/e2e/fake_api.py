@@ -251,6 +251,27 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return found
 
 
+def tool_result(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """The last `tool_result` block the request reports for a call of tool `name`
+    (its `content`, and `is_error` when the client sets it)."""
+    calls = {
+        part["id"]: part["name"]
+        for message in body["messages"]
+        if message["role"] == "assistant" and isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "tool_use"
+    }
+    results = [
+        part
+        for message in body["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for part in message["content"]
+        if part.get("type") == "tool_result" and calls.get(part["tool_use_id"]) == name
+    ]
+    last: dict[str, Any] = results[-1]
+    return last
+
+
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]

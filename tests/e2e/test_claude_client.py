@@ -22,6 +22,7 @@ from fake_api import (
     text,
     texts,
     todo,
+    tool_result,
     tool_results,
     tool_use,
 )
@@ -311,26 +312,6 @@ def assert_fixture(name: str, recorded: dict[str, Any]) -> None:
     assert json.loads(path.read_text(encoding="utf-8")) == recorded, name
 
 
-def tool_result_of(body: dict[str, Any], name: str) -> dict[str, Any]:
-    """The last tool_result block of a request, for a call of tool `name`."""
-    calls = {
-        part["id"]: part["name"]
-        for message in body["messages"]
-        if message["role"] == "assistant" and isinstance(message["content"], list)
-        for part in message["content"]
-        if part.get("type") == "tool_use"
-    }
-    results = [
-        part
-        for message in body["messages"]
-        if message["role"] == "user" and isinstance(message["content"], list)
-        for part in message["content"]
-        if part.get("type") == "tool_result" and calls.get(part["tool_use_id"]) == name
-    ]
-    last: dict[str, Any] = results[-1]
-    return last
-
-
 def stored_tasks(home: Path, session: str) -> dict[str, dict[str, Any]]:
     folder = home / ".claude" / "tasks" / session
     return {p.name: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
@@ -372,7 +353,7 @@ def test_a_task_tool_call_without_the_switch_is_refused(
     done, _ = run_claude(project, "hello")
 
     assert done.returncode == 0, done.stderr
-    result = tool_result_of(api.conversation()[-1], "TaskCreate")
+    result = tool_result(api.conversation()[-1], "TaskCreate")
     assert result["is_error"] is True
     assert "No such tool available: TaskCreate" in result["content"]
 
@@ -411,7 +392,7 @@ def test_task_tool_hooks_get_the_recorded_inputs(
     # The model is told only this much about each call.
     tools = ["TaskCreate", "TaskCreate", "TaskUpdate", "TaskUpdate"]
     bodies = api.conversation()[1:5]
-    replies = [tool_result_of(b, t)["content"] for b, t in zip(bodies, tools, strict=True)]
+    replies = [tool_result(b, t)["content"] for b, t in zip(bodies, tools, strict=True)]
     assert replies == [
         "Task #1 created successfully: Write the exporter",
         "Task #2 created successfully: Test it",
@@ -466,7 +447,7 @@ def test_todo_write_hook_input_carries_the_old_and_new_list(
     # No task events and no files: the todo list lives in the session only.
     assert probe.calls("TaskCreated") == probe.calls("TaskCompleted") == []
     assert not (home / ".claude" / "tasks").exists()
-    reply = tool_result_of(api.conversation()[1], "TodoWrite")["content"]
+    reply = tool_result(api.conversation()[1], "TodoWrite")["content"]
     assert reply.startswith("Todos have been modified successfully.")
 
 
@@ -491,14 +472,14 @@ def test_a_refused_task_completion_reaches_the_model_as_the_tool_result(
     # Exit 2's stderr is the TaskUpdate call's result, after the hook's command; it is
     # not flagged as an error, and the turn goes on.
     command = probe.command("TaskCompleted")
-    feedback = tool_result_of(refused, "TaskUpdate")
+    feedback = tool_result(refused, "TaskUpdate")
     assert feedback["content"] == (
         f"TaskCompleted hook feedback:\n[{command}]: check failed\nFAILED test_x"
     )
     assert "is_error" not in feedback
     assert refused["messages"][-1]["content"] == [feedback], "nothing else comes with it"
     # The task stays as it was, and PostToolUse still runs, saying it failed.
-    assert tool_result_of(got, "TaskGet")["content"] == (
+    assert tool_result(got, "TaskGet")["content"] == (
         "Task #1: Write the exporter\nStatus: pending\nDescription: CSV export"
     )
     post = [neutral(c.input, probe, session, project) for c in probe.calls("PostToolUse")]
@@ -506,7 +487,7 @@ def test_a_refused_task_completion_reaches_the_model_as_the_tool_result(
     assert post[1]["tool_response"]["success"] is False
     assert "statusChange" not in post[1]["tool_response"]
     # The next try, with the hook passing, completes it.
-    assert tool_result_of(accepted, "TaskUpdate")["content"] == "Updated task #1 status"
+    assert tool_result(accepted, "TaskUpdate")["content"] == "Updated task #1 status"
     assert post[3]["tool_response"]["statusChange"] == {"from": "pending", "to": "completed"}
     assert stored_tasks(home, session)["1.json"]["status"] == "completed"
     assert len(probe.calls("TaskCompleted")) == 2
@@ -537,10 +518,10 @@ def test_compact_keeps_the_task_files_and_leaves_the_tasks_out_of_the_context(
     # The client does not put the task list back into the context...
     assert "Test it" not in json.dumps(resumed)
     # ...the model has to ask for it, and the list is still there.
-    listing = tool_result_of(api.conversation()[-1], "TaskList")["content"]
+    listing = tool_result(api.conversation()[-1], "TaskList")["content"]
     assert listing == "#1 [completed] Write the exporter\n#2 [pending] Test it"
     # A new session starts an empty list of its own.
     api.add_turns([tool_use("TaskList")], [text("Nothing.")])
     _, fresh = run_claude(project, "new work", env=TODO_TOOLS)
     assert fresh["session_id"] != session
-    assert tool_result_of(api.conversation()[-1], "TaskList")["content"] == "No tasks found"
+    assert tool_result(api.conversation()[-1], "TaskList")["content"] == "No tasks found"
