@@ -291,15 +291,18 @@ def neutral(data: Any, probe: HookProbe, session: str, project: Path) -> Any:
     raw = json.dumps(data)
     raw = raw.replace(json.dumps(probe.command("TaskCompleted"))[1:-1], FIXTURE_COMMAND)
     out = json.loads(raw)
-    assert data["session_id"] == session
-    out["session_id"] = FIXTURE_SESSION
-    out["prompt_id"] = FIXTURE_PROMPT
-    out["transcript_path"] = "{transcript}"
-    assert data["cwd"] == str(project)
-    out["cwd"] = "{project}"
-    if "duration_ms" in out:
-        assert isinstance(out["duration_ms"], int)
-        out["duration_ms"] = 12
+    assert (data["session_id"], data["cwd"]) == (session, str(project))
+    # Only the keys the input has are replaced, so a key the client drops still fails.
+    stand_ins = {
+        "session_id": FIXTURE_SESSION,
+        "prompt_id": FIXTURE_PROMPT,
+        "transcript_path": "{transcript}",
+        "cwd": "{project}",
+        "duration_ms": 12,
+    }
+    for key, stand_in in stand_ins.items():
+        if key in out:
+            out[key] = stand_in
     return out
 
 
