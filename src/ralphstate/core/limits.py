@@ -15,6 +15,12 @@ MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
 MAX_STATE_BYTES = 2 * 1024 * 1024
 # The most of a markdown task file (`tasksFile`) that is read; a bigger one is refused.
 MAX_TASKS_FILE_BYTES = 1024 * 1024
+# The agent's task list as the loop mirrors it (`taskList`, docs/design.md "Task tools"):
+# how many tasks are kept, and the longest subject and id kept of each (a longer subject
+# is clipped, an id or a list's name longer than its bound is not mirrored).
+MAX_MIRRORED_TASKS = 100
+MAX_TASK_SUBJECT_CHARS = 300
+MAX_TASK_ID_CHARS = 100
 # Room kept below MAX_STATE_BYTES for the loop's bookkeeping (status, owner, iteration,
 # errors, ...): a change that adds to the loop itself (spec, criteria, steps, checks,
 # evidence, unknown keys) may not bring state.json past MAX_STATE_BYTES minus this, so

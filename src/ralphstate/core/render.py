@@ -364,6 +364,7 @@ def context(state: st.State, source: str, trusted: bool = True, lessons: str | N
     if state["remainingSteps"]:
         lines.append("Steps remaining:")
         lines += [f"- {s}" for s in _bounded(state["remainingSteps"])]
+    lines += _task_lines(state)
     lines.append(
         f"Iteration {state['iteration']} of {state['maxIterations']};"
         f" stall limit {state['stallLimit']}; status {state['status']}"
@@ -400,12 +401,41 @@ def context(state: st.State, source: str, trusted: bool = True, lessons: str | N
     ]
     if state["checks"]:
         tail += _check_protocol(state, trusted)
+    if state["taskList"]:
+        tail.append(RECREATE_TASKS)
     frame = "\n".join(head) + "\n" + "\n" + "\n".join(tail)
     room = max(0, limits.MAX_CONTEXT_CHARS - len(frame))
     data = "\n".join(lines)
     if len(data) > room:  # said, never cut without a word
         data = _cap(data, max(0, room - len(DATA_CUT) - 1)) + "\n" + DATA_CUT
     return _cap("\n".join([*head, data, *tail]), limits.MAX_CONTEXT_CHARS)
+
+
+# The restored context's one sentence on the agent's task list, which a new session or
+# /clear empties: how to get the plan back (hooks/tasks.py mirrors it again).
+RECREATE_TASKS = (
+    "- Your task list is not kept across /clear or a new session. If it is empty, recreate"
+    " the open tasks listed above with TaskCreate (TodoWrite where that is your tool), one"
+    " per task with the same subject, so each stays tied to its step."
+)
+_TASK_MARK = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+
+
+def _task_lines(state: st.State) -> list[str]:
+    """The mirrored task list, the open tasks first, at most MAX_LIST_ITEMS."""
+    tasks = state["taskList"]
+    if not tasks:
+        return []
+    open_ = [t for t in tasks if t["status"] != "completed"]
+    listed = open_ + [t for t in tasks if t["status"] == "completed"]
+    shown = listed[: limits.MAX_LIST_ITEMS]
+    lines = [f"Task list ({len(open_)} open of {len(tasks)}, mirrored from your task tools):"]
+    for task in shown:
+        mark = _TASK_MARK[task["status"]]
+        lines.append(f"- {mark} {clip(task['subject'])}")
+    if len(listed) > len(shown):
+        lines.append(f"- … {len(listed) - len(shown)} more (`ralphstate status` lists them all)")
+    return lines
 
 
 def _check_protocol(state: st.State, trusted: bool) -> list[str]:

@@ -22,8 +22,11 @@ from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import (
     MAX_CHECK_TIMEOUT,
     MAX_ERRORS,
+    MAX_MIRRORED_TASKS,
     MAX_PROBLEM_CHARS,
     MAX_STATE_DEPTH,
+    MAX_TASK_ID_CHARS,
+    MAX_TASK_SUBJECT_CHARS,
 )
 from ralphstate.core.marker import marker_problem
 
@@ -70,6 +73,26 @@ class Evidence(TypedDict, total=False):
     commit: str | None
     dirty: bool
     tree: str
+
+
+# A task of the agent's task list, as the loop mirrors it (`taskList`).
+TaskStatus = Literal["pending", "in_progress", "completed"]
+TASK_STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed")
+
+
+class Task(TypedDict):
+    """One task of the agent's task list (`taskList[i]`, docs/design.md "Task tools"):
+    the list it is in (the session, or the list Claude Code was told to share) and its id
+    there (null for a TodoWrite item, which has none), its subject, its status, the step
+    it is mirrored to (null: none, a task file without that box), and whether the mirror
+    added that step to the plan (only such a step leaves with its task)."""
+
+    list: str | None
+    id: str | None
+    subject: str
+    status: TaskStatus
+    step: str | None
+    added: bool
 
 
 class Usage(TypedDict):
@@ -132,6 +155,9 @@ class State(TypedDict):
     # ralphstate: a markdown file of checkboxes, relative to the project root, whose boxes
     # are the loop's steps (loop/taskfile.py); null: the steps are this file's own.
     tasksFile: str | None
+    # ralphstate: the agent's task list (TaskCreate/TaskUpdate, TodoWrite), mirrored by the
+    # PostToolUse hook into the steps; restored at SessionStart (hooks/tasks.py).
+    taskList: list[Task]
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -160,6 +186,7 @@ RUN_FIELDS = (
     "evidence",
     "usage",
     "lastFailure",
+    "taskList",
 )
 
 
@@ -199,6 +226,7 @@ def _defaults() -> Raw:
         "maxDuration": None,
         "lastFailure": None,
         "tasksFile": None,
+        "taskList": [],
     }
 
 
@@ -258,6 +286,45 @@ def _tasks_file(raw: Raw) -> str | None:
     if name is not None and not name.strip():
         raise _Bad("'tasksFile' must name a file or be null")
     return name
+
+
+def _task_list(raw: Raw) -> list[Task]:
+    """The mirrored task list, checked: at most MAX_MIRRORED_TASKS tasks, each an object
+    with a subject; a key it lacks takes its default, a key it adds is kept."""
+    value = raw.get("taskList")
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
+        raise _Bad("'taskList' must be a list of tasks, each an object with a 'subject'")
+    if len(value) > MAX_MIRRORED_TASKS:
+        raise _Bad(f"'taskList' holds {len(value)} tasks, more than {MAX_MIRRORED_TASKS}")
+    tasks: list[Task] = []
+    for i, item in enumerate(value):
+        task: Raw = {"list": None, "id": None, "subject": None, "status": "pending"}
+        task.update(step=None, added=False)
+        task.update(item)  # the schema's keys in its order, then the task's own
+        where = f"taskList[{i}]"
+        subject = task.get("subject")
+        if not isinstance(subject, str) or blank(subject) or len(subject) > MAX_TASK_SUBJECT_CHARS:
+            raise _Bad(
+                f"{where}.subject must be some text of at most {MAX_TASK_SUBJECT_CHARS} characters"
+            )
+        for key in ("list", "id"):
+            if task[key] is not None and (
+                not isinstance(task[key], str) or len(task[key]) > MAX_TASK_ID_CHARS
+            ):
+                raise _Bad(
+                    f"{where}.{key} must be null or a string of at most {MAX_TASK_ID_CHARS}"
+                    " characters"
+                )
+        if task["status"] not in TASK_STATUSES:
+            raise _Bad(f"{where}.status must be one of {', '.join(TASK_STATUSES)}")
+        if task["step"] is not None and (not isinstance(task["step"], str) or blank(task["step"])):
+            raise _Bad(f"{where}.step must be null or the text of a step")
+        if not isinstance(task["added"], bool):
+            raise _Bad(f"{where}.added must be true or false")
+        tasks.append(cast(Task, task))
+    return tasks
 
 
 def _criteria(raw: Raw) -> tuple[list[str], dict[str, bool]]:
@@ -532,6 +599,7 @@ def _normalise(raw: Raw) -> State:
     ):
         state[key] = _opt_str(raw, key)
     state["tasksFile"] = _tasks_file(raw)
+    state["taskList"] = _task_list(raw)
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     _spending(raw, state)

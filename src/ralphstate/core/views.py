@@ -136,14 +136,47 @@ def status(
         lines.append(f"steps {len(state['completedSteps'])}/{len(steps)}{source}:")
         remaining = state["remainingSteps"]
         done = set(state["completedSteps"])  # one lookup a step, not a scan
+        origin = _origins(state)
         for name in steps:
+            told = origin.get(name, "")
             if name in done:
-                lines.append(f"  {style('[x]', fg='green')} {visible(name)}")
+                lines.append(f"  {style('[x]', fg='green')} {visible(name)}{told}")
             elif remaining and name == remaining[0]:
-                lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next)")
+                lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next){told}")
             else:
-                lines.append(f"  [ ] {visible(name)}")
+                lines.append(f"  [ ] {visible(name)}{told}")
+    lines += _loose_tasks(state, style)
     return "\n".join(lines)
+
+
+def _origins(state: st.State) -> dict[str, str]:
+    """Step → `  (task list: #3)`, for the steps a mirrored task is on; `(task list)`
+    for a TodoWrite item, which has no id."""
+    ids: dict[str, list[str]] = {}
+    for task in state["taskList"]:
+        if task["step"] is not None:
+            ids.setdefault(task["step"], [])
+            if task["id"] is not None:
+                ids[task["step"]].append("#" + visible(task["id"][:20]))
+    return {
+        step: f"  (task list{': ' + ', '.join(found[:3]) if found else ''})"
+        for step, found in ids.items()
+    }
+
+
+def _loose_tasks(state: st.State, style: Style) -> list[str]:
+    """The mirrored tasks on no step (a task file without their box, a step removed)."""
+    steps = set(state["steps"])
+    loose = [t for t in state["taskList"] if t["step"] is None or t["step"] not in steps]
+    if not loose:
+        return []
+    lines = [f"tasks on no step {len(loose)} (task list only):"]
+    for task in loose:
+        mark = style("[x]", fg="green") if task["status"] == "completed" else "[ ]"
+        where = f"#{visible(task['id'][:20])} " if task["id"] is not None else ""
+        state_word = "  (in progress)" if task["status"] == "in_progress" else ""
+        lines.append(f"  {mark} {where}{visible(task['subject'])}{state_word}")
+    return lines
 
 
 def history_line(entry: dict[str, Any]) -> str:

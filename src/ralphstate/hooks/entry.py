@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     HookInput = dict[str, object]
 
 USAGE = (
-    "usage: ralphstate hook stop|session-start|pre-compact|stop-failure [--agent NAME]\n"
+    "usage: ralphstate hook stop|session-start|pre-compact|stop-failure|post-tool-use"
+    " [--agent NAME]\n"
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
     " object or nothing, and always exits 0."
 )
@@ -94,9 +95,7 @@ def run_hook(args: list[str], detach: bool = False) -> int:
         except KeyError as exc:
             raise Fault(str(exc.args[0])) from None
         if event not in adapters.HOOKS:
-            raise Fault(
-                f"unknown hook {event!r}; expected stop, session-start, pre-compact or stop-failure"
-            )
+            raise Fault(f"unknown hook {event!r}; expected {', '.join(adapters.HOOKS)}")
         data = _read_stdin()
         if detach and event in DETACHED and not os.environ.get(FOREGROUND):
             _detach()

@@ -271,7 +271,7 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     source = str(hook_input.get("source") or "startup")
     if os.environ.get(ownership.ENV_RUNNER) and registry.knows(loop, state):
         # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
-        told = _told(store, state)
+        told = _with_task_file(loop, _told(store, state))
         return agent.render_context(
             render.context(told, source, lessons=lessons.read(loop.dir)),
             render.session_line(told),
@@ -331,7 +331,7 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     if verdict in ("adopt", "reown") and session_id:
         _record("session-start", loop, state, pid)
     trusted = trust.is_trusted(loop, state)
-    state = _told(store, state)
+    state = _with_task_file(loop, _told(store, state))
     line = render.session_line(state)
     if not trusted:
         line += " " + render.untrusted_line(state)
@@ -356,6 +356,22 @@ def _told(store: Store, state: st.State) -> st.State:
     except Unusable as exc:
         complain("session-start", str(exc))
     return state
+
+
+def _with_task_file(loop: paths.LoopPaths, state: st.State) -> st.State:
+    """The state to restore with its task file's boxes as the steps, read now (nothing is
+    written); a file that cannot be read leaves the steps as last read, and says so."""
+    if not state["tasksFile"]:
+        return state
+    from ralphstate.loop import taskfile
+
+    fresh = copy.deepcopy(state)
+    try:
+        taskfile.sync(fresh, loop.root)
+    except taskfile.TaskFileError as exc:
+        note("session-start", f"{str(exc).rstrip('.')}; the steps restored are as last read")
+        return state
+    return fresh
 
 
 # -- PreCompact -------------------------------------------------------------------
@@ -422,9 +438,17 @@ def stop_failure(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> 
     return None
 
 
+def _post_tool_use(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    """The task tools mirrored into the loop: a module of its own (hooks/tasks.py)."""
+    from ralphstate.hooks.tasks import post_tool_use
+
+    return post_tool_use(agent, hook_input, loop)
+
+
 HANDLERS = {
     "stop": _telling("stop", stop),
     "session-start": _telling("session-start", session_start),
     "pre-compact": _telling("pre-compact", pre_compact),
     "stop-failure": _telling("stop-failure", stop_failure),
+    "post-tool-use": _telling("post-tool-use", _post_tool_use),
 }

@@ -360,8 +360,9 @@ def _being_saved(data: bytes, mtime_ns: int) -> bool:
 
 
 # What a loop's life rewrites in place (status, owner, times, counters, the bounded
-# `errors`): everything else is the loop itself, which the headroom does not serve.
-_BOOKKEEPING = frozenset(st.RUN_FIELDS) - {"evidence"}
+# `errors`): everything else is the loop itself, which the headroom does not serve. The
+# evidence and the mirrored task list are the loop's life, yet they grow with it.
+_BOOKKEEPING = frozenset(st.RUN_FIELDS) - {"evidence", "taskList"}
 
 
 def _content(state: st.State) -> int:

@@ -1,0 +1,118 @@
+"""PostToolUse: the agent's task tools mirrored into the loop (docs/design.md, "Task tools").
+
+Runs after every call of a task tool (`TaskCreate`, `TaskUpdate`, `TodoWrite`), so it
+holds to the Stop hook's speed: no transcript is read, nothing is imported that the
+mirror does not use, and a call of any other tool ends before the state is read. It
+never blocks a tool call: it prints nothing (a loop it cannot use is told once, as the
+other hooks do), and a fault lets the call stand. The rules are `core.tasklist`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ralphstate.agents.table import Agent
+from ralphstate.core import ownership, tasklist
+from ralphstate.core import state as st
+from ralphstate.core.limits import MAX_TASK_ID_CHARS
+from ralphstate.hooks.entry import Fault
+from ralphstate.hooks.handlers import Unusable, _load, _record, _update
+from ralphstate.storage import paths, registry
+from ralphstate.storage.store import Event
+
+Output = dict[str, object]
+HookInput = dict[str, object]
+# Claude Code keeps a session's tasks in a list named by the session id, unless this
+# variable names a list that sessions share (then the ids are that list's).
+TASK_LIST_ENV = "CLAUDE_CODE_TASK_LIST_ID"
+
+
+def post_tool_use(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    tool = hook_input.get("tool_name")
+    if tool not in tasklist.TOOLS:
+        return None  # installed without a matcher: every other tool passes untouched
+    found = _load(loop)
+    if found is None:
+        return None
+    store, state = found
+    if state["status"] != "in_progress":
+        return None  # a paused or finished loop is not changed by the agent's plan
+    session_id = agent.session_id(hook_input)
+    if session_id is None:
+        raise Fault("input has no session id")
+    shared = os.environ.get(TASK_LIST_ENV, "")
+    list_id = shared if 0 < len(shared) <= MAX_TASK_ID_CHARS else session_id[:MAX_TASK_ID_CHARS]
+    runner = bool(os.environ.get(ownership.ENV_RUNNER))
+
+    def allowed(current: st.State) -> ownership.Verdict | None:
+        """The verdict when this session may mirror into the loop: its own, one it may
+        adopt, or (inside `ralphstate run`, which owns the loop) one known here."""
+
+        def known() -> bool:
+            return registry.knows(loop, current)
+
+        verdict = ownership.judge(current, session_id, agent.name, known=known)
+        if verdict in ("owner", "adopt") or (runner and known()):
+            return verdict
+        return None
+
+    # Another session's loop, or one that came with a clone, is judged on the file as
+    # read: no lock is taken, nothing is written.
+    if allowed(state) is None:
+        return None
+    adopted: list[st.State] = []
+
+    def change(current: st.State, events: list[Event]) -> None:
+        adopted.clear()
+        if current["status"] != "in_progress":
+            return
+        verdict = allowed(current)
+        if verdict is None:
+            return
+        if verdict == "adopt" and not runner:
+            events.append(ownership.take(current, session_id, agent.name, "post-tool-use"))
+            adopted.append(current)
+        _mirror(loop, current, events, str(tool), hook_input, list_id)
+
+    _update(store, change)
+    if adopted:
+        _record("post-tool-use", loop, adopted[0], agent.process_id(os.environ))
+    return None
+
+
+def _mirror(
+    loop: paths.LoopPaths,
+    state: st.State,
+    events: list[Event],
+    tool: str,
+    hook_input: HookInput,
+    list_id: str,
+) -> None:
+    """The call mirrored into `state`; with a task file, its boxes are the steps (read
+    here, under the state lock) and a completed task's box is ticked in it."""
+    name = state["tasksFile"]
+    texts: list[str] | None = None
+    if name:
+        from ralphstate.loop import taskfile
+
+        try:
+            boxes = taskfile.boxes(taskfile.read(loop.root, name))
+        except taskfile.TaskFileError as exc:
+            raise Unusable(str(exc).rstrip(".")) from None
+        taskfile.apply(state, boxes)
+        texts = [b.text for b in boxes]
+    tool_input: Any = hook_input.get("tool_input")
+    ticks = tasklist.mirror(
+        state, events, tool, tool_input, hook_input.get("tool_response"), list_id, texts
+    )
+    if not ticks or not name:
+        return
+    from ralphstate.loop import taskfile
+
+    try:
+        ticked = [text for text in ticks if taskfile.tick(loop.root, name, text, True)]
+        taskfile.sync(state, loop.root)
+    except taskfile.TaskFileError as exc:
+        raise Unusable(str(exc).rstrip(".")) from None
+    events.extend({"event": "step_done", "step": text, "by": "task"} for text in ticked)
