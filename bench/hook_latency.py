@@ -13,6 +13,9 @@ lowest and the highest, and the goal. The rows:
 - Stop, blocking: the same command blocking an in-progress loop with an unmet
   criterion, owned by the input's session;
 - SessionStart: the SessionStart command restoring that loop;
+- PostToolUse, no loop / a loop: the hook `ralphstate install --tasks` adds, mirroring
+  a `TaskCreate` (each run a new task, so every run writes) in the project without a
+  loop and in the one with it;
 - status line, no loop / a loop: the command `ralphstate install --statusline` writes,
   with Claude Code's status-line input, in the project without a loop and in the one
   with it;
@@ -59,18 +62,22 @@ LEAKY = ("CODEX_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID", "GEM
 
 
 class Proc:
-    """One process to time: its command line (or a function of the run's number giving
-    it), directory, stdin, and a piece of stdout that shows it did what the row says."""
+    """One process to time: its command line and stdin (each, or a function of the run's
+    number giving it), directory, and a piece of stdout that shows it did what the row
+    says."""
 
     def __init__(
         self,
         command: list[str] | Callable[[int], list[str]],
         cwd: Path,
-        data: bytes = b"",
+        data: bytes | Callable[[int], bytes] = b"",
         expect: str = "",
+        verify: Callable[[], str | None] | None = None,
     ) -> None:
+        self.verify = verify  # after the runs: what is wrong with their effect, or None
         self.command = command if callable(command) else lambda i: command
-        self.cwd, self.data, self.expect = cwd, data, expect
+        self.data = data if callable(data) else lambda i: data
+        self.cwd, self.expect = cwd, expect
 
 
 def run(cmd: list[str], env: dict[str, str], cwd: Path, data: bytes = b"") -> tuple[float, str]:
@@ -106,6 +113,20 @@ def hook(python: str, event: str) -> tuple[str, list[str]]:
     line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
     command = line.stdout.strip()
     return command, shlex.split(command)
+
+
+def post_tool_use(python: str) -> list[str]:
+    """The process of the PostToolUse hook's command (`"PYTHON" -I -c "CODE"
+    post-tool-use`), as the install writes every hook's."""
+    code = "from ralphstate.install import command; print(command.shell_command('post-tool-use'))"
+    line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    return shlex.split(line.stdout.strip())
+
+
+def task_created(root: Path, i: int) -> bytes:
+    task = {"id": str(i), "subject": f"task {i}", "description": ""}
+    fields = {"tool_name": "TaskCreate", "tool_input": {"subject": task["subject"]}}
+    return hook_input(root, "PostToolUse", **fields, tool_response={"task": task})
 
 
 def statusline(python: str) -> list[str]:
@@ -168,6 +189,7 @@ def cases(
     empty = project("no-loop")
     looped = project("loop", "-c", "tests pass", "-c", "lint clean", "-s", "one")
     steps = [f"step {i}" for i in range(runs + 1)]  # one to mark in each run
+    tasks = project("tasks", "-c", "tests pass", "-s", "one")
     cli = project("cli", "-c", "tests pass", *[a for s in steps for a in ("-s", s)])
     read = {}
     for label, size in (("10 KB", 10 * 1024), ("1 GB", 1 << 30)):
@@ -202,6 +224,16 @@ def cases(
         expect="tests pass:",
     )
     mark = Proc(lambda i: [*rs, "step", "done", steps[i]], cli, expect="done: step")
+    mirror = post_tool_use(python)
+    # each run a new task (the hook prints nothing: `mirrored` checks the rows' effect)
+    bare_task = Proc(mirror, empty, lambda i: task_created(empty, i))
+
+    def mirrored() -> str | None:
+        state = json.loads((tasks / ".loop" / "state.json").read_bytes())
+        made = [t for t in state["steps"] if t.startswith("task ")]
+        return None if len(made) == runs + 1 else f"{len(made)} tasks mirrored, not {runs + 1}"
+
+    loop_task = Proc(mirror, tasks, lambda i: task_created(tasks, i), verify=mirrored)
     status = statusline(python)
     bare_line = Proc(status, empty, status_input(empty))
     loop_line = Proc(status, looped, status_input(looped), "verified")
@@ -213,6 +245,8 @@ def cases(
         ("Stop hook, no loop", 1.1, nothing, None),
         ("Stop hook, blocking", 4.5, blocking, None),
         ("SessionStart hook", 4.5, restoring, None),
+        ("PostToolUse hook, no loop", 1.1, bare_task, None),
+        ("PostToolUse hook, a loop", 4.5, loop_task, None),
         ("status line, no loop", 1.1, bare_line, None),
         ("status line, a loop", 4.5, loop_line, None),
         ("ralphstate criteria set", 4.0, flip, None),
@@ -233,12 +267,15 @@ def measure(proc: Proc, baseline: Proc, env: dict[str, str], runs: int) -> list[
         times = []
         for side in (baseline, proc):
             side_env = dict(env, CLAUDE_PROJECT_DIR=str(side.cwd))
-            took, out = run(side.command(i), side_env, side.cwd, side.data)
+            took, out = run(side.command(i), side_env, side.cwd, side.data(i))
             if side.expect not in out:
                 sys.exit(f"{shlex.join(side.command(i))}: no {side.expect!r} in {out!r}")
             times.append(took)
         if i:
             ratios.append(times[1] / times[0])
+    wrong = proc.verify() if proc.verify else None
+    if wrong:
+        sys.exit(f"{shlex.join(proc.command(0))}: {wrong}")
     return ratios
 
 
