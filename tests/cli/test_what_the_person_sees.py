@@ -160,6 +160,8 @@ def test_init_keeps_this_machines_files_out_of_git(project: Path, rs: Any) -> No
     (project / ".loop" / "runs").mkdir()
     (project / ".loop" / "runs" / "0001.log").write_text("agent output")
     (project / ".loop" / ".state.abc.tmp").write_text("left by a killed writer")
+    for name in ("run.lock", "run.lock.soft", "state.lock.soft", "report.html"):
+        (project / ".loop" / name).write_text("this machine's")
     assert sorted((project / ".loop").iterdir()) != []
     untracked = git(project, "status", "--porcelain", "--untracked-files=all").splitlines()
     assert sorted(untracked) == [
@@ -168,6 +170,48 @@ def test_init_keeps_this_machines_files_out_of_git(project: Path, rs: Any) -> No
         "?? .loop/state.json",
     ]
     assert (project / ".loop" / ".gitignore").read_text() == ops.GITIGNORE
+
+
+# What `init` wrote before run.lock, the soft locks and report.html were listed.
+OLD_GITIGNORE = """\
+# Written by `ralphstate init`. state.json, history.jsonl and config.toml can be
+# committed; these files belong to this machine only.
+state.lock
+*.bak
+*.tmp
+runs/
+"""
+
+
+@pytest.mark.parametrize("command", [("report", "--html"), ("init", "--force", "Again")])
+def test_an_older_gitignore_of_ralphstates_is_brought_up_to_date(
+    project: Path, rs: Any, command: tuple[str, ...]
+) -> None:
+    git(project, "init", "-q")
+    rs("init", "Build it", "-c", "tests pass")
+    ignore = project / ".loop" / ".gitignore"
+    ignore.write_text(OLD_GITIGNORE)
+    assert rs(*command).code == 0
+    assert ignore.read_text() == ops.GITIGNORE
+    (project / ".loop" / "run.lock").write_text("")
+    (project / ".loop" / "report.html").write_text("")
+    untracked = git(project, "status", "--porcelain", "--untracked-files=all").splitlines()
+    assert not [line for line in untracked if "lock" in line or "report" in line]
+
+
+def test_run_brings_an_older_gitignore_up_to_date(project: Path, rs: Any) -> None:
+    rs("init", "Build it", "-c", "tests pass")
+    ignore = project / ".loop" / ".gitignore"
+    ignore.write_text(OLD_GITIGNORE)
+    agent = f"{shlex.quote(sys.executable)} -c pass"
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphstate", "run", "--agent", agent, "--max", "1"],
+        cwd=project,
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 3, done.stderr
+    assert ignore.read_text() == ops.GITIGNORE
 
 
 def test_init_never_replaces_a_persons_gitignore(project: Path, rs: Any) -> None:

@@ -49,6 +49,7 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
         body = render_html.html(story)
         if target is None:
             target = store.paths.dir / DEFAULT_HTML
+            ops.ignore_local_files(store.paths)  # a .gitignore from before report.html
     elif markdown:
         body = render_text.markdown(story) + "\n"
     else:

@@ -190,7 +190,7 @@ def init(
         backup=force or store.exists(),  # a finished loop is replaced, but kept
     )
     _register(loop, new)
-    _ignore_local_files(loop)
+    ignore_local_files(loop)
     # A template's checks are not trusted here until a person has read them (init shows
     # them) and run `ralphstate trust`: a template may have come with a repository.
     return store, new, backup
@@ -236,9 +236,67 @@ def _check_names(criteria: list[str], steps: list[str], no_criteria: bool) -> No
         )
 
 
-# `.loop/.gitignore`, written by `init` when there is none: the files that belong to
-# this machine only. state.json, history.jsonl and config.toml may be committed.
-GITIGNORE = """\
+# `.loop/.gitignore`, written by `init` when there is none: every file ralphstate
+# writes under `.loop/` that belongs to this machine only (the locks and their soft
+# markers, `init --force`'s copies, an interrupted write's temporary files, the run logs,
+# `report --html`'s page). state.json, history.jsonl, config.toml and lessons.md may be
+# committed.
+GITIGNORE_HEADER = "# Written by `ralphstate init`."
+LOCAL_FILES = ("*.lock", "*.lock.soft", "*.bak", "*.tmp", "runs/", "report.html")
+GITIGNORE = (
+    f"{GITIGNORE_HEADER} state.json, history.jsonl, config.toml and lessons.md can\n"
+    "# be committed; these files belong to this machine only.\n"
+    + "".join(f"{name}\n" for name in LOCAL_FILES)
+)
+_GITIGNORE_READ_LIMIT = 64 * 1024
+
+
+def ignore_local_files(loop: LoopPaths) -> None:
+    """Write `.loop/.gitignore` unless there is one (or anything by that name). One that
+    ralphstate wrote (it starts with `GITIGNORE_HEADER`) but that misses some of
+    `LOCAL_FILES` (an older version's) gets the missing lines added; a person's own is
+    never changed, and a symlink is never followed. A convenience: the loop works
+    without it, so every failure is ignored."""
+    path = Path(loop.dir) / ".gitignore"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        _complete_gitignore(path)
+        return
+    except OSError:
+        return
+    with contextlib.suppress(OSError), os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        f.write(GITIGNORE)
+
+
+def _complete_gitignore(path: Path) -> None:
+    from ralphstate.storage import fsio
+
+    if path.is_symlink():
+        return
+    try:
+        raw = fsio.read_regular(path, _GITIGNORE_READ_LIMIT)  # never a FIFO
+    except (OSError, RalphstateError):
+        return
+    if len(raw) > _GITIGNORE_READ_LIMIT:
+        return
+    text = raw.decode("utf-8", "replace")
+    if not text.startswith(GITIGNORE_HEADER):
+        return
+    have = {line.strip() for line in text.splitlines()}
+    missing = [name for name in LOCAL_FILES if name not in have]
+    if not missing:
+        return
+    if text == _OLD_GITIGNORE:  # as init wrote it: now as init writes it
+        new = GITIGNORE
+    else:
+        new = text + ("" if text.endswith("\n") else "\n") + "".join(f"{n}\n" for n in missing)
+    with contextlib.suppress(OSError, RalphstateError):
+        fsio.atomic_write(path, new.encode("utf-8"), expect=raw)
+
+
+_OLD_GITIGNORE = """\
 # Written by `ralphstate init`. state.json, history.jsonl and config.toml can be
 # committed; these files belong to this machine only.
 state.lock
@@ -246,18 +304,6 @@ state.lock
 *.tmp
 runs/
 """
-
-
-def _ignore_local_files(loop: LoopPaths) -> None:
-    """Write `.loop/.gitignore` unless there is one (or anything by that name): a
-    person's own is never replaced, and a symlink is never followed."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(Path(loop.dir) / ".gitignore", flags, 0o644)
-    except OSError:
-        return
-    with contextlib.suppress(OSError), os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-        f.write(GITIGNORE)  # a convenience: the loop works without it
 
 
 def _register(loop: LoopPaths, state: st.State) -> None:

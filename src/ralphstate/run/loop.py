@@ -166,6 +166,9 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             )
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
+    from ralphstate.loop.ops import ignore_local_files
+
+    ignore_local_files(store.paths)  # a .gitignore from before run.lock was listed
     with _run_lock(store.paths):
         left = agentpid.still_running(runs)
         if left is not None:
