@@ -97,8 +97,9 @@ def misfit(binary: Path, version: str) -> str | None:
 
 
 def write_hooks(project: Path, hooks: dict[str, str]) -> Path:
-    """Write the project's `.claude/settings.json`, one command per hook event."""
-    settings = project / ".claude" / "settings.json"
+    """Write the project's `.claude/settings.local.json` (where `ralphstate install`
+    writes by default), one command per hook event."""
+    settings = project / ".claude" / "settings.local.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     config = {
         "hooks": {
@@ -172,7 +173,7 @@ class ProbeCall:
 class HookProbe:
     """A hook command that records its input, environment and parent processes.
 
-    `command(event)` is the shell command to put in settings.json: the absolute path
+    `command(event)` is the shell command to put in a settings file: the absolute path
     of this interpreter running a script written into `folder`, both quoted.
     """
 

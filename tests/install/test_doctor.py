@@ -32,8 +32,13 @@ def shown(path: str) -> str:
 PYTHON = shown(str(Path(sys.executable).absolute()))
 
 
-def settings_with(project: Path, command: str, event: str = "Stop") -> Path:
-    settings = project / ".claude" / "settings.json"
+CODE = "from ralphstate.hooks.entry import main; main()"
+
+
+def settings_with(
+    project: Path, command: str, event: str = "Stop", name: str = "settings.local.json"
+) -> Path:
+    settings = project / ".claude" / name
     settings.parent.mkdir(exist_ok=True)
     settings.write_text(
         json.dumps({"hooks": {event: [{"hooks": [{"type": "command", "command": command}]}]}})
@@ -57,7 +62,8 @@ def test_doctor_after_install_is_happy(rs: Any, project: Path, home: Path) -> No
     out = result.out
     for event in ("Stop", "SessionStart", "PreCompact"):
         assert (
-            f"ok   {event} hook in {project / '.claude' / 'settings.json'} runs {PYTHON}\n" in out
+            f"ok   {event} hook in {project / '.claude' / 'settings.local.json'} runs {PYTHON}\n"
+            in out
         )
     assert "ok   .loop/state.json is valid: in_progress, 0/1 criterion, iteration 0/20" in out
     assert "the loop has no owner yet" in out
@@ -99,6 +105,26 @@ def test_doctor_reports_a_corrupt_state(rs: Any, project: Path, home: Path) -> N
     )
 
 
+def test_a_broken_hook_in_the_shared_file_is_moved_to_the_local_one(
+    rs: Any, project: Path, home: Path
+) -> None:
+    """A project-scope hook that names a Python this machine lacks (it came with a
+    clone): `install` again would write the local file, so doctor says to do that and
+    to take the shared file's out."""
+    settings = settings_with(
+        project,
+        f'"/home/alice/.venv/bin/python3" -I -c "{CODE}" stop',
+        name="settings.json",
+    )
+    result = rs("doctor")
+    assert result.code == 1
+    assert (
+        f"fail Stop hook in {settings} runs /home/alice/.venv/bin/python3, which is missing or"
+        " not executable; run `ralphstate install` (this machine's hooks, in"
+        " .claude/settings.local.json) and `ralphstate install --scope project --uninstall`"
+    ) in lines(result)
+
+
 def test_doctor_flags_a_hook_whose_script_is_gone(rs: Any, project: Path, home: Path) -> None:
     gone = "/nowhere/lib/ralphstate/hooks/__main__.py"
     settings = settings_with(project, f'"{PYTHON}" "{gone}" stop')
@@ -108,9 +134,6 @@ def test_doctor_flags_a_hook_whose_script_is_gone(rs: Any, project: Path, home: 
         f"fail Stop hook in {settings} runs {gone}, which is missing or not executable;"
         " run `ralphstate install` again"
     ) in lines(result)
-
-
-CODE = "from ralphstate.hooks.entry import main; main()"
 
 
 @pytest.mark.parametrize(

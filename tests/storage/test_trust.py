@@ -316,6 +316,6 @@ def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
         "warn",
         (
             f"Stop hook in {path} has a timeout of 30s, less than the 180s verify-on-stop may"
-            " need; run `ralphstate install` again"
+            " need; run `ralphstate install --scope project` again"
         ),
     ) in findings

@@ -16,9 +16,10 @@ from ralphstate.cli.options import SETTINGS
     "--scope",
     type=click.Choice(["project", "local", "user"]),
     default=None,
-    help="project: .claude/settings.json; local: .claude/settings.local.json;"
-    " user: ~/.claude/settings.json. Other agents: project or user (docs/agents.md)."
-    "  [default: project; user with --statusline]",
+    help="local: .claude/settings.local.json, yours alone (kept out of git);"
+    " project: .claude/settings.json, shared with the repository; user:"
+    " ~/.claude/settings.json. Other agents: project or user (docs/agents.md)."
+    "  [default: local; user with --statusline; project for other agents]",
 )
 @click.option(
     "--agent",
@@ -35,16 +36,19 @@ from ralphstate.cli.options import SETTINGS
 )
 @click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
 def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -> None:
-    """Add the Stop, SessionStart and PreCompact hooks to Claude Code's settings,
-    or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot CLI, or
-    opencode's plugin (.opencode/plugin/ralphstate.ts).
+    """Add the Stop, SessionStart, PreCompact and StopFailure hooks to your Claude Code
+    settings for this project, or with --agent to Codex CLI, Gemini CLI, Cursor or
+    GitHub Copilot CLI, or opencode's plugin (.opencode/plugin/ralphstate.ts).
 
     Other settings and hooks are kept; running it twice changes nothing. The hooks
-    run this installation of ralphstate by its absolute path.
+    run this installation of ralphstate by its absolute path, so by default they go
+    in .claude/settings.local.json, which is yours and kept out of git (in a git
+    repository, through .git/info/exclude when nothing ignores it yet).
 
     \b
     Example:
       ralphstate install
+      ralphstate install --scope project
       ralphstate install --scope user
       ralphstate install --agent codex
       ralphstate install --uninstall
@@ -58,16 +62,22 @@ def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -
 
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
-        path = settings_path(scope or "user", project_root(Path.cwd()))
+        scope = scope or "user"
+        path = settings_path(scope, project_root(Path.cwd()))
         result = statusline_.install(path, uninstall=uninstall)
     else:
         from ralphstate.install.agents import install_agent
 
-        result = install_agent(
-            agent, scope or "project", project_root(Path.cwd()), uninstall=uninstall
-        )
+        scope = scope or ("local" if agent == "claude" else "project")
+        result = install_agent(agent, scope, project_root(Path.cwd()), uninstall=uninstall)
     for action in result.actions:
         output.text(action)
+    if agent == "claude":
+        from ralphstate.install.scope import notes
+
+        root = project_root(Path.cwd())
+        for line in notes(scope, root, result.path, uninstall=uninstall, hooks=not statusline):
+            output.text(line)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
 
 

@@ -120,19 +120,14 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
                         "warn",
                         (
                             f"{where} has a timeout of {hook.timeout!r}s, less than the {needed}s"
-                            " verify-on-stop may need; run `ralphstate install` again"
+                            f" verify-on-stop may need; {_again(hook, broken=False)}"
                         ),
                     )
                 )
             elif ok:
                 findings.append(("ok", f"{where} runs {target}"))
             else:
-                findings.append(
-                    (
-                        "fail",
-                        f"{where} runs {target}, {problem}; run `ralphstate install` again",
-                    )
-                )
+                findings.append(("fail", f"{where} runs {target}, {problem}; {_again(hook)}"))
     scopes = {h.scope for h in found if h.event == "Stop"}
     if len(scopes) > 1:
         findings.append(
@@ -145,6 +140,19 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
             )
         )
     return findings
+
+
+def _again(hook: install.InstalledHook, broken: bool = True) -> str:
+    """What to run about a hook: `install` again in its scope, except for one in the
+    shared project file that cannot run, whose command names another machine's Python
+    (it came with a clone): this machine's go in the local file, and the shared ones out."""
+    if hook.scope == "project" and broken:
+        return (
+            "run `ralphstate install` (this machine's hooks, in .claude/settings.local.json)"
+            " and `ralphstate install --scope project --uninstall`"
+        )
+    scope = "" if hook.scope == "local" else f" --scope {hook.scope}"
+    return f"run `ralphstate install{scope}` again"
 
 
 def _too_short(timeout: object, needed: int) -> bool:

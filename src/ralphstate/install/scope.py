@@ -1,0 +1,113 @@
+"""What `install` says (and does) about the scope it wrote: the hooks name this
+machine's Python by absolute path, so they belong in the person's own
+`.claude/settings.local.json`, kept out of git, not in the shared `.claude/settings.json`.
+
+In a git repository that does not already ignore the local file, its path is added to
+the repository's own exclude file (`.git/info/exclude`, which is never committed), as
+Claude Code does with the global excludes when it writes that file itself. A project-scope
+install left from before is left alone (it is a shared file) and named, with the command
+that removes it (README, `ralphstate install`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ralphstate.core.errors import RalphstateError
+from ralphstate.install import claude
+from ralphstate.install.command import command_target
+from ralphstate.storage import fsio
+from ralphstate.storage.git import run_git, toplevel
+
+MAX_EXCLUDE_BYTES = 1024 * 1024
+
+
+def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -> list[str]:
+    """The lines `install` adds after writing Claude Code's `path` for `scope` (`hooks`:
+    the hooks rather than the status line)."""
+    if uninstall:
+        return []
+    if scope == "project":
+        what = "these hooks" if hooks else "this status line"
+        python = command_target(claude.hook_command("Stop")) or "this Python"
+        note = (
+            f"note: {_shown(path, root)} is shared with everyone who clones the project, and"
+            f" {what} name this machine's Python ({python}), which is not there on another"
+            " machine; the default scope (local, .claude/settings.local.json) keeps them yours"
+        )
+        return [note]
+    if scope != "local":
+        return []
+    lines = _keep_out_of_git(path, root)
+    if hooks and any(h.scope == "project" for h in claude.find_installed(root)):
+        lines.append(
+            f"note: {_shown(claude.settings_path('project', root), root)} still has"
+            " ralphstate's hooks, which run besides these (each stop judged twice) and fail"
+            " on a machine without this Python; `ralphstate install --scope project"
+            " --uninstall` removes them"
+        )
+    return lines
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _keep_out_of_git(path: Path, root: Path) -> list[str]:
+    top = toplevel(root)
+    if top is None:  # not a repository, or no git
+        return []
+    try:
+        rel = path.resolve().relative_to(top.resolve()).as_posix()
+    except (ValueError, OSError):
+        return []
+    tracked = run_git(["ls-files", "--error-unmatch", "--", rel], top)
+    if tracked is not None and tracked.ok:
+        note = (
+            f"note: git tracks {rel}, so these hooks, which name this machine's Python, would"
+            f" be committed; `git rm --cached {rel}` keeps the file on this machine only"
+        )
+        return [note]
+    ignored = run_git(["check-ignore", "-q", "--", rel], top)
+    if ignored is None or ignored.code != 1:  # ignored already (0), or git failed
+        return []
+    found = run_git(["rev-parse", "--git-path", "info/exclude"], top)
+    if found is None or not found.ok or not found.out.strip():
+        return []
+    exclude = Path(found.out.strip())
+    if not exclude.is_absolute():
+        exclude = top / exclude
+    pattern = "/" + _escaped(rel)
+    try:
+        _append(exclude, pattern)
+    except (OSError, RalphstateError) as exc:
+        return [f"note: could not add {pattern} to {exclude} ({exc}); git may show {rel}"]
+    said = (
+        f"added {pattern} to {_shown(exclude, top)}, so git leaves this machine's hooks out"
+        " of commits (a local exclude, never committed)"
+    )
+    return [said]
+
+
+def _escaped(rel: str) -> str:
+    """`rel` as a gitignore pattern that matches only that path."""
+    out = "".join("\\" + c if c in "\\*?[" else c for c in rel)
+    return out[:-1] + "\\ " if out.endswith(" ") else out
+
+
+def _append(exclude: Path, pattern: str) -> None:
+    try:
+        raw = fsio.read_regular(exclude, MAX_EXCLUDE_BYTES)
+    except FileNotFoundError:
+        raw = b""
+    if len(raw) > MAX_EXCLUDE_BYTES:
+        raise RalphstateError(f"it is larger than {MAX_EXCLUDE_BYTES} bytes")
+    if pattern.encode() in raw.splitlines():
+        return
+    sep = b"" if not raw or raw.endswith(b"\n") else b"\n"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    with exclude.open("ab") as handle:  # git's own file: its mode and owner stay
+        handle.write(sep + pattern.encode() + b"\n")
