@@ -232,7 +232,7 @@ def test_status_looks_each_step_up_once() -> None:
     [
         ("template.json", ("init", "Build it", "--from", "template.json"), "cannot read template"),
         (".loop/config.toml", ("run", "--dry-run"), "could not read"),
-        (".claude/settings.json", ("install",), "Cannot read"),
+        (".claude/settings.local.json", ("install",), "Cannot read"),
     ],
     ids=["a template", "the run's config", "Claude Code's settings"],
 )
@@ -258,7 +258,7 @@ def test_a_fifo_where_a_file_is_read_is_refused_without_blocking(
     assert done.stderr.count("\n") == 1
 
 
-@pytest.mark.parametrize("where", [".loop/config.toml", ".claude/settings.json"])
+@pytest.mark.parametrize("where", [".loop/config.toml", ".claude/settings.local.json"])
 def test_a_settings_file_past_its_bound_is_refused(project: Path, where: str) -> None:
     make_loop(project, criteria=["a"])
     path = project / where
