@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from tests.helpers import run_process
+from tests.helpers import FIXTURES, run_process
 from tests.helpers.loops import SID, make_loop
 
 
@@ -225,6 +225,35 @@ def test_a_plan_recreated_in_a_new_list_is_the_same_tasks(root: Path) -> None:
     }
     post(root, update("1", "completed", session="after-clear"))
     assert read(path)["completedSteps"] == ["Write the exporter", "Test it"]
+
+
+def recorded(root: Path, name: str) -> bytes:
+    """A PostToolUse input Claude Code 2.1.330 sent (tests/fixtures/agents/)."""
+    raw = (FIXTURES / "agents" / f"claude_post_tool_use_{name}.json").read_text()
+    placed = raw.replace("{project}", str(root)).replace("{transcript}", str(root / "t.jsonl"))
+    return placed.encode()
+
+
+def test_the_inputs_claude_code_sends_are_mirrored(root: Path) -> None:
+    """Create, start, a completion the gate refused, complete: as the client sent them."""
+    session = orjson.loads(recorded(root, "task_create"))["session_id"]
+    path = make_loop(root, session=session)
+    for name in ("task_create", "task_update_in_progress", "task_update_refused"):
+        assert hook("post-tool-use", root, recorded(root, name)) == (None, "")
+    state = read(path)
+    assert state["steps"][-1] == "Write the exporter" and state["completedSteps"] == []
+    assert state["taskList"][0]["status"] == "in_progress"
+    assert hook("post-tool-use", root, recorded(root, "task_update_completed")) == (None, "")
+    assert read(path)["completedSteps"] == ["Write the exporter"]
+
+
+def test_the_todo_write_claude_code_sends_is_mirrored(root: Path) -> None:
+    session = orjson.loads(recorded(root, "todo_write"))["session_id"]
+    path = make_loop(root, session=session)
+    assert hook("post-tool-use", root, recorded(root, "todo_write")) == (None, "")
+    state = read(path)
+    assert state["steps"] == ["tokenizer", "parser", "Write the exporter", "Test it"]
+    assert state["completedSteps"] == ["Write the exporter"]
 
 
 # -- TodoWrite ----------------------------------------------------------------------
