@@ -239,3 +239,45 @@ def test_the_status_line_without_a_loop_imports_nothing_heavy(
     assert (result.code, result.out, result.err) == (0, b"", b"")
     assert "ralphstate.hooks.statusline" in result.modules
     assert result.loaded(NOT_WITHOUT_A_LOOP) == []
+
+
+def test_the_post_tool_use_hook_imports_what_the_stop_hook_does(
+    project: Path, tmp_path: Path, rs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It runs after every task tool call: without a loop it takes the Stop hook's
+    no-loop path; mirroring a task into a loop it imports what a blocking stop imports,
+    and its own two modules."""
+
+    def post(where: Path) -> Probe:
+        data = tmp_path / f"post-{where.name}.json"
+        task = {"id": "1", "subject": "write the exporter"}
+        fields = {"tool_name": "TaskCreate", "tool_response": {"task": task}}
+        data.write_bytes(orjson.dumps({"session_id": SESSION, "cwd": str(where), **fields}))
+        flags, run, args = installed("post-tool-use")
+        env = {"CLAUDE_PROJECT_DIR": str(where)}
+        result = probe(run, flags=flags, args=args, cwd=where, stdin=data, env=env)
+        assert (result.code, result.out, result.err) == (0, b"", b"")
+        return result
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert post(bare).loaded(NOT_WITHOUT_A_LOOP) == []
+    with monkeypatch.context() as session:
+        session.setenv("CLAUDE_CODE_SESSION_ID", SESSION)
+        assert rs("init", "Build it", "-c", "tests pass", "-s", "write it").code == 0
+    mirrored = post(project)
+    assert b"write the exporter" in (project / ".loop" / "state.json").read_bytes()
+    flags, run, args = installed("stop")
+    stop = probe(
+        run,
+        flags=flags,
+        args=args,
+        cwd=project,
+        stdin=hook_input(tmp_path, project, "Stop"),
+        env={"CLAUDE_PROJECT_DIR": str(project)},
+    )
+    assert orjson.loads(stop.out)["decision"] == "block"
+    assert sorted(mirrored.modules - stop.modules) == [
+        "ralphstate.core.tasklist",
+        "ralphstate.hooks.tasks",
+    ]
