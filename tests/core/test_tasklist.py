@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as hs
 
 from ralphstate.core import limits, tasklist
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
+from tests.helpers.taskcalls import calls
 
 LIST = "session-a"
 
@@ -274,3 +277,31 @@ def test_max_task_id_chars(extra: int) -> None:
     state = loop()
     created(state, task_id, "exporter")
     assert [t["id"] for t in state["taskList"]] == ([] if extra else [task_id])
+
+
+# -- any sequence of calls ----------------------------------------------------------------
+
+
+@given(
+    steps=hs.lists(hs.sampled_from(["tokenizer", "parser", "a"]), unique=True, max_size=3),
+    with_file=hs.booleans(),
+    sequence=hs.lists(hs.tuples(hs.sampled_from(["s1", "s2"]), calls), max_size=12),
+)
+def test_any_calls_keep_the_state_whole_and_the_persons_steps(
+    steps: list[str], with_file: bool, sequence: list[tuple[str, tuple[str, Any, Any]]]
+) -> None:
+    state = loop(steps=tuple(steps))
+    boxes = list(steps) if with_file else None
+    for list_id, (tool, tool_input, response) in sequence:
+        events: list[dict[str, object]] = []
+        ticks = tasklist.mirror(state, events, tool, tool_input, response, list_id, boxes)
+        assert set(ticks) <= set(steps)
+        assert all(isinstance(e["event"], str) for e in events)
+        assert st.parse(st.dumps(state)) == state  # written, it reads back as it is
+        assert len(state["taskList"]) <= limits.MAX_MIRRORED_TASKS
+        assert set(steps) <= set(state["steps"])  # a person's step is never removed
+        if with_file:
+            assert state["steps"] == steps and state["completedSteps"] == []
+        else:
+            linked = {t["step"] for t in state["taskList"]} - {None}
+            assert linked <= set(state["steps"])

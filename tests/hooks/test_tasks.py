@@ -6,19 +6,25 @@ on real files. The inputs have the shapes Claude Code 2.1.330 sends
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import filelock
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
 
 from ralphstate.core import state as st
-from tests.helpers import FIXTURES, run_process
+from tests.helpers import FIXTURES, hardening, run_process
+from tests.helpers.hardening import hook_kept_its_promises, processes_started
 from tests.helpers.loops import SID, make_loop
+from tests.helpers.taskcalls import calls as tasklist_calls
 
 
 def hook(
@@ -563,3 +569,64 @@ def test_status_shows_which_steps_came_from_the_task_list(root: Path) -> None:
         ("2", None),
     ]
     assert read(path)["taskList"] == as_json["taskList"]
+
+
+# -- whatever arrives ----------------------------------------------------------------------
+
+LOOPS: dict[str, dict[str, Any]] = {
+    "owned": {},
+    "another session's": {"session": "session-b"},
+    "paused": {"status": "paused"},
+    "unowned, known": {"session": None},
+    "with a task file": {"tasksFile": "TODO.md", "steps": ["Write the exporter"]},
+}
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    which=hs.sampled_from([*LOOPS, "broken"]),
+    data=hs.one_of(
+        hs.binary(max_size=40),
+        hs.fixed_dictionaries(
+            {"session_id": hs.sampled_from([SID, "session-b"]) | hs.none() | hs.integers()},
+            optional={
+                "tool_name": hs.sampled_from(["TaskCreate", "TaskUpdate", "TodoWrite", "Bash"])
+                | hs.integers(),
+                "tool_input": tasklist_calls.flatmap(lambda c: hs.just(c[1])) | hs.text(max_size=5),
+                "tool_response": tasklist_calls.flatmap(lambda c: hs.just(c[2])),
+            },
+        ),
+    ),
+)
+def test_whatever_arrives_the_hook_keeps_its_promises(
+    project: Path, which: str, data: bytes | dict[str, Any]
+) -> None:
+    """Exit 0; nothing on stdout but, for a loop it cannot use, one message; a file it
+    cannot read left as it is; what it writes reads back; nothing run."""
+    loop = project / ".loop"
+    if loop.exists():
+        shutil.rmtree(loop)
+    (project / "TODO.md").write_bytes(b"- [ ] Write the exporter\n")
+    if which == "broken":
+        loop.mkdir()
+        (loop / "state.json").write_bytes(b'{"steps": [')
+    else:
+        make_loop(project, **LOOPS[which])
+    before = (loop / "state.json").read_bytes()
+    raw = data if isinstance(data, bytes) else orjson.dumps({"cwd": str(project), **data})
+    with processes_started() as started:
+        run = hardening.hook("post-tool-use", raw)
+    assert started == []
+    out = hook_kept_its_promises(run, "post-tool-use")
+    after = (loop / "state.json").read_bytes()
+    if which == "broken":
+        assert after == before and out in (None, {"systemMessage": ANY})
+    else:
+        assert out is None
+        st.parse(after)
+        if which in ("another session's", "paused"):
+            assert after == before
+    assert (project / "TODO.md").read_bytes() in (
+        b"- [ ] Write the exporter\n",
+        b"- [x] Write the exporter\n",
+    )
