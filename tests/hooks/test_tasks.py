@@ -537,6 +537,20 @@ def test_without_tasks_the_restore_says_nothing_of_them(root: Path) -> None:
     assert "Task list" not in context and "TaskCreate" not in context
 
 
+def test_with_every_task_done_the_restore_asks_for_none_to_be_recreated(root: Path) -> None:
+    make_loop(root)
+    post(root, create("1", "Write the exporter"))
+    post(root, update("1", "completed"))
+    out, _ = hook("session-start", root, {"session_id": SID, "source": "startup"})
+    assert out is not None
+    context = out["hookSpecificOutput"]["additionalContext"]
+    assert (
+        "Task list (0 open of 1, mirrored from your task tools):\n- [x] Write the exporter\n"
+        in context
+    )
+    assert "TaskCreate" not in context
+
+
 def test_the_restore_reads_the_task_file(root: Path) -> None:
     path = task_loop(root)
     before = path.read_bytes()

@@ -401,7 +401,7 @@ def context(state: st.State, source: str, trusted: bool = True, lessons: str | N
     ]
     if state["checks"]:
         tail += _check_protocol(state, trusted)
-    if state["taskList"]:
+    if any(t["status"] != "completed" for t in state["taskList"]):
         tail.append(RECREATE_TASKS)
     frame = "\n".join(head) + "\n" + "\n" + "\n".join(tail)
     room = max(0, limits.MAX_CONTEXT_CHARS - len(frame))
