@@ -490,14 +490,17 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             f"  [x] {s[2]}",
             f"  [>] {s[3]}  (next)",
             f"  [ ] {s[4]}",
+            views.UNKNOWN_HERE,  # copied here, as a clone brings it
         ],
     )
-    assert views.status(state, str(root), trusted=False) + "\n" == result.out
+    assert views.status(state, str(root), trusted=False) + "\n" + views.UNKNOWN_HERE + "\n" == (
+        result.out
+    )
 
     as_json = rs("status", "--json")
     assert as_json.code == 0
-    assert json.loads(as_json.out) == state
-    assert list(json.loads(as_json.out)) == [*st.FIELD_ORDER, "ticket"]  # schema order
+    assert json.loads(as_json.out) == {**state, "knownHere": False}
+    assert list(json.loads(as_json.out)) == [*st.FIELD_ORDER, "ticket", "knownHere"]
     log = rs("log", "-n", "1")
     assert log.out == (f"2026-03-14T10:41:37Z  #6   unmet            unmet={st.unmet(state)!r}\n")
 

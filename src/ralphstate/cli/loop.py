@@ -172,8 +172,11 @@ def status(as_json: bool) -> None:
             taskfile.sync(state, store.paths.root)
         except taskfile.TaskFileError as exc:
             problem = f"{exc} The steps shown are those last read from it."
+    from ralphstate.storage import registry
+
+    known = registry.knows(store.paths, state)
     if as_json:
-        output.json(state)
+        output.json({**state, "knownHere": known})
         return
     from ralphstate.core import views
     from ralphstate.storage import trust
@@ -186,6 +189,8 @@ def status(as_json: bool) -> None:
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
     output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
+    for line in views.unknown_here(state, known, output.style):
+        output.text(line)
     if problem:
         output.text(output.style(problem, fg="yellow", bold=True))
     view = ops.hooks_view(Path.cwd())  # in a subdirectory: which loop the hooks see
@@ -228,12 +233,21 @@ def log(lines: int, as_json: bool, every_loop: bool) -> None:
       ralphstate log -n 50
     """
     from ralphstate.core import limits, views
+    from ralphstate.core.errors import RalphstateError
     from ralphstate.storage.store import of_loop
 
     store = ops.locate()
     entries = store.history(limits.MAX_LOG_LINES)
     if not every_loop:
-        entries = of_loop(entries, store.load()["loopId"])
+        try:
+            loop_id = store.load()["loopId"]
+        except RalphstateError as exc:  # the history stays readable: the newest loop's
+            loop_id = next((str(e["loop"]) for e in reversed(entries) if e.get("loop")), None)
+            output.error(
+                f"the state file cannot be read ({str(exc).rstrip('.')}); the history below"
+                " is that of the newest loop in it"
+            )
+        entries = of_loop(entries, loop_id)
     for entry in entries[-min(lines, limits.MAX_LOG_LINES) :]:
         if as_json:
             output.json(entry, compact=True)

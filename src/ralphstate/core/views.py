@@ -12,6 +12,21 @@ from ralphstate.core.text import visible
 Style = Any  # a callable like click.style(text, fg=...)
 
 
+# A loop in progress (or paused) that this machine never made nor adopted: the hooks
+# leave it alone (docs/design.md, "Ownership"), which `status`, `watch` and `doctor` say.
+UNKNOWN_HERE = (
+    "this loop was not created or adopted on this machine; the hooks ignore it until you"
+    " run `ralphstate adopt`"
+)
+
+
+def unknown_here(state: st.State, known: bool, style: Style) -> list[str]:
+    """The line about a loop the hooks ignore here, when it is one that could run."""
+    if known or state["status"] not in ("in_progress", "paused"):
+        return []
+    return [style(UNKNOWN_HERE, fg="yellow", bold=True)]
+
+
 def _plain(text: str, **_: Any) -> str:
     return text
 

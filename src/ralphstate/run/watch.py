@@ -64,7 +64,11 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         state = store.load()
     except RalphstateError as exc:
         return f"ralphstate: {exc}"
-    lines = [views.status(state, str(store.paths.root), style)]
+    from ralphstate.storage import registry, trust
+
+    trusted = trust.is_trusted(store.paths, state)
+    lines = [views.status(state, str(store.paths.root), style, trusted)]
+    lines += views.unknown_here(state, registry.knows(store.paths, state), style)
     try:
         history = of_loop(store.history(200), state["loopId"])
     except RalphstateError:
