@@ -205,10 +205,15 @@ def test_another_tool_is_passed_untouched(root: Path) -> None:
     assert not (root / ".loop" / "state.lock").exists()
 
 
-def test_the_list_named_in_the_environment_is_the_tasks_list(root: Path) -> None:
+@pytest.mark.parametrize(
+    ("named", "used"), [("shared", "shared"), ("x" * 100, "x" * 100), ("x" * 101, SID)]
+)
+def test_the_list_named_in_the_environment_is_the_tasks_list(
+    root: Path, named: str, used: str
+) -> None:
     path = make_loop(root)
-    post(root, create("1", "Write the exporter"), env={"CLAUDE_CODE_TASK_LIST_ID": "shared"})
-    assert read(path)["taskList"][0]["list"] == "shared"
+    post(root, create("1", "Write the exporter"), env={"CLAUDE_CODE_TASK_LIST_ID": named})
+    assert read(path)["taskList"][0]["list"] == used
 
 
 def test_a_plan_recreated_in_a_new_list_is_the_same_tasks(root: Path) -> None:

@@ -17,7 +17,8 @@ MAX_STATE_BYTES = 2 * 1024 * 1024
 MAX_TASKS_FILE_BYTES = 1024 * 1024
 # The agent's task list as the loop mirrors it (`taskList`, docs/design.md "Task tools"):
 # how many tasks are kept, and the longest subject and id kept of each (a longer subject
-# is clipped, an id or a list's name longer than its bound is not mirrored).
+# is clipped, a task whose id is longer is not mirrored, a longer shared list's name is
+# not used).
 MAX_MIRRORED_TASKS = 100
 MAX_TASK_SUBJECT_CHARS = 300
 MAX_TASK_ID_CHARS = 100
