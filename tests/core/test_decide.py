@@ -164,6 +164,36 @@ TABLE: list[tuple[str, dict[str, Any], str, str | None, bool, str, bool, dict[st
         {"iteration": 1},
     ),
     (
+        "a budget reached where the stop would block: paused",
+        {"maxTokens": 1000, "usage": {"tokens": 1000}},
+        SID,
+        "still working",
+        True,
+        "budget",
+        False,
+        {"status": "paused", "pauseReason": "budget", "iteration": 0},
+    ),
+    (
+        "a budget reached at a claimed completion: complete",
+        {**ALL_MET, "maxCost": 1.0, "usage": {"cost": 2.5}},
+        SID,
+        MARK,
+        True,
+        "complete",
+        False,
+        {"status": "complete"},
+    ),
+    (
+        "a budget not reached yet",
+        {"maxTokens": 1000, "usage": {"tokens": 999}},
+        SID,
+        "still working",
+        True,
+        "unmet",
+        True,
+        {"status": "in_progress", "iteration": 1},
+    ),
+    (
         "criteria only in criteriaStatus count",
         {"criteria": [], "criteriaStatus": {"a": True, "b": False}},
         SID,
@@ -203,7 +233,7 @@ def test_decide_stop(
         assert decision.reason is None and decision.system_message is None
     if block:
         assert decision.reason
-    if rule in ("max_iterations", "stall", "complete"):
+    if rule in ("max_iterations", "stall", "budget", "complete"):
         assert decision.system_message and decision.system_message.startswith("ralphstate: ")
 
 
@@ -256,7 +286,7 @@ def test_stop_hook_process(
         out = orjson.loads(done.stdout)
         assert out["decision"] == "block"
         assert out["reason"] == decide_stop(state, session, message, known_here=known).reason
-    elif rule in ("max_iterations", "stall", "complete"):
+    elif rule in ("max_iterations", "stall", "budget", "complete"):
         out = orjson.loads(done.stdout)
         assert set(out) == {"systemMessage", "terminalSequence"}  # the notification
     else:

@@ -140,6 +140,20 @@ TOLERANT = [
         {"status": "paused", "pauseReason": "user", "sessionId": "abc"},
         id="lifecycle-fields-kept",
     ),
+    pytest.param(
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": 12.0}},
+        {
+            "transcriptUsage": {
+                "session": "s",
+                "file": "f",
+                "offset": 12,
+                "lastMessageId": None,
+                "resync": False,
+                "midLine": False,
+            }
+        },
+        id="transcript-usage-completed",
+    ),
 ]
 
 
@@ -249,6 +263,11 @@ def test_a_future_version_is_refused(project: Path, rs: Any) -> None:
 
 # -- wrong types ----------------------------------------------------------------------
 
+TRANSCRIPT_USAGE = (
+    "'transcriptUsage' must be null or an object of session, file (strings), offset"
+    " (a whole number, 0 or more), lastMessageId (a string or null), resync and"
+    " midLine (true or false)"
+)
 WRONG = [
     ({"criteria": "tests pass"}, "'criteria' must be a list of strings"),
     ({"criteria": ["a", 2]}, "'criteria' must be a list of strings"),
@@ -272,6 +291,30 @@ WRONG = [
     ({"sessionId": 7}, "'sessionId' must be a string or null"),
     ({"errors": "none"}, "'errors' must be a list"),
     ({"version": "1"}, "'version' must be a positive whole number, not '1'"),
+    (
+        {"transcriptUsage": "here"},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": -1}},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": True}},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "offset": 0}},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": 0, "lastMessageId": 3}},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": 0, "resync": "no"}},
+        TRANSCRIPT_USAGE,
+    ),
 ]
 
 

@@ -32,6 +32,7 @@ Block = dict[str, Any]
 Turn = Sequence[Block] | Callable[[dict[str, Any]], Sequence[Block]]
 
 MODEL = "claude-sonnet-4-5"
+USAGE = {"input_tokens": 100, "output_tokens": 20}
 COMPACT_SUMMARY = (
     "<summary>\n"
     "1. Primary Request and Intent: the user asked for the scripted task.\n"
@@ -101,6 +102,8 @@ class FakeAnthropicAPI:
     requests: list[Request] = field(default_factory=list)
     # Exceptions raised by callable turns; the turn is answered with a text naming it.
     errors: list[BaseException] = field(default_factory=list)
+    # The token counts every answer reports (`usage`): input, cache and output tokens.
+    usage: dict[str, int] = field(default_factory=lambda: dict(USAGE))
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -367,13 +370,15 @@ class _Handler(BaseHTTPRequestHandler):
             "content": self._finish(blocks),
             "stop_reason": self._stop_reason(blocks),
             "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20},
+            "usage": dict(self.owner.usage),
         }
 
     def _stream(self, body: dict[str, Any], blocks: list[Block]) -> bytes:
         message = self._message(body, blocks)
         opening = {**message, "content": [], "stop_reason": None}
-        opening["usage"] = {"input_tokens": 100, "output_tokens": 1}
+        # As the Messages API streams it: the input and cache counts open the message,
+        # the output count closes it.
+        opening["usage"] = {**self.owner.usage, "output_tokens": 1}
         events = [_sse("message_start", message=opening)]
         for index, block in enumerate(message["content"]):
             if block["type"] == "tool_use":
@@ -386,7 +391,13 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(_sse("content_block_delta", index=index, delta=delta))
             events.append(_sse("content_block_stop", index=index))
         stop = {"stop_reason": message["stop_reason"], "stop_sequence": None}
-        events.append(_sse("message_delta", delta=stop, usage={"output_tokens": 20}))
+        events.append(
+            _sse(
+                "message_delta",
+                delta=stop,
+                usage={"output_tokens": self.owner.usage["output_tokens"]},
+            )
+        )
         events.append(_sse("message_stop"))
         return b"".join(events)
 

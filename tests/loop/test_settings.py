@@ -39,6 +39,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "continue-message: (none)\n"
         "spec: Build the parser…\n"
         "verify-on-stop: default (on)\n"
+        "max-tokens: none\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
@@ -51,6 +52,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         ("marker", "ALL DONE", "completionMarker", "ALL DONE", "ALL DONE"),
         ("continue-message", "Read PLAN.md first.", "continueMessage", "Read PLAN.md first.", None),
         ("spec", "Build the lexer", "spec", "Build the lexer", "Build the lexer"),
+        ("max-tokens", "200000", "maxTokens", 200000, "200000"),
     ],
 )
 def test_each_setting_changes_the_running_loop_with_a_history_line(
@@ -92,7 +94,7 @@ FRAME = "a marker cannot hold <loop-state>, which frames the loop's restored sta
 TICK = "a marker cannot hold a backtick: in backticks it is code, where it does not count."
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
-    " continue-message, spec, verify-on-stop."
+    " continue-message, spec, verify-on-stop, max-tokens."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),
@@ -112,6 +114,16 @@ BAD = [
     ("marker", "</loop-state>", FRAME),
     ("marker", "`done`", TICK),
     ("spec", " \n", "a loop needs a spec; it cannot be empty."),
+    (
+        "max-tokens",
+        "0",
+        "max-tokens must be a whole number from 1 to 1,000,000,000,000,000, or none, not '0'.",
+    ),
+    (
+        "max-tokens",
+        "lots",
+        "max-tokens must be a whole number from 1 to 1,000,000,000,000,000, or none, not 'lots'.",
+    ),
     (
         "colour",
         "red",
@@ -157,6 +169,12 @@ def test_a_lower_cap_pauses_the_loop_at_the_next_stop(loop: Path, rs: Any) -> No
     run_process(["hook", "stop"], cwd=loop, input=orjson.dumps(data))
     after = state_of(loop)
     assert (after["status"], after["pauseReason"]) == ("paused", "max_iterations")
+
+
+def test_no_token_budget_is_none(loop: Path, rs: Any) -> None:
+    assert rs("config", "max-tokens", "1,000").out == "max-tokens: 1000\n"
+    assert rs("config", "max-tokens", "none").out == "max-tokens: none\n"
+    assert state_of(loop)["maxTokens"] is None
 
 
 def test_every_setting_is_in_the_help(rs: Any) -> None:

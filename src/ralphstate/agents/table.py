@@ -29,7 +29,9 @@ class Agent:
     (the variable naming the project root in the hook's environment), `finished`
     (key and values meaning the turn ended by itself rather than by the person),
     `joined_replies` (the message field joins every reply of the prompt, so the
-    transcript is read first and the field is only the fallback).
+    transcript is read first and the field is only the fallback), `usage_format` (the
+    transcript at `transcript_key` gives each reply's tokens in this shape:
+    agents/transcript_usage.py).
     Environment of the agent's own shell commands: `session_env` (variables carrying
     the session id), `marker_env` (a variable saying "inside this agent"), `process_env`
     (the agent's process id, which outlives a session: Claude Code's `/clear`).
@@ -58,6 +60,7 @@ class Agent:
         notices: bool = True,
         transcript_wait: float = 0.0,
         joined_replies: bool = False,
+        usage_format: str | None = None,
     ) -> None:
         self.name = name
         self.session_key = session_key
@@ -76,6 +79,7 @@ class Agent:
         self.notices = notices
         self.transcript_wait = transcript_wait
         self.joined_replies = joined_replies
+        self.usage_format = usage_format
 
     def session_id(self, data: HookInput) -> str | None:
         value = data.get(self.session_key)
@@ -184,6 +188,7 @@ CLAUDE = Agent(
     project_env="CLAUDE_PROJECT_DIR",
     session_env=("CLAUDE_CODE_SESSION_ID",),
     process_env="CLAUDE_PID",
+    usage_format="claude",
 )
 # Codex CLI: Claude Code's shapes. `last_assistant_message` is always sent (null for a
 # reply without text), so its own transcript format is never read.
@@ -210,6 +215,7 @@ GEMINI = Agent(
     marker_env="GEMINI_CLI",
     block_word="deny",
     joined_replies=True,
+    usage_format="gemini",
 )
 # Cursor: `stop` carries no reply, only the conversation and the transcript; a block
 # is a follow-up user message, and only a turn that completed by itself is followed up.

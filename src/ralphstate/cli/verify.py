@@ -169,6 +169,8 @@ def config(key: str | None, value: str | None) -> None:
       verify-on-stop    true/false/default: run the criteria's checks before the
                         Stop hook allows a claimed completion (default: on;
                         `false` turns it off, and `status` shows that)
+      max-tokens        the token budget: the loop pauses once its usage reaches
+                        it (`none` for no budget)
 
     \b
     Example:

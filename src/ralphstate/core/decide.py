@@ -24,6 +24,7 @@ Rule = Literal[
     "unknown_loop",  # unowned and not made or adopted on this machine
     "max_iterations",  # the cap: pause
     "stall",  # no progress in `stallLimit` blocks: pause
+    "budget",  # a budget reached (maxTokens, ...) where the stop would block: pause
     "unmet",  # a criterion is not verified: block
     "no_criteria",  # the loop has no criteria and was not started with --no-criteria: block
     "no_marker",  # every criterion is verified but the marker was not said: block
@@ -58,6 +59,7 @@ def decide_stop(
     failures: Sequence[render.CheckFailure] = (),
     untrusted: bool = False,
     stale: bool | Callable[[], bool] = False,
+    spent: tuple[int, st.TranscriptUsage] | None = None,
 ) -> Decision:
     """One stop of `session_id` (of `agent`) that ended with `last_message` (or a
     function giving it, asked only when the marker is looked for).
@@ -69,7 +71,11 @@ def decide_stop(
     `failures`, already applied to `state`, shaping the reason) or found them not
     trusted here (`untrusted`: the completion pauses). A claimed completion with
     `stale` evidence (a criterion verified on code that has changed since; a function
-    is asked only at a claimed completion) is `verify` too, whatever verifyOnStop says."""
+    is asked only at a claimed completion) is `verify` too, whatever verifyOnStop says.
+
+    `spent`: the tokens the session's transcript shows since the last stop, and where
+    that reading stopped; added to `usage` of a loop this session owns or adopts.
+    Reaching a budget then pauses the loop where the stop would block."""
     if runner:
         return Decision("runner")
     if state["status"] != "in_progress":
@@ -85,6 +91,7 @@ def decide_stop(
     adopted = verdict == "adopt"
     if adopted:
         events.append(ownership.take(new, session_id, agent, "stop"))
+    _count(new, spent)
 
     def done(
         rule: Rule,
@@ -113,6 +120,12 @@ def decide_stop(
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
+        over = st.over_budget(new)
+        if over:  # spending more is what the budget forbids; a completion still completes
+            new["status"], new["pauseReason"] = "paused", "budget"
+            return done(
+                "budget", system_message=render.paused_budget(over), details={"budget": over}
+            )
         rule: Rule = "unmet" if unmet else "no_criteria" if missing else "no_marker"
         if unmet:
             reason = render.block_unmet(new, unmet, failures)
@@ -132,6 +145,15 @@ def decide_stop(
     new["lastProgress"] = fingerprint
     new["status"], new["pauseReason"] = "complete", None
     return done("complete", system_message=render.completed(new))
+
+
+def _count(state: st.State, spent: tuple[int, st.TranscriptUsage] | None) -> None:
+    """Add what the session spent since the last stop, and where its reading stopped."""
+    if spent is not None:
+        tokens, reading = spent
+        if tokens > 0:
+            st.add_usage(state, tokens=tokens)
+        state["transcriptUsage"] = reading
 
 
 def verifies_on_stop(state: st.State) -> bool:

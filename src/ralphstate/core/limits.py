@@ -38,6 +38,10 @@ STATE_REREAD_PAUSE = 0.01
 STATE_SETTLE_SECONDS = 0.5
 # How far back from the end of a transcript the Stop hook looks for the last reply.
 MAX_TRANSCRIPT_TAIL_BYTES = 4 * 1024 * 1024
+# The most of a transcript the Stop hook reads at one stop to count the tokens of the
+# replies appended since the last stop (agents/transcript_usage.py); what is left is
+# read at the next stop. A line longer than this is passed over unread.
+MAX_TRANSCRIPT_USAGE_BYTES = 4 * 1024 * 1024
 # The chunk the transcript is read in, backwards.
 TRANSCRIPT_CHUNK_BYTES = 64 * 1024
 # Longest block reason the Stop hook emits.

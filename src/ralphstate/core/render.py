@@ -216,6 +216,17 @@ def paused_stall(state: st.State) -> str:
     )
 
 
+def paused_budget(over: str) -> str:
+    """The loop paused at a stop because a budget is reached (`over`: which, and how
+    much of it: `st.over_budget`)."""
+    which = over.split(" ", 1)[0]  # tokens, cost or duration
+    raise_it = "`ralphstate config max-tokens N`" if which == "tokens" else "state.json"
+    return (
+        f"ralphstate: loop paused, its budget is reached ({over}). Raise it ({raise_it}),"
+        " then `ralphstate resume`."
+    )
+
+
 def paused_untrusted(state: st.State) -> str:
     return (
         f"ralphstate: the agent claims every criterion, but the loop's checks are {NOT_TRUSTED},"

@@ -103,6 +103,18 @@ class Usage(TypedDict):
     seconds: float
 
 
+class TranscriptUsage(TypedDict):
+    """How far the Stop hook has counted a session's transcript (`transcriptUsage`;
+    docs/design.md, "Tokens inside a session")."""
+
+    session: str
+    file: str
+    offset: int
+    lastMessageId: str | None
+    resync: bool
+    midLine: bool
+
+
 class State(TypedDict):
     """A normalised state.json (docs/design.md, "The state"). Keys a file has beyond
     these are kept as they are and written back after them."""
@@ -158,6 +170,9 @@ class State(TypedDict):
     # ralphstate: the agent's task list (TaskCreate/TaskUpdate, TodoWrite), mirrored by the
     # PostToolUse hook into the steps; restored at SessionStart (hooks/tasks.py).
     taskList: list[Task]
+    # ralphstate: where the Stop hook stopped reading the session's transcript for its
+    # tokens (agents/transcript_usage.py); null until a stop has read one.
+    transcriptUsage: TranscriptUsage | None
 
 
 # A state as read, before `normalise` has checked it: any JSON object.
@@ -187,6 +202,7 @@ RUN_FIELDS = (
     "usage",
     "lastFailure",
     "taskList",
+    "transcriptUsage",
 )
 
 
@@ -227,6 +243,7 @@ def _defaults() -> Raw:
         "lastFailure": None,
         "tasksFile": None,
         "taskList": [],
+        "transcriptUsage": None,
     }
 
 
@@ -404,6 +421,47 @@ def _spending(raw: Raw, state: Raw) -> None:
     if failure is not None and not isinstance(failure, dict):
         raise _Bad("'lastFailure' must be an object or null")
     state["lastFailure"] = failure
+    state["transcriptUsage"] = _transcript_usage(raw)
+
+
+# The widest offset `transcriptUsage` may hold: a file position.
+_MAX_OFFSET = 2**63 - 1
+
+
+def _transcript_usage(raw: Raw) -> TranscriptUsage | None:
+    value = raw.get("transcriptUsage")
+    if value is None:
+        return None
+    bad = _Bad(
+        "'transcriptUsage' must be null or an object of session, file (strings), offset"
+        " (a whole number, 0 or more), lastMessageId (a string or null), resync and"
+        " midLine (true or false)"
+    )
+    if not isinstance(value, dict):
+        raise bad
+    offset = value.get("offset")
+    if isinstance(offset, float) and math.isfinite(offset) and offset.is_integer():
+        offset = int(offset)
+    last = value.get("lastMessageId")
+    flags = [value.get(key, False) for key in ("resync", "midLine")]
+    if (
+        not isinstance(value.get("session"), str)
+        or not isinstance(value.get("file"), str)
+        or isinstance(offset, bool)
+        or not isinstance(offset, int)
+        or not 0 <= offset <= _MAX_OFFSET
+        or (last is not None and not isinstance(last, str))
+        or not all(isinstance(flag, bool) for flag in flags)
+    ):
+        raise bad
+    return {
+        "session": value["session"],
+        "file": value["file"],
+        "offset": offset,
+        "lastMessageId": last,
+        "resync": flags[0],
+        "midLine": flags[1],
+    }
 
 
 def _budget(raw: Raw, key: str) -> Any:

@@ -112,6 +112,8 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
         raise Fault("input has no session id")
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
     boxes = _task_boxes(loop, state)
+    read_from = state["transcriptUsage"]
+    spent = None if runner else _spent(agent, hook_input, state, session_id)
     said: list[str | None] = []
     stale: list[list[str]] = []  # criteria proven on older code, found at a claimed completion
 
@@ -146,6 +148,9 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
                 working = copy.deepcopy(current)
                 checked = apply(working, results, "stop")
             ran = {e["criterion"] for e in checked}
+            # Counted from the file as first read: another stop that counted meanwhile
+            # moved the offset, and what this one read is left to it.
+            counted = spent if current["transcriptUsage"] == read_from else None
             decision = decide.decide_stop(
                 working,
                 session_id,
@@ -157,6 +162,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
                 failures=[r for r in results if not r.passed and r.criterion in ran],
                 untrusted=verified is not None and verified.untrusted,
                 stale=lambda: is_stale(working),
+                spent=counted,
             )
             if decision.state is not None:
                 raw = cast(st.Raw, current)  # the store writes the dict it handed over
@@ -175,11 +181,36 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
         decision = _update(store, deciding(_verify(store, names)))
     if decision.state is not None and (
         decision.adopted
-        or decision.rule in ("complete", "max_iterations", "stall", "untrusted_checks")
+        or decision.rule in ("complete", "max_iterations", "stall", "budget", "untrusted_checks")
     ):
         pid = agent.process_id(os.environ) if decision.adopted else None
         _record("stop", loop, decision.state, pid)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
+
+
+def _spent(
+    agent: Agent, hook_input: HookInput, state: st.State, session_id: str
+) -> tuple[int, st.TranscriptUsage] | None:
+    """The tokens this session's transcript shows since the last stop, and where the
+    reading stopped: for an in-progress loop this session owns or may adopt, of an agent
+    whose transcript gives them (docs/design.md, "Tokens inside a session"). None when
+    there is nothing to count or the transcript cannot be read (the stop decides as
+    ever; the log says so)."""
+    if agent.usage_format is None or state["status"] != "in_progress":
+        return None
+    if state["sessionId"] not in (None, session_id):
+        return None
+    path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
+    if not isinstance(path, str) or not path:
+        return None
+    from ralphstate.agents import transcript_usage
+
+    found = transcript_usage.count(
+        path, agent.usage_format, session_id, state["transcriptUsage"], state["startedAt"]
+    )
+    if found is None and os.path.lexists(path):  # a missing one has nothing to count
+        note("stop", "the transcript could not be read, so this stop's tokens are not counted")
+    return found
 
 
 def _unreadable(agent: Agent, hook_input: HookInput) -> bool:

@@ -28,6 +28,7 @@ STOP_RULES = {
     "complete": "loop complete",
     "max_iterations": "loop paused: it reached its iteration limit",
     "stall": "loop paused: no progress",
+    "budget": "loop paused: its budget is reached",
     "untrusted_checks": "loop paused: its checks are not trusted on this machine",
 }
 
@@ -75,4 +76,8 @@ def after_stop(
     if decision.state is None or decision.rule not in STOP_RULES:
         return out
     what = f"{STOP_RULES[decision.rule]} ({decision.state['spec']})"
+    if decision.rule == "budget":
+        from ralphstate.core.state import over_budget
+
+        what = f"{STOP_RULES['budget']}, {over_budget(decision.state)} ({decision.state['spec']})"
     return attach(out, agent, what, env)

@@ -59,6 +59,26 @@ def _message(text: str) -> str | None:
     return text if text.strip() else None  # empty: no continue message
 
 
+# The most `max-tokens` takes: as much as `ralphstate run --max-tokens` does.
+MAX_TOKENS = 10**15
+
+
+def _tokens(text: str) -> int | None:
+    """A token budget, or `none` (null: no budget)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text.strip().replace(",", "").replace("_", ""))
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_TOKENS:
+        raise RalphstateError(
+            f"max-tokens must be a whole number from 1 to {MAX_TOKENS:,}, or none, not"
+            f" {visible(text)[:40]!r}."
+        )
+    return value
+
+
 def _spec(text: str) -> str:
     if not text.strip():
         raise RalphstateError("a loop needs a spec; it cannot be empty.")
@@ -88,6 +108,11 @@ SETTINGS: dict[str, Setting] = {
         "verifyOnStop",
         _default_or_bool,
         lambda value: "default (on)" if value is None else "true" if value else "false",
+    ),
+    "max-tokens": Setting(
+        "maxTokens",
+        _tokens,
+        lambda value: "none" if value is None else str(value),
     ),
 }
 

@@ -1,0 +1,227 @@
+"""The tokens a session spent since the last stop, read from the end of its transcript.
+
+Claude Code's transcript (`~/.claude/projects/<project>/<session>.jsonl`) and Gemini
+CLI's session file are JSONL files that only grow. The Stop hook reads only the bytes
+appended since the last stop, from the offset kept in the state (`transcriptUsage`),
+at most `MAX_TRANSCRIPT_USAGE_BYTES` a stop, and only whole lines: its cost does not
+grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
+
+- Claude Code writes each content block of a reply on a line of its own, each
+  repeating the reply's `message.id` and `message.usage`: a reply is counted once, as
+  `run` counts a `-p` result (input + cache creation + cache read + output tokens).
+  A line whose `requestSessionId` names another session is a reply copied from it
+  (`--fork-session`) and is not counted.
+- Gemini CLI writes a `gemini` record per reply, again with its `toolCalls` once they
+  ran, each with the same `id` and `tokens`: counted once, by `tokens.total`.
+- Replies older than the loop (`startedAt`, to the second) are not counted.
+- A new session starts at the tail of its transcript (its last
+  `MAX_TRANSCRIPT_USAGE_BYTES`). When this session's transcript shrank or was
+  replaced (another file at the path, or a size below the offset), the tail is read
+  again, but nothing is counted up to and including the last reply already counted
+  (`resync`); if that reply is not found, nothing of what the file held is counted.
+- A line longer than the bound is passed over (`midLine`: the next stop drops the
+  rest of it); a half-written last line waits for the next stop.
+
+Never raises: a transcript that cannot be read gives None, and the loop's usage and
+offset stay as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import orjson
+
+from ralphstate.core import limits
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ralphstate.core.state import TranscriptUsage
+
+    # What one transcript line is, for counting: (reply id, tokens) or None.
+    Judge = Callable[[dict[str, object], str, str], tuple[str, int] | None]
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+_CLAUDE_TOKENS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
+
+
+def _older(entry: dict[str, object], started: str) -> bool:
+    """The line was written before the loop started (compared to the second)."""
+    at = entry.get("timestamp")
+    return bool(started) and isinstance(at, str) and at[:19] < started[:19]
+
+
+def _claude(entry: dict[str, object], session: str, started: str) -> tuple[str, int] | None:
+    if entry.get("type") != "assistant":
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return None
+    reply, usage = message.get("id"), message.get("usage")
+    if not isinstance(reply, str) or not isinstance(usage, dict):
+        return None
+    if entry.get("requestSessionId") not in (None, session):
+        return None  # a reply copied from the session this one was forked from
+    if _older(entry, started):
+        return None
+    return reply, sum(_count(usage.get(key)) for key in _CLAUDE_TOKENS)
+
+
+def _gemini(entry: dict[str, object], session: str, started: str) -> tuple[str, int] | None:
+    reply, tokens = entry.get("id"), entry.get("tokens")
+    if entry.get("type") != "gemini" or not isinstance(reply, str):
+        return None
+    if not isinstance(tokens, dict) or _older(entry, started):
+        return None
+    return reply, _count(tokens.get("total"))
+
+
+JUDGES: dict[str, Judge] = {"claude": _claude, "gemini": _gemini}
+# Bytes every line that can be counted holds; other lines are not parsed.
+_HINTS = {"claude": (b'"assistant"', b'"usage"'), "gemini": (b'"gemini"', b'"tokens"')}
+
+
+def fingerprint(path: str, info: os.stat_result) -> str:
+    """Which file this is: its path, device and inode, hashed (no path in the state)."""
+    import hashlib
+
+    basis = f"{path}\0{info.st_dev}\0{info.st_ino}".encode("utf-8", "surrogatepass")
+    return hashlib.sha256(basis).hexdigest()[:16]
+
+
+def count(
+    path: str,
+    kind: str,
+    session: str,
+    since: TranscriptUsage | None,
+    started: str | None,
+    bound: int = limits.MAX_TRANSCRIPT_USAGE_BYTES,
+) -> tuple[int, TranscriptUsage] | None:
+    """(tokens of the replies appended since `since`, where the reading stopped), or
+    None when the `kind` transcript at `path` cannot be read."""
+    judge = JUDGES.get(kind)
+    if judge is None:
+        return None
+    try:
+        # stat before open: a FIFO or a device is never opened, so it cannot block.
+        if not stat.S_ISREG(Path(path).stat().st_mode):
+            return None
+        fd = os.open(path, _OPEN_FLAGS)
+    except (OSError, TypeError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return _read(fd, info, path, kind, judge, session, since, started or "", max(1, bound))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read(
+    fd: int,
+    info: os.stat_result,
+    path: str,
+    kind: str,
+    judge: Judge,
+    session: str,
+    since: TranscriptUsage | None,
+    started: str,
+    bound: int,
+) -> tuple[int, TranscriptUsage]:
+    size, file = info.st_size, fingerprint(path, info)
+    same = since is not None and since["session"] == session
+    if since is not None and same and since["file"] == file and size >= since["offset"]:
+        offset, mid = since["offset"], since["midLine"]
+        last, resync = since["lastMessageId"], since["resync"]
+    else:  # a new session, or this one's transcript shrank or was replaced: its tail
+        offset = max(0, size - bound)
+        mid = offset > 0
+        last = since["lastMessageId"] if since is not None and same else None
+        resync = last is not None
+    os.lseek(fd, offset, os.SEEK_SET)
+    data = os.read(fd, min(bound, size - offset))
+    end = offset + len(data)
+    start = 0
+    if mid:  # the rest of a line begun before `offset`
+        cut = data.find(b"\n")
+        if cut < 0:
+            return 0, _record(session, file, end, last, resync, mid=True)
+        start, mid = cut + 1, False
+    cut = data.rfind(b"\n", start)
+    if cut < 0:
+        whole = b""
+        if start == 0 and len(data) >= bound:  # a line longer than the bound: passed over
+            return 0, _record(session, file, end, last, resync, mid=True)
+        position = offset + start  # a half-written line: read again at the next stop
+    else:
+        whole = data[start : cut + 1]
+        position = offset + cut + 1
+    tokens, last, resync = _tally(whole, kind, judge, session, started, last, resync)
+    if resync and end >= size:
+        resync = False  # the file's end without the last reply counted: count what comes
+    return tokens, _record(session, file, position, last, resync, mid=False)
+
+
+def _tally(
+    data: bytes,
+    kind: str,
+    judge: Judge,
+    session: str,
+    started: str,
+    last: str | None,
+    resync: bool,
+) -> tuple[int, str | None, bool]:
+    """The tokens of the replies in `data`'s lines, each reply once (the most any of its
+    lines says), none up to `last` while `resync`; the newest reply, and `resync`."""
+    hints = _HINTS[kind]
+    replies: dict[str, int] = {}
+    for line in data.split(b"\n"):
+        if not all(hint in line for hint in hints):
+            continue
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        found = judge(entry, session, started) if isinstance(entry, dict) else None
+        if found is None:
+            continue
+        reply, tokens = found
+        if resync:
+            resync = reply != last
+            continue
+        if reply == last and reply not in replies:
+            continue  # counted at an earlier stop (its first lines came before)
+        replies[reply] = max(tokens, replies.get(reply, 0))
+        last = reply
+    return sum(replies.values()), last, resync
+
+
+def _record(
+    session: str, file: str, offset: int, last: str | None, resync: bool, *, mid: bool
+) -> TranscriptUsage:
+    return {
+        "session": session,
+        "file": file,
+        "offset": offset,
+        "lastMessageId": last,
+        "resync": resync,
+        "midLine": mid,
+    }
