@@ -84,6 +84,8 @@ def test_the_loop_holds_until_criteria_are_verified_and_the_marker_is_said(
     cli("install")
     cli("init", "Add a CSV export", "-c", "tests pass", "-s", "write the exporter",
         "--max-iterations", "6", "--stall-limit", "3")  # fmt: skip
+    api.usage = {"input_tokens": 100, "cache_creation_input_tokens": 30,
+                 "cache_read_input_tokens": 7, "output_tokens": 20}  # fmt: skip
     api.add_turns(
         [text("I will start on the exporter.")],
         [bash('ralphstate step done "write the exporter"')],
@@ -112,6 +114,9 @@ def test_the_loop_holds_until_criteria_are_verified_and_the_marker_is_said(
     assert state["criteriaStatus"] == {"tests pass": True}
     assert state["completedSteps"] == ["write the exporter"]
     assert [e["event"] for e in history(project)][-1] == "complete"
+    # The Stop hook counted every reply of the session from its transcript, once each,
+    # as the scripted API reported them: 157 tokens a reply.
+    assert state["usage"]["tokens"] == 157 * len(api.conversation()) == 785
 
 
 def test_without_a_loop_the_session_ends_as_usual(
