@@ -24,6 +24,9 @@ lowest and the highest, and the goal. The rows:
   step, so every run writes);
 - transcript: the Stop hook reading the last reply from a 1 GB (sparse) transcript,
   against the same hook on a 10 KB one (the baseline of this row);
+- session usage: the Stop hook blocking a loop with a token budget (`maxTokens`),
+  counting the tokens of one reply appended to a 1 GB (sparse) transcript since the
+  last stop, against the same on a 10 KB one (the baseline of this row);
 - history: `ralphstate log` on a 1 GB history whose tail has no newline (sparse),
   against a 10 KB one; `ralphstate status` of a loop with 10,000 steps, against 10
   (half of each done);
@@ -168,6 +171,16 @@ def sparse_transcript(path: Path, size: int) -> None:
         handle.write(b"\n" + tail)
 
 
+def reply_line(number: int) -> bytes:
+    """One Claude Code transcript line of a reply with its usage, its own message id."""
+    usage = {"input_tokens": 100, "cache_read_input_tokens": 7, "output_tokens": 20}
+    content = [{"type": "text", "text": "Still working on it."}]
+    message = {"id": f"msg_bench_{number:08d}", "role": "assistant", "content": content}
+    entry = {"type": "assistant", "timestamp": "2099-01-01T00:00:00.000Z"}
+    entry["message"] = {**message, "usage": usage}
+    return json.dumps(entry).encode() + b"\n"
+
+
 def cases(
     base: Path, python: str, scripts: Path, env: dict[str, str], runs: int
 ) -> list[tuple[str, float | None, Proc, Proc | None]]:
@@ -198,6 +211,24 @@ def cases(
         sparse_transcript(root / "transcript.jsonl", size)
         data = hook_input(root, "Stop", transcript_path=str(root / "transcript.jsonl"))
         read[label] = Proc(stop, root, data, '"block"')
+    # A session's tokens: each stop reads only what was appended since the last one.
+    # The first stop (not timed) reads the tail; each timed one a reply appended just
+    # before it starts.
+    counted = {}
+    for label, size in (("10 KB", 10 * 1024), ("1 GB", 1 << 30)):
+        root = project(f"usage-{label.replace(' ', '')}", "-c", "tests pass")
+        run([*rs, "config", "max-tokens", "1000000000000"], env, root)
+        path = root / "transcript.jsonl"
+        sparse_transcript(path, size)
+        data = hook_input(root, "Stop", transcript_path=str(path), **said)
+        run(stop, dict(env, CLAUDE_PROJECT_DIR=str(root)), root, data)
+
+        def appending(i: int, path: Path = path) -> list[str]:
+            with path.open("ab") as handle:
+                handle.write(reply_line(i))
+            return stop
+
+        counted[label] = Proc(appending, root, data, '"block"')
     # The history is read within a byte bound: `log` on a 1 GB history whose tail has
     # no newline (sparse) against a 10 KB one; `status` of 10,000 steps against 10.
     logs = {}
@@ -253,6 +284,7 @@ def cases(
         ("ralphstate step done", 4.0, mark, None),
         ("ralphstate status", 4.0, Proc([*rs, "status"], cli, expect="spec:"), None),
         ("Stop, 1 GB transcript / 10 KB", 1.1, read["1 GB"], read["10 KB"]),
+        ("Stop, tokens, 1 GB transcript / 10 KB", 1.1, counted["1 GB"], counted["10 KB"]),
         ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
