@@ -176,7 +176,7 @@ def reply_line(number: int) -> bytes:
     usage = {"input_tokens": 100, "cache_read_input_tokens": 7, "output_tokens": 20}
     content = [{"type": "text", "text": "Still working on it."}]
     message = {"id": f"msg_bench_{number:08d}", "role": "assistant", "content": content}
-    entry = {"type": "assistant", "timestamp": "2099-01-01T00:00:00.000Z"}
+    entry: dict[str, object] = {"type": "assistant", "timestamp": "2099-01-01T00:00:00.000Z"}
     entry["message"] = {**message, "usage": usage}
     return json.dumps(entry).encode() + b"\n"
 
