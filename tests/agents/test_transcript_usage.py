@@ -209,6 +209,13 @@ def test_a_new_session_starts_at_the_tail_of_a_large_transcript(tmp_path: Path) 
     assert (tokens, reading["offset"]) == (2 * REPLY, path.stat().st_size)
 
 
+def test_a_tail_that_starts_at_a_line_start_keeps_that_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(new_reply(1) + new_reply(2))
+    tokens, reading = read(path, bound=len(new_reply(2)))
+    assert (tokens, reading["lastMessageId"]) == (REPLY, "msg_" + "0" * 23 + "2")
+
+
 def test_gemini_replies_are_counted_once_by_their_total(tmp_path: Path) -> None:
     path = tmp_path / "session.jsonl"
     path.write_bytes(GEMINI.read_bytes())

@@ -15,10 +15,11 @@ grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
   ran, each with the same `id` and `tokens`: counted once, by `tokens.total`.
 - Replies older than the loop (`startedAt`, to the second) are not counted.
 - A new session starts at the tail of its transcript (its last
-  `MAX_TRANSCRIPT_USAGE_BYTES`). When this session's transcript shrank or was
-  replaced (another file at the path, or a size below the offset), the tail is read
-  again, but nothing is counted up to and including the last reply already counted
-  (`resync`); if that reply is not found, nothing of what the file held is counted.
+  `MAX_TRANSCRIPT_USAGE_BYTES`, from the first whole line). When this session's
+  transcript shrank or was replaced (another file at the path, or a size below the
+  offset), the tail is read again, but nothing is counted up to and including the last
+  reply already counted (`resync`); if that reply is not found, nothing of what the
+  file held is counted.
 - A line longer than the bound is passed over (`midLine`: the next stop drops the
   rest of it); a half-written last line waits for the next stop.
 
@@ -153,7 +154,7 @@ def _read(
         last, resync = since["lastMessageId"], since["resync"]
     else:  # a new session, or this one's transcript shrank or was replaced: its tail
         offset = max(0, size - bound)
-        mid = offset > 0
+        mid = offset > 0 and _byte_at(fd, offset - 1) != b"\n"
         last = since["lastMessageId"] if since is not None and same else None
         resync = last is not None
     os.lseek(fd, offset, os.SEEK_SET)
@@ -178,6 +179,11 @@ def _read(
     if resync and end >= size:
         resync = False  # the file's end without the last reply counted: count what comes
     return tokens, _record(session, file, position, last, resync, mid=False)
+
+
+def _byte_at(fd: int, offset: int) -> bytes:
+    os.lseek(fd, offset, os.SEEK_SET)
+    return os.read(fd, 1)
 
 
 def _tally(
