@@ -89,6 +89,9 @@ def test_the_loop_ends_only_when_the_newest_reply_says_the_marker(
     assert state["iteration"] == 2
     assert state["criteriaStatus"] == {"tests pass": True}
     assert state["ownerAgent"] == "gemini"
+    # The AfterAgent hook counted every reply from the session file, once each, as the
+    # scripted API reported it (`usageMetadata.totalTokenCount`: 15).
+    assert state["usage"]["tokens"] == 15 * len(api.requests) == 60
     events = [e["event"] for e in history(project)]
     assert [e for e in events if e in ("unmet", "no_marker")] == ["unmet", "no_marker"]
     # PreCompress fired (`auto`) before each model call, without compressing anything:
