@@ -47,11 +47,12 @@ def text(content: str) -> Block:
     return {"type": "text", "text": content}
 
 
-def api_error(status: int, kind: str, message: str) -> Block:
+def api_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Block:
     """A turn that is an API error instead of a message: the server answers the request
-    with `status` and the Messages API's error body (429 `rate_limit_error`, 529
-    `overloaded_error`, ...)."""
-    return {"type": "api_error", "status": status, "error": {"type": kind, "message": message}}
+    with `status`, the Messages API's error body (429 `rate_limit_error`, 529
+    `overloaded_error`, ...) and `headers` (`retry-after`, ...)."""
+    error = {"type": kind, "message": message}
+    return {"type": "api_error", "status": status, "error": error, "headers": headers or {}}
 
 
 def bash(command: str, description: str = "Run a command") -> Block:
@@ -309,9 +310,17 @@ class _Handler(BaseHTTPRequestHandler):
             Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         )
 
-    def _send(self, status: int, payload: bytes, content_type: str) -> None:
+    def _send(
+        self,
+        status: int,
+        payload: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         if self.command != "HEAD":
@@ -338,7 +347,9 @@ class _Handler(BaseHTTPRequestHandler):
             blocks = self.owner.answer(body)
             if blocks and blocks[0]["type"] == "api_error":
                 error = {"type": "error", "error": blocks[0]["error"]}
-                self._send_json(blocks[0]["status"], error)
+                payload = json.dumps(error).encode()
+                headers = blocks[0].get("headers")
+                self._send(blocks[0]["status"], payload, "application/json", headers)
             elif body.get("stream"):
                 self._send(200, self._stream(body, blocks), "text/event-stream")
             else:

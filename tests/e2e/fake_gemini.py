@@ -40,6 +40,14 @@ def text(content: str) -> Part:
     return {"text": content}
 
 
+def api_error(status: int, error: dict[str, Any]) -> Part:
+    """A turn that is an API error instead of an answer: the server answers the request
+    with `status` and the Gemini API's error body `{"error": error}` (429
+    `RESOURCE_EXHAUSTED` with its quota details, 503 `UNAVAILABLE`, ...). Like any
+    turn it answers one request: a client that retries gets the next turn."""
+    return {"apiError": {"status": status, "error": error}}
+
+
 def shell(command: str) -> Part:
     """A call of Gemini CLI's shell tool running `command`."""
     return {"functionCall": {"name": "run_shell_command", "args": {"command": command}}}
@@ -149,6 +157,11 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith(":streamGenerateContent"):
             body = json.loads(raw or b"{}")
             parts = self.owner.next_parts(body)
+            if parts and "apiError" in parts[0]:
+                failure = parts[0]["apiError"]
+                payload = json.dumps({"error": failure["error"]}).encode()
+                self._reply(failure["status"], payload, "application/json")
+                return
             stream = f"data: {json.dumps(_chunk(parts))}\r\n\r\n".encode()
             self._reply(200, stream, "text/event-stream")
             return

@@ -36,6 +36,20 @@ def message(text: str) -> Item:
     }
 
 
+def api_error(status: int, error: dict[str, Any], headers: dict[str, str] | None = None) -> Item:
+    """A turn that is an HTTP error instead of a response: the server answers with
+    `status`, the body `{"error": error}` and `headers` (429 `rate_limit_exceeded`,
+    503, ...). Like any turn it answers one request: a client that retries gets the
+    next turn."""
+    return {"type": "api_error", "status": status, "error": error, "headers": headers or {}}
+
+
+def response_failed(error: dict[str, Any]) -> Item:
+    """A turn whose response starts streaming and then fails: `response.created`, then
+    `response.failed` carrying `error` (`{"code": "server_is_overloaded", ...}`)."""
+    return {"type": "response_failed", "error": error}
+
+
 def shell(command: str, tool: str = "exec_command", arg: str = "cmd") -> Item:
     """A function call of the client's shell tool running `command`: Codex CLI's
     `exec_command` takes `cmd`, Copilot CLI's `bash` takes `command`."""
@@ -187,15 +201,35 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = json.loads(raw or b"{}")
         items = self.owner.next_items(body)
+        if items and items[0]["type"] == "api_error":
+            failure = items[0]
+            payload = json.dumps({"error": failure["error"]}).encode()
+            self._reply(failure["status"], payload, "application/json", failure["headers"])
+            return
+        if items and items[0]["type"] == "response_failed":
+            failed = {"id": "resp_failed", "status": "failed", "error": items[0]["error"]}
+            events = [
+                {"type": kind, "response": failed}
+                for kind in ("response.created", "response.failed")
+            ]
+            stream = b"".join(
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
+            )
+            self._reply(200, stream, "text/event-stream")
+            return
         stream = b"".join(
             f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
             for e in self.owner.events(items)
         )
         self._reply(200, stream, "text/event-stream")
 
-    def _reply(self, code: int, payload: bytes, kind: str) -> None:
+    def _reply(
+        self, code: int, payload: bytes, kind: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", kind)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)

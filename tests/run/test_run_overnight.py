@@ -268,6 +268,40 @@ def test_an_overload_backs_off_then_retries(
     assert [(e["kind"], e["wait"]) for e in seen] == [("overloaded", 60), ("rate_limit", 120)]
 
 
+def test_gemini_and_codex_recorded_limits_are_waited_out(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    """Gemini CLI's per-minute quota (exit 173: it exits with the HTTP status) says when
+    to retry; Codex's overloaded stream does not, so the run backs off."""
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("gemini_json_quota.json"), exit_code=173, n=1)
+    run_agents.replay(agents, output("codex_exec_json_overloaded.jsonl"), exit_code=1, n=2)
+    agent = run_agents.command(script, "stdin", "replay+progress")
+    done = rs("run", "--agent", agent, "--json")
+    assert done.code == 0, done
+    out = orjson.loads(done.out)
+    assert [r["decision"] for r in out["runs"]] == ["retry", "retry", "complete"]
+    seen = history(project, "limit")
+    assert [e["kind"] for e in seen] == ["rate_limit", "overloaded"]
+    assert [e["wait"] for e in seen] == [69, 120]  # whole seconds in history
+    assert sum(fake_clock.slept) == pytest.approx(39.033478657 + 30 + 120, abs=0.001)
+
+
+def test_a_gemini_daily_quota_moves_to_the_next_agent_at_once(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("gemini_json_daily_quota.json"), exit_code=173, n=1)
+    limited = run_agents.command(script, "stdin", "replay")
+    agent = run_agents.command(script, "stdin", "progress")
+    done = rs("run", "--agent", limited, "--agent", agent, "--json")
+    assert done.code == 0, done
+    assert fake_clock.slept == []
+    [seen] = history(project, "limit")
+    assert (seen["kind"], seen.get("resetsAt")) == ("usage_limit", None)
+    assert history(project, "agent_switched")[0]["agent"] == agent
+
+
 def test_on_limit_pause_and_a_billing_problem_pause_at_once(
     rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
 ) -> None:

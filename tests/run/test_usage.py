@@ -31,6 +31,7 @@ def test_claude_stream_json_output_gives_the_final_result() -> None:
     ("name", "kind", "words"),
     [
         ("claude_json_429.json", "rate_limit_error", "rate limit"),
+        ("claude_stream_429.jsonl", "rate_limit_error", "rate limit"),
         ("claude_json_529.json", "overloaded_error", "Overloaded"),
         ("claude_json_credit.json", "invalid_request_error", "Credit balance"),
     ],
@@ -46,21 +47,53 @@ def test_codex_exec_json_gives_tokens_without_cost() -> None:
     assert usage.parse(sample("codex_exec_json_ok.jsonl")) == usage.Usage("codex", tokens=15)
 
 
-def test_codex_turn_failed_gives_the_message() -> None:
-    found = usage.parse(sample("codex_exec_json_usage_limit.jsonl"))
-    assert found is not None and found.agent == "codex"
-    assert found.error is not None and "hit your usage limit" in found.error
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("codex_exec_json_usage_limit.jsonl", "hit your usage limit"),
+        ("codex_exec_json_429.jsonl", "last status: 429 Too Many Requests"),
+        ("codex_exec_json_insufficient_quota.jsonl", "Quota exceeded."),
+        ("codex_exec_json_503.jsonl", "503 Service Unavailable"),
+        ("codex_exec_json_overloaded.jsonl", "Selected model is at capacity"),
+    ],
+)
+def test_codex_turn_failed_gives_the_message(name: str, words: str) -> None:
+    found = usage.parse(sample(name))
+    assert found is not None
+    assert (found.agent, found.tokens, found.cost, found.error_kind) == (
+        "codex",
+        0,
+        None,
+        "turn.failed",
+    )
+    assert found.error is not None and words in found.error
 
 
-def test_gemini_indented_json_gives_the_models_total() -> None:
-    text = "Loaded cached credentials.\n" + sample("gemini_json_ok.json") + "stderr after\n"
-    assert usage.parse(text) == usage.Usage("gemini", tokens=25113)
+def test_gemini_json_gives_the_models_total() -> None:
+    # Two requests of 15 tokens (the routing side request and the answer) under one model;
+    # the per-role figures below it are not counted again.
+    text = sample("gemini_json_ok.json") + "stderr after\n"
+    assert usage.parse(text) == usage.Usage("gemini", tokens=30)
 
 
-def test_gemini_error_object() -> None:
-    found = usage.parse(sample("gemini_json_quota.json"))
-    assert found is not None and (found.agent, found.error_kind) == ("gemini", "429")
-    assert found.error is not None and "quota will reset" in found.error
+@pytest.mark.parametrize(
+    ("name", "code", "words"),
+    [
+        ("gemini_json_quota.json", "429", "Please retry in 39.033478657s."),
+        ("gemini_json_daily_quota.json", "429", "exhausted your daily quota"),
+        ("gemini_json_capacity.json", "429", "quota will reset after 2h14m33s"),
+        ("gemini_json_503.json", "503", "The model is overloaded."),
+    ],
+)
+def test_gemini_error_object(name: str, code: str, words: str) -> None:
+    # On stderr, after the client's stack trace.
+    found = usage.parse(sample(name))
+    assert found is not None and (found.agent, found.tokens, found.error_kind) == (
+        "gemini",
+        0,
+        code,
+    )
+    assert found.error is not None and words in found.error
 
 
 @pytest.mark.parametrize(

@@ -62,8 +62,18 @@ TABLE: tuple[_Row, ...] = (
     _Row("claude", "billing", _rx(r"credit balance is too low")),
     # Codex: "You've hit your usage limit. ... try again at Jan 1st, 2027 10:00 AM."
     _Row("codex", "usage_limit", _rx(r"hit your usage limit")),
+    # Codex: "Quota exceeded. Check your plan and billing details." (the API's
+    # insufficient_quota: no credit left), and "Selected model is at capacity. Please
+    # try a different model." (the stream failed with server_is_overloaded).
+    _Row("codex", "billing", _rx(r"quota exceeded\. check your plan and billing")),
+    _Row("codex", "overloaded", _rx(r"selected model is at capacity")),
     # Gemini CLI: "You have exhausted your capacity ... Your quota will reset after 2h14m."
-    _Row("gemini", "usage_limit", _rx(r"quota will reset after|exhausted your (capacity|quota)")),
+    # and, on the API's per-day quota, "You have exhausted your daily quota on this model."
+    _Row(
+        "gemini",
+        "usage_limit",
+        _rx(r"quota will reset after|exhausted your (daily )?(capacity|quota)"),
+    ),
     # Any of them: the API's own error kinds, as Claude Code -p JSON reports them
     # (`api_error_type`) or the text says them.
     _Row("any", "rate_limit", _rx(r"rate_limit_error|\brate limit|\b429\b|too many requests")),
