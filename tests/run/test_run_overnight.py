@@ -6,6 +6,7 @@ outputs (tests/fixtures/outputs/)."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,10 @@ def test_each_iteration_records_the_cost_and_tokens_the_agent_reported(
     assert spent["seconds"] > 0
     shown = rs("status")
     assert "spent: 480 tokens · $0.0032 · " in shown.out
+    watched = rs("watch", "--once")  # the total, and each iteration's in the recent history
+    assert "spent: 480 tokens · $0.0032 · " in watched.out
+    lines = [line for line in watched.out.splitlines() if " run_iteration " in line]
+    assert len(lines) == 2 and all("tokens=240 cost=0.0016" in line for line in lines)
 
 
 def test_an_agent_that_reports_nothing_gets_a_duration_only(
@@ -266,6 +271,12 @@ def test_an_overload_backs_off_then_retries(
     assert sum(fake_clock.slept) == 60 + 120
     seen = history(project, "limit")
     assert [(e["kind"], e["wait"]) for e in seen] == [("overloaded", 60), ("rate_limit", 120)]
+    prompts = run_agents.prompts(agents)
+    assert (
+        "The previous iteration failed:\nIteration 1 stopped on an overloaded API: " in (prompts[1])
+    )
+    assert "Iteration 1 stopped on a rate limit: " in prompts[2]
+    assert state(project)["errors"][0]["message"].startswith("agent hit an overloaded API: ")
 
 
 def test_gemini_and_codex_recorded_limits_are_waited_out(
@@ -323,6 +334,90 @@ def test_on_limit_pause_and_a_billing_problem_pause_at_once(
     assert (done.code, out["reason"]) == (3, "limit")
     assert out["detail"].startswith("billing: ")
     assert fake_clock.slept == []
+
+
+def test_a_wait_that_would_pass_the_duration_budget_pauses_at_once(
+    rs: Any, project: Path, script: Path, agents: Path, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """The reset is twelve hours away, the budget one hour: the loop pauses on the budget
+    without waiting, and the notifier hears one event, not a wait that never happens."""
+    make_loop(rs, criteria=("tests pass",))
+    command, seen = notifier(tmp_path)
+    run_agents.replay(agents, output("codex_exec_json_usage_limit.jsonl"), exit_code=1)
+    agent = run_agents.command(script, "stdin", "replay")
+    done = rs("run", "--agent", agent, "--max-duration", "1h", "--notify", command, "--json")
+    assert done.code == 3, done
+    out = orjson.loads(done.out)
+    assert (out["reason"], out["detail"]) == (
+        "budget",
+        "waiting out a usage limit would pass the duration budget",
+    )
+    assert fake_clock.slept == []
+    assert [e["event"] for e in events(seen)] == ["budget"]
+    final = state(project)
+    assert (final["pauseReason"], final["iteration"]) == ("budget", 0)
+
+
+def test_a_reset_more_than_a_day_away_pauses_instead_of_waiting(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    later = int((fake_clock.at + dt.timedelta(days=3)).timestamp())
+    run_agents.replay(agents, f"Claude AI usage limit reached|{later}\n".encode(), exit_code=1)
+    done = rs("run", "--agent", run_agents.command(script, "stdin", "replay"), "--json")
+    assert done.code == 3, done
+    out = orjson.loads(done.out)
+    assert (out["reason"], [r["decision"] for r in out["runs"]]) == ("limit", ["limit"])
+    assert fake_clock.slept == []
+    [seen] = history(project, "limit")
+    assert seen["resetsAt"] == (fake_clock.at + dt.timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_after_eight_waits_in_a_row_the_loop_pauses(
+    rs: Any, project: Path, script: Path, agents: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("gemini_json_503.json"), exit_code=247)
+    done = rs("run", "--agent", run_agents.command(script, "stdin", "replay"), "--json")
+    assert done.code == 3, done
+    out = orjson.loads(done.out)
+    assert [r["decision"] for r in out["runs"]] == ["retry"] * 8 + ["limit"]
+    assert out["reason"] == "limit"
+    waits = [e["wait"] for e in history(project, "limit")]
+    assert waits == [60, 120, 240, 480, 960, 1800, 1800, 1800, None]
+    assert sum(fake_clock.slept) == sum(waits[:-1])
+    final = state(project)
+    assert (final["pauseReason"], final["iteration"]) == ("limit", 0)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a process")
+def test_ctrl_c_during_a_wait_pauses_the_loop(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    import signal
+    import subprocess
+
+    make_loop(rs, criteria=("tests pass",))
+    run_agents.replay(agents, output("claude_json_529.json"), exit_code=1)
+    agent = run_agents.command(script, "stdin", "replay")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "ralphstate", "run", "--agent", agent],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert runner.stdout is not None
+    seen = b""
+    for line in runner.stdout:  # the first wait is a minute: Ctrl-C comes during it
+        seen += line
+        if b"overloaded: waiting until" in line:
+            runner.send_signal(signal.SIGINT)
+            break
+    rest, _ = runner.communicate(timeout=60)
+    assert runner.returncode == 3, seen + rest
+    final = state(project)
+    assert (final["status"], final["pauseReason"], final["iteration"]) == ("paused", "user", 0)
+    assert history(project, "run_finished")[0]["reason"] == "user"
 
 
 # -- breakers ------------------------------------------------------------------------------
@@ -516,6 +611,117 @@ def test_a_failing_or_hanging_notifier_never_stops_the_loop(
     assert said and said[0].endswith("took longer than 0.5s and was stopped.")
     assert not notify.send("no-such-notifier-program", {}, "x", said.append, str(tmp_path))
     assert "could not start 'no-such-notifier-program'" in said[-1]
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason", "detail"),
+    [("pause", "agent asked", None), ("block", "blocked", "agent needs a key")],
+)
+def test_an_agent_that_pauses_the_loop_is_a_pause_event(
+    behaviour: str,
+    reason: str,
+    detail: str | None,
+    rs: Any,
+    project: Path,
+    script: Path,
+    tmp_path: Path,
+) -> None:
+    """`ralphstate pause --reason` (or `--blocked`) run by the agent inside the run."""
+    make_loop(rs)
+    command, seen = notifier(tmp_path)
+    agent = run_agents.command(script, "stdin", behaviour)
+    done = run(project, "--agent", agent, "--notify", command)
+    assert done.returncode in (3, 4), done.stderr
+    [event] = events(seen)
+    assert (event["event"], event["outcome"], event["reason"]) == ("pause", "paused", reason)
+    assert event.get("detail") == detail
+    assert event["env"][0] == "pause"
+
+
+def test_a_limit_wait_is_a_limit_event_and_the_failures_breaker_an_error_event(
+    rs: Any, project: Path, script: Path, agents: Path, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    make_loop(rs, criteria=("tests pass",))
+    command, seen = notifier(tmp_path)
+    run_agents.replay(agents, output("codex_exec_json_usage_limit.jsonl"), exit_code=1, n=1)
+    agent = run_agents.command(script, "stdin", "replay+progress")
+    assert rs("run", "--agent", agent, "--notify", command).code == 0
+    limit, complete = events(seen)
+    assert (limit["event"], limit["limit"]) == ("limit", "usage_limit")
+    assert limit["resetsAt"] == dt.datetime(2027, 1, 1, 10, 0).astimezone(dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    assert "hit your usage limit" in limit["message"]
+    assert limit["env"] == ["limit", " ".join(limit["summary"].split())]
+    assert complete["event"] == "complete"
+
+    make_loop(rs, criteria=("tests pass",))  # a new loop in the same project
+    seen.unlink()
+    crash = run_agents.command(script, "stdin", "crash")
+    assert rs("run", "--agent", crash, "--notify", command).code == 3
+    [error] = events(seen)
+    assert (error["event"], error["reason"], error["detail"]) == (
+        "error",
+        "agent_errors",
+        "exit 7; exit 7; exit 7",
+    )
+
+
+RECIPE = re.compile(r'^notify = "(.*)"$', re.MULTILINE)
+FAKE_PROGRAM = """\
+import json, os, sys
+with open(os.environ["FAKE_NOTIFIER_RECORD"], "a") as out:
+    out.write(json.dumps({"argv": [os.path.basename(sys.argv[0]), *sys.argv[1:]],
+                          "stdin": sys.stdin.read()}) + "\\n")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the recipes run sh")
+def test_the_documented_notify_recipes_get_the_summary_and_the_event(
+    rs: Any, project: Path, script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/run.md's recipes, as written, with notify-send, terminal-notifier and curl
+    replaced by programs that record what they were given."""
+    import os
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "run.md").read_text("utf-8")
+    recipes = [bytes(r, "utf-8").decode("unicode_escape") for r in RECIPE.findall(docs)]
+    assert [r.split()[0] for r in recipes] == ["sh", "sh", "curl"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("notify-send", "terminal-notifier", "curl"):
+        (bin_dir / name).write_text(f"#!{sys.executable}\n" + FAKE_PROGRAM)
+        (bin_dir / name).chmod(0o755)
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NOTIFIER_RECORD", str(record))
+    agent = run_agents.command(script, "stdin", "progress")
+    for recipe in recipes:
+        make_loop(rs, criteria=("tests pass",))
+        done = run(project, "--agent", agent, "--notify", recipe)
+        assert done.returncode == 0, done.stderr
+        assert "notify:" not in done.stderr.decode()
+    desktop, mac, phone = [orjson.loads(line) for line in record.read_bytes().splitlines()]
+    said = "complete · 1/1 criterion · 0/1 step · 1 iteration · "
+    assert desktop["argv"][:2] == ["notify-send", "ralphstate"]
+    assert desktop["argv"][2].startswith(said) and len(desktop["argv"]) == 3
+    assert mac["argv"][:4] == ["terminal-notifier", "-title", "ralphstate", "-message"]
+    assert mac["argv"][4].startswith(said) and len(mac["argv"]) == 5
+    assert phone["argv"] == [
+        "curl",
+        "-s",
+        "-m",
+        "8",
+        "-H",
+        "Title: ralphstate",
+        "--data-binary",
+        "@-",
+        "https://ntfy.sh/YOUR-TOPIC",
+    ]
+    event = orjson.loads(phone["stdin"])
+    assert (event["event"], event["outcome"]) == ("complete", "complete")
+    assert event["summary"].startswith(said)
+    assert {"at", "project", "spec", "iteration", "iterations", "criteria", "usage"} <= set(event)
 
 
 # -- keeping the machine awake -------------------------------------------------------------
