@@ -26,6 +26,7 @@ behaviour = sys.argv[1]
 prompt = sys.stdin.read()
 n = len(list(Path(".").glob("work-*.txt"))) + 1
 Path(f"work-{n}.txt").write_text(f"work {n}\n")
+Path(f".loop/prompt-{n}.txt").write_text(prompt)
 print(f"agent {n}: {behaviour}", flush=True)
 name = re.search(r'ralphstate (?:criteria set|verify) "([^"]*)"', prompt).group(1)
 if behaviour != "idle":
@@ -108,6 +109,22 @@ def test_each_iteration_that_changed_the_tree_is_committed(rs: Any, repo: Path, 
     ]
     out = done.stdout.decode()
     assert f"  commit {made[0]['commit'][:10]}: ralphstate: iteration 1:" in out
+
+
+def test_under_commit_the_prompt_leaves_the_commit_to_the_runner(
+    rs: Any, repo: Path, agent: Any
+) -> None:
+    make_loop(rs)
+    asked = "4. Commit your work with git, with a message that names the step."
+    told = "4. Do not commit: `ralphstate run --commit` commits what you leave once you exit."
+    preview = orjson.loads(run(repo, "--agent", agent(), "--dry-run", "--json").stdout)
+    assert asked in preview["prompt"] and told not in preview["prompt"]
+    preview = orjson.loads(run(repo, "--agent", agent(), "--commit", "--dry-run", "--json").stdout)
+    assert told in preview["prompt"] and asked not in preview["prompt"]
+    done = run(repo, "--agent", agent(), "--commit", "--max", "1")
+    assert done.returncode == 3, done.stdout
+    given = (repo / ".loop" / "prompt-1.txt").read_text()
+    assert told in given and "Commit your work" not in given
 
 
 def test_the_run_logs_are_never_committed_even_when_git_would_take_them(

@@ -21,6 +21,13 @@ from ralphstate.run.usage import Usage
 # for now; overloaded: the API is busy; billing: no credit, a person must act.
 LimitKind = Literal["usage_limit", "rate_limit", "overloaded", "billing"]
 LIMIT_KINDS: tuple[LimitKind, ...] = ("usage_limit", "rate_limit", "overloaded", "billing")
+# Each kind in a sentence: "Iteration 3 stopped on an overloaded API: ...".
+PHRASES: dict[LimitKind, str] = {
+    "usage_limit": "a usage limit",
+    "rate_limit": "a rate limit",
+    "overloaded": "an overloaded API",
+    "billing": "a billing problem",
+}
 
 # Waiting without a reset time: the first wait, doubled each time, at most this long.
 BACKOFF_FIRST = 60.0

@@ -335,6 +335,7 @@ class _Run:
         now = clock.now()
         wait = limits.wait_for(hit, self.attempts, now)
         kind = hit.kind.replace("_", " ")
+        what = limits.PHRASES[hit.kind]
         event: Event = {"event": "limit", "kind": hit.kind, "message": hit.message}
         if hit.resets_at is not None:
             event["resetsAt"] = hit.resets_at.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -344,7 +345,7 @@ class _Run:
             pause = True
         decision: IterationDecision = "limit" if pause and not switch else "retry"
         self._record(run, number, agent, decision, state, quiet, figures)
-        self.previous = f"Iteration {number} stopped on a {kind}: {hit.message}"
+        self.previous = f"Iteration {number} stopped on {what}: {hit.message}"
 
         def uncount(current: st.State, events: list[Event]) -> st.State:
             if current["iteration"] == number:
@@ -355,7 +356,7 @@ class _Run:
                 cost=(figures.cost or 0.0) if figures else 0.0,
                 seconds=agent.duration,
             )
-            message = f"agent hit a {kind}: {hit.message}"
+            message = f"agent hit {what}: {hit.message}"
             st.add_error(current, message, at=clock.now_iso(), run=True)
             current["errors"][-1]["iteration"] = number
             events.append({**event, "wait": None if pause or switch else round(wait or 0, 1)})
@@ -364,26 +365,25 @@ class _Run:
         state = self.store.update(uncount)
         self.state = state
         self.report.line(f"  {kind}: {clip(hit.message, 200)}")
-        if not pause and not switch:
-            self._notify(
-                "limit",
-                f"ralphstate: the agent hit a {kind}; waiting, then iteration {number} again",
-                limit=hit.kind,
-                message=hit.message,
-                resetsAt=event.get("resetsAt"),
-            )
         if switch:
-            self._fall_back(f"it hit a {kind}")
+            self._fall_back(f"it hit {what}")
             return None
         if pause:
             return self._finish("paused", "limit", f"{kind}: {clip(hit.message, 200)}")
         assert wait is not None
-        target = now + dt.timedelta(seconds=wait)
         if state["maxDuration"] is not None:
             left = state["maxDuration"] - st.spent(state)["seconds"]
             if wait >= left:
-                why = f"waiting out the {kind} would pass the duration budget"
+                why = f"waiting out {what} would pass the duration budget"
                 return self._finish("paused", "budget", why)
+        self._notify(
+            "limit",
+            f"ralphstate: the agent hit {what}; waiting, then iteration {number} again",
+            limit=hit.kind,
+            message=hit.message,
+            resetsAt=event.get("resetsAt"),
+        )
+        target = now + dt.timedelta(seconds=wait)
         started = clock.now()
         guards.until(target, self.report.line, kind)
         waited = (clock.now() - started).total_seconds()
@@ -498,6 +498,7 @@ class _Run:
             context=prompt.read_context(self.plan.context, paths.root),
             previous=self.previous,
             lessons=lessons.read(paths.dir),
+            commits=self.plan.commit,
         )
         left = None
         if state["maxCost"] is not None:

@@ -228,6 +228,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         limit=max(plan.limit, 1),
         notes=prompt.recent_notes(store, state),
         context=prompt.read_context(plan.context, store.paths.root),
+        commits=plan.commit,
     )
     shown = spawn.join_command(plan.argv)
     from ralphstate.storage import trust

@@ -114,9 +114,11 @@ def assemble(
     context: Sequence[ContextFile] = (),
     previous: str | None = None,
     lessons: str | None = None,
+    commits: bool = False,
 ) -> str:
     """The whole prompt for run iteration `iteration` of at most `limit`; `previous` is
-    how the iteration before failed, `lessons` the text of .loop/lessons.md."""
+    how the iteration before failed, `lessons` the text of .loop/lessons.md; `commits`:
+    the runner commits after the iteration (`--commit`), so the agent must not."""
     notes = notes or {}
     criteria = state["criteria"]
     unmet = st.unmet(state)
@@ -154,14 +156,16 @@ def assemble(
         lines += ["", f'<lessons path=".loop/{LESSONS}">', lessons.rstrip("\n"), "</lessons>"]
     for file in context:
         lines += ["", f'<context-file path="{file.name}">', file.text, "</context-file>"]
-    lines += ["", "Protocol for this iteration:", *_protocol(state, unmet, remaining)]
+    lines += ["", "Protocol for this iteration:", *_protocol(state, unmet, remaining, commits)]
     return "\n".join(lines) + "\n"
 
 
 NOTE = '--note "what proved it"'
 
 
-def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[str]:
+def _protocol(
+    state: st.State, unmet: list[str], remaining: list[str], commits: bool = False
+) -> list[str]:
     if remaining:
         first = f"1. Take the next remaining step: {_item(remaining[0])}"
     elif unmet:
@@ -193,7 +197,11 @@ def _protocol(state: st.State, unmet: list[str], remaining: list[str]) -> list[s
             "   When you cannot go on without a person (a decision, a credential, access),"
             ' run `ralphstate pause --blocked "what you need"` and exit.'
         ),
-        "4. Commit your work with git, with a message that names the step.",
+        (
+            "4. Do not commit: `ralphstate run --commit` commits what you leave once you exit."
+            if commits
+            else "4. Commit your work with git, with a message that names the step."
+        ),
         (
             "5. Exit. Do not start the next step: the next iteration starts fresh from the files"
             " you leave. The loop ends by itself once every criterion is verified."
