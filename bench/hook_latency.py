@@ -284,7 +284,7 @@ def cases(
         ("ralphstate step done", 4.0, mark, None),
         ("ralphstate status", 4.0, Proc([*rs, "status"], cli, expect="spec:"), None),
         ("Stop, 1 GB transcript / 10 KB", 1.1, read["1 GB"], read["10 KB"]),
-        ("Stop, tokens, 1 GB transcript / 10 KB", 1.1, counted["1 GB"], counted["10 KB"]),
+        ("Stop, tokens, 1 GB / 10 KB", 1.1, counted["1 GB"], counted["10 KB"]),
         ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
