@@ -52,9 +52,18 @@ def resume(more: int | None) -> None:
     Example:
       ralphstate resume --more 10
     """
+    from ralphstate.core import render
+
     new, changed = ops.resume(ops.locate(), more)
     already = "" if changed else "already "
-    output.text(f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}")
+    line = f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}"
+    over = st.over_budget(new)
+    if over:  # the next stop (or run) would pause it again at once
+        line += (
+            f"; its budget is still reached ({over}), so the next stop pauses it again:"
+            f" raise it first ({render.raise_budget(over)})"
+        )
+    output.text(line)
 
 
 @click.command(context_settings=SETTINGS)

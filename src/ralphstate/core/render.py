@@ -216,14 +216,18 @@ def paused_stall(state: st.State) -> str:
     )
 
 
+def raise_budget(over: str) -> str:
+    """Where the person raises the budget `over` names (`st.over_budget`)."""
+    which = over.split(" ", 1)[0]  # tokens, cost or duration
+    return "`ralphstate config max-tokens N`" if which == "tokens" else "state.json"
+
+
 def paused_budget(over: str) -> str:
     """The loop paused at a stop because a budget is reached (`over`: which, and how
     much of it: `st.over_budget`)."""
-    which = over.split(" ", 1)[0]  # tokens, cost or duration
-    raise_it = "`ralphstate config max-tokens N`" if which == "tokens" else "state.json"
     return (
-        f"ralphstate: loop paused, its budget is reached ({over}). Raise it ({raise_it}),"
-        " then `ralphstate resume`."
+        f"ralphstate: loop paused, its budget is reached ({over}). Raise it"
+        f" ({raise_budget(over)}), then `ralphstate resume`."
     )
 
 
