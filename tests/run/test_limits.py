@@ -54,6 +54,29 @@ def test_the_recorded_failures_are_recognised(
 
 
 @pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "claude_json_429.json",
+            (
+                "API Error: Request rejected (429) · This request would exceed your account's"
+                " rate limit. Please try again later."
+            ),
+        ),
+        ("codex_exec_json_429.jsonl", "exceeded retry limit, last status: 429 Too Many Requests"),
+        ("gemini_json_503.json", "The model is overloaded. Please try again later."),
+        ("gemini_json_daily_quota.json", "You have exhausted your daily quota on this model."),
+    ],
+)
+def test_the_message_is_the_agents_words_alone(name: str, message: str) -> None:
+    """Not prefixed with the kind of error the report names (`rate_limit_error`, `429`,
+    `turn.failed`): the message goes to history, the next prompt and the notifier."""
+    text = (OUTPUTS / name).read_text(encoding="utf-8")
+    found = recognise(text, 173 if name.startswith("gemini") else 1)
+    assert found is not None and found.message == message
+
+
+@pytest.mark.parametrize(
     "name",
     [
         "claude_json_ok.json",

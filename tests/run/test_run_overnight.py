@@ -169,6 +169,18 @@ def test_claude_in_print_mode_gets_the_rest_of_the_cost_budget(
     assert (agents / "claude-argv.txt").read_text().split() == ["-p", "--max-budget-usd", "1"]
 
 
+def test_the_dry_run_shows_the_budget_flag_the_run_adds(rs: Any, project: Path) -> None:
+    make_loop(rs, criteria=("a",))
+    shown = run(project, "--agent", "claude -p", "--max-cost", "2.5", "--dry-run", "--json")
+    preview = orjson.loads(shown.stdout)
+    assert preview["command"] == ["claude", "-p", "--max-budget-usd", "2.50"]
+    assert preview["commandLine"] == "claude -p --max-budget-usd 2.50"
+    # Without --max-cost the loop's own budget, less what it has spent, as the run does.
+    assert state(project)["maxCost"] is None  # a dry run changes nothing
+    plain = orjson.loads(run(project, "--agent", "claude -p", "--dry-run", "--json").stdout)
+    assert plain["command"] == ["claude", "-p"]
+
+
 def test_budget_options_and_keys_are_checked(rs: Any, project: Path) -> None:
     make_loop(rs)
     bad = rs("run", "--agent", "x", "--max-duration", "soon")

@@ -100,16 +100,21 @@ def recognise(
     failed = exit_code != 0 or (report is not None and report.error is not None)
     if not failed:
         return None
-    candidates: list[str] = []
+    # Each place to look: the words matched (the report's error with its kind before it,
+    # such as `rate_limit_error` or `429`), and how many of them are that kind.
+    candidates: list[tuple[str, int]] = []
     if report is not None and report.error is not None:
-        candidates.append(f"{report.error_kind or ''} {report.error}")
-    candidates.append(text[-8192:])
-    for candidate in candidates:
+        prefix = f"{report.error_kind or ''} "
+        candidates.append((prefix + report.error, len(prefix)))
+    candidates.append((text[-8192:], 0))
+    for candidate, skip in candidates:
         for row in TABLE:
             found = row.pattern.search(candidate)
             if found is None:
                 continue
-            return Limit(row.kind, _line_of(candidate, found.start()), reset_time(candidate, now))
+            words = candidate[skip:]  # the agent's words, without the kind
+            at = max(found.start() - skip, 0)
+            return Limit(row.kind, _line_of(words, at), reset_time(candidate, now))
     return None
 
 

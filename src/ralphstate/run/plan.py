@@ -230,7 +230,15 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         context=prompt.read_context(plan.context, store.paths.root),
         commits=plan.commit,
     )
-    shown = spawn.join_command(plan.argv)
+    # The command as the first iteration gets it: Claude Code in print mode with what is
+    # left of the cost budget (this run's --max-cost, else the loop's) as its own.
+    spent = st.spent(state)["cost"]
+    if plan.max_cost is not None:
+        left: float | None = plan.max_cost
+    else:
+        left = state["maxCost"] - spent if state["maxCost"] is not None else None
+    argv = with_budget(plan.argv, left)
+    shown = spawn.join_command(argv)
     from ralphstate.storage import trust
 
     trusted = not plan.review or trust.run_trusted(store.paths, plan.review)
@@ -241,7 +249,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
     }[plan.prompt_mode]
     return {
         "dryRun": True,
-        "command": plan.argv,
+        "command": argv,
         "commandLine": shown + (" PROMPT" if plan.prompt_mode == "arg" else ""),
         "cwd": str(store.paths.root),
         "promptMode": plan.prompt_mode,
