@@ -449,6 +449,19 @@ def test_consecutive_crashes_pause_the_loop_with_the_errors(
     assert [e["message"] for e in final["errors"]] == ["agent exit 7"] * 3
 
 
+def test_timeouts_count_toward_the_failures_breaker(
+    rs: Any, project: Path, script: Path, agents: Path
+) -> None:
+    make_loop(rs)  # stallLimit 5: the breaker's 3 come first
+    hang = run_agents.command(script, "stdin", "hang")
+    done = run(project, "--agent", hang, "--timeout", "0.3", "--json")
+    assert done.returncode == 3, done.stderr
+    out = orjson.loads(done.stdout)
+    assert (out["reason"], out["iterations"]) == ("agent_errors", 3)
+    assert [r["timedOut"] for r in out["runs"]] == [True] * 3
+    assert state(project)["pauseReason"] == "agent_errors"
+
+
 def test_a_crash_moves_to_the_next_agent_of_the_chain(
     rs: Any, project: Path, script: Path, agents: Path
 ) -> None:
