@@ -1,5 +1,5 @@
-"""The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact|stop-failure`,
-`cli ARGS`.
+"""The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact|stop-failure|
+task-completed`, `cli ARGS`.
 
 Claude Code runs it from `hooks/hooks.json` with the hook input on stdin, and the
 plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate of
@@ -22,14 +22,17 @@ When `ralphstate install` has already put the same hook into one of Claude Code'
 settings files, the hook stays silent, so one stop is never judged twice.
 
 Whatever happens a hook exits 0 and writes to stdout nothing but one JSON object: a
-launcher fault must never block a stop.
+launcher fault must never block a stop. The one exception is ralphstate's own refusal of
+a task (`task-completed`, Claude Code's TaskCompleted): ralphstate exits 2 with the reason
+on stderr, and the launcher passes both through (REFUSING).
 
 Which Python runs this file: hooks.json tries `python3`, then `python`, then `py -3`,
 joined with `||` (bin/ralphstate does the same). Claude Code runs hook commands with sh
 on macOS and Linux and with Git Bash on Windows, where a python.org install has `py` and
 often no `python3`, and where `python3` may be the Microsoft Store stub that exits
 non-zero without reading stdin; `||` moves on to the next interpreter only when the
-previous one could not run this file, because this file itself always exits 0. The file
+previous one could not run this file, because this file itself exits 0 (TaskCompleted's
+command passes an exit 2 through instead of trying the next interpreter). The file
 uses the standard library only and keeps to syntax that Python 3.8 accepts (macOS ships
 3.9 as python3); the environment it builds needs 3.10 or newer.
 """
@@ -52,7 +55,10 @@ EVENTS = {
     "session-start": "SessionStart",
     "pre-compact": "PreCompact",
     "stop-failure": "StopFailure",
+    "task-completed": "TaskCompleted",
 }
+# The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
+REFUSING = ("task-completed",)
 ROOT = Path(__file__).resolve().parent.parent
 ENV_DATA = "CLAUDE_PLUGIN_DATA"
 HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
@@ -67,7 +73,7 @@ SOURCES = ("pyproject.toml", "README.md", "src")
 # console script, `python -m ralphstate hook`).
 _OWN = re.compile(
     "|".join(
-        prefix + r"(stop-failure|stop|session-start|pre-compact)(?=[\s\"';]|$)"
+        prefix + r"(stop-failure|stop|session-start|pre-compact|task-completed)(?=[\s\"';]|$)"
         for prefix in (
             (
                 r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""
@@ -92,17 +98,18 @@ def main(argv: list[str]) -> int:
         return cli(argv[1:])
     if command == "build":  # started by a hook, which took the lock for it
         return 0 if build(data_dir(), plugin_version(), locked="--locked" in argv) else 1
+    code = 0
     try:
         data = _read_stdin()
         if command not in EVENTS or _installed_in_settings(command, data):
             return 0
-        out = _run(command, data)
+        out, code = _run(command, data)
         if out:
             sys.stdout.buffer.write(out)
             sys.stdout.flush()
     except BaseException:  # noqa: BLE001 - a launcher fault must never block a stop
-        pass
-    return 0
+        return 0
+    return code if command in REFUSING and code == 2 else 0
 
 
 # -- the plugin and its environment ------------------------------------------------------
@@ -344,39 +351,44 @@ def _read_stdin() -> bytes:
         return b""
 
 
-def _run(event: str, data: bytes) -> bytes:
-    """The real hook's stdout, checked to be one JSON object, or a notice."""
+def _run(event: str, data: bytes) -> tuple[bytes, int]:
+    """The real hook's stdout, checked to be one JSON object, or a notice; and its exit
+    code (the hook's stderr is this process's)."""
     version = plugin_version()
     run_hook = _import_run_hook(version)
     if run_hook is not None:
-        return _only_json(_in_process(run_hook, event, data))
+        return _checked(_in_process(run_hook, event, data))
     where = os.environ.get(ENV_DATA)
     if not where:  # said when a session starts, not after every turn
-        return _notice(no_data()) if event == "session-start" else b""
+        return (_notice(no_data()) if event == "session-start" else b""), 0
     home = Path(where)
     python = ready(home, version)
     if python is not None:
         run_hook = _import_from_env(home, version)
         if run_hook is not None:
-            return _only_json(_in_process(run_hook, event, data))
+            return _checked(_in_process(run_hook, event, data))
         try:
             done = subprocess.run(
                 [str(python), "-I", "-c", HOOK_CODE, event], input=data, stdout=subprocess.PIPE
             )
         except OSError as exc:
             _say(f"ralphstate: could not run {python} ({exc}); allowing.")
-            return b""
-        return _only_json(done.stdout)
+            return b"", 0
+        return _only_json(done.stdout), done.returncode
     if building(home):
-        return _notice(preparing(version))
+        return _notice(preparing(version)), 0
     if failed(home, version) and event != "session-start":
-        return _notice(build_failed(home))
+        return _notice(build_failed(home)), 0
     try:
         home.mkdir(parents=True, exist_ok=True)
         start_build(home)
     except OSError as exc:
-        return _notice(f"ralphstate: could not start building its environment ({exc}).")
-    return _notice(preparing(version))
+        return _notice(f"ralphstate: could not start building its environment ({exc})."), 0
+    return _notice(preparing(version)), 0
+
+
+def _checked(ran: tuple[bytes, int]) -> tuple[bytes, int]:
+    return _only_json(ran[0]), ran[1]
 
 
 def _notice(line: str) -> bytes:
@@ -428,7 +440,8 @@ def _pyvenv_version(venv: Path) -> str:
     return ""
 
 
-def _in_process(run_hook: object, event: str, data: bytes) -> bytes:
+def _in_process(run_hook: object, event: str, data: bytes) -> tuple[bytes, int]:
+    """The hook's stdout and its exit code, run in this process."""
     stdin, stdout = sys.stdin, sys.stdout
     captured = io.BytesIO()
     # Kept in locals: a wrapper that is garbage-collected closes the buffer under it.
@@ -436,9 +449,9 @@ def _in_process(run_hook: object, event: str, data: bytes) -> bytes:
     fake_out = io.TextIOWrapper(captured, encoding="utf-8", write_through=True)
     sys.stdin, sys.stdout = fake_in, fake_out
     try:
-        run_hook([event])  # type: ignore[operator]
+        code = run_hook([event])  # type: ignore[operator]
         fake_out.flush()
-        return captured.getvalue()
+        return captured.getvalue(), code if isinstance(code, int) else 0
     finally:
         sys.stdin, sys.stdout = stdin, stdout
 

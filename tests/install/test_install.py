@@ -167,9 +167,9 @@ def test_hook_command_has_this_interpreter_import_the_hook_in_isolated_mode(
     assert hook_command("PreCompact") == f'"{exe}" -I -c "{code}" pre-compact'
     assert shlex.split(hook_command("Stop")) == [exe, "-I", "-c", code, "stop"]
     assert imports.asked and set(imports.asked) == {str(python)}
-    # every hook but post-tool-use, which only a task list needs
-    assert (*inst.EVENTS.values(), "post-tool-use") == SUBCOMMANDS
-    for event, sub in inst.EVENTS.items():
+    # every hook but the task list's, which `install --tasks` adds
+    assert {*inst.EVENTS.values(), *inst.TASK_EVENTS.values(), "post-tool-use"} == set(SUBCOMMANDS)
+    for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         assert inst.own_subcommand(hook_command(event)) == sub
         assert runs_hook_code(hook_command(event))
 
@@ -1112,16 +1112,16 @@ def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
     config = json.loads((REPO / "hooks" / "hooks.json").read_text())
     launch = '"${CLAUDE_PLUGIN_ROOT}/hooks/launch.py"'
     expected = {}
-    for event, sub in inst.EVENTS.items():
+    for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         group: dict[str, Any] = {"matcher": ""} if event in inst.MATCHER_EVENTS else {}
+        command = f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
+        if event == "TaskCompleted":  # its exit 2 is not retried with the next interpreter
+            command = (
+                f"python3 {launch} {sub} || {{ [ $? -eq 2 ] && exit 2; python {launch} {sub}"
+                f" || {{ [ $? -eq 2 ] && exit 2; py -3 {launch} {sub}; }}; }}"
+            )
         group["hooks"] = [
-            {
-                "type": "command",
-                "command": (
-                    f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
-                ),
-                "timeout": inst.TIMEOUTS.get(event, 30),
-            }
+            {"type": "command", "command": command, "timeout": inst.TIMEOUTS.get(event, 30)}
         ]
         expected[event] = [group]
     assert config["hooks"] == expected

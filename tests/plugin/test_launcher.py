@@ -220,6 +220,103 @@ def test_a_ralphstate_or_an_environment_of_another_version_is_not_used(tmp_path:
     assert not (data / "venv" / "ralphstate-plugin-version").exists()
 
 
+# -- a task refused: the one exit that is not 0 --------------------------------------------
+
+FAILING = "import sys; print('boom: 1 == 2'); sys.exit(3)"
+
+
+def refusing_loop(project: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop in `project`, known and trusted in `env`'s ralphstate home, whose one
+    criterion's check fails."""
+    from ralphstate.core import state as st
+    from ralphstate.storage import registry, trust
+    from ralphstate.storage.paths import LoopPaths
+
+    monkeypatch.setenv("RALPHSTATE_HOME", env["RALPHSTATE_HOME"])
+    state = st.new("s", ["tests pass"], [], session_id="s", now="2026-01-01T00:00:00Z")
+    state["checks"] = {"tests pass": f'"{sys.executable}" -c "{FAILING}"'}
+    (project / ".loop").mkdir()
+    (project / ".loop" / "state.json").write_bytes(st.dumps(state))
+    paths = LoopPaths(project, project / ".loop")
+    registry.record(paths, state)
+    trust.record(paths, state)
+
+
+TASK = json.dumps({"session_id": "s", "task_id": "1", "task_subject": "tests pass"}).encode()
+
+
+def test_ralphstate_refusing_a_task_exits_2_through_the_launcher(
+    tmp_path: Path, plugin: Path, data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = env_for(tmp_path, data)
+    refusing_loop(tmp_path, env, monkeypatch)
+    done = subprocess.run(
+        [sys.executable, str(plugin / "hooks" / "launch.py"), "task-completed"],
+        input=TASK,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    err = done.stderr.decode()
+    assert err.startswith('ralphstate: this task stays open: the check of criterion "tests pass"')
+    assert err.endswith("The end of its output:\n    boom: 1 == 2\n")
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("interpreters", [("python3",), ("python",), ("broken-python3", "python")])
+def test_the_plugin_command_passes_the_refusal_through_once(
+    tmp_path: Path,
+    plugin: Path,
+    data: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    interpreters: tuple[str, ...],
+) -> None:
+    """hooks.json's TaskCompleted command, run by sh as Claude Code runs it: the first
+    interpreter that runs the launcher decides, an exit 2 is not retried with the next
+    one (which would read no input and allow), a missing or broken one is skipped."""
+    shutil.copy2(REPO / "hooks" / "hooks.json", plugin / "hooks" / "hooks.json")
+    [group] = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]["TaskCompleted"]
+    [handler] = group["hooks"]
+    bin_dir = tmp_path / "interpreters"
+    bin_dir.mkdir()
+    for name in interpreters:
+        real = name.removeprefix("broken-")
+        body = "exit 1" if name.startswith("broken-") else f'exec "{sys.executable}" "$@"'
+        (bin_dir / real).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / real).chmod(0o755)
+    env = env_for(tmp_path, data, CLAUDE_PLUGIN_ROOT=str(plugin), PATH=str(bin_dir))
+    refusing_loop(tmp_path, env, monkeypatch)
+    done = subprocess.run(
+        ["/bin/sh", "-c", handler["command"]],
+        input=TASK,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    err = done.stderr.decode()
+    assert err.count("ralphstate: this task stays open") == 1
+    assert "ralphstate hook task-completed:" not in err  # no second run, without input
+    assert handler["timeout"] >= 120  # the checks' budget (limits.STOP_VERIFY_BUDGET)
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize(("event", "code"), [("task-completed", 2), ("stop", 0)])
+def test_only_the_task_hook_passes_the_environments_exit_2(
+    tmp_path: Path, plugin: Path, data: Path, event: str, code: int
+) -> None:
+    fake_env(data, body="sys.stderr.write('refused\\n'); sys.exit(2)")
+    done = subprocess.run(
+        [*BARE, str(plugin / "hooks" / "launch.py"), event],
+        input=b"{}",
+        env=env_for(tmp_path, data),
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (code, b"", b"refused\n")
+
+
 # -- building ------------------------------------------------------------------------------
 
 

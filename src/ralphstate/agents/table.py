@@ -17,7 +17,14 @@ if TYPE_CHECKING:
 
 # The hooks ralphstate has, by the name `ralphstate hook NAME` and the installed
 # command take; each agent maps its own events onto them (install/agents.py).
-HOOKS = ("stop", "session-start", "pre-compact", "stop-failure", "post-tool-use")
+HOOKS = (
+    "stop",
+    "session-start",
+    "pre-compact",
+    "stop-failure",
+    "post-tool-use",
+    "task-completed",
+)
 
 
 class Agent:

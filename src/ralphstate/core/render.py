@@ -25,6 +25,13 @@ _FRAME = re.compile(r"<(/?)(loop-state)>", re.IGNORECASE)
 # What the restored context says where it had to leave the loop's own text out.
 SPEC_CUT = "(the spec is cut here; `ralphstate show` prints it whole)"
 DATA_CUT = "(cut here to fit; `ralphstate status` shows the whole loop)"
+# How the model ties a task of its task list to a criterion (`core.tie`): completing it
+# then runs the criterion's check (`hooks.taskgate`).
+TIE_TASK = (
+    "- To tie a task to a criterion, give it the criterion's name as its subject or a"
+    " line `criterion: NAME` in its description; completing it then runs that"
+    " criterion's check, and a failing check keeps the task open."
+)
 
 
 def clip(text: str, size: int = limits.MAX_ITEM_CHARS) -> str:
@@ -107,6 +114,39 @@ def check_failures(failures: Sequence[CheckFailure]) -> list[str]:
         lines.append(f"- … and {len(failures) - len(shown)} more (`ralphstate status`)")
     lines.append("Fix what they report; `ralphstate verify` runs the checks again now.")
     return [*lines, ""]
+
+
+def task_refused(failures: Sequence[CheckFailure]) -> str:
+    """Why TaskCompleted refuses a task (on stderr, which Claude Code gives the model):
+    for each failing check of a criterion the task is tied to, one line naming the
+    criterion and the command, then the end of its output, each line made safe
+    (`visible`); all the tails together within `limits.MAX_REASON_OUTPUT_CHARS`."""
+    lines: list[str] = []
+    shown = failures[: limits.MAX_LIST_ITEMS]
+    share = max(200, limits.MAX_REASON_OUTPUT_CHARS // max(1, len(shown)))
+    for failure in shown:
+        lines.append(
+            f"ralphstate: this task stays open: the check of criterion"
+            f' "{visible(clip(failure.criterion))}", `{visible(clip(failure.command, 200))}`,'
+            f" failed ({visible(failure.summary)}), and the criterion is set back to not"
+            " verified; fix what it reports, then complete the task again."
+            + (" The end of its output:" if failure.output_tail else " It printed nothing.")
+        )
+        lines += [visible(line) for line in _output_tail(failure.output_tail, share)]
+    if len(failures) > len(shown):
+        lines.append(f"… and {len(failures) - len(shown)} more (`ralphstate status`)")
+    return "\n".join(lines)
+
+
+def task_unchecked(task: str, criteria: list[str]) -> str:
+    """The person's notice when a task tied to criteria with checks was completed
+    without running them, because the checks are not trusted here."""
+    return (
+        f'ralphstate: the task "{visible(clip(task, 80))}" was let through without running'
+        f" the {noun(len(criteria), 'check')} of {_names(criteria)}: the loop's checks are"
+        f" {NOT_TRUSTED}. Review them"
+        " (`ralphstate status`) and run `ralphstate trust`."
+    )
 
 
 def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailure] = ()) -> str:
@@ -467,6 +507,7 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
             "- When you claim completion, the Stop hook runs the checks first; a failing"
             " check sets its criterion back to not verified and you get its output."
         )
+        lines.append(TIE_TASK)
     return lines
 
 

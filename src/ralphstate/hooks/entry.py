@@ -1,8 +1,9 @@
-"""The hook process: `ralphstate hook stop|session-start|pre-compact [--agent NAME]`.
+"""The hook process: `ralphstate hook NAME [--agent NAME]`, NAME one of `agents.table.HOOKS`.
 
-Hygiene for all three hooks: stdin is read once and bounded; stdout is one JSON
-object or nothing; the exit code is always 0; a fault is one line on stderr and an
-entry in the log, and never blocks (fail open). Nothing heavy is imported before a
+Hygiene for every hook: stdin is read once and bounded; stdout is one JSON
+object or nothing; the exit code is 0, but for TaskCompleted's refusal of a task whose
+criterion's check fails (exit 2, its reason on stderr: `Refused`); a fault is one line
+on stderr and an entry in the log, and never blocks (fail open). Nothing heavy is imported before a
 loop is known to exist (docs/design.md, "The hot path"): the handlers, which read and
 change the loop, are in `hooks.handlers`, imported only when there may be a loop.
 """
@@ -24,15 +25,21 @@ if TYPE_CHECKING:
     HookInput = dict[str, object]
 
 USAGE = (
-    "usage: ralphstate hook stop|session-start|pre-compact|stop-failure|post-tool-use"
-    " [--agent NAME]\n"
+    f"usage: ralphstate hook {'|'.join(adapters.HOOKS)} [--agent NAME]\n"
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
-    " object or nothing, and always exits 0."
+    " object or nothing, and exits 0 (task-completed exits 2 to refuse a task)."
 )
+# The hooks that may refuse what the agent does by exiting 2 with the reason on stderr
+# (Claude Code's TaskCompleted feeds it to the model); every other exit is 0.
+REFUSING = ("task-completed",)
 
 
 class Fault(Exception):
     """Something is wrong with the input or the state: allow, and say why."""
+
+
+class Refused(Exception):
+    """A hook of REFUSING refuses: its message goes to stderr and the process exits 2."""
 
 
 def main(args: list[str] | None = None) -> NoReturn:
@@ -78,10 +85,12 @@ def _detach() -> None:
 
 
 def run_hook(args: list[str], detach: bool = False) -> int:
-    """Run one hook; never raises, always returns 0. With `detach` (a hook process of its
-    own, `main`), a hook in DETACHED finishes in the background."""
+    """Run one hook; never raises, returns 0 (2 only for a hook of REFUSING that
+    refuses). With `detach` (a hook process of its own, `main`), a hook in DETACHED
+    finishes in the background."""
     real_stdout = sys.stdout
     out: Output | None = None
+    code = 0
     event = args[0] if args else ""
     if real_stdout is None and event not in DETACHED:
         return 0  # stdout closed: no answer could reach the agent, so nothing is done
@@ -95,7 +104,7 @@ def run_hook(args: list[str], detach: bool = False) -> int:
         except KeyError as exc:
             raise Fault(str(exc.args[0])) from None
         if event not in adapters.HOOKS:
-            raise Fault(f"unknown hook {event!r}; expected {', '.join(adapters.HOOKS)}")
+            raise Fault(f"unknown hook {event!r}; expected one of {', '.join(adapters.HOOKS)}")
         data = _read_stdin()
         if detach and event in DETACHED and not os.environ.get(FOREGROUND):
             _detach()
@@ -112,6 +121,11 @@ def run_hook(args: list[str], detach: bool = False) -> int:
 
         hook_input = _parse(data) if hook_input is None else hook_input
         out = HANDLERS[event](agent, hook_input, paths.at(loop_dir))
+    except Refused as exc:
+        if event in REFUSING:
+            code = _refuse(str(exc))
+        else:
+            complain(event, f"unexpected refusal ({exc})")
     except Fault as exc:
         complain(event, str(exc))
     except BaseException as exc:  # noqa: BLE001 - a hook must never crash its caller
@@ -126,7 +140,18 @@ def run_hook(args: list[str], detach: bool = False) -> int:
             real_stdout.flush()
         except (OSError, ValueError, AttributeError):
             pass
-    return 0
+    return code
+
+
+def _refuse(reason: str) -> int:
+    """Write the refusal's reason to stderr: 2, or 0 when it could not be written (a
+    refusal the model would not be told of)."""
+    try:
+        sys.stderr.write(reason.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return 2
 
 
 def _option(args: list[str], name: str) -> str | None:

@@ -476,10 +476,17 @@ def _post_tool_use(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -
     return post_tool_use(agent, hook_input, loop)
 
 
+def _task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    from ralphstate.hooks.taskgate import task_completed  # it builds on this module
+
+    return task_completed(agent, hook_input, loop)
+
+
 HANDLERS = {
     "stop": _telling("stop", stop),
     "session-start": _telling("session-start", session_start),
     "pre-compact": _telling("pre-compact", pre_compact),
     "stop-failure": _telling("stop-failure", stop_failure),
     "post-tool-use": _telling("post-tool-use", _post_tool_use),
+    "task-completed": _telling("task-completed", _task_completed),
 }

@@ -41,12 +41,15 @@ EVENTS = {
     "PreCompact": "pre-compact",
     "StopFailure": "stop-failure",
 }
+# With `install --tasks`: the hooks on Claude Code's task list (docs/design.md, "The task
+# gate").
+TASK_EVENTS = {"TaskCompleted": "task-completed"}
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 TIMEOUT = 30
 # The Stop hook may run the loop's checks (verify-on-stop) for up to
 # limits.STOP_VERIFY_BUDGET seconds; its timeout leaves room for that.
-TIMEOUTS = {"Stop": limits.STOP_HOOK_TIMEOUT}
+TIMEOUTS = {"Stop": limits.STOP_HOOK_TIMEOUT, "TaskCompleted": limits.STOP_HOOK_TIMEOUT}
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ def hook_command(event: str, agent: str | None = None) -> str:
     double-quoted path, importing the hook in isolated mode, so it works from any
     directory and imports nothing from it (`install.command`)."""
     try:
-        sub = EVENTS[event]
+        sub = {**EVENTS, **TASK_EVENTS}[event]
     except KeyError:
         raise ValueError(f"unknown hook event {event!r}") from None
     return shell_command(sub, agent)

@@ -1,0 +1,87 @@
+"""TaskCompleted: a task tied to a criterion is done only when the criterion's check passes.
+
+Claude Code runs `ralphstate hook task-completed` when its model marks a task of its
+task list completed (TaskUpdate), with the task's `task_id`, `task_subject` and
+`task_description`. When the task is tied to criteria (`core.tie`) of an in-progress
+loop of this session's, and those criteria have checks, the checks run as verify-on-stop
+runs them (`hooks.handlers._verify`: only trusted checks, within
+limits.STOP_VERIFY_BUDGET, never with verify-on-stop turned off) and their results are
+recorded as `ralphstate verify` records them (`criteriaStatus`, `evidence`, a `check`
+event with `by: task`). A failing check refuses the completion: `entry.Refused`, exit 2,
+the reason on stderr, which Claude Code feeds to the model. Anything else lets the task
+be completed, a fault included (docs/design.md, "The task gate").
+"""
+
+from __future__ import annotations
+
+import os
+
+from ralphstate.agents.table import Agent
+from ralphstate.core import ownership, render, tie
+from ralphstate.core import state as st
+from ralphstate.hooks.entry import Fault, Refused
+from ralphstate.hooks.handlers import HookInput, Output, _load, _update, _verify
+from ralphstate.storage import notices, paths, registry, trust
+from ralphstate.storage.store import Event
+
+# What `notices` remembers, per session, of the one notice on untrusted checks.
+UNTRUSTED_NOTICE = "task-completed: checks not trusted"
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    found = _load(loop)
+    if found is None:
+        return None
+    store, state = found
+    if state["status"] != "in_progress":
+        return None  # a paused or finished loop holds nothing, as at a stop
+    session_id = agent.session_id(hook_input)
+    if session_id is None:
+        raise Fault("input has no session id")
+
+    def known() -> bool:
+        return registry.knows(loop, state)
+
+    verdict = ownership.judge(state, session_id, agent.name, known=known)
+    runner = bool(os.environ.get(ownership.ENV_RUNNER)) and known()
+    if verdict not in ("owner", "adopt") and not runner:
+        return None  # another session's loop, or one that came with a clone
+    subject = _text(hook_input.get("task_subject"))
+    names = tie.tied(state, subject, _text(hook_input.get("task_description")))
+    names = [n for n in names if n in state["checks"]]
+    if not names or not st.verify_on_stop(state):
+        return None
+    if not trust.is_trusted(loop, state):
+        return _untrusted(agent, loop, session_id, subject, names)
+    verified = _verify(store, names)
+    if verified.untrusted:  # the checks changed since they were read
+        return _untrusted(agent, loop, session_id, subject, names)
+    results = verified.results
+
+    def record(current: st.State, events: list[Event]) -> list[str]:
+        from ralphstate.verify.execute import apply
+
+        checked = apply(current, results, "task")
+        for event in checked:
+            event["task"] = render.clip(subject, 200)
+        events += checked
+        return [str(e["criterion"]) for e in checked]
+
+    recorded = _update(store, record)
+    failures = [r for r in results if not r.passed and r.criterion in recorded]
+    if failures:
+        raise Refused(render.task_refused(failures))
+    return None
+
+
+def _untrusted(
+    agent: Agent, loop: paths.LoopPaths, session: str, subject: str, names: list[str]
+) -> Output | None:
+    """The task goes through unchecked; the person is told once per session."""
+    if not agent.notices or not notices.first_time(loop, session, UNTRUSTED_NOTICE):
+        return None
+    return agent.render_notice(render.task_unchecked(subject, names))
