@@ -18,7 +18,7 @@ from ralphstate.core import limits, render, tie
 from ralphstate.core import state as st
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
-from tests.helpers import run_process
+from tests.helpers import FIXTURES, run_process
 from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 SID = "session-a"
@@ -173,6 +173,20 @@ def test_the_output_on_stderr_is_made_safe_and_bounded(root: Path) -> None:
     assert len(err) < limits.MAX_REASON_OUTPUT_CHARS + 1000
     assert "\x1b" not in err and "\u202e" not in err
     assert err.endswith("    \\u202eevil\\u202c 52;c;aGk=done\n")
+
+
+def test_the_input_claude_code_really_sends_is_gated(root: Path) -> None:
+    """Claude Code 2.1.330's TaskCompleted input, as recorded (tests/fixtures/agents)."""
+    raw = (FIXTURES / "agents" / "claude_task_completed.json").read_text()
+    raw = raw.replace("{project}", str(root).replace("\\", "\\\\"))
+    raw = raw.replace("{transcript}", str(root / "t.jsonl").replace("\\", "\\\\"))
+    data = orjson.loads(raw)
+    make_loop(root, {"write the exporter": FAIL}, session=data["session_id"])
+    done = run_process(["hook", "task-completed"], cwd=root, input=raw)
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith(
+        'ralphstate: this task stays open: the check of criterion "write the exporter"'
+    )
 
 
 # -- the task goes through, and nothing runs ------------------------------------------------
