@@ -381,6 +381,56 @@ def test_stop_input_fuzz_other_agents(
     run_and_check(fuzz_root, "stop", data.draw(hook_inputs(fuzz_root), label="stdin"), agent)
 
 
+def task_inputs(root: Path) -> hs.SearchStrategy[bytes]:
+    """TaskCompleted inputs: the shape Claude Code sends with subjects and descriptions
+    that name the loop's criteria (or almost), and everything `hook_inputs` draws."""
+    subjects = hs.sampled_from(
+        ["tests pass", " TESTS  pass ", "lint clean", "tests", "criterion: lint clean", ""]
+    )
+    text = subjects | hs.text(max_size=30) | json_values
+    task = hs.fixed_dictionaries(
+        {
+            "session_id": hs.sampled_from([SID, SID, "session-b"]),
+            "cwd": hs.sampled_from([str(root), str(root / "sub")]),
+            "hook_event_name": hs.just("TaskCompleted"),
+            "task_id": hs.sampled_from(["1", "2"]) | json_values,
+            "task_subject": subjects | text,
+        },
+        optional={
+            "task_description": text | subjects.map(lambda name: f"Do it.\ncriterion: {name}"),
+            "teammate_name": json_values,
+        },
+    ).map(encode)
+    return hs.one_of(task, task, hook_inputs(root))
+
+
+@budget()
+@given(data=hs.data(), scenario=hs.sampled_from(list(SCENARIOS)))
+def test_task_completed_input_fuzz(
+    fuzz_root: Path,
+    isolated: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    data: hs.DataObject,
+    scenario: str,
+) -> None:
+    """Whatever arrives on stdin, the task gate on a loop whose checks are not trusted
+    here: exit 0, nothing run, nothing written, and at most the one notice."""
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(fuzz_root))
+    path = setup_loop(fuzz_root, isolated, scenario)
+    raw = orjson.loads(path.read_bytes())
+    raw["checks"] = {"tests pass": "exit 1", "lint clean": "exit 1"}
+    path.write_bytes(orjson.dumps(raw))
+    before = path.read_bytes()
+    with processes_started() as started:
+        run = hook("task-completed", data.draw(task_inputs(fuzz_root), label="stdin"))
+    assert started == []  # an untrusted check never runs
+    out = hook_kept_its_promises(run, "task-completed")
+    assert out is None or set(out) == {"systemMessage"}
+    event("told" if out else "silent")
+    assert path.read_bytes() == before
+    assert not (fuzz_root / ".loop" / "history.jsonl").exists()
+
+
 # -- state files ---------------------------------------------------------------------------
 
 names = hs.sampled_from(["tests pass", "lint clean", "1", "2", "", " ", "a\nb", "ü", MARKER])
