@@ -1,5 +1,5 @@
 """The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact|stop-failure|
-task-completed`, `cli ARGS`.
+post-tool-use|task-completed`, `cli ARGS`.
 
 Claude Code runs it from `hooks/hooks.json` with the hook input on stdin, and the
 plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate of
@@ -55,6 +55,7 @@ EVENTS = {
     "session-start": "SessionStart",
     "pre-compact": "PreCompact",
     "stop-failure": "StopFailure",
+    "post-tool-use": "PostToolUse",
     "task-completed": "TaskCompleted",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
@@ -73,7 +74,8 @@ SOURCES = ("pyproject.toml", "README.md", "src")
 # console script, `python -m ralphstate hook`).
 _OWN = re.compile(
     "|".join(
-        prefix + r"(stop-failure|stop|session-start|pre-compact|task-completed)(?=[\s\"';]|$)"
+        prefix + r"(stop-failure|stop|session-start|pre-compact|post-tool-use|task-completed)"
+        r"(?=[\s\"';]|$)"
         for prefix in (
             (
                 r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""

@@ -357,7 +357,7 @@ def test_hook_command_with_an_agent() -> None:
 
 def test_hook_command_refuses_an_unknown_event() -> None:
     with pytest.raises(ValueError):
-        hook_command("PostToolUse")
+        hook_command("PreToolUse")
 
 
 AWKWARD = "a dir $HOME `x` \"q\" \\b 's'"
@@ -569,7 +569,7 @@ def launcher() -> Any:
 
 
 @pytest.mark.parametrize("form", CURRENT_FORMS + OLD_FORMS)
-@pytest.mark.parametrize("sub", list(inst.EVENTS.values()))
+@pytest.mark.parametrize("sub", list({**inst.EVENTS, **inst.TASK_EVENTS}.values()))
 def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
     form: str, sub: str
 ) -> None:
@@ -580,7 +580,7 @@ def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
 
 
 def test_the_commands_this_version_writes_are_recognised_by_the_launcher() -> None:
-    for event, sub in inst.EVENTS.items():
+    for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         for command in (hook_command(event), powershell_command(sub, "copilot")):
             match = launcher()._OWN.search(command)
             assert match is not None and sub in match.groups()
@@ -1114,6 +1114,8 @@ def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
     expected = {}
     for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         group: dict[str, Any] = {"matcher": ""} if event in inst.MATCHER_EVENTS else {}
+        if event in inst.MATCHERS:
+            group["matcher"] = inst.MATCHERS[event]
         command = f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
         if event == "TaskCompleted":  # its exit 2 is not retried with the next interpreter
             command = (

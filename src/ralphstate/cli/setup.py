@@ -34,11 +34,22 @@ from ralphstate.cli.options import SETTINGS
     help="Put the loop into Claude Code's status line instead (after yours, if you have"
     " one); no hooks.",
 )
-@click.option("--uninstall", is_flag=True, help="Remove ralphstate's hooks, and nothing else.")
-def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -> None:
+@click.option(
+    "--tasks",
+    is_flag=True,
+    help="Claude Code: also the task hooks (PostToolUse, TaskCompleted), and turn the task"
+    " tools on (env.CLAUDE_CODE_ENABLE_TODO_TOOLS) unless the file sets it.",
+)
+@click.option(
+    "--uninstall",
+    is_flag=True,
+    help="Remove ralphstate's hooks, and what --tasks added, and nothing else.",
+)
+def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, uninstall: bool) -> None:
     """Add the Stop, SessionStart, PreCompact and StopFailure hooks to your Claude Code
     settings for this project, or with --agent to Codex CLI, Gemini CLI, Cursor or
-    GitHub Copilot CLI, or opencode's plugin (.opencode/plugin/ralphstate.ts).
+    GitHub Copilot CLI, or opencode's plugin (.opencode/plugin/ralphstate.ts);
+    with --tasks, Claude Code's task hooks too, and its task tools turned on.
 
     Other settings and hooks are kept; running it twice changes nothing. The hooks
     run this installation of ralphstate by its absolute path, so by default they go
@@ -51,11 +62,16 @@ def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -
       ralphstate install --scope project
       ralphstate install --scope user
       ralphstate install --agent codex
+      ralphstate install --tasks
       ralphstate install --uninstall
       ralphstate install --statusline
     """
     from ralphstate.install.doctor import project_root
 
+    if tasks and (agent != "claude" or statusline):
+        raise click.UsageError(
+            "--tasks is Claude Code's hooks'; leave --agent and --statusline out."
+        )
     if statusline:
         from ralphstate.install import statusline as statusline_
         from ralphstate.install.claude import settings_path
@@ -65,6 +81,11 @@ def install_(scope: str | None, agent: str, statusline: bool, uninstall: bool) -
         scope = scope or "user"
         path = settings_path(scope, project_root(Path.cwd()))
         result = statusline_.install(path, uninstall=uninstall)
+    elif tasks:
+        from ralphstate.install.claude import install
+
+        scope = scope or "local"
+        result = install(scope, project_root(Path.cwd()), uninstall=uninstall, tasks=True)
     else:
         from ralphstate.install.agents import install_agent
 

@@ -31,6 +31,10 @@ from ralphstate.install.command import own_subcommand as own_subcommand
 from ralphstate.install.command import shell_command
 from ralphstate.install.settings import InstallResult as InstallResult
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ralphstate.storage.installed import Added as installed_Added
+
 SCOPES = ("project", "local", "user")
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
 # StopFailure runs instead of Stop when a turn ends on an API error (a rate limit, an
@@ -42,8 +46,19 @@ EVENTS = {
     "StopFailure": "stop-failure",
 }
 # With `install --tasks`: the hooks on Claude Code's task list (docs/design.md, "The task
-# gate").
-TASK_EVENTS = {"TaskCompleted": "task-completed"}
+# gate"): PostToolUse mirrors the task tools' calls into the loop's steps, TaskCompleted
+# keeps a task open while its criterion's check fails.
+TASK_EVENTS = {"PostToolUse": "post-tool-use", "TaskCompleted": "task-completed"}
+# A matcher other than "" for an event: the tools whose calls run the hook.
+MATCHERS = {"PostToolUse": "TaskCreate|TaskUpdate|TodoWrite"}
+# The variable that turns Claude Code's task tools on (`install --tasks` sets it in the
+# settings file's `env`), and the one whose false value gives TodoWrite instead.
+TASKS_ENV = "CLAUDE_CODE_ENABLE_TODO_TOOLS"
+TASKS_OFF_ENV = "CLAUDE_CODE_ENABLE_TASKS"
+ON = "1"
+# How Claude Code reads a variable as true or as false (anything else: not set).
+TRUTHY = ("1", "true", "yes", "on")
+FALSY = ("0", "false", "no", "off")
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 TIMEOUT = 30
@@ -95,23 +110,112 @@ def read_settings(path: Path) -> dict[str, Any] | None:
 
 def parse(raw: bytes, path: Path) -> dict[str, Any]:
     """A Claude Code settings file's object (`settings.parse`, our events as lists)."""
-    return settings.parse(raw, path, EVENTS)
+    return settings.parse(raw, path, [*EVENTS, *TASK_EVENTS])
 
 
 def install(
-    scope: str, root: Path, *, uninstall: bool = False, home: Path | None = None
+    scope: str,
+    root: Path,
+    *,
+    uninstall: bool = False,
+    home: Path | None = None,
+    tasks: bool = False,
 ) -> InstallResult:
-    """Add (or with `uninstall`, remove) ralphstate's hooks in the `scope` settings file.
+    """Add (or with `uninstall`, remove) ralphstate's hooks in the `scope` settings file;
+    with `tasks`, the task hooks too, and `env.CLAUDE_CODE_ENABLE_TODO_TOOLS` when the
+    file does not set it. `uninstall` removes every hook of ours and the `env` key
+    install added (as recorded in `storage.installed`), if it still has the value
+    install wrote.
 
     Idempotent: when nothing needs to change the file is not written at all.
     """
+    from ralphstate.storage import installed
+
     path = settings_path(scope, root, home)
-    commands = {} if uninstall else {event: hook_command(event) for event in EVENTS}
+    events = {**EVENTS, **TASK_EVENTS} if tasks else EVENTS
+    commands = {} if uninstall else {event: hook_command(event) for event in events}
+    before = installed.added(path)
+    after: list[installed.Added] = []
 
     def edit(data: dict[str, Any]) -> list[str]:
-        return _remove_all(data) if uninstall else _add_all(data, commands)
+        after.clear()
+        if uninstall:
+            return _remove_all(data) + _remove_env(data, before)
+        actions = _add_all(data, commands)
+        if tasks:
+            made = _add_env(data, path, before)
+            actions += made[0]
+            after.append(made[1])
+        return actions
 
-    return settings.update(path, parse, edit)
+    result = settings.update(path, parse, edit)
+    now = after[0] if after else (None if uninstall else before)
+    if now is not before:
+        try:
+            installed.remember(path, now)
+        except RalphstateError as exc:
+            result.actions.append(f"note: {exc}")
+    return result
+
+
+def _add_env(
+    data: dict[str, Any], path: Path, before: installed_Added
+) -> tuple[list[str], installed_Added]:
+    """Turn the task tools on in the file's `env`, unless it says something already:
+    (what was done, what install has added to this file now)."""
+    from ralphstate.storage.installed import Added
+
+    env = data.get("env")
+    if env is not None and not isinstance(env, dict):
+        raise RalphstateError(f'"env" in {path} is not an object; nothing was changed.')
+    made_env = env is None
+    env = data.setdefault("env", {})
+    actions: list[str] = []
+    value = env.get(TASKS_ENV)
+    if value is None:
+        env[TASKS_ENV] = ON
+        actions.append(f'turned the task tools on: env.{TASKS_ENV} = "{ON}"')
+        now = Added({**before.env, TASKS_ENV: ON}, before.made_env or made_env)
+    else:
+        shown = json_value(value)
+        if str(value).strip().lower() in TRUTHY:
+            actions.append(f"the task tools are on already: env.{TASKS_ENV} = {shown}")
+        else:
+            actions.append(
+                f"note: env.{TASKS_ENV} is {shown} in this file, left as it is; the task tools"
+                " are on only when it is 1"
+            )
+        now = before
+    off = env.get(TASKS_OFF_ENV)
+    if off is not None and str(off).strip().lower() in FALSY:
+        actions.append(
+            f"note: env.{TASKS_OFF_ENV} is {json_value(off)}: Claude Code offers TodoWrite"
+            " instead of TaskCreate and TaskUpdate"
+        )
+    return actions, now
+
+
+def _remove_env(data: dict[str, Any], before: installed_Added) -> list[str]:
+    """Remove the `env` keys install added, those that still have the value it wrote,
+    and the `env` object when install made it and nothing is left in it."""
+    env = data.get("env")
+    if not before.env or not isinstance(env, dict):
+        return []
+    actions: list[str] = []
+    for key, value in before.env.items():
+        if key in env and env[key] == value:
+            del env[key]
+            actions.append(f"removed env.{key}")
+    if before.made_env and not env:
+        del data["env"]
+    return actions
+
+
+def json_value(value: object) -> str:
+    """A settings value as JSON writes it, on one line."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
 
 
 def find_installed(root: Path, home: Path | None = None) -> list[InstalledHook]:
@@ -157,15 +261,21 @@ def _add_all(data: dict[str, Any], commands: dict[str, str]) -> list[str]:
 
 def _add(hooks: dict[str, Any], event: str, command: str) -> list[str]:
     groups = hooks.setdefault(event, [])
-    own = _own(groups, EVENTS[event])
+    own = _own(groups, {**EVENTS, **TASK_EVENTS}[event])
     if not own:
         group: dict[str, Any] = {"matcher": ""} if event in MATCHER_EVENTS else {}
+        if event in MATCHERS:
+            group["matcher"] = MATCHERS[event]
         timeout = TIMEOUTS.get(event, TIMEOUT)
         group["hooks"] = [{"type": "command", "command": command, "timeout": timeout}]
         groups.append(group)
         return [f"added {event} hook: {command}"]
     actions: list[str] = []
-    _group, handler = own[0]
+    group, handler = own[0]
+    wanted = MATCHERS.get(event)
+    if wanted is not None and group.get("matcher") != wanted and len(group["hooks"]) == 1:
+        actions.append(f"set the {event} hook's matcher to {wanted} (was {group.get('matcher')!r})")
+        group["matcher"] = wanted
     if handler.get("type") != "command" or handler.get("command") != command:
         actions.append(f"updated {event} hook: {command} (was: {handler.get('command')})")
         handler["type"] = "command"
@@ -191,7 +301,7 @@ def _remove_all(data: dict[str, Any]) -> list[str]:
     if not isinstance(hooks, dict):
         return ["no ralphstate hooks to remove"]
     actions: list[str] = []
-    for event, sub in EVENTS.items():
+    for event, sub in {**EVENTS, **TASK_EVENTS}.items():
         groups = hooks.get(event)
         if groups is None:
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ralphstate.core import ownership
@@ -330,6 +331,115 @@ def _copilot_trust(found: list[AgentHook]) -> list[Finding]:
     ]
 
 
+def _setting(
+    root: Path, home: Path | None, environ: Mapping[str, str], name: str
+) -> tuple[str, str] | None:
+    """(value, where) of the variable `name` as Claude Code gets it here: a settings
+    file's `env` (local, then project, then user: the first that sets it wins), else
+    the environment; None when nothing sets it."""
+    for scope in ("local", "project", "user"):
+        path = install.settings_path(scope, root, home)
+        try:
+            data = install.read_settings(path)
+        except RalphstateError:
+            continue
+        env = data.get("env") if data else None
+        if isinstance(env, dict) and name in env:
+            value = env[name]
+            return (value if isinstance(value, str) else install.json_value(value)), f"{path}"
+    if name in environ:
+        return environ[name], "the environment"
+    return None
+
+
+def _is(value: str, words: tuple[str, ...]) -> bool:
+    return value.strip().lower() in words
+
+
+def check_tasks(
+    root: Path, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """Whether Claude Code's task tools are on in this project's configuration, and
+    whether the task hooks are installed: one line each."""
+    env = os.environ if environ is None else environ
+    found = [h for h in install.find_installed(root, home) if h.event in install.TASK_EVENTS]
+    events = [e for e in install.TASK_EVENTS if any(h.event == e for h in found)]
+    tools = _setting(root, home, env, install.TASKS_ENV)
+    off = _setting(root, home, env, install.TASKS_OFF_ENV)
+    unused = "warn" if events else "ok"  # off only matters when the task hooks are there
+    if tools is not None and _is(tools[0], install.TRUTHY):
+        said = f"{install.TASKS_ENV}={tools[0]} in {tools[1]}"
+        if off is not None and _is(off[0], install.FALSY):
+            line = (
+                "ok",
+                (
+                    f"the todo tools are on ({said}), and {install.TASKS_OFF_ENV}={off[0]} in"
+                    f" {off[1]} gives TodoWrite instead of TaskCreate and TaskUpdate"
+                ),
+            )
+        else:
+            line = ("ok", f"the task tools are on ({said}): TaskCreate and TaskUpdate")
+    elif tools is not None and _is(tools[0], install.FALSY):
+        line = (
+            unused,
+            f"the task tools are turned off ({install.TASKS_ENV}={tools[0]} in {tools[1]})",
+        )
+    else:
+        line = (
+            unused,
+            (
+                "the task tools are not turned on in this project's configuration (no"
+                f" {install.TASKS_ENV} in the environment or a settings file's env; only older"
+                " models have them without it); `ralphstate install --tasks` turns them on"
+            ),
+        )
+    findings = [line]
+    if not events:
+        findings.append(
+            (
+                "ok",
+                (
+                    "no task hooks installed (`ralphstate install --tasks` adds them; the"
+                    " plugin brings its own)"
+                ),
+            )
+        )
+        return findings
+    imports: dict[str, str | None] = {}
+    for hook in found:
+        problem, target = _executable(hook.command, root, imports)
+        if problem is not None:
+            findings.append(
+                (
+                    "fail",
+                    (
+                        f"{hook.event} hook in {hook.path} runs {target}, {problem}; run"
+                        " `ralphstate install --tasks` again"
+                    ),
+                )
+            )
+    if len(events) < len(install.TASK_EVENTS):
+        missing = [e for e in install.TASK_EVENTS if e not in events]
+        findings.append(
+            (
+                "warn",
+                (
+                    f"of the task hooks only {' and '.join(events)} is installed, not"
+                    f" {' and '.join(missing)}; run `ralphstate install --tasks`"
+                ),
+            )
+        )
+    elif not any(level == "fail" for level, _ in findings):
+        places = sorted({str(h.path) for h in found})
+        findings.append(
+            (
+                "ok",
+                f"the task hooks (PostToolUse, TaskCompleted) are installed in {', '.join(places)}",
+            )
+        )
+    return findings
+
+
 def run(start: Path, home: Path | None = None) -> list[Finding]:
     findings: list[Finding] = [("ok", f"Python {sys.version.split()[0]} at {sys.executable}")]
     root = project_root(start)
@@ -339,7 +449,7 @@ def run(start: Path, home: Path | None = None) -> list[Finding]:
         if agents and not install.find_installed(root, home):
             # Another agent keeps the loop; Claude Code's missing hooks are no fault.
             hooks = [("ok", "no Claude Code hooks installed (`ralphstate install` adds them)")]
-        findings += hooks + agents
+        findings += hooks + agents + check_tasks(root, home)
     except RalphstateError as exc:
         findings.append(("fail", str(exc)))
     findings += check_loop(start)
