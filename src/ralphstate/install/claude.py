@@ -30,10 +30,8 @@ from ralphstate.install.command import command_target as command_target
 from ralphstate.install.command import own_subcommand as own_subcommand
 from ralphstate.install.command import shell_command
 from ralphstate.install.settings import InstallResult as InstallResult
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ralphstate.storage.installed import Added as installed_Added
+from ralphstate.storage import installed
+from ralphstate.storage.installed import Added
 
 SCOPES = ("project", "local", "user")
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
@@ -129,13 +127,11 @@ def install(
 
     Idempotent: when nothing needs to change the file is not written at all.
     """
-    from ralphstate.storage import installed
-
     path = settings_path(scope, root, home)
     events = {**EVENTS, **TASK_EVENTS} if tasks else EVENTS
     commands = {} if uninstall else {event: hook_command(event) for event in events}
     before = installed.added(path)
-    after: list[installed.Added] = []
+    after: list[Added] = []
 
     def edit(data: dict[str, Any]) -> list[str]:
         after.clear()
@@ -150,7 +146,7 @@ def install(
 
     result = settings.update(path, parse, edit)
     now = after[0] if after else (None if uninstall else before)
-    if now is not before:
+    if now is not before and (now is not None or before.env):
         try:
             installed.remember(path, now)
         except RalphstateError as exc:
@@ -158,13 +154,9 @@ def install(
     return result
 
 
-def _add_env(
-    data: dict[str, Any], path: Path, before: installed_Added
-) -> tuple[list[str], installed_Added]:
+def _add_env(data: dict[str, Any], path: Path, before: Added) -> tuple[list[str], Added]:
     """Turn the task tools on in the file's `env`, unless it says something already:
     (what was done, what install has added to this file now)."""
-    from ralphstate.storage.installed import Added
-
     env = data.get("env")
     if env is not None and not isinstance(env, dict):
         raise RalphstateError(f'"env" in {path} is not an object; nothing was changed.')
@@ -195,7 +187,7 @@ def _add_env(
     return actions, now
 
 
-def _remove_env(data: dict[str, Any], before: installed_Added) -> list[str]:
+def _remove_env(data: dict[str, Any], before: Added) -> list[str]:
     """Remove the `env` keys install added, those that still have the value it wrote,
     and the `env` object when install made it and nothing is left in it."""
     env = data.get("env")
