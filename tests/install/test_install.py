@@ -167,8 +167,8 @@ def test_hook_command_has_this_interpreter_import_the_hook_in_isolated_mode(
     assert hook_command("PreCompact") == f'"{exe}" -I -c "{code}" pre-compact'
     assert shlex.split(hook_command("Stop")) == [exe, "-I", "-c", code, "stop"]
     assert imports.asked and set(imports.asked) == {str(python)}
-    # every hook but the task list's, which `install --tasks` adds
-    assert {*inst.EVENTS.values(), *inst.TASK_EVENTS.values(), "post-tool-use"} == set(SUBCOMMANDS)
+    # every hook: the task list's (`install --tasks`) and the others
+    assert {*inst.EVENTS.values(), *inst.TASK_EVENTS.values()} == set(SUBCOMMANDS)
     for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         assert inst.own_subcommand(hook_command(event)) == sub
         assert runs_hook_code(hook_command(event))
