@@ -16,6 +16,9 @@ lowest and the highest, and the goal. The rows:
 - PostToolUse, no loop / a loop: the hook `ralphstate install --tasks` adds, mirroring
   a `TaskCreate` (each run a new task, so every run writes) in the project without a
   loop and in the one with it;
+- TaskCompleted, no loop / a loop: the TaskCompleted hook `ralphstate install --tasks`
+  adds, completing a task in the project without a loop, and in the one with it a task
+  tied to no criterion (nothing runs: a tied task's time is its check's);
 - status line, no loop / a loop: the command `ralphstate install --statusline` writes,
   with Claude Code's status-line input, in the project without a loop and in the one
   with it;
@@ -265,6 +268,10 @@ def cases(
         return None if len(made) == runs + 1 else f"{len(made)} tasks mirrored, not {runs + 1}"
 
     loop_task = Proc(mirror, tasks, lambda i: task_created(tasks, i), verify=mirrored)
+    gate = hook(python, "TaskCompleted")[1]
+    done = {"task_id": "1", "task_subject": "Write the parser", "task_description": "It parses."}
+    bare_gate = Proc(gate, empty, hook_input(empty, "TaskCompleted", **done))
+    loop_gate = Proc(gate, looped, hook_input(looped, "TaskCompleted", **done))
     status = statusline(python)
     bare_line = Proc(status, empty, status_input(empty))
     loop_line = Proc(status, looped, status_input(looped), "verified")
@@ -278,6 +285,8 @@ def cases(
         ("SessionStart hook", 4.5, restoring, None),
         ("PostToolUse hook, no loop", 1.1, bare_task, None),
         ("PostToolUse hook, a loop", 4.5, loop_task, None),
+        ("TaskCompleted hook, no loop", 1.1, bare_gate, None),
+        ("TaskCompleted hook, a loop", 4.5, loop_gate, None),
         ("status line, no loop", 1.1, bare_line, None),
         ("status line, a loop", 4.5, loop_line, None),
         ("ralphstate criteria set", 4.0, flip, None),
