@@ -183,8 +183,7 @@ def test_our_post_tool_use_hook_gets_its_matcher_back(tmp_path: Path) -> None:
 
 def test_the_command_line_round_trip(tmp_path: Path) -> None:
     """`ralphstate install --tasks`, then `--uninstall`, as real processes."""
-    (tmp_path / ".git").mkdir()
-    path = tmp_path / ".claude" / "settings.json"
+    path = tmp_path / ".claude" / "settings.local.json"  # the default scope
     original = write(path, PERSON)
     done = run_process(["install", "--tasks"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -242,7 +241,7 @@ def test_doctor_without_the_task_tools_or_hooks(rs: Any, project: Path, home: Pa
 
 def test_doctor_after_install_tasks(rs: Any, project: Path, home: Path) -> None:
     assert rs("install", "--tasks").code == 0
-    settings = project / ".claude" / "settings.json"
+    settings = project / ".claude" / "settings.local.json"
     assert doctor_lines(rs) == [
         (
             f"ok   the task tools are on (CLAUDE_CODE_ENABLE_TODO_TOOLS=1 in {settings}):"
@@ -269,7 +268,7 @@ def test_doctor_the_local_settings_win_and_off_with_hooks_is_a_warning(
     rs: Any, project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1")
-    assert rs("install", "--tasks").code == 0  # project: "1"
+    assert rs("install", "--tasks", "--scope", "project").code == 0  # project: "1"
     local = project / ".claude" / "settings.local.json"
     write(local, {"env": {"CLAUDE_CODE_ENABLE_TODO_TOOLS": "0"}})
     assert doctor_lines(rs)[0] == (
