@@ -189,6 +189,25 @@ def test_the_input_claude_code_really_sends_is_gated(root: Path) -> None:
     )
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="the command is run by sh")
+def test_the_command_install_writes_exits_2(root: Path) -> None:
+    """`install --tasks`' TaskCompleted command (`entry.main`, which ends the process
+    with `os._exit`), run by sh as Claude Code runs it."""
+    from ralphstate.install.claude import hook_command
+
+    make_loop(root, {"tests pass": FAIL})
+    data = {"session_id": SID, "cwd": str(root), "task_id": "1", "task_subject": "tests pass"}
+    done = subprocess.run(
+        ["/bin/sh", "-c", hook_command("TaskCompleted")],
+        cwd=root,
+        input=orjson.dumps(data),
+        capture_output=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
+    assert done.stderr.decode().endswith("    first line\n    boom: 1 == 2\n")
+
+
 # -- the task goes through, and nothing runs ------------------------------------------------
 
 
