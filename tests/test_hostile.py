@@ -113,7 +113,7 @@ def test_a_templates_checks_are_shown_escaped_and_not_trusted_until_reviewed(
     assert started.code == 0, started.err
     shown = f"touch {pwned}; true\\x0d\\x1b[2Kpytest -q"
     assert f"check (not trusted yet) tests pass: {shown}\n" in started.out
-    assert "review them, then run `ralphstate trust`" in started.out
+    assert "review it, then run `ralphstate trust`" in started.out
     assert "\x1b" not in started.out and "\r" not in started.out
 
     refused = rs("verify")

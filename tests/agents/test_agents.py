@@ -234,7 +234,7 @@ def test_session_start_restores_the_agents_own_loop(root: Path, name: str) -> No
     ctx = ctx or out["hookSpecificOutput"]["additionalContext"]
     assert ctx.startswith("A ralphstate loop is active in this project")
     assert "- [x] tests pass" in ctx
-    line = "ralphstate: loop resumed: 1/2 criteria, iteration 0/20."
+    line = "ralphstate: loop in progress: 1/2 criteria, iteration 0/20."  # a fresh session
     assert out == CONTEXT_SHAPES[name](ctx, line)
 
 

@@ -175,7 +175,7 @@ def test_init_inside_a_session_is_owned_by_it(
     result = rs("init", "Build it", "-c", "tests pass")
     assert result.out == (
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations,"
-        " owned by session 0d8e6f1b\n"
+        " owned by session 0d8e6f1b…\n"
     )
     assert state_of(project)["sessionId"] == "0d8e6f1b-2c47-4c3e-9a52-5f0c2a9e7b1d"
     entry = registered(project)
@@ -398,7 +398,8 @@ def test_status_paused_with_owner(loop: Path, rs: Any) -> None:
         edit(loop, updatedAt=NOW)
         out = rs("status").out
     assert out.splitlines()[0] == (
-        f"loop {loop}: paused · (max_iterations) · iteration 0/20 · owner abcdef01 · updated 2d ago"
+        f"loop {loop}: paused · (max_iterations) · iteration 0/20 · owner abcdef01…"
+        " · updated 2d ago"
     )
     assert "steps" not in out
 
@@ -636,7 +637,7 @@ def test_cancel(loop: Path, rs: Any) -> None:
     result = rs("cancel")
     assert (result.code, result.out, result.err) == (0, "cancelled\n", "")
     assert state_of(loop)["status"] == "cancelled"
-    assert rs("cancel").out == "cancelled\n"
+    assert rs("cancel").out == "already cancelled\n"
     assert [e["event"] for e in history_of(loop)] == ["init", "cancelled"]
     entry = registered(loop)
     assert entry is not None and entry["status"] == "cancelled"

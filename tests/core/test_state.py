@@ -513,7 +513,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert_lines_start(
         result.out,
         [
-            f"loop {root}: in progress · iteration 6/20 · owner 5f0c2a9e · updated 4m ago",
+            f"loop {root}: in progress · iteration 6/20 · owner 5f0c2a9e… · updated 4m ago",
             f"spec: {state['spec']}",
             "criteria 2/4 (2 claimed):",
             f"  [x] {c[0]}  (claimed)",

@@ -90,7 +90,7 @@ def test_doctor_warns_about_the_block_cap_and_foreign_loops(
     (project / ".loop" / "state.json").write_text(json.dumps(state))
     result = rs("doctor")
     assert "stallLimit 9 is not below Claude Code's cap of 8" in result.out
-    assert "the loop belongs to session theirs-0, not this one (mine-000)" in result.out
+    assert "the loop belongs to session theirs-0…, not this one (mine-000…)" in result.out
 
 
 def test_doctor_reports_a_corrupt_state(rs: Any, project: Path, home: Path) -> None:

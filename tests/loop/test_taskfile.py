@@ -197,7 +197,10 @@ def test_a_task_file_that_cannot_be_read_fails_open_and_says_so(root: Path, faul
     status = cli(root, "status")
     assert status.returncode == 0
     said = [line for line in status.stdout.decode().splitlines() if "task file" in line]
-    assert said == [f"{problem}. The steps shown are those last read from it."]
+    assert said == [
+        f"{problem}. The loop's steps are its boxes, so none are shown until it can be read again."
+    ]
+    assert "steps 0/" not in status.stdout.decode()  # nothing stale
     done = cli(root, "step", "done", "1")
     assert done.returncode != 0 and problem in done.stderr.decode()
     assert "Traceback" not in done.stderr.decode()

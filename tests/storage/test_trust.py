@@ -280,7 +280,7 @@ def test_session_start_for_a_cloned_loop_mentions_its_checks(project: Path, tmp_
     assert out == {
         "systemMessage": "ralphstate: this project has a loop that was not started on this"
         " machine (1 criterion, status in_progress). It is ignored until you run"
-        " `ralphstate adopt`. Its 1 check will not run until you review them"
+        " `ralphstate adopt`. Its 1 check will not run until you review it"
         " (`ralphstate status`) and run `ralphstate trust`."
     }
 

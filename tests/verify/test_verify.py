@@ -491,7 +491,7 @@ def test_init_from_a_template_with_checks_shows_them_untrusted(project: Path, rs
     done = rs("init", "--from", str(template))
     assert done.out.splitlines()[1:] == [
         f"check (not trusted yet) a: {PASS}",
-        "the template's checks will not run until you review them, then run `ralphstate trust`",
+        "the template's check will not run until you review it, then run `ralphstate trust`",
     ]
     state = state_of(project)
     assert (state["verifyOnStop"], state["checkTimeouts"], state["evidence"]) == (
@@ -517,7 +517,7 @@ def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) 
     done = rs("init", "--from", str(template))
     assert done.out.splitlines()[1:] == [
         "check (not trusted yet) a\\x1b[2J: make test\\x0dexit 0 # looks harmless",
-        "the template's checks will not run until you review them, then run `ralphstate trust`",
+        "the template's check will not run until you review it, then run `ralphstate trust`",
     ]
 
 

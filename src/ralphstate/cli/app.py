@@ -72,12 +72,28 @@ def _escape_unencodable_output() -> None:
 _NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
-def _usage_mistake(exc: click.ClickException) -> int:
+def _command_path(args: list[str]) -> str:
+    """`ralphstate pause`: the command `args` name, for an error click raised without
+    its context (an option given no value)."""
+    path: list[str] = ["ralphstate"]
+    command: click.Command = cli
+    ctx = click.Context(cli, info_name="ralphstate")
+    for arg in args:
+        sub = command.get_command(ctx, arg) if isinstance(command, click.Group) else None
+        if sub is None:
+            break
+        path.append(arg)
+        command = sub
+    return " ".join(path)
+
+
+def _usage_mistake(exc: click.ClickException, args: list[str]) -> int:
     """A usage mistake is a user mistake like any other: one line, exit 1."""
     message = " ".join(exc.format_message().split())
     hint = ""
-    if isinstance(exc, click.UsageError) and exc.ctx is not None:
-        hint = f" (see `{exc.ctx.command_path} --help`)"
+    if isinstance(exc, click.UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else _command_path(args)
+        hint = f" (see `{where} --help`)"
     output.error(f"{message}{hint}")
     return 1
 
@@ -110,7 +126,7 @@ def run_cli(args: list[str]) -> int:
             # for its help: shown whole, as click before 8.2 did, not as an error line.
             output.text(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
             return 0
-        return _usage_mistake(exc)
+        return _usage_mistake(exc, args)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
     except SystemExit as exc:

@@ -92,5 +92,5 @@ def cancel() -> None:
     Example:
       ralphstate cancel
     """
-    ops.cancel(ops.locate())
-    output.text("cancelled")
+    _new, changed = ops.cancel(ops.locate())
+    output.text("cancelled" if changed else "already cancelled")

@@ -9,7 +9,7 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
-from ralphstate.core.text import count, visible
+from ralphstate.core.text import count, short_id, visible
 from ralphstate.loop import ops
 
 
@@ -125,7 +125,7 @@ def init(
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
-    owner = f", owned by session {new['sessionId'][:8]}" if new["sessionId"] else ""
+    owner = f", owned by session {short_id(new['sessionId'])}" if new["sessionId"] else ""
     # Relative to the current directory when it is the project root, else in full.
     at_root = Path.cwd().resolve() == store.paths.root.resolve()
     where = store.paths.display(store.paths.state) if at_root else str(store.paths.state)
@@ -147,8 +147,10 @@ def init(
     for name, command in new["checks"].items():  # from the template: shown, not trusted
         output.text(f"check (not trusted yet) {visible(name)}: {visible(command)}")
     if new["checks"]:
+        one = len(new["checks"]) == 1
         output.text(
-            "the template's checks will not run until you review them, then run `ralphstate trust`"
+            f"the template's {'check' if one else 'checks'} will not run until you review"
+            f" {'it' if one else 'them'}, then run `ralphstate trust`"
         )
 
 
@@ -170,8 +172,12 @@ def status(as_json: bool) -> None:
 
         try:
             taskfile.sync(state, store.paths.root)
-        except taskfile.TaskFileError as exc:
-            problem = f"{exc} The steps shown are those last read from it."
+        except taskfile.TaskFileError as exc:  # nothing stale: no steps at all
+            problem = (
+                f"{exc} The loop's steps are its boxes, so none are shown until it can be"
+                " read again."
+            )
+            state = {**state, "steps": [], "completedSteps": [], "remainingSteps": []}
     from ralphstate.storage import registry
 
     known = registry.knows(store.paths, state)

@@ -198,7 +198,7 @@ def run_command(
     \b
     Example:
       ralphstate run --agent "claude -p --dangerously-skip-permissions" --max 10
-      ralphstate run --agent "codex exec --full-auto" --timeout 1800
+      ralphstate run --agent "codex exec --sandbox workspace-write" --prompt-mode arg
       ralphstate run --agent "my-agent --instructions {prompt_file}"
       ralphstate run --commit --branch loop/csv-export
       ralphstate run --worktree csv-export --commit

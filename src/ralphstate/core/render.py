@@ -324,7 +324,8 @@ def completed(state: st.State) -> str:
             (checked if name in state["checks"] else claimed).append(name)
     parts = []
     if verified:
-        parts.append(f"verified by its check: {_names(verified)}")
+        by = "its check" if len(verified) == 1 else "their checks"
+        parts.append(f"verified by {by}: {_names(verified)}")
     if checked:
         why = "verify-on-stop is off" if not st.verify_on_stop(state) else "its check did not run"
         parts.append(f"claimed, not verified ({why}): {_names(checked)}")
@@ -511,9 +512,18 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
     return lines
 
 
-def session_line(state: st.State) -> str:
+# SessionStart sources that continue a session the loop was already in; any other
+# (`startup`, Copilot's `new`) starts a fresh one, where the loop is "in progress".
+RESUMING_SOURCES = ("resume", "compact", "clear")
+
+
+def session_line(state: st.State, source: str = "resume") -> str:
+    """The person's line at SessionStart: `ralphstate: loop resumed: 1/2 criteria, ...`."""
     met = len(state["criteria"]) - len(st.unmet(state))
-    word = "paused" if state["status"] == "paused" else "resumed"
+    if state["status"] == "paused":
+        word = "paused"
+    else:
+        word = "resumed" if source in RESUMING_SOURCES else "in progress"
     line = (
         f"ralphstate: loop {word}: {met}/{len(state['criteria'])}"
         f" {noun(len(state['criteria']), 'criterion')},"

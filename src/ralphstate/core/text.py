@@ -46,6 +46,18 @@ def plain_output(text: str) -> str:
     return _CONTROL_OUTPUT.sub("", _ANSI.sub("", text))
 
 
+# How much of a session id is shown where one is named in passing (`owner 0a1b2c3d…`).
+SHORT_ID_CHARS = 8
+
+
+def short_id(session: object) -> str:
+    """A session id as every message names it: its first `SHORT_ID_CHARS` characters,
+    with `…` when there is more, made safe to show (`visible`): one helper, one style."""
+    text = str(session)
+    cut = len(text) > SHORT_ID_CHARS
+    return visible(text[:SHORT_ID_CHARS]) + ("…" if cut else "")
+
+
 _PLURALS = {"criterion": "criteria"}
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
-from ralphstate.core.text import visible
+from ralphstate.core.text import short_id, visible
 
 Style = Any  # a callable like click.style(text, fg=...)
 
@@ -120,7 +120,7 @@ def status(
     head = [
         style(state["status"].replace("_", " "), fg=colour, bold=True),
         f"iteration {state['iteration']}/{state['maxIterations']}",
-        f"owner {visible(owner[:8]) if owner else 'none'}",
+        f"owner {short_id(owner) if owner else 'none'}",
         f"updated {clock.age(state.get('updatedAt'))} ago",
     ]
     if state.get("pauseReason"):

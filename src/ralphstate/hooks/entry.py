@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 USAGE = (
     f"usage: ralphstate hook {'|'.join(adapters.HOOKS)} [--agent NAME]\n"
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
-    " object or nothing, and exits 0 (task-completed exits 2 to refuse a task)."
+    " object or nothing, and exits 0 (task-completed exits 2 to refuse a task).\n"
+    "\n"
+    "Example:\n"
+    '  echo \'{"session_id": "s1", "cwd": "."}\' | ralphstate hook stop\n'
+    "  ralphstate hook session-start --agent codex < input.json"
 )
 # The hooks that may refuse what the agent does by exiting 2 with the reason on stderr
 # (Claude Code's TaskCompleted feeds it to the model); every other exit is 0.
@@ -103,6 +107,8 @@ def run_hook(args: list[str], detach: bool = False) -> int:
             agent = adapters.get(_option(args[1:], "--agent") or "claude")
         except KeyError as exc:
             raise Fault(str(exc.args[0])) from None
+        if not event:
+            raise Fault(f"no hook named; expected one of {', '.join(adapters.HOOKS)}")
         if event not in adapters.HOOKS:
             raise Fault(f"unknown hook {event!r}; expected one of {', '.join(adapters.HOOKS)}")
         data = _read_stdin()
@@ -170,7 +176,7 @@ def complain(event: str, message: str, exc: BaseException | None = None) -> None
 
 def note(event: str, message: str, exc: BaseException | None = None) -> None:
     """One line on stderr and in the log: `ralphstate hook EVENT: MESSAGE.`"""
-    line = f"ralphstate hook {event}: {message}."
+    line = f"ralphstate hook{' ' + event if event else ''}: {message}."
     where = None
     try:
         from ralphstate.storage import logs

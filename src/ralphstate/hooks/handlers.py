@@ -305,7 +305,7 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
         told = _with_task_file(loop, _told(store, state))
         return agent.render_context(
             render.context(told, source, lessons=lessons.read(loop.dir)),
-            render.session_line(told),
+            render.session_line(told, source),
         )
     pid = agent.process_id(os.environ)
 
@@ -335,9 +335,10 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     if verdict == "unknown":
         checks = ""
         if not trust.is_trusted(loop, state):
+            n = len(state["checks"])
             checks = (
-                f" Its {count(len(state['checks']), 'check')} will not run until you review them"
-                " (`ralphstate status`) and run `ralphstate trust`."
+                f" Its {count(n, 'check')} will not run until you review"
+                f" {'it' if n == 1 else 'them'} (`ralphstate status`) and run `ralphstate trust`."
             )
         return agent.render_notice(
             f"ralphstate: this project has a loop that was not started on this machine"
@@ -345,7 +346,7 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
             " It is ignored until you run `ralphstate adopt`." + checks
         )
     if verdict == "foreign":
-        from ralphstate.core.text import visible
+        from ralphstate.core.text import short_id, visible
 
         owner_agent = ownership.owner_agent(state)
         whose = "" if owner_agent == agent.name else f"{visible(owner_agent[:20])} "
@@ -356,14 +357,14 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
             "A ralphstate loop in this project belongs to another session; do not work on"
             " it unless the person asks. To take it over here: `ralphstate adopt`.",
             f"ralphstate: the loop here{named} belongs to another session"
-            f" ({whose}{visible(str(state['sessionId'])[:8])}…); run `ralphstate adopt` to"
+            f" ({whose}{short_id(state['sessionId'])}); run `ralphstate adopt` to"
             " continue it in this one.",
         )
     if verdict in ("adopt", "reown") and session_id:
         _record("session-start", loop, state, pid)
     trusted = trust.is_trusted(loop, state)
     state = _with_task_file(loop, _told(store, state))
-    line = render.session_line(state)
+    line = render.session_line(state, source)
     if not trusted:
         line += " " + render.untrusted_line(state)
     return agent.render_context(

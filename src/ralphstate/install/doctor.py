@@ -13,7 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import count as plural
-from ralphstate.core.text import noun
+from ralphstate.core.text import noun, short_id
 from ralphstate.install import claude as install
 from ralphstate.install.command import (
     command_script,
@@ -238,7 +238,8 @@ def check_loop(start: Path) -> list[Finding]:
             (
                 "warn",
                 (
-                    f"the loop belongs to session {owner[:8]}, not this one ({current[:8]});"
+                    f"the loop belongs to session {short_id(owner)}, not this one"
+                    f" ({short_id(current)});"
                     " `ralphstate adopt` takes it over"
                 ),
             )

@@ -219,10 +219,20 @@ def _refuse_unfinished(store: Store) -> None:
     except RalphstateError as exc:
         raise RalphstateError(f"{exc} Use --force to start over (a copy of it is kept).") from None
     if old["status"] in st.ACTIVE:
+        # From a subdirectory, "here" would be wrong: the loop is at the project root.
+        here = _same(Path.cwd(), store.paths.root)
+        where = "here" if here else f"in {store.paths.root}"
         raise RalphstateError(
-            f"an unfinished loop is already here ({old['status']}, spec:"
+            f"an unfinished loop is already {where} ({old['status']}, spec:"
             f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
         )
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def _check_names(criteria: list[str], steps: list[str], no_criteria: bool) -> None:
@@ -530,18 +540,21 @@ def resume(store: Store, more: int | None) -> tuple[st.State, bool]:
     return _lifecycle_changed(store, fn)
 
 
-def cancel(store: Store) -> st.State:
-    def fn(state: st.State, events: list[Event]) -> st.State:
+def cancel(store: Store) -> tuple[st.State, bool]:
+    """Cancel the loop; (the state, whether it changed): a cancelled loop stays as it is."""
+
+    def fn(state: st.State, events: list[Event]) -> bool:
         if state["status"] == "complete":
             raise RalphstateError(
                 "the loop is complete; there is nothing to cancel (it stays complete)."
             )
-        if state["status"] != "cancelled":
-            state["status"], state["pauseReason"] = "cancelled", None
-            events.append({"event": "cancelled"})
-        return state
+        if state["status"] == "cancelled":
+            return False
+        state["status"], state["pauseReason"] = "cancelled", None
+        events.append({"event": "cancelled"})
+        return True
 
-    return _lifecycle(store, fn)
+    return _lifecycle_changed(store, fn)
 
 
 def adopt(store: Store) -> st.State:
