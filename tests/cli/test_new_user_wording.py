@@ -216,7 +216,7 @@ def test_the_readme_hook_section_names_every_hook() -> None:
     from ralphstate.hooks.entry import USAGE
 
     hooks = USAGE.split("hook ", 1)[1].split(" ", 1)[0]
-    synopsis = section(README, "### `ralphstate hook`").split("\n\n", 2)[1]
+    synopsis = " ".join(section(README, "### `ralphstate hook`").split("\n\n", 2)[1].split())
     assert f"`hook {hooks} [--agent NAME]`" in synopsis
 
 
