@@ -368,3 +368,96 @@ def test_a_dry_run_in_a_missing_worktree_creates_nothing(rs: Any, repo: Path, ag
     )
     assert not (repo.parent / f"{repo.name}-worktrees").exists()
     assert git(repo, "branch", "--list", "alpha") == ""
+
+
+# -- worktrees of a repository that commits its loop ----------------------------------
+
+
+@pytest.fixture
+def tracked(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository that does not ignore `.loop/`: `run --commit` commits the loop's
+    state, as the README's Git example does."""
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project, {"README": "the project\n"})
+    return project
+
+
+def test_worktree_add_after_run_commit_starts_a_fresh_copy_of_this_loop(
+    rs: Any, tracked: Path, agent: Any
+) -> None:
+    make_loop(rs)
+    done = run(tracked, "--agent", agent(), "--commit", "--branch", "loop/fix", "--max", "1")
+    assert done.returncode == 3, done.stderr
+    assert ".loop/state.json" in git(tracked, "ls-files", ".loop")
+    added = rs("worktree", "add", "docs-pass")
+    assert added.code == 0, added.err
+    place = tracked.parent / f"{tracked.name}-worktrees" / "docs-pass"
+    copied = state(place)
+    here = state(tracked)
+    assert copied["loopId"] != here["loopId"]
+    assert (copied["iteration"], copied["status"]) == (0, "in_progress")
+    assert not any(copied["criteriaStatus"].values()) and here["criteriaStatus"]["tests pass"]
+    assert copied["spec"] == "Build the parser"
+    # git's copy of the loop here is kept beside it, as init --force keeps one.
+    kept = list((place / ".loop").glob("state.*.json.bak"))
+    assert [orjson.loads(k.read_bytes())["loopId"] for k in kept] == [here["loopId"]]
+    # `run --worktree` does the same.
+    beta = run(tracked, "--agent", agent(), "--worktree", "beta", "--max", "1")
+    assert beta.returncode == 3, beta.stderr
+    assert state(tracked.parent / f"{tracked.name}-worktrees" / "beta")["iteration"] == 1
+
+
+def worktree_list(root: Path) -> list[str]:
+    return [
+        line.removeprefix("worktree ")
+        for line in git(root, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
+
+
+def test_another_unfinished_loop_in_the_commit_is_refused_before_anything_is_created(
+    rs: Any, tracked: Path
+) -> None:
+    make_loop(rs)
+    git(tracked, "add", "-A")
+    git(tracked, "commit", "-qm", "the first loop")
+    assert rs("init", "Another loop", "-c", "done", "--force").code == 0
+    refused = rs("worktree", "add", "docs-pass")
+    assert refused.code == 1
+    assert refused.err == (
+        "ralphstate: HEAD's .loop/state.json is another unfinished loop (in_progress, spec:"
+        " 'Build the parser'), not a copy of the loop here. Give the worktree another branch"
+        " (--branch NAME), or settle that loop on its branch first. Nothing was created.\n"
+    )
+    assert not (tracked.parent / f"{tracked.name}-worktrees").exists()
+    assert git(tracked, "branch", "--list", "docs-pass") == ""
+    assert worktree_list(tracked) == [str(tracked)]
+    # An existing branch that holds it is refused the same way, and is left as it was.
+    git(tracked, "branch", "old-loop")
+    refused = rs("worktree", "add", "docs-pass", "--branch", "old-loop")
+    assert refused.err.startswith("ralphstate: branch old-loop's .loop/state.json is another")
+    assert git(tracked, "branch", "--list", "old-loop") == "old-loop"
+    assert worktree_list(tracked) == [str(tracked)]
+
+
+@POSIX
+def test_a_worktree_add_that_fails_after_the_checkout_leaves_nothing_behind(
+    rs: Any, tracked: Path
+) -> None:
+    make_loop(rs)
+    hook = tracked / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\nmkdir -p .loop && printf '{broken' > .loop/state.json\n")
+    hook.chmod(0o755)
+    refused = rs("worktree", "add", "docs-pass")
+    assert refused.code == 1
+    assert refused.err == (
+        "ralphstate: HEAD's .loop/state.json cannot be read (state.json is not valid JSON"
+        " (line 1, column 2): unexpected character, expected a string key). Give the worktree"
+        " another branch"
+        " (--branch NAME), or settle that loop on its branch first. Nothing was created.\n"
+    )
+    assert not (tracked.parent / f"{tracked.name}-worktrees").exists()
+    assert git(tracked, "branch", "--list", "docs-pass") == ""
+    assert worktree_list(tracked) == [str(tracked)]
+    hook.unlink()
+    assert rs("worktree", "add", "docs-pass").code == 0  # a retry finds nothing in its way

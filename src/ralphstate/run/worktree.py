@@ -18,6 +18,7 @@ from pathlib import Path
 
 import filelock
 
+from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import quote
@@ -129,12 +130,16 @@ def add(
 ) -> Added:
     """Create worktree `name` on branch `branch` (default `name`, created from HEAD when
     missing) and start its loop: a new one from `spec`, or the loop at or above `start`
-    started afresh."""
+    started afresh. A `.loop/state.json` the branch's commit holds (a loop committed
+    with `run --commit`) is replaced when it is a copy of the loop here; any other
+    unfinished or unreadable one is refused before anything is created. A worktree or
+    branch made before a failure is removed again."""
     _check_name(name)
     branch = branch or name
     top = _main_top(start)
     here_top = git.toplevel(start) or top
     source = None if spec else _source(start)  # refused before anything is created
+    here_id = _here_id(source, start)
     place = (path or default_path(top, name)).absolute()
     if place.exists() and any(place.iterdir()):
         raise RalphstateError(f"{place} already exists and is not empty.")
@@ -145,29 +150,156 @@ def add(
     created = exists is None or not exists.ok
     if created and git.head(start) is None:
         raise RalphstateError("the repository has no commit yet; make a first commit.")
+    # The loop lives at the same place in the new work tree as here.
+    rel = Path()
+    if source is not None:
+        with contextlib.suppress(ValueError):
+            rel = source[0].paths.root.resolve().relative_to(here_top.resolve())
+    checkout = _Checkout("HEAD" if created else f"refs/heads/{branch}", branch, created, rel)
+    _judge(_committed(start, checkout), here_id, checkout)  # before anything is created
+    registry.check_writable()
+    made = _missing(place)
     args = ["worktree", "add", "--quiet", *(["-b", branch] if created else []), str(place)]
     done = git.run_git([*args, *([] if created else [branch])], start)
     if done is None or not done.ok:
+        _remove_dirs(made)
         raise RalphstateError(f"git could not add the worktree: {rungit.first_line(done)}.")
-    # The loop lives at the same place in the new work tree as here.
-    where = place
-    if source is not None:
-        with contextlib.suppress(ValueError):
-            where = place / source[0].paths.root.resolve().relative_to(here_top.resolve())
-    fsio.makedirs(where)
-    if source is not None:
-        store, state = _copy_loop(source, where)
-    else:
-        store, state, _ = ops.init(
-            spec,
-            criteria or [],
-            steps or [],
-            max_iterations=None,
-            stall_limit=None,
-            marker=None,
-            start=where,
-        )
+    try:
+        where = place / rel
+        fsio.makedirs(where)
+        # What git checked out is judged again: the bound on git's output may have kept
+        # the first look from reading it.
+        replace = _judge(_checked_out(where), here_id, checkout)
+        if source is not None:
+            store, state = _copy_loop(source, where, replace)
+        else:
+            store, state, _ = ops.init(
+                spec,
+                criteria or [],
+                steps or [],
+                max_iterations=None,
+                stall_limit=None,
+                marker=None,
+                start=where,
+                force=replace,
+            )
+    except BaseException:
+        _undo(start, place, branch if created else None, made)
+        raise
     return Added(place, branch, created, store, state)
+
+
+@dataclass
+class _Checkout:
+    """What `git worktree add` checks out: `ref`, for `branch`, the loop at `rel`."""
+
+    ref: str
+    branch: str
+    created: bool
+    rel: Path
+
+    @property
+    def state_path(self) -> str:
+        return (self.rel / LOOP_DIR_NAME / "state.json").as_posix()
+
+    @property
+    def label(self) -> str:
+        return "HEAD" if self.created else f"branch {self.branch}"
+
+
+def _here_id(source: tuple[Store, st.State] | None, start: Path) -> str | None:
+    """The id of the loop at or above `start`, if there is one that can be read."""
+    if source is not None:
+        return source[1]["loopId"]
+    with contextlib.suppress(RalphstateError):
+        return ops.locate(start).load()["loopId"]
+    return None
+
+
+def _committed(start: Path, checkout: _Checkout) -> st.State | RalphstateError | None:
+    """The loop state the checkout's commit holds where the new loop goes: None when
+    there is none, or when it is too large for git's output bound (`_checked_out`
+    reads it after the checkout)."""
+    done = git.run_git(["cat-file", "-p", f"{checkout.ref}:{checkout.state_path}"], start)
+    if done is None or not done.ok:
+        return None
+    data = done.out.encode()
+    return None if len(data) >= limits.MAX_GIT_OUTPUT_BYTES else _parsed(data)
+
+
+def _checked_out(where: Path) -> st.State | RalphstateError | None:
+    """The loop state git checked out in the new worktree, if any."""
+    path = where / LOOP_DIR_NAME / "state.json"
+    if not os.path.lexists(path):
+        return None
+    try:
+        data = fsio.read_regular(path, limits.MAX_STATE_BYTES)
+    except OSError as exc:
+        return RalphstateError(exc.strerror or type(exc).__name__)
+    if len(data) > limits.MAX_STATE_BYTES:
+        return RalphstateError(f"it is larger than {limits.MAX_STATE_BYTES} bytes")
+    return _parsed(data)
+
+
+def _parsed(data: bytes) -> st.State | RalphstateError:
+    try:
+        return st.parse(data)
+    except RalphstateError as exc:
+        return exc
+
+
+def _judge(
+    found: st.State | RalphstateError | None, here_id: str | None, checkout: _Checkout
+) -> bool:
+    """Whether the new loop replaces the state git checks out: True for a copy of the
+    loop here (same `loopId`; git keeps it in the commit, and `init` keeps a copy);
+    False for none, or for a finished loop, which `init` replaces as it always does.
+    Another unfinished loop, or a file that cannot be read, is refused."""
+    if found is None:
+        return False
+    where = f"{checkout.label}'s {checkout.state_path}"
+    advice = (
+        " Give the worktree another branch (--branch NAME), or settle that loop on its"
+        " branch first. Nothing was created."
+    )
+    if isinstance(found, RalphstateError):
+        detail = str(found).rstrip(".")
+        raise RalphstateError(f"{where} cannot be read ({detail}).{advice}")
+    if here_id is not None and found["loopId"] == here_id:
+        return True
+    if found["status"] in st.ACTIVE:
+        raise RalphstateError(
+            f"{where} is another unfinished loop ({found['status']}, spec:"
+            f" {found['spec'][:60]!r}), not a copy of the loop here.{advice}"
+        )
+    return False
+
+
+def _missing(place: Path) -> list[Path]:
+    """The directories up to `place` that do not exist yet, deepest first."""
+    made: list[Path] = []
+    for folder in [place, *place.parents]:
+        if folder.exists():
+            break
+        made.append(folder)
+    return made
+
+
+def _remove_dirs(made: list[Path]) -> None:
+    for folder in made:  # deepest first; only empty ones
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def _undo(start: Path, place: Path, branch: str | None, made: list[Path]) -> None:
+    """Take back a worktree (and the branch) `add` made before it failed."""
+    with contextlib.suppress(OSError, RalphstateError):
+        registry.forget(jsonstore.key(LoopPaths(place, place / LOOP_DIR_NAME)))
+    git.run_git(["worktree", "remove", "--force", str(place)], start)
+    git.run_git(["worktree", "prune"], start)
+    if branch is not None:
+        git.run_git(["branch", "-D", branch], start)
+    _remove_dirs(made)
 
 
 def _source(start: Path) -> tuple[Store, st.State]:
@@ -188,9 +320,12 @@ def _source(start: Path) -> tuple[Store, st.State]:
     return store, state
 
 
-def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.State]:
+def _copy_loop(
+    source: tuple[Store, st.State], where: Path, replace: bool = False
+) -> tuple[Store, st.State]:
     """The loop `source` started afresh in `where` (its checks were trusted here, see
-    `_source`; the copy keeps that trust, `_carry_trust`)."""
+    `_source`; the copy keeps that trust, `_carry_trust`); with `replace`, over the copy
+    of it git checked out there."""
     source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
     store, new, _ = ops.init(
@@ -202,6 +337,7 @@ def _copy_loop(source: tuple[Store, st.State], where: Path) -> tuple[Store, st.S
         marker=state["completionMarker"],
         template=template,
         start=where,
+        force=replace,
     )
     config = source_store.paths.dir / CONFIG_NAME
     if config.is_file():  # the run's settings (agent command, timeout) come along
