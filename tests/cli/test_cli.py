@@ -613,8 +613,9 @@ def test_resume_more(
 def test_resume_says_when_a_budget_is_still_reached(loop: Path, rs: Any) -> None:
     edit(loop, status="paused", pauseReason="budget", maxTokens=600, usage={"tokens": 628})
     assert rs("resume").out == (
-        "in progress: iteration 0/20; its budget is still reached (tokens 628 of 600), so"
-        " the next stop pauses it again: raise it first (`ralphstate config max-tokens N`)\n"
+        "in progress: iteration 0/20; its budget is still reached (tokens 628 of the loop's"
+        " 600), so the next stop pauses it again: raise it first (`ralphstate config"
+        " max-tokens N`)\n"
     )
     assert rs("config", "max-tokens", "2000").code == 0
     edit(loop, status="paused", pauseReason="budget")

@@ -558,3 +558,45 @@ def test_errors_keep_only_the_most_recent() -> None:
     assert state["errors"][0]["message"].startswith("boom 3!")
     assert len(state["errors"][-1]["message"]) == limits.MAX_PROBLEM_CHARS
     assert st.parse(st.dumps(state))["errors"] == state["errors"]
+
+
+# -- budgets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("used", "budget", "said"),
+    [
+        # The figure and the budget on one scale, whichever side passes a dollar.
+        ((0, 1.44, 0.0), (0.8, None, None), "cost $1.44 of this run's $0.80"),
+        ((0, 0.6, 0.0), (0.54, None, None), "cost $0.6000 of this run's $0.5400"),
+        ((15200, 0.0, 0.0), (None, 15000, None), "tokens 15,200 of this run's 15,000"),
+        ((0, 0.0, 28812.4), (None, None, 28800.0), "duration 8h12s of this run's 8h"),
+        ((0, 0.0, 1.04), (None, None, 0.1), "duration 1s of this run's 0.1s"),
+        ((0, 0.79, 5.0), (0.8, 100, 60.0), None),
+    ],
+)
+def test_a_budget_reached_names_whose_and_both_figures(
+    used: tuple[int, float, float],
+    budget: tuple[float | None, int | None, float | None],
+    said: str | None,
+) -> None:
+    spent: st.Usage = {"tokens": used[0], "cost": used[1], "seconds": used[2]}
+    limits: st.Budget = {"cost": budget[0], "tokens": budget[1], "seconds": budget[2]}
+    assert st.reached(spent, limits, st.RUNS) == said
+
+
+def test_what_a_run_spent_is_the_difference_never_below_zero() -> None:
+    start: st.Usage = {"tokens": 100, "cost": 0.5, "seconds": 10.0}
+    now: st.Usage = {"tokens": 340, "cost": 0.5016, "seconds": 8.0}
+    assert st.used_since(now, start) == {"tokens": 240, "cost": 0.0016, "seconds": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "shown"),
+    [("8h", 28800, "8h"), ("1h30m", 5400, "1h30m"), ("90", 90, "1m30s"), ("2d4h", 187200, "2d4h")],
+)
+def test_durations_read_and_shown_as_people_write_them(
+    text: str, seconds: float, shown: str
+) -> None:
+    assert st.parse_duration(text) == seconds
+    assert st.span(seconds) == shown

@@ -122,18 +122,18 @@ def test_a_budget_reached_pauses_the_loop_and_says_which(root: Path, tmp_path: P
     assert err == ""
     assert out is not None and "decision" not in out  # the stop is allowed
     assert out["systemMessage"] == (
-        "ralphstate: loop paused, its budget is reached (tokens 628 of 600). Raise it"
-        " (`ralphstate config max-tokens N`), then `ralphstate resume`."
+        "ralphstate: loop paused, its budget is reached (tokens 628 of the loop's 600). Raise"
+        " it (`ralphstate config max-tokens N`), then `ralphstate resume`."
     )
     assert out["terminalSequence"] == (
-        "\x1b]9;ralphstate: loop paused: its budget is reached, tokens 628 of 600"
+        "\x1b]9;ralphstate: loop paused: its budget is reached, tokens 628 of the loop's 600"
         " (Build the parser)\x07"
     )
     after = state(root)
     assert (after["status"], after["pauseReason"], tokens(root)) == ("paused", "budget", 628)
     events = (root / ".loop" / "history.jsonl").read_bytes().splitlines()
     assert orjson.loads(events[-1])["event"] == "budget"
-    assert orjson.loads(events[-1])["budget"] == "tokens 628 of 600"
+    assert orjson.loads(events[-1])["budget"] == "tokens 628 of the loop's 600"
 
 
 def test_inside_run_the_hook_counts_nothing(root: Path, tmp_path: Path) -> None:

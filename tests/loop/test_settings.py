@@ -39,7 +39,9 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "continue-message: (none)\n"
         "spec: Build the parser…\n"
         "verify-on-stop: default (on)\n"
+        "max-cost: none\n"
         "max-tokens: none\n"
+        "max-duration: none\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
@@ -94,7 +96,7 @@ FRAME = "a marker cannot hold <loop-state>, which frames the loop's restored sta
 TICK = "a marker cannot hold a backtick: in backticks it is code, where it does not count."
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
-    " continue-message, spec, verify-on-stop, max-tokens."
+    " continue-message, spec, verify-on-stop, max-cost, max-tokens, max-duration."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),

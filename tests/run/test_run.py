@@ -100,11 +100,11 @@ def test_an_agent_that_makes_progress_completes_the_loop(
     ]
     assert [(r["exit"], r["decision"]) for r in out["runs"]] == [(0, "continue"), (0, "complete")]
     assert plain(done.stderr) == [
-        "[1/20] iteration 1 · next step: write it",
+        "[1/20] this run: 1 of 20 · next step: write it",
         "agent 1: progress",
         "tests pass: met",
         "[1/20] 1/2 criteria · 0/1 step · T · exit 0",
-        "[2/20] iteration 2 · next step: write it",
+        "[2/20] this run: 2 of 20 · next step: write it",
         "agent 2: progress",
         "docs written: met",
         "[2/20] 2/2 criteria · 0/1 step · T · exit 0",
@@ -170,7 +170,7 @@ def test_without_json_progress_and_agent_output_go_to_stdout(
     done = rs("run", "--agent", run_agents.command(script, "stdin", "progress"))
     assert done.code == 0, done
     assert plain(done.out) == [
-        "[1/20] iteration 1 · next step: write it",
+        "[1/20] this run: 1 of 20 · next step: write it",
         "agent 1: progress",
         "tests pass: met",
         "[1/20] 1/1 criterion · 0/1 step · T · exit 0",
@@ -204,12 +204,12 @@ def test_an_idle_agent_stalls_after_stall_limit_iterations(
     done = rs("run", "--agent", run_agents.command(script, "stdin", "idle"), "--max", "10")
     assert done.code == 3
     assert plain(done.out) == [
-        "[1/10] iteration 1 · next step: write it",
+        "[1/20] this run: 1 of 10 · next step: write it",
         "agent 1: idle",
-        "[1/10] 0/2 criteria · 0/1 step · T · exit 0 · no progress (1 of 2)",
-        "[2/10] iteration 2 · next step: write it",
+        "[1/20] 0/2 criteria · 0/1 step · T · exit 0 · no progress (1 of 2)",
+        "[2/20] this run: 2 of 10 · next step: write it",
         "agent 2: idle",
-        "[2/10] 0/2 criteria · 0/1 step · T · exit 0",
+        "[2/20] 0/2 criteria · 0/1 step · T · exit 0",
         "paused (stall) · 0/2 criteria · 0/1 step · 2 iterations · T",
         (
             "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
@@ -235,7 +235,7 @@ def test_max_limits_the_run_and_a_new_run_resumes_it(
     assert first.code == 3
     out = orjson.loads(first.out)
     assert (out["outcome"], out["reason"], out["iterations"]) == ("paused", "run_max", 1)
-    assert "This run's --max is spent; `ralphstate run` continues the loop." in first.err
+    assert "This run's --max is spent; run `ralphstate run` again to continue." in first.err
     paused = state(project)
     assert (paused["status"], paused["pauseReason"]) == ("paused", "run_max")
     assert (paused["iteration"], paused["maxIterations"]) == (1, 20)  # the cap is the loop's
@@ -284,7 +284,7 @@ def test_the_loop_paused_from_outside_ends_the_run(rs: Any, project: Path, scrip
     assert done.code == 3
     assert plain(done.out)[-2:] == [
         "paused (agent asked) · 0/2 criteria · 0/1 step · 1 iteration · T",
-        "The loop was paused from outside the run; `ralphstate run` continues it.",
+        "The loop was paused from outside the run; run `ralphstate run` again to continue.",
     ]
     last = history(project)[-1]
     assert (last["event"], last["outcome"], last["reason"], last["by"]) == (
@@ -441,7 +441,7 @@ def test_ctrl_c_interrupts_the_agent_and_pauses_the_loop(
     final = state(project)
     assert (final["status"], final["pauseReason"]) == ("paused", "user")
     assert history(project, "run_iteration")[0]["stops"] == ["interrupt"]
-    assert plain(err)[-1] == "Stopped by Ctrl-C; `ralphstate run` continues the loop."
+    assert plain(err)[-1] == "Stopped by Ctrl-C; run `ralphstate run` again to continue."
     assert b"Traceback" not in err
 
 
@@ -543,7 +543,7 @@ def test_the_agent_comes_from_pyproject_and_loop_config_wins(
     assert rs("trust").code == 0  # the agent command comes from a file: reviewed first
     done = rs("run")
     assert done.code == 0, done
-    assert plain(done.out)[0] == "[1/7] iteration 1 · next step: write it"
+    assert plain(done.out)[0] == "[1/20] this run: 1 of 7 · next step: write it"
     assert state(project)["maxIterations"] == 20  # a configured max limits each run only
 
 

@@ -26,7 +26,9 @@ def test_a_box_the_agent_checks_is_a_step_done(rs: Any, project: Path, tmp_path:
     agent.write_text(TICKER, encoding="utf-8")
     done = rs("run", "--agent", spawn.join_command([sys.executable, str(agent)]), "--max", "2")
     assert done.code == 3, done
-    started = [line for line in done.out.splitlines() if re.search(r"iteration \d · next", line)]
+    started = [
+        line for line in done.out.splitlines() if re.search(r"this run: \d of \d · next", line)
+    ]
     assert [line.split("next step: ")[1] for line in started] == ["a", "b"]
     final = orjson.loads((project / ".loop" / "state.json").read_bytes())
     assert final["completedSteps"] == ["a", "b"]

@@ -13,6 +13,7 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
+from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop import ops
@@ -51,7 +52,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
-    seconds = runconfig.parse_duration(value)
+    seconds = st.parse_duration(value)
     if seconds is None:
         raise click.BadParameter(f"{value!r} is not a duration such as 8h, 90m or 1h30m.")
     return seconds
@@ -137,21 +138,22 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     default=None,
     callback=_finite,
     metavar="USD",
-    help="Pause once this run's agents reported spending this much (US dollars).",
+    help="This run's budget: pause once its agents reported spending this much (US"
+    " dollars). The loop's own budget is `ralphstate config max-cost`.",
 )
 @click.option(
     "--max-tokens",
     type=click.IntRange(1),
     default=None,
     metavar="N",
-    help="Pause once this run's agents reported using this many tokens.",
+    help="This run's budget: pause once its agents reported using this many tokens.",
 )
 @click.option(
     "--max-duration",
     default=None,
     callback=_duration,
     metavar="TIME",
-    help="Pause once this run has taken this long (8h, 90m, 1h30m, or seconds).",
+    help="This run's budget: pause once it has taken this long (8h, 90m, 1h30m, or seconds).",
 )
 @click.option(
     "--on-limit",

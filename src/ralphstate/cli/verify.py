@@ -169,8 +169,10 @@ def config(key: str | None, value: str | None) -> None:
       verify-on-stop    true/false/default: run the criteria's checks before the
                         Stop hook allows a claimed completion (default: on;
                         `false` turns it off, and `status` shows that)
-      max-tokens        the token budget: the loop pauses once its usage reaches
-                        it (`none` for no budget)
+      max-cost          the loop's cost budget in US dollars, or none
+      max-tokens        the loop's token budget, or none: the loop pauses once
+                        its usage reaches it (inside a session too)
+      max-duration      the loop's time budget (8h, 90m, 1h30m), or none
 
     \b
     Example:
@@ -178,6 +180,8 @@ def config(key: str | None, value: str | None) -> None:
       ralphstate config max-iterations 40
       ralphstate config verify-on-stop true
       ralphstate config continue-message ""
+      ralphstate config max-cost 20
+      ralphstate config max-duration none
     """
     from ralphstate.loop import settings
 

@@ -259,7 +259,8 @@ def paused_stall(state: st.State) -> str:
 def raise_budget(over: str) -> str:
     """Where the person raises the budget `over` names (`st.over_budget`)."""
     which = over.split(" ", 1)[0]  # tokens, cost or duration
-    return "`ralphstate config max-tokens N`" if which == "tokens" else "state.json"
+    setting = {"tokens": "max-tokens N", "cost": "max-cost USD"}.get(which, "max-duration 8h")
+    return f"`ralphstate config {setting}`"
 
 
 def paused_budget(over: str) -> str:

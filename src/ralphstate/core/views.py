@@ -84,21 +84,22 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
 
 
 def _spent(state: st.State) -> str:
-    """`spent: 12,400 tokens · $0.42 · 3m12s of runs (budget: $5.00)`; "" before anything."""
-    budgeted = state["maxCost"] or state["maxTokens"] or state["maxDuration"]
-    if state["usage"] is None and not budgeted:
+    """`spent: 12,400 tokens · $0.42 · 3m12s of runs (the loop's budget: $5.00)`; ""
+    before anything."""
+    budget = st.loop_budget(state)
+    if state["usage"] is None and not any(value is not None for value in budget.values()):
         return ""
     now = st.spent(state)
     parts = [f"{now['tokens']:,} tokens", f"${now['cost']:.4f}", f"{now['seconds']:.0f}s of runs"]
     budgets = []
-    if state["maxCost"] is not None:
-        budgets.append(f"${state['maxCost']:.2f}")
-    if state["maxTokens"] is not None:
-        budgets.append(f"{state['maxTokens']:,} tokens")
-    if state["maxDuration"] is not None:
-        budgets.append(f"{state['maxDuration']:.0f}s")
+    if budget["cost"] is not None:
+        budgets.append(st.dollars(budget["cost"]))
+    if budget["tokens"] is not None:
+        budgets.append(f"{budget['tokens']:,} tokens")
+    if budget["seconds"] is not None:
+        budgets.append(st.span(budget["seconds"]))
     text = "spent: " + " · ".join(parts)
-    return text + (f" (budget: {', '.join(budgets)})" if budgets else "")
+    return text + (f" ({st.LOOPS} budget: {', '.join(budgets)})" if budgets else "")
 
 
 def status(

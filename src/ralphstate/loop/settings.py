@@ -4,6 +4,7 @@ refused with one sentence and changes nothing."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -85,6 +86,41 @@ def _spec(text: str) -> str:
     return text
 
 
+def _none(text: str) -> bool:
+    return text.strip().lower() == "none"
+
+
+def _dollars(text: str) -> float | None:
+    """The loop's cost budget: US dollars above 0, or `none`."""
+    if _none(text):
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = 0.0
+    if not math.isfinite(value) or value <= 0:
+        raise RalphstateError(
+            f"max-cost must be US dollars above 0, or none, not {visible(text)[:40]!r}."
+        )
+    return value
+
+
+def _duration(text: str) -> float | None:
+    if _none(text):
+        return None
+    seconds = st.parse_duration(text)
+    if seconds is None:
+        raise RalphstateError(
+            "max-duration must be a duration such as 8h, 90m or 1h30m, or none,"
+            f" not {visible(text)[:40]!r}."
+        )
+    return seconds
+
+
+def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
+    return lambda value: "none" if value is None else show(value)
+
+
 # The names `config` takes, in the order it lists them (its --help says what each is).
 SETTINGS: dict[str, Setting] = {
     "max-iterations": Setting(
@@ -109,11 +145,10 @@ SETTINGS: dict[str, Setting] = {
         _default_or_bool,
         lambda value: "default (on)" if value is None else "true" if value else "false",
     ),
-    "max-tokens": Setting(
-        "maxTokens",
-        _tokens,
-        lambda value: "none" if value is None else str(value),
-    ),
+    # The loop's budgets (a run's own are its options: docs/run.md, "Budgets").
+    "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),
+    "max-tokens": Setting("maxTokens", _tokens, _shown(str)),
+    "max-duration": Setting("maxDuration", _duration, _shown(st.span)),
 }
 
 

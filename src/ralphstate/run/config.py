@@ -9,7 +9,6 @@ directory that holds `.loop/`.
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.state import parse_duration
 from ralphstate.storage import fsio
 
 if sys.version_info >= (3, 11):
@@ -138,22 +138,6 @@ def _seconds(value: Any, *, above_zero: bool, bad: Callable[[str], RalphstateErr
     if value < 0 or (above_zero and value == 0):
         raise bad("a number of seconds above 0" if above_zero else "0 or more seconds")
     return float(value)
-
-
-_SPAN = re.compile(r"(\d+(?:\.\d+)?)([dhms])")
-
-
-def parse_duration(text: str) -> float | None:
-    """`8h`, `90m`, `1h30m`, `45s`, `2d` or a plain number of seconds; None if not one."""
-    text = text.strip().lower().replace(" ", "")
-    try:
-        seconds = float(text)
-    except ValueError:
-        parts = _SPAN.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            return None
-        seconds = sum(float(n) * {"d": 86400, "h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
-    return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
 def _duration(value: Any, bad: Callable[[str], RalphstateError]) -> float:

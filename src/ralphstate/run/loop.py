@@ -16,7 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ralphstate.core import clock
 from ralphstate.core import state as st
@@ -209,6 +209,14 @@ class _Run:
         self.started = time.monotonic()
         self.state: st.State | None = None
         self.log = store.paths.dir / RUNS_DIR
+        # This run's own budget, measured from what the loop's `usage` was when it began.
+        self.budget: st.Budget = {
+            "cost": plan.max_cost,
+            "tokens": plan.max_tokens,
+            "seconds": plan.max_duration,
+        }
+        self.baseline: st.Usage = {"tokens": 0, "cost": 0.0, "seconds": 0.0}
+        self.over: str | None = None  # whose budget was reached: st.LOOPS or st.RUNS
 
     # -- the outline --
 
@@ -234,7 +242,7 @@ class _Run:
         quiet = 0
         run = 0
         while run < self.plan.limit:
-            over = st.over_budget(state)
+            over = self._over_budget(state)
             if over is not None:
                 return self._finish("paused", "budget", over)
             run += 1
@@ -306,7 +314,7 @@ class _Run:
         if run >= self.plan.limit:  # the run's own --max, or the loop's cap
             capped = state["iteration"] >= state["maxIterations"]
             return ("max_iterations" if capped else "run_max"), None
-        over = st.over_budget(state)
+        over = self._over_budget(state)
         if over is not None:
             return "budget", over
         if tripped == "agent_errors":
@@ -317,6 +325,31 @@ class _Run:
         if quiet >= state["stallLimit"]:
             return "stall", None
         return "continue", None
+
+    def _over_budget(self, state: st.State) -> str | None:
+        """The budget reached, the loop's or this run's, as a person reads it; None
+        when neither is. The loop's is named first: another run would meet it too."""
+        over = st.over_budget(state)
+        self.over = st.LOOPS
+        if over is None:
+            over = st.reached(self._used(state), self.budget, st.RUNS)
+            self.over = st.RUNS
+        if over is None:
+            self.over = None
+        return over
+
+    def _used(self, state: st.State) -> st.Usage:
+        """What this run has spent so far."""
+        return st.used_since(st.spent(state), self.baseline)
+
+    def _left(self, state: st.State, key: Literal["cost", "tokens", "seconds"]) -> float | None:
+        """The smaller of what the loop's budget and this run's leave of one figure."""
+        both = (
+            st.left(st.spent(state), st.loop_budget(state), key),
+            st.left(self._used(state), self.budget, key),
+        )
+        given = [value for value in both if value is not None]
+        return min(given) if given else None
 
     def _limited(
         self,
@@ -371,10 +404,13 @@ class _Run:
         if pause:
             return self._finish("paused", "limit", f"{kind}: {clip(hit.message, 200)}")
         assert wait is not None
-        if state["maxDuration"] is not None:
-            left = state["maxDuration"] - st.spent(state)["seconds"]
-            if wait >= left:
-                why = f"waiting out {what} would pass the duration budget"
+        for whose, left in (
+            (st.LOOPS, st.left(st.spent(state), st.loop_budget(state), "seconds")),
+            (st.RUNS, st.left(self._used(state), self.budget, "seconds")),
+        ):
+            if left is not None and wait >= left:
+                self.over = whose
+                why = f"waiting out {what} would pass {whose} duration budget"
                 return self._finish("paused", "budget", why)
         self._notify(
             "limit",
@@ -432,13 +468,6 @@ class _Run:
                 )
             if not state["startedAt"]:  # running it here adopts it: the registry needs it
                 state["startedAt"] = clock.now_iso()
-            spent = st.spent(state)
-            if plan.max_cost is not None:
-                state["maxCost"] = round(spent["cost"] + plan.max_cost, 6)
-            if plan.max_tokens is not None:
-                state["maxTokens"] = spent["tokens"] + plan.max_tokens
-            if plan.max_duration is not None:
-                state["maxDuration"] = round(spent["seconds"] + plan.max_duration, 3)
             started: Event = {
                 "event": "run_started",
                 "agent": plan.agent,
@@ -448,9 +477,11 @@ class _Run:
                 "maxIterations": state["maxIterations"],
                 "pid": os.getpid(),
             }
-            for key in ("maxCost", "maxTokens", "maxDuration"):
-                if state[key] is not None:
-                    started[key] = state[key]
+            # This run's budget, and the loop's (docs/run.md, "Budgets").
+            for key, budget in (("budget", self.budget), ("loopBudget", st.loop_budget(state))):
+                given = {k: v for k, v in budget.items() if v is not None}
+                if given:
+                    started[key] = given
             if plan.fallbacks:
                 started["fallbacks"] = plan.fallbacks
             events.append(started)
@@ -460,6 +491,7 @@ class _Run:
         with contextlib.suppress(OSError, RalphstateError):
             registry.record(self.store.paths, state)  # running it here is adopting it
         self.state = state
+        self.baseline = st.spent(state)
         return state
 
     def _tasks(self, state: st.State | None) -> None:
@@ -500,16 +532,13 @@ class _Run:
             lessons=lessons.read(paths.dir),
             commits=self.plan.commit,
         )
-        left = None
-        if state["maxCost"] is not None:
-            left = state["maxCost"] - st.spent(state)["cost"]
-        argv_now = with_budget(self.argv, left)
+        argv_now = with_budget(self.argv, self._left(state, "cost"))
         remaining, unmet = state["remainingSteps"], st.unmet(state)
         if remaining:
             nxt = f"next step: {visible(clip(remaining[0], 80))}"
         else:
             nxt = f"next criterion: {visible(clip(unmet[0], 80))}" if unmet else "checking the work"
-        self.report.line(f"[{run}/{self.plan.limit}] iteration {state['iteration']} · {nxt}")
+        self.report.line(f"{_place(state)} this run: {run} of {self.plan.limit} · {nxt}")
         env = dict(os.environ)
         env[ENV_RUNNER] = "1"
         runs = paths.dir / RUNS_DIR
@@ -592,7 +621,7 @@ class _Run:
         with contextlib.suppress(RalphstateError):
             append_history(paths.history, [event], number, loop_id=state["loopId"])
         parts = [
-            f"[{run}/{self.plan.limit}] {met}/{total} {noun(total, 'criterion')}",
+            f"{_place(state, number)} {met}/{total} {noun(total, 'criterion')}",
             f"{done}/{steps} {noun(steps, 'step')}",
             format_duration(agent.duration),
             agent.describe(),
@@ -747,6 +776,7 @@ class _Run:
             time.monotonic() - self.started,
             error,
             self.detail,
+            self.over if reason == "budget" else None,
         )
         if reason != "user":  # Ctrl-C: the person is there
             kind = {"complete": "complete", "error": "error"}.get(outcome, "pause")
@@ -778,6 +808,12 @@ class _Run:
                 usage=st.spent(state),
             )
         notify.send(self.plan.notify, event, summary, self.report.line, str(self.store.paths.root))
+
+
+def _place(state: st.State, number: int | None = None) -> str:
+    """`[5/20]`: the loop's iteration (`number`, or the state's) and its cap, as
+    `ralphstate status` shows them; the run's own count is said beside it."""
+    return f"[{state['iteration'] if number is None else number}/{state['maxIterations']}]"
 
 
 def _private_opener(path: str, flags: int) -> int:

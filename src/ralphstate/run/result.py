@@ -40,6 +40,18 @@ IterationDecision = Literal[
 ]
 
 
+# What a person does after each kind of budget pause (docs/run.md, "Budgets").
+RUN_BUDGET_SPENT = (
+    "This run's budget is spent (`ralphstate status` shows what the loop has spent); run"
+    " `ralphstate run` again to continue, with a budget of its own if you give it one."
+)
+LOOP_BUDGET_SPENT = (
+    "The loop's budget is spent (`ralphstate status` shows what it has spent): raise or"
+    " clear it with `ralphstate config max-cost USD|none` (or max-tokens, max-duration),"
+    " then run `ralphstate run` again."
+)
+
+
 @dataclass
 class IterationRecord:
     run: int
@@ -81,6 +93,8 @@ class Outcome:
     error: str | None = None
     # What the reason is about: which budget, which step, the agent's last error.
     detail: str | None = None
+    # Whose budget was reached: `st.LOOPS` or `st.RUNS` (reason "budget").
+    budget: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -109,14 +123,13 @@ class Outcome:
             line += f" · {format_spent(tokens, cost)}"
         hint = {
             "max_iterations": "Give it more with `ralphstate run --max N`.",
-            "run_max": "This run's --max is spent; `ralphstate run` continues the loop.",
+            "run_max": "This run's --max is spent; run `ralphstate run` again to continue.",
             "stall": "No progress in the last iterations: look at `ralphstate status` and"
             " .loop/runs/, then `ralphstate run` again.",
-            "user": "Stopped by Ctrl-C; `ralphstate run` continues the loop.",
+            "user": "Stopped by Ctrl-C; run `ralphstate run` again to continue.",
             "commit_failed": "The iteration's work could not be committed (see above; it is"
             " staged): fix what stopped the commit, commit it, then `ralphstate run` again.",
-            "budget": "A budget was reached (`ralphstate status` shows what was spent); give"
-            " `ralphstate run` a new --max-cost, --max-tokens or --max-duration to go on.",
+            "budget": LOOP_BUDGET_SPENT if self.budget == st.LOOPS else RUN_BUDGET_SPENT,
             "limit": "The agent hit a usage limit, a rate limit or a billing problem that"
             " waiting does not fix here; `ralphstate run` again once it is lifted.",
             "agent_errors": "The agent failed several iterations in a row (see `errors` in"
@@ -128,7 +141,9 @@ class Outcome:
             " act on it, then `ralphstate run` again.",
         }.get(self.reason or "")
         if self.outcome == "paused" and hint is None:
-            hint = "The loop was paused from outside the run; `ralphstate run` continues it."
+            hint = (
+                "The loop was paused from outside the run; run `ralphstate run` again to continue."
+            )
         if self.outcome == "cancelled":
             hint = "The loop was cancelled while the run was going."
         return [line, hint] if hint else [line]
