@@ -164,8 +164,8 @@ def add(
     if done is None or not done.ok:
         _remove_dirs(made)
         raise RalphstateError(f"git could not add the worktree: {rungit.first_line(done)}.")
+    where = place / rel
     try:
-        where = place / rel
         fsio.makedirs(where)
         # What git checked out is judged again: the bound on git's output may have kept
         # the first look from reading it.
@@ -184,7 +184,7 @@ def add(
                 force=replace,
             )
     except BaseException:
-        _undo(start, place, branch if created else None, made)
+        _undo(start, place, where, branch if created else None, made)
         raise
     return Added(place, branch, created, store, state)
 
@@ -207,12 +207,22 @@ class _Checkout:
         return "HEAD" if self.created else f"branch {self.branch}"
 
 
-def _here_id(source: tuple[Store, st.State] | None, start: Path) -> str | None:
-    """The id of the loop at or above `start`, if there is one that can be read."""
+def _here_id(source: tuple[Store, st.State] | None, start: Path) -> tuple[str, str] | None:
+    """What tells the loop at or above `start` from others (`_identity`), if there is
+    one that can be read."""
     if source is not None:
-        return source[1]["loopId"]
+        return _identity(source[1])
     with contextlib.suppress(RalphstateError):
-        return ops.locate(start).load()["loopId"]
+        return _identity(ops.locate(start).load())
+    return None
+
+
+def _identity(state: st.State) -> tuple[str, str] | None:
+    """A loop's id, or for a file from before ids its start time; None without either."""
+    if state["loopId"]:
+        return ("loopId", state["loopId"])
+    if state["startedAt"]:
+        return ("startedAt", state["startedAt"])
     return None
 
 
@@ -249,10 +259,12 @@ def _parsed(data: bytes) -> st.State | RalphstateError:
 
 
 def _judge(
-    found: st.State | RalphstateError | None, here_id: str | None, checkout: _Checkout
+    found: st.State | RalphstateError | None,
+    here_id: tuple[str, str] | None,
+    checkout: _Checkout,
 ) -> bool:
     """Whether the new loop replaces the state git checks out: True for a copy of the
-    loop here (same `loopId`; git keeps it in the commit, and `init` keeps a copy);
+    loop here (the same `loopId`; git keeps it in the commit, `init` keeps a copy);
     False for none, or for a finished loop, which `init` replaces as it always does.
     Another unfinished loop, or a file that cannot be read, is refused."""
     if found is None:
@@ -265,7 +277,7 @@ def _judge(
     if isinstance(found, RalphstateError):
         detail = str(found).rstrip(".")
         raise RalphstateError(f"{where} cannot be read ({detail}).{advice}")
-    if here_id is not None and found["loopId"] == here_id:
+    if here_id is not None and _identity(found) == here_id:
         return True
     if found["status"] in st.ACTIVE:
         raise RalphstateError(
@@ -291,10 +303,11 @@ def _remove_dirs(made: list[Path]) -> None:
             folder.rmdir()
 
 
-def _undo(start: Path, place: Path, branch: str | None, made: list[Path]) -> None:
-    """Take back a worktree (and the branch) `add` made before it failed."""
+def _undo(start: Path, place: Path, where: Path, branch: str | None, made: list[Path]) -> None:
+    """Take back a worktree (and the branch) `add` made before it failed; `where` is
+    where its loop was to be."""
     with contextlib.suppress(OSError, RalphstateError):
-        registry.forget(jsonstore.key(LoopPaths(place, place / LOOP_DIR_NAME)))
+        registry.forget(jsonstore.key(LoopPaths(where, where / LOOP_DIR_NAME)))
     git.run_git(["worktree", "remove", "--force", str(place)], start)
     git.run_git(["worktree", "prune"], start)
     if branch is not None:
