@@ -366,7 +366,7 @@ def test_a_wait_that_would_pass_the_duration_budget_pauses_at_once(
     out = orjson.loads(done.out)
     assert (out["reason"], out["detail"]) == (
         "budget",
-        "waiting out a usage limit would pass the duration budget",
+        "waiting out a usage limit would pass this run's duration budget",
     )
     assert fake_clock.slept == []
     assert [e["event"] for e in events(seen)] == ["budget"]
