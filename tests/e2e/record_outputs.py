@@ -143,7 +143,7 @@ OPENAI_OVERLOADED = {
 }
 
 
-def _google_quota(per: str, limit: int, retry: str) -> dict[str, Any]:
+def google_quota(per: str, limit: int, retry: str) -> dict[str, Any]:
     """The Gemini API's 429 for a free-tier request quota (`per`: Minute or Day)."""
     return {
         "code": 429,
@@ -263,12 +263,12 @@ RECORDINGS = [
     Recording(
         "gemini_json_quota.json",
         "gemini",
-        lambda: [[gemini_error(429, _google_quota("Minute", 10, "39.033478657s"))]],
+        lambda: [[gemini_error(429, google_quota("Minute", 10, "39.033478657s"))]],
     ),
     Recording(
         "gemini_json_daily_quota.json",
         "gemini",
-        lambda: [[gemini_error(429, _google_quota("Day", 250, "24.545235313s"))]],
+        lambda: [[gemini_error(429, google_quota("Day", 250, "24.545235313s"))]],
     ),
     Recording(
         "gemini_json_capacity.json", "gemini", lambda: [[gemini_error(429, GEMINI_CAPACITY)]]
