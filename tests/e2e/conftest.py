@@ -11,16 +11,26 @@ neither this machine's Claude Code configuration nor a surrounding session leaks
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import QUIET_ENV, HookProbe, RunClaude, find_claude, misfit
+from e2e_support import (
+    QUIET_ENV,
+    Cli,
+    HookProbe,
+    RunClaude,
+    find_claude,
+    json_result,
+    misfit,
+    path_with_this_python,
+    ralphstate,
+    run_client,
+    serving,
+)
 from fake_api import FakeAnthropicAPI
 
 Result = tuple[subprocess.CompletedProcess[str], dict[str, Any]]
@@ -51,13 +61,7 @@ def api() -> Iterator[FakeAnthropicAPI]:
 
     A callable turn that raises fails the test at teardown with that exception.
     """
-    server = FakeAnthropicAPI().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    if server.errors:
-        raise server.errors[0]
+    yield from serving(FakeAnthropicAPI())
 
 
 @pytest.fixture
@@ -84,10 +88,8 @@ def claude_env(tmp_path: Path, home: Path, api: FakeAnthropicAPI) -> dict[str, s
     """The whole environment of the client, and so of its hooks and Bash commands."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    # This interpreter's directory first, so hook commands find this `ralphstate`.
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     return {
-        "PATH": path,
+        "PATH": path_with_this_python(),
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "TMPDIR": str(scratch),
@@ -122,24 +124,22 @@ def run_claude(claude_bin: Path, claude_env: dict[str, str]) -> RunClaude:
                 full_env[key] = value
         command = [str(claude_bin), "-p", prompt, "--output-format", "json"]
         command += ["--allowedTools", "Bash", *args]
-        done = subprocess.run(
-            command,
-            cwd=project,
-            env=full_env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            result = json.loads(done.stdout)
-        except ValueError:
-            result = None
-        if not isinstance(result, dict):
-            pytest.fail(
-                f"claude exited {done.returncode} without a JSON result\n"
-                f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-            )
-        return done, result
+        done = run_client(command, project, full_env, timeout)
+        return done, json_result(done, "claude")
+
+    return run
+
+
+@pytest.fixture
+def cli(project: Path, claude_env: dict[str, str]) -> Cli:
+    """`cli(*args, ok=True)`: a person running `ralphstate ARGS` in the project, with
+    the client's HOME (so the loop registry is this machine's for both); with `ok` it
+    must succeed."""
+
+    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = ralphstate(project, claude_env, *args)
+        if ok:
+            assert done.returncode == 0, done.stderr
+        return done
 
     return run

@@ -1,19 +1,26 @@
-"""Finding the pinned Claude Code client, and the files a test sets up around it."""
+"""What the end-to-end tests share: finding the pinned clients, the environment built
+from nothing that each runs in, the loopback server under the scripted APIs, running
+`ralphstate` in a project and reading the loop back, and the files a test sets up
+around the Claude Code client. Each client's own recipe stays in its own module
+(`codex_fixtures.py`, ...); the fixtures are in conftest.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import shlex
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 E2E_DIR = Path(__file__).resolve().parent
 PINNED_VERSION: str = json.loads((E2E_DIR / "package.json").read_text())["dependencies"][
@@ -21,6 +28,8 @@ PINNED_VERSION: str = json.loads((E2E_DIR / "package.json").read_text())["depend
 ]
 # run_claude(project, prompt, *args, timeout=30, env=None) -> (process, JSON result)
 RunClaude = Callable[..., tuple[subprocess.CompletedProcess[str], dict[str, Any]]]
+# cli(*args, ok=True) -> the process of `ralphstate ARGS` in the project
+Cli = Callable[..., subprocess.CompletedProcess[str]]
 
 INSTALL_HINT = "run `npm ci` in tests/e2e, or set RALPHSTATE_CLAUDE_BIN to a claude binary"
 
@@ -230,3 +239,296 @@ class LoopbackServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """The request handler the scripted APIs build on: quiet, HTTP/1.1, and `owner`,
+    the API object whose script answers."""
+
+    owner: Any
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def read_raw(self) -> bytes:
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def reply(
+        self, status: int, payload: bytes, kind: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+
+Scripted = TypeVar("Scripted", bound="ScriptedAPI")
+
+
+class ScriptedAPI:
+    """What the scripted API stand-ins share: a script of turns, each the answer to one
+    request (a list, or a callable that receives the request body and returns one),
+    the exceptions callable turns raised, and a loopback server whose handler (the
+    class's `handler`) reads the API as its `owner`."""
+
+    handler: type[ScriptedHandler]
+    thread_name: str
+
+    def __init__(self, script: list[Any] | None = None) -> None:
+        self.script: list[Any] = list(script or [])
+        # Exceptions raised by callable turns; the turn is answered with a text naming it.
+        self.errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._served = 0
+        self._http: LoopbackServer | None = None
+
+    def said(self, content: str) -> list[Any]:
+        """A turn in which the model says `content` (this API's text item)."""
+        raise NotImplementedError
+
+    def start(self: Scripted) -> Scripted:
+        handler = type("Handler", (self.handler,), {"owner": self})
+        self._http = LoopbackServer(handler, self.thread_name)
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def __enter__(self: Scripted) -> Scripted:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._http is not None, "server not started"
+        return self._http.port
+
+    def add_turns(self, *turns: Any) -> None:
+        """Append turns to the script (e.g. before a second run of the client)."""
+        with self._lock:
+            self.script.extend(turns)
+
+    def unused_turns(self) -> int:
+        """How many turns of the script have not been asked for yet."""
+        with self._lock:
+            return len(self.script) - self._served
+
+    def next_turn(self, body: dict[str, Any]) -> list[Any]:
+        """The next turn of the script for this request; a plain `done` once it has run
+        out, and a text naming the exception when a callable turn raises one."""
+        with self._lock:
+            if self._served >= len(self.script):
+                return self.said("done")
+            turn = self.script[self._served]
+            self._served += 1
+        if not callable(turn):
+            return list(turn)
+        try:
+            return list(turn(body))
+        except BaseException as error:  # noqa: BLE001 - reported by the test at teardown
+            with self._lock:
+                self.errors.append(error)
+            return self.said(f"script error: {error!r}")
+
+
+def serving(server: Scripted) -> Iterator[Scripted]:
+    """A fixture's body for a scripted API: started, stopped after the test, and the
+    first exception a callable turn raised fails the test at teardown."""
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    if server.errors:
+        raise server.errors[0]
+
+
+# -- the clients' environment --------------------------------------------------------
+
+
+def path_with_this_python() -> str:
+    """PATH with this interpreter's directory first, so hook commands (and `python` in
+    the model's shell commands) find this `ralphstate`."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def client_env(home: Path, **variables: str) -> dict[str, str]:
+    """The environment of a client other than Claude Code, built from nothing: `home`
+    (made here) as HOME, this test's ralphstate home, and `variables`."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": path_with_this_python(),
+        "HOME": str(home),
+        "USERPROFILE": str(home),
+        "LANG": "C.UTF-8",
+        "RALPHSTATE_HOME": os.environ["RALPHSTATE_HOME"],
+        **variables,
+    }
+    for name in ("SYSTEMROOT", "TEMP", "TMP"):  # Windows needs these to start anything
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    return env
+
+
+# -- finding a pinned client ---------------------------------------------------------
+
+# The npm platform package names, as most clients spell them.
+PLATFORMS = {
+    ("Linux", "x86_64"): "linux-x64",
+    ("Linux", "aarch64"): "linux-arm64",
+    ("Darwin", "x86_64"): "darwin-x64",
+    ("Darwin", "arm64"): "darwin-arm64",
+    ("Windows", "AMD64"): "win32-x64",
+    ("Windows", "ARM64"): "win32-arm64",
+}
+
+
+def pinned(folder: str, package: str) -> str:
+    """The version of `package` that `tests/e2e/FOLDER/package.json` pins."""
+    manifest = json.loads((E2E_DIR / folder / "package.json").read_text())
+    return str(manifest["dependencies"][package])
+
+
+def install_hint(folder: str) -> str:
+    return f"install it with `cd tests/e2e/{folder} && npm ci`"
+
+
+def find_native(
+    client: str,
+    variable: str,
+    folder: str,
+    version: str,
+    binary: Callable[[str, str], Path],
+    platforms: dict[tuple[str, str], str] = PLATFORMS,
+) -> tuple[Path | None, str]:
+    """A client's native binary and where it came from, or None and why not.
+
+    The binary `variable` names, else `binary(platform package, executable name)`
+    under `tests/e2e/FOLDER/node_modules` when it is there (the executable is named
+    after the folder).
+    """
+    named = os.environ.get(variable)
+    if named:
+        return Path(named), variable
+    package = platforms.get((platform.system(), platform.machine()))
+    if package is None:
+        return None, f"no {client} build for {platform.system()} {platform.machine()}"
+    name = folder + (".exe" if os.name == "nt" else "")
+    found = E2E_DIR / folder / "node_modules" / binary(package, name)
+    if not found.is_file():
+        return None, f"{client} {version} is not installed; {install_hint(folder)}"
+    return found, f"pinned {version}"
+
+
+Found = TypeVar("Found")
+
+
+def installed(found: tuple[Found | None, str], tests: str) -> Found:
+    """The client `find_...` found; without one, the module's tests are skipped, and
+    the reason is printed."""
+    client, detail = found
+    if client is None:
+        print(f"skipping the {tests} end-to-end tests: {detail}")
+        pytest.skip(detail)
+    return client
+
+
+def run_client(
+    argv: list[str], project: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """A client run to its end in `project`, with nothing on its stdin."""
+    return subprocess.run(
+        argv,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def json_result(done: subprocess.CompletedProcess[str], client: str) -> dict[str, Any]:
+    """The JSON object a client printed as its result; the test fails without one."""
+    try:
+        result = json.loads(done.stdout)
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        pytest.fail(
+            f"{client} exited {done.returncode} without a JSON result\n"
+            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        )
+    return result
+
+
+# -- ralphstate in a project, and the loop it keeps ----------------------------------
+
+
+def ralphstate(
+    project: Path, env: dict[str, str], *args: str, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    """A person running `ralphstate ARGS` in the project, with the client's HOME."""
+    return run_client([sys.executable, "-m", "ralphstate", *args], project, env, timeout)
+
+
+def rs(project: Path, env: dict[str, str], *args: str) -> str:
+    """`ralphstate ARGS` in `project`; it must succeed."""
+    done = ralphstate(project, env, *args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def rs_command(*args: str) -> str:
+    """The shell command that runs `ralphstate ARGS` with this interpreter."""
+    return shlex.join([sys.executable, "-m", "ralphstate", *args])
+
+
+def read_state(project: Path) -> dict[str, Any]:
+    state: dict[str, Any] = json.loads(
+        (project / ".loop" / "state.json").read_text(encoding="utf-8")
+    )
+    return state
+
+
+def history(project: Path, event: str | None = None) -> list[dict[str, Any]]:
+    """The loop's history, or only its `event` entries."""
+    path = project / ".loop" / "history.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    entries = [json.loads(line) for line in lines if line]
+    return [e for e in entries if event is None or e["event"] == event]
+
+
+def claude_owned_loop(project: Path, env: dict[str, str]) -> bytes:
+    """A loop started in a Claude Code session; its state file as written."""
+    rs(
+        project,
+        {**env, "CLAUDE_CODE_SESSION_ID": "claude-session-1"},
+        "init",
+        "Build it",
+        "-c",
+        "x",
+    )
+    return (project / ".loop" / "state.json").read_bytes()
+
+
+def installed_project(
+    tmp_path: Path, env: dict[str, str], agent: str, hooks: str
+) -> tuple[Path, dict[str, str]]:
+    """`ralphstate install --agent AGENT` in a fresh project ("my project", a path
+    with a space); it must write `hooks`."""
+    project = tmp_path / "my project"
+    project.mkdir(exist_ok=True)
+    rs(project, env, "install", "--agent", agent)
+    assert (project / hooks).is_file()
+    return project, env

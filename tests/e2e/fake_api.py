@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from dataclasses import dataclass
 from typing import Any
 
-from e2e_support import LoopbackServer
+from e2e_support import ScriptedAPI, ScriptedHandler
 
 Block = dict[str, Any]
 Turn = Sequence[Block] | Callable[[dict[str, Any]], Sequence[Block]]
@@ -95,120 +93,6 @@ class Request:
     body: Any
 
 
-@dataclass
-class FakeAnthropicAPI:
-    """A Messages API server on a free loopback port, answering from ``script``."""
-
-    script: list[Turn] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    # Exceptions raised by callable turns; the turn is answered with a text naming it.
-    errors: list[BaseException] = field(default_factory=list)
-    # The token counts every answer reports (`usage`): input, cache and output tokens.
-    usage: dict[str, int] = field(default_factory=lambda: dict(USAGE))
-
-    def __post_init__(self) -> None:
-        self._lock = threading.Lock()
-        self._served = 0
-        self._ids = itertools.count(1)
-        self._http: LoopbackServer | None = None
-
-    # -- lifecycle ---------------------------------------------------------------
-
-    def start(self) -> FakeAnthropicAPI:
-        api = self
-
-        class Handler(_Handler):
-            owner = api
-
-        self._http = LoopbackServer(Handler, "fake-anthropic-api")
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
-
-    def __enter__(self) -> FakeAnthropicAPI:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def port(self) -> int:
-        assert self._http is not None, "server not started"
-        return self._http.port
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    # -- what the client sent ----------------------------------------------------
-
-    def messages(self) -> list[dict[str, Any]]:
-        """Bodies of every ``POST /v1/messages``, in order."""
-        with self._lock:
-            return [
-                r.body
-                for r in self.requests
-                if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"
-            ]
-
-    def conversation(self) -> list[dict[str, Any]]:
-        """Bodies of the conversation requests (those that carry tools)."""
-        return [b for b in self.messages() if is_conversation(b)]
-
-    def compactions(self) -> list[dict[str, Any]]:
-        """Bodies of the requests for a summary of the conversation (`/compact`)."""
-        return [b for b in self.messages() if is_compaction(b)]
-
-    def side_requests(self) -> list[dict[str, Any]]:
-        """Bodies of the other message requests (titles, summaries)."""
-        return [b for b in self.messages() if not is_conversation(b) and not is_compaction(b)]
-
-    def add_turns(self, *turns: Turn) -> None:
-        """Append turns to the script (e.g. before a second ``claude`` run)."""
-        with self._lock:
-            self.script.extend(turns)
-
-    def unused_turns(self) -> int:
-        """How many turns of the script have not been asked for yet."""
-        with self._lock:
-            return len(self.script) - self._served
-
-    # -- answering ---------------------------------------------------------------
-
-    def _record(self, request: Request) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-    def _next_turn(self, body: dict[str, Any]) -> list[Block]:
-        with self._lock:
-            if self._served >= len(self.script):
-                return [text("done")]
-            turn = self.script[self._served]
-            self._served += 1
-        if not callable(turn):
-            return list(turn)
-        try:
-            return list(turn(body))
-        except Exception as error:  # noqa: BLE001 - the test sees it in `errors`
-            with self._lock:
-                self.errors.append(error)
-            return [text(f"script error: {error!r}")]
-
-    def answer(self, body: dict[str, Any]) -> list[Block]:
-        """The content blocks that answer one ``/v1/messages`` request."""
-        if is_compaction(body):
-            return [text(COMPACT_SUMMARY)]
-        if is_conversation(body):
-            return self._next_turn(body)
-        return [text("Scripted task")]
-
-    def new_id(self, prefix: str) -> str:
-        return f"{prefix}_{next(self._ids):024d}"
-
-
 def is_conversation(body: Any) -> bool:
     """A request of the main conversation: it offers the model tools."""
     return isinstance(body, dict) and bool(body.get("tools")) and not is_compaction(body)
@@ -238,6 +122,29 @@ def texts(body: dict[str, Any], role: str) -> list[str]:
         if message.get("role") == role:
             found.extend(_texts(message.get("content")))
     return found
+
+
+# Where Claude Code puts a Stop hook's block reason (the next user message) and a
+# SessionStart hook's context (a system message), after these words.
+FEEDBACK = "Stop hook feedback:\n"
+CONTEXT = "SessionStart hook additional context: "
+
+
+def feedback(body: dict[str, Any]) -> str:
+    """The block reason the model was sent in this request."""
+    last = texts(body, "user")[-1]
+    assert last.startswith(FEEDBACK), last
+    return last.removeprefix(FEEDBACK)
+
+
+def loop_context(body: dict[str, Any]) -> str:
+    """What SessionStart hooks told the model in this request ("" for nothing).
+
+    The client puts each hook's context in a system-role message, after the text
+    `SessionStart hook additional context: `, sometimes ahead of other text.
+    """
+    found = [t.split(CONTEXT, 1)[1] for t in texts(body, "system") if CONTEXT in t]
+    return "\n".join(found)
 
 
 def tool_results(body: dict[str, Any]) -> list[str]:
@@ -288,16 +195,11 @@ def _texts(content: Any) -> list[str]:
     return []
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ScriptedHandler):
     owner: FakeAnthropicAPI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _read_body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_raw()
         if not raw:
             return None
         try:
@@ -310,28 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
             Request(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
         )
 
-    def _send(
-        self,
-        status: int,
-        payload: bytes,
-        content_type: str,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
-
     def _send_json(self, status: int, obj: Any) -> None:
-        self._send(status, json.dumps(obj).encode(), "application/json")
+        self.reply(status, json.dumps(obj).encode(), "application/json")
 
     def do_HEAD(self) -> None:
         self._record(None)
-        self._send(200, b"", "text/plain")
+        self.reply(200, b"", "text/plain")
 
     def do_GET(self) -> None:
         self._record(None)
@@ -349,9 +235,9 @@ class _Handler(BaseHTTPRequestHandler):
                 error = {"type": "error", "error": blocks[0]["error"]}
                 payload = json.dumps(error).encode()
                 headers = blocks[0].get("headers")
-                self._send(blocks[0]["status"], payload, "application/json", headers)
+                self.reply(blocks[0]["status"], payload, "application/json", headers)
             elif body.get("stream"):
-                self._send(200, self._stream(body, blocks), "text/event-stream")
+                self.reply(200, self._stream(body, blocks), "text/event-stream")
             else:
                 self._send_json(200, self._message(body, blocks))
         else:
@@ -417,3 +303,64 @@ def _sse(kind: str, **fields: Any) -> bytes:
     """One server-sent event of the Messages API stream."""
     data = json.dumps({"type": kind, **fields})
     return f"event: {kind}\ndata: {data}\n\n".encode()
+
+
+class FakeAnthropicAPI(ScriptedAPI):
+    """A Messages API server on a free loopback port, answering from ``script``."""
+
+    handler = _Handler
+    thread_name = "fake-anthropic-api"
+
+    def __init__(self, script: list[Turn] | None = None) -> None:
+        super().__init__(script)
+        self.requests: list[Request] = []
+        # The token counts every answer reports (`usage`): input, cache and output tokens.
+        self.usage: dict[str, int] = dict(USAGE)
+        self._ids = itertools.count(1)
+
+    def said(self, content: str) -> list[Block]:
+        return [text(content)]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- what the client sent ----------------------------------------------------
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Bodies of every ``POST /v1/messages``, in order."""
+        with self._lock:
+            return [
+                r.body
+                for r in self.requests
+                if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"
+            ]
+
+    def conversation(self) -> list[dict[str, Any]]:
+        """Bodies of the conversation requests (those that carry tools)."""
+        return [b for b in self.messages() if is_conversation(b)]
+
+    def compactions(self) -> list[dict[str, Any]]:
+        """Bodies of the requests for a summary of the conversation (`/compact`)."""
+        return [b for b in self.messages() if is_compaction(b)]
+
+    def side_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the other message requests (titles, summaries)."""
+        return [b for b in self.messages() if not is_conversation(b) and not is_compaction(b)]
+
+    # -- answering ---------------------------------------------------------------
+
+    def _record(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def answer(self, body: dict[str, Any]) -> list[Block]:
+        """The content blocks that answer one ``/v1/messages`` request."""
+        if is_compaction(body):
+            return [text(COMPACT_SUMMARY)]
+        if is_conversation(body):
+            return self.next_turn(body)
+        return [text("Scripted task")]
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids):024d}"

@@ -16,12 +16,10 @@ script has run out the answer is a plain `done`. Standard library only.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from e2e_support import LoopbackServer
+from e2e_support import ScriptedAPI, ScriptedHandler
 
 Part = dict[str, Any]
 Turn = Sequence[Part] | Callable[[dict[str, Any]], Sequence[Part]]
@@ -76,55 +74,6 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
     ]
 
 
-class FakeGeminiAPI:
-    """A Gemini API server on a free loopback port, answering from `script`."""
-
-    def __init__(self, script: list[Turn] | None = None) -> None:
-        self.script: list[Turn] = list(script or [])
-        self.requests: list[dict[str, Any]] = []  # bodies of the conversation requests
-        self.side: list[str] = []  # every other request, as "METHOD PATH"
-        self.errors: list[BaseException] = []
-        self._lock = threading.Lock()
-        self._served = 0
-        self._http: LoopbackServer | None = None
-
-    def start(self) -> FakeGeminiAPI:
-        api = self
-
-        class Handler(_Handler):
-            owner = api
-
-        self._http = LoopbackServer(Handler, "fake-gemini-api")
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._http is not None, "server not started"
-        return f"http://127.0.0.1:{self._http.port}"
-
-    def next_parts(self, body: dict[str, Any]) -> list[Part]:
-        with self._lock:
-            self.requests.append(body)
-            turn: Turn | None = None
-            if self._served < len(self.script):
-                turn = self.script[self._served]
-            self._served += 1
-        if turn is None:
-            return [text("done")]
-        if callable(turn):
-            try:
-                return list(turn(body))
-            except BaseException as exc:  # noqa: BLE001 - reported by the test at teardown
-                self.errors.append(exc)
-                return [text(f"script error: {exc!r}")]
-        return list(turn)
-
-
 def _chunk(parts: list[Part]) -> dict[str, Any]:
     return {
         "candidates": [
@@ -139,20 +88,15 @@ def _chunk(parts: list[Part]) -> dict[str, Any]:
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ScriptedHandler):
     owner: FakeGeminiAPI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def do_GET(self) -> None:
         self.owner.side.append(f"GET {self.path}")
-        self._reply(404, b'{"error": {"code": 404, "message": "not found"}}', "application/json")
+        self.reply(404, b'{"error": {"code": 404, "message": "not found"}}', "application/json")
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        raw = self.read_raw()
         path = self.path.split("?")[0]
         if path.endswith(":streamGenerateContent"):
             body = json.loads(raw or b"{}")
@@ -160,23 +104,40 @@ class _Handler(BaseHTTPRequestHandler):
             if parts and "apiError" in parts[0]:
                 failure = parts[0]["apiError"]
                 payload = json.dumps({"error": failure["error"]}).encode()
-                self._reply(failure["status"], payload, "application/json")
+                self.reply(failure["status"], payload, "application/json")
                 return
             stream = f"data: {json.dumps(_chunk(parts))}\r\n\r\n".encode()
-            self._reply(200, stream, "text/event-stream")
+            self.reply(200, stream, "text/event-stream")
             return
         self.owner.side.append(f"POST {path}")
         if path.endswith(":countTokens"):
-            self._reply(200, b'{"totalTokens": 10}', "application/json")
+            self.reply(200, b'{"totalTokens": 10}', "application/json")
         elif path.endswith(":generateContent"):
             answer = _chunk([text(json.dumps(SIDE_ANSWER))])
-            self._reply(200, json.dumps(answer).encode(), "application/json")
+            self.reply(200, json.dumps(answer).encode(), "application/json")
         else:
-            self._reply(404, b'{"error": {"code": 404}}', "application/json")
+            self.reply(404, b'{"error": {"code": 404}}', "application/json")
 
-    def _reply(self, code: int, payload: bytes, kind: str) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+
+class FakeGeminiAPI(ScriptedAPI):
+    """A Gemini API server on a free loopback port, answering from `script`."""
+
+    handler = _Handler
+    thread_name = "fake-gemini-api"
+
+    def __init__(self, script: list[Turn] | None = None) -> None:
+        super().__init__(script)
+        self.requests: list[dict[str, Any]] = []  # bodies of the conversation requests
+        self.side: list[str] = []  # every other request, as "METHOD PATH"
+
+    def said(self, content: str) -> list[Part]:
+        return [text(content)]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def next_parts(self, body: dict[str, Any]) -> list[Part]:
+        with self._lock:
+            self.requests.append(body)
+        return self.next_turn(body)

@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from e2e_support import LoopbackServer
+from e2e_support import ScriptedAPI, ScriptedHandler
 
 Item = dict[str, Any]
 Turn = Sequence[Item] | Callable[[dict[str, Any]], Sequence[Item]]
@@ -88,54 +86,67 @@ def tool_outputs(body: dict[str, Any]) -> list[str]:
     return outputs
 
 
-class FakeResponsesAPI:
+class _Handler(ScriptedHandler):
+    owner: FakeResponsesAPI
+
+    def do_GET(self) -> None:
+        self.owner.other.append(f"GET {self.path}")
+        self.reply(404, b'{"error": "not found"}', "application/json")
+
+    def do_POST(self) -> None:
+        raw = self.read_raw()
+        if not self.path.rstrip("/").endswith("/responses"):
+            self.owner.other.append(f"POST {self.path}")
+            self.reply(404, b'{"error": "not found"}', "application/json")
+            return
+        body = json.loads(raw or b"{}")
+        items = self.owner.next_items(body)
+        if items and items[0]["type"] == "api_error":
+            failure = items[0]
+            payload = json.dumps({"error": failure["error"]}).encode()
+            self.reply(failure["status"], payload, "application/json", failure["headers"])
+            return
+        if items and items[0]["type"] == "response_failed":
+            failed = {"id": "resp_failed", "status": "failed", "error": items[0]["error"]}
+            events = [
+                {"type": kind, "response": failed}
+                for kind in ("response.created", "response.failed")
+            ]
+            stream = b"".join(
+                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
+            )
+            self.reply(200, stream, "text/event-stream")
+            return
+        stream = b"".join(
+            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+            for e in self.owner.events(items)
+        )
+        self.reply(200, stream, "text/event-stream")
+
+
+class FakeResponsesAPI(ScriptedAPI):
     """A Responses API server on a free loopback port, answering from `script`."""
 
+    handler = _Handler
+    thread_name = "fake-responses-api"
+
     def __init__(self, script: list[Turn] | None = None) -> None:
-        self.script: list[Turn] = list(script or [])
+        super().__init__(script)
         self.requests: list[dict[str, Any]] = []  # bodies of POST /v1/responses
         self.other: list[str] = []  # any other request, as "METHOD PATH"
-        self.errors: list[BaseException] = []
-        self._lock = threading.Lock()
-        self._served = 0
         self._ids = itertools.count(1)
-        self._http: LoopbackServer | None = None
 
-    def start(self) -> FakeResponsesAPI:
-        api = self
-
-        class Handler(_Handler):
-            owner = api
-
-        self._http = LoopbackServer(Handler, "fake-responses-api")
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._http.close()
-            self._http = None
+    def said(self, content: str) -> list[Item]:
+        return [message(content)]
 
     @property
     def base_url(self) -> str:
-        assert self._http is not None, "server not started"
-        return f"http://127.0.0.1:{self._http.port}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def next_items(self, body: dict[str, Any]) -> list[Item]:
         with self._lock:
             self.requests.append(body)
-            turn: Turn | None = None
-            if self._served < len(self.script):
-                turn = self.script[self._served]
-            self._served += 1
-        if turn is None:
-            return [message("done")]
-        if callable(turn):
-            try:
-                return list(turn(body))
-            except BaseException as exc:  # noqa: BLE001 - reported by the test at teardown
-                self.errors.append(exc)
-                return [message(f"script error: {exc!r}")]
-        return list(turn)
+        return self.next_turn(body)
 
     def events(self, items: list[Item]) -> list[dict[str, Any]]:
         """The server-sent events of one response carrying `items`."""
@@ -179,57 +190,3 @@ class FakeResponsesAPI:
             }
         )
         return out
-
-
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeResponsesAPI
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.owner.other.append(f"GET {self.path}")
-        self._reply(404, b'{"error": "not found"}', "application/json")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        if not self.path.rstrip("/").endswith("/responses"):
-            self.owner.other.append(f"POST {self.path}")
-            self._reply(404, b'{"error": "not found"}', "application/json")
-            return
-        body = json.loads(raw or b"{}")
-        items = self.owner.next_items(body)
-        if items and items[0]["type"] == "api_error":
-            failure = items[0]
-            payload = json.dumps({"error": failure["error"]}).encode()
-            self._reply(failure["status"], payload, "application/json", failure["headers"])
-            return
-        if items and items[0]["type"] == "response_failed":
-            failed = {"id": "resp_failed", "status": "failed", "error": items[0]["error"]}
-            events = [
-                {"type": kind, "response": failed}
-                for kind in ("response.created", "response.failed")
-            ]
-            stream = b"".join(
-                f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
-            )
-            self._reply(200, stream, "text/event-stream")
-            return
-        stream = b"".join(
-            f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
-            for e in self.owner.events(items)
-        )
-        self._reply(200, stream, "text/event-stream")
-
-    def _reply(
-        self, code: int, payload: bytes, kind: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)

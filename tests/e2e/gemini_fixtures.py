@@ -13,18 +13,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2e_support import E2E_DIR, client_env, install_hint, json_result, pinned, run_client
 from fake_gemini import FakeGeminiAPI
 
-HERE = Path(__file__).resolve().parent
-PINNED = json.loads((HERE / "gemini" / "package.json").read_text())["dependencies"][
-    "@google/gemini-cli"
-]
-INSTALL_HINT = "install it with `cd tests/e2e/gemini && npm ci`"
+PINNED = pinned("gemini", "@google/gemini-cli")
 
 
 def find_gemini() -> tuple[list[str] | None, str]:
@@ -36,33 +32,28 @@ def find_gemini() -> tuple[list[str] | None, str]:
     script = (
         Path(named)
         if named
-        else HERE / "gemini" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
+        else E2E_DIR / "gemini" / "node_modules" / "@google" / "gemini-cli" / "bundle" / "gemini.js"
     )
     if not script.is_file():
-        return None, f"Gemini CLI {PINNED} is not installed; {INSTALL_HINT}"
+        return None, f"Gemini CLI {PINNED} is not installed; {install_hint('gemini')}"
     return [node, str(script)], "RALPHSTATE_GEMINI_JS" if named else f"pinned {PINNED}"
 
 
-def base_env(tmp: Path, api: FakeGeminiAPI) -> dict[str, str]:
+def base_env(tmp: Path, api: FakeGeminiAPI, *, retries: bool = True) -> dict[str, str]:
+    """The client's environment, and `~/.gemini/settings.json` choosing API-key auth
+    (and without `retries`, one attempt per request, so an error ends the run at once)."""
     home = tmp / "home"
     (home / ".gemini").mkdir(parents=True, exist_ok=True)
-    auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-    (home / ".gemini" / "settings.json").write_text(json.dumps(auth), encoding="utf-8")
-    env = {
-        # This interpreter's directory first, so the hooks' Python is this one.
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "HOME": str(home),
-        "USERPROFILE": str(home),
-        "LANG": "C.UTF-8",
-        "GOOGLE_GEMINI_BASE_URL": api.base_url,
-        "GEMINI_API_KEY": "test-key",
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "RALPHSTATE_HOME": os.environ["RALPHSTATE_HOME"],
-    }
-    for name in ("SYSTEMROOT", "TEMP", "TMP"):  # Windows needs these to start anything
-        if os.environ.get(name):
-            env[name] = os.environ[name]
-    return env
+    settings: dict[str, Any] = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+    if not retries:
+        settings["general"] = {"maxAttempts": 1}
+    (home / ".gemini" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    return client_env(
+        home,
+        GOOGLE_GEMINI_BASE_URL=api.base_url,
+        GEMINI_API_KEY="test-key",
+        GEMINI_CLI_TRUST_WORKSPACE="true",
+    )
 
 
 @dataclass
@@ -76,22 +67,6 @@ def run_gemini(
 ) -> GeminiRun:
     """`gemini -p PROMPT --output-format json --approval-mode yolo` in `project` (without
     yolo, headless mode offers no shell tool)."""
-    done = subprocess.run(
-        [*command, "-p", prompt, "--output-format", "json", "--approval-mode", "yolo"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        result = json.loads(done.stdout)
-    except ValueError:
-        result = None
-    if not isinstance(result, dict):
-        raise AssertionError(
-            f"gemini exited {done.returncode} without a JSON result\n"
-            f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-        )
-    return GeminiRun(done, result)
+    argv = [*command, "-p", prompt, "--output-format", "json", "--approval-mode", "yolo"]
+    done = run_client(argv, project, env, timeout)
+    return GeminiRun(done, json_result(done, "gemini"))

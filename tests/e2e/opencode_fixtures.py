@@ -12,42 +12,30 @@ server; the test drives it over its HTTP API (`POST /session`, `POST
 from __future__ import annotations
 
 import json
-import os
-import platform
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-PINNED = json.loads((HERE / "opencode" / "package.json").read_text())["dependencies"]["opencode-ai"]
-INSTALL_HINT = "install it with `cd tests/e2e/opencode && npm ci`"
-_PLATFORMS = {
-    ("Linux", "x86_64"): "linux-x64",
-    ("Linux", "aarch64"): "linux-arm64",
-    ("Darwin", "x86_64"): "darwin-x64",
-    ("Darwin", "arm64"): "darwin-arm64",
-    ("Windows", "AMD64"): "windows-x64",
-    ("Windows", "ARM64"): "windows-arm64",
-}
+from e2e_support import PLATFORMS, client_env, find_native, pinned
+
+PINNED = pinned("opencode", "opencode-ai")
+# opencode's platform packages say `windows`, not `win32`.
+_PLATFORMS = {key: name.replace("win32", "windows") for key, name in PLATFORMS.items()}
 
 
 def find_opencode() -> tuple[Path | None, str]:
     """The opencode binary and where it came from, or None and why not."""
-    named = os.environ.get("RALPHSTATE_OPENCODE_BIN")
-    if named:
-        return Path(named), "RALPHSTATE_OPENCODE_BIN"
-    package = _PLATFORMS.get((platform.system(), platform.machine()))
-    if package is None:
-        return None, f"no opencode build for {platform.system()} {platform.machine()}"
-    name = "opencode.exe" if os.name == "nt" else "opencode"
-    binary = HERE / "opencode" / "node_modules" / f"opencode-{package}" / "bin" / name
-    if not binary.is_file():
-        return None, f"opencode {PINNED} is not installed; {INSTALL_HINT}"
-    return binary, f"pinned {PINNED}"
+    return find_native(
+        "opencode",
+        "RALPHSTATE_OPENCODE_BIN",
+        "opencode",
+        PINNED,
+        lambda package, name: Path(f"opencode-{package}") / "bin" / name,
+        _PLATFORMS,
+    )
 
 
 def write_config(project: Path, base_url: str) -> None:
@@ -63,33 +51,23 @@ def write_config(project: Path, base_url: str) -> None:
 
 def base_env(tmp: Path, project: Path, cache: Path) -> dict[str, str]:
     home = tmp / "home"
-    home.mkdir(exist_ok=True)
-    env = {
-        # This interpreter's directory first, so `python` in a shell command is this one.
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "HOME": str(home),
-        "USERPROFILE": str(home),
-        "PWD": str(project),  # opencode finds the project from PWD
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(cache),
-        "LANG": "C.UTF-8",
-        "OPENCODE_DISABLE_MODELS_FETCH": "1",
-        "OPENCODE_DISABLE_AUTOUPDATE": "1",
-        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-        "OPENCODE_DISABLE_SHARE": "1",
+    return client_env(
+        home,
+        PWD=str(project),  # opencode finds the project from PWD
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_CACHE_HOME=str(cache),
+        OPENCODE_DISABLE_MODELS_FETCH="1",
+        OPENCODE_DISABLE_AUTOUPDATE="1",
+        OPENCODE_DISABLE_LSP_DOWNLOAD="1",
+        OPENCODE_DISABLE_SHARE="1",
         # Nothing but the scripted API is reachable: a package fetch fails at once.
-        "npm_config_registry": "http://127.0.0.1:9/",
-        "HTTP_PROXY": "http://127.0.0.1:9",
-        "HTTPS_PROXY": "http://127.0.0.1:9",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "RALPHSTATE_HOME": os.environ["RALPHSTATE_HOME"],
-    }
-    for name in ("SYSTEMROOT", "TEMP", "TMP"):  # Windows needs these to start anything
-        if os.environ.get(name):
-            env[name] = os.environ[name]
-    return env
+        npm_config_registry="http://127.0.0.1:9/",
+        HTTP_PROXY="http://127.0.0.1:9",
+        HTTPS_PROXY="http://127.0.0.1:9",
+        NO_PROXY="127.0.0.1,localhost",
+    )
 
 
 def _free_port() -> int:

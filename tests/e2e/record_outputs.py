@@ -22,7 +22,6 @@ Needs the clients installed (`npm ci` in tests/e2e, tests/e2e/codex, tests/e2e/g
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -316,15 +315,7 @@ def codex(recording: Recording, tmp: Path) -> tuple[Output, str]:
     api = FakeResponsesAPI(recording.turns()).start()
     try:
         codex_home = tmp / "codex-home"
-        codex_fixtures.write_config(codex_home, api, project)
-        config = codex_home / "config.toml"
-        config.write_text(
-            config.read_text(encoding="utf-8").replace(
-                'env_key = "MOCK_API_KEY"\n',
-                'env_key = "MOCK_API_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n',
-            ),
-            encoding="utf-8",
-        )
+        codex_fixtures.write_config(codex_home, api, project, retries=False)
         env = codex_fixtures.base_env(tmp, codex_home)
         argv = [str(binary), "exec", "--json", "--skip-git-repo-check", PROMPT]
         merged, out, err, code = run(argv, project, env)
@@ -343,12 +334,8 @@ def gemini(recording: Recording, tmp: Path) -> tuple[Output, str]:
     scratch.mkdir()
     api = FakeGeminiAPI(recording.turns()).start()
     try:
-        env = gemini_fixtures.base_env(tmp, api)
+        env = gemini_fixtures.base_env(tmp, api, retries=False)
         env["TMPDIR"] = str(scratch)  # where it writes its error reports
-        settings = tmp / "home" / ".gemini" / "settings.json"
-        chosen = json.loads(settings.read_text(encoding="utf-8"))
-        chosen["general"] = {"maxAttempts": 1}
-        settings.write_text(json.dumps(chosen), encoding="utf-8")
         argv = [*command, "-p", PROMPT, "--output-format", "json"]
         merged, out, err, code = run(argv, project, env)
         port = api.base_url.rsplit(":", 1)[1]

@@ -8,17 +8,23 @@ Skipped, with the reason printed, only when the Codex binary is not installed
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from codex_fixtures import base_env, find_codex, run_codex, write_config
+from e2e_support import (
+    claude_owned_loop,
+    installed,
+    installed_project,
+    read_state,
+    rs,
+    rs_command,
+    serving,
+)
 from fake_responses import FakeResponsesAPI, message, shell, texts, user_texts
 
 from ralphstate.core import state as st
@@ -29,10 +35,7 @@ HOOK_PROMPT = re.compile(r'^<hook_prompt hook_run_id="[^"]+">(.*)</hook_prompt>$
 
 @pytest.fixture(scope="module")
 def codex_bin() -> Path:
-    binary, detail = find_codex()
-    if binary is None:
-        print(f"skipping the Codex CLI end-to-end tests: {detail}")
-        pytest.skip(detail)
+    binary = installed(find_codex(), "Codex CLI")
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
     assert version.returncode == 0, version.stderr
     return binary
@@ -40,46 +43,16 @@ def codex_bin() -> Path:
 
 @pytest.fixture
 def responses() -> Iterator[FakeResponsesAPI]:
-    server = FakeResponsesAPI().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    if server.errors:
-        raise server.errors[0]
+    yield from serving(FakeResponsesAPI())
 
 
 @pytest.fixture
 def codex_project(tmp_path: Path, responses: FakeResponsesAPI) -> tuple[Path, dict[str, str]]:
     """A fresh project with ralphstate's Codex hooks, and the client's environment."""
-    project = tmp_path / "my project"
-    project.mkdir()
     codex_home = tmp_path / "codex-home"
-    write_config(codex_home, responses, project)
+    write_config(codex_home, responses, tmp_path / "my project")
     env = base_env(tmp_path, codex_home)
-    rs(project, env, "install", "--agent", "codex")
-    assert (project / ".codex" / "hooks.json").is_file()
-    return project, env
-
-
-def rs(project: Path, env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def read_state(project: Path) -> dict[str, Any]:
-    state: dict[str, Any] = json.loads(
-        (project / ".loop" / "state.json").read_text(encoding="utf-8")
-    )
-    return state
+    return installed_project(tmp_path, env, "codex", ".codex/hooks.json")
 
 
 def test_a_block_reaches_the_model_and_completion_ends_the_run(
@@ -87,7 +60,7 @@ def test_a_block_reaches_the_model_and_completion_ends_the_run(
 ) -> None:
     project, env = codex_project
     rs(project, env, "init", "Build the parser", "-c", "tests pass")
-    record = shlex.join([sys.executable, "-m", "ralphstate", "criteria", "set", "tests pass"])
+    record = rs_command("criteria", "set", "tests pass")
     prompts: list[str] = []
 
     def after_block(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -124,15 +97,7 @@ def test_a_loop_owned_by_a_claude_session_is_announced_not_taken(
     codex_bin: Path, codex_project: tuple[Path, dict[str, str]], responses: FakeResponsesAPI
 ) -> None:
     project, env = codex_project
-    rs(
-        project,
-        {**env, "CLAUDE_CODE_SESSION_ID": "claude-session-1"},
-        "init",
-        "Build it",
-        "-c",
-        "x",
-    )
-    before = (project / ".loop" / "state.json").read_bytes()
+    before = claude_owned_loop(project, env)
     responses.script = [[message("Nothing to do here.")]]
     run = run_codex(codex_bin, project, "Say hello.", env)
 

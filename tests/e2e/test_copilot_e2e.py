@@ -10,13 +10,20 @@ Skipped, with the reason printed, only when the client is not installed
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_e2e import history, read_state, rs, rs_command
 from copilot_fixtures import base_env, find_copilot, run_copilot
+from e2e_support import (
+    claude_owned_loop,
+    history,
+    installed,
+    installed_project,
+    read_state,
+    rs,
+    rs_command,
+)
 from fake_api import Block, FakeAnthropicAPI, text, texts
 
 pytestmark = pytest.mark.e2e
@@ -34,11 +41,7 @@ def bash(command: str) -> Block:
 
 @pytest.fixture(scope="module")
 def copilot() -> Path:
-    binary, detail = find_copilot()
-    if binary is None:
-        print(f"skipping the Copilot CLI end-to-end tests: {detail}")
-        pytest.skip(detail)
-    return binary
+    return installed(find_copilot(), "Copilot CLI")
 
 
 @pytest.fixture(scope="module")
@@ -48,27 +51,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def api() -> Iterator[FakeAnthropicAPI]:
-    server = FakeAnthropicAPI().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    if server.errors:
-        raise server.errors[0]
-
-
-@pytest.fixture
 def copilot_project(
     tmp_path: Path, cache: Path, api: FakeAnthropicAPI
 ) -> tuple[Path, dict[str, str]]:
     """A fresh project with ralphstate's Copilot hooks, and the client's environment."""
-    project = tmp_path / "my project"
-    project.mkdir()
     env = base_env(tmp_path, cache, api.base_url)
-    rs(project, env, "install", "--agent", "copilot")
-    assert (project / ".github" / "hooks" / "ralphstate.json").is_file()
-    return project, env
+    return installed_project(tmp_path, env, "copilot", ".github/hooks/ralphstate.json")
 
 
 # Copilot CLI sends a block's reason as the next user message, the time before it.
@@ -154,15 +142,7 @@ def test_a_loop_owned_by_another_agent_is_announced_not_taken(
     copilot: Path, copilot_project: tuple[Path, dict[str, str]], api: FakeAnthropicAPI
 ) -> None:
     project, env = copilot_project
-    rs(
-        project,
-        {**env, "CLAUDE_CODE_SESSION_ID": "claude-session-1"},
-        "init",
-        "Build it",
-        "-c",
-        "x",
-    )
-    before = (project / ".loop" / "state.json").read_bytes()
+    before = claude_owned_loop(project, env)
     api.script = [[text("Nothing to do here.")]]
     run = run_copilot(copilot, project, "Say hello.", env)
 

@@ -13,7 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_e2e import history, read_state, rs, rs_command
+from e2e_support import (
+    claude_owned_loop,
+    history,
+    installed,
+    installed_project,
+    read_state,
+    rs,
+    rs_command,
+    serving,
+)
 from fake_gemini import FakeGeminiAPI, shell, text, user_texts
 from gemini_fixtures import base_env, find_gemini, run_gemini
 
@@ -23,33 +32,19 @@ MARK = "<loop-complete>"
 
 @pytest.fixture(scope="module")
 def gemini() -> list[str]:
-    command, detail = find_gemini()
-    if command is None:
-        print(f"skipping the Gemini CLI end-to-end tests: {detail}")
-        pytest.skip(detail)
-    return command
+    return installed(find_gemini(), "Gemini CLI")
 
 
 @pytest.fixture
 def api() -> Iterator[FakeGeminiAPI]:
-    server = FakeGeminiAPI().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    if server.errors:
-        raise server.errors[0]
+    yield from serving(FakeGeminiAPI())
 
 
 @pytest.fixture
 def gemini_project(tmp_path: Path, api: FakeGeminiAPI) -> tuple[Path, dict[str, str]]:
     """A fresh project with ralphstate's Gemini hooks, and the client's environment."""
-    project = tmp_path / "my project"
-    project.mkdir()
     env = base_env(tmp_path, api)
-    rs(project, env, "install", "--agent", "gemini")
-    assert (project / ".gemini" / "settings.json").is_file()
-    return project, env
+    return installed_project(tmp_path, env, "gemini", ".gemini/settings.json")
 
 
 def test_the_loop_ends_only_when_the_newest_reply_says_the_marker(
@@ -136,15 +131,7 @@ def test_a_loop_owned_by_another_agent_is_announced_not_taken(
     gemini: list[str], gemini_project: tuple[Path, dict[str, str]], api: FakeGeminiAPI
 ) -> None:
     project, env = gemini_project
-    rs(
-        project,
-        {**env, "CLAUDE_CODE_SESSION_ID": "claude-session-1"},
-        "init",
-        "Build it",
-        "-c",
-        "x",
-    )
-    before = (project / ".loop" / "state.json").read_bytes()
+    before = claude_owned_loop(project, env)
     api.script = [[text("Nothing to do here.")]]
     run = run_gemini(gemini, project, "Say hello.", env)
 

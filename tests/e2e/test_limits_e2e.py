@@ -11,15 +11,13 @@ install it, when a client is not installed.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_e2e import history, read_state
 from codex_fixtures import base_env as codex_env
 from codex_fixtures import find_codex, write_config
+from e2e_support import history, ralphstate, read_state
 from fake_gemini import FakeGeminiAPI
 from fake_gemini import api_error as gemini_error
 from fake_responses import FakeResponsesAPI, response_failed
@@ -33,24 +31,12 @@ from ralphstate.run.spawn import join_command
 pytestmark = pytest.mark.e2e
 
 
-def ralphstate(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def run_paused_on_a_limit(project: Path, env: dict[str, str], agent: str) -> dict[str, Any]:
     done = ralphstate(project, env, "init", "Build the parser", "-c", "tests pass")
     assert done.returncode == 0, done.stderr
     done = ralphstate(
         project, env, "run", "--agent", agent, "--prompt-mode", "arg", "--on-limit", "pause",
-        "--json",
+        "--json", timeout=120,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
     out: dict[str, Any] = json.loads(done.stdout)
@@ -84,14 +70,7 @@ def test_codex_on_a_limit_pauses_the_run(kind: str, tmp_path: Path) -> None:
         project = tmp_path / "project"
         project.mkdir()
         codex_home = tmp_path / "codex-home"
-        write_config(codex_home, api, project)
-        config = codex_home / "config.toml"
-        config.write_text(
-            config.read_text().replace(
-                'env_key = "MOCK_API_KEY"\n',
-                'env_key = "MOCK_API_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n',
-            )
-        )
+        write_config(codex_home, api, project, retries=False)
         env = codex_env(tmp_path, codex_home)
         agent = join_command([str(binary), "exec", "--json", "--skip-git-repo-check"])
         out = run_paused_on_a_limit(project, env, agent)
@@ -127,11 +106,7 @@ def test_gemini_over_its_quota_pauses_the_run(kind: str, tmp_path: Path) -> None
     try:
         project = tmp_path / "project"
         project.mkdir()
-        env = gemini_env(tmp_path, api)
-        settings = tmp_path / "home" / ".gemini" / "settings.json"
-        chosen = json.loads(settings.read_text())
-        chosen["general"] = {"maxAttempts": 1}
-        settings.write_text(json.dumps(chosen))
+        env = gemini_env(tmp_path, api, retries=False)
         agent = join_command([*command, "--output-format", "json", "-p"])
         out = run_paused_on_a_limit(project, env, agent)
     finally:

@@ -9,73 +9,14 @@ history and the requests the model was sent.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from e2e_support import RunClaude
-from fake_api import FakeAnthropicAPI, bash, text, texts
+from e2e_support import Cli, RunClaude, history
+from e2e_support import read_state as loop_state
+from fake_api import FakeAnthropicAPI, bash, feedback, loop_context, text, texts
 
 pytestmark = pytest.mark.e2e
-
-Cli = Callable[..., "subprocess.CompletedProcess[str]"]
-
-FEEDBACK = "Stop hook feedback:\n"
-CONTEXT = "SessionStart hook additional context: "
-
-
-@pytest.fixture
-def cli(project: Path, claude_env: dict[str, str]) -> Cli:
-    """`cli(*args)`: a person running `ralphstate ARGS` in the project.
-
-    Same HOME as the client, so the loop registry is this machine's for both.
-    """
-
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "ralphstate", *args],
-            cwd=project,
-            env=claude_env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-        )
-        if ok:
-            assert done.returncode == 0, done.stderr
-        return done
-
-    return run
-
-
-def loop_state(project: Path) -> dict[str, Any]:
-    state: dict[str, Any] = json.loads((project / ".loop" / "state.json").read_text())
-    return state
-
-
-def history(project: Path) -> list[dict[str, Any]]:
-    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
-def feedback(body: dict[str, Any]) -> str:
-    """The block reason the model was sent in this request."""
-    last = texts(body, "user")[-1]
-    assert last.startswith(FEEDBACK), last
-    return last.removeprefix(FEEDBACK)
-
-
-def loop_context(body: dict[str, Any]) -> str:
-    """What SessionStart hooks told the model in this request ("" for nothing).
-
-    The client puts each hook's context in a system-role message, after the text
-    `SessionStart hook additional context: `, sometimes ahead of other text.
-    """
-    found = [t.split(CONTEXT, 1)[1] for t in texts(body, "system") if CONTEXT in t]
-    return "\n".join(found)
 
 
 def test_the_loop_holds_until_criteria_are_verified_and_the_marker_is_said(

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_e2e import history, read_state, rs, rs_command
+from e2e_support import E2E_DIR, history, installed, installed_project, read_state, rs, rs_command
 from fake_api import Block, FakeAnthropicAPI, text, texts
-from opencode_fixtures import HERE, OpencodeServer, base_env, find_opencode, write_config
+from opencode_fixtures import OpencodeServer, base_env, find_opencode, write_config
 
 pytestmark = pytest.mark.e2e
 MARK = "<loop-complete>"
-PLUGIN_DEPS = HERE / "opencode" / "node_modules"
+PLUGIN_DEPS = E2E_DIR / "opencode" / "node_modules"
 
 
 def bash(command: str) -> Block:
@@ -40,24 +39,10 @@ def bash(command: str) -> Block:
 
 @pytest.fixture(scope="module")
 def opencode() -> Path:
-    binary, detail = find_opencode()
-    if binary is None:
-        print(f"skipping the opencode end-to-end test: {detail}")
-        pytest.skip(detail)
+    binary = installed(find_opencode(), "opencode")
     if not (PLUGIN_DEPS / "@opencode-ai" / "plugin").is_dir():
         pytest.skip("@opencode-ai/plugin is not installed; run `npm ci` in tests/e2e/opencode")
     return binary
-
-
-@pytest.fixture
-def api() -> Iterator[FakeAnthropicAPI]:
-    server = FakeAnthropicAPI().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    if server.errors:
-        raise server.errors[0]
 
 
 def _plugin_deps(config_dir: Path) -> None:
@@ -66,7 +51,7 @@ def _plugin_deps(config_dir: Path) -> None:
     copy's `node_modules`, so it finds nothing to fetch."""
     config_dir.mkdir(parents=True, exist_ok=True)
     for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(HERE / "opencode" / "config" / name, config_dir / name)
+        shutil.copyfile(E2E_DIR / "opencode" / "config" / name, config_dir / name)
     (config_dir / "node_modules").symlink_to(PLUGIN_DEPS, target_is_directory=True)
 
 
@@ -94,8 +79,7 @@ def test_the_plugin_gates_opencode_sessions(
     project.mkdir()
     write_config(project, api.base_url)
     env = base_env(tmp_path, project, tmp_path / "cache")
-    rs(project, env, "install", "--agent", "opencode")
-    assert (project / ".opencode" / "plugin" / "ralphstate.ts").is_file()
+    installed_project(tmp_path, env, "opencode", ".opencode/plugin/ralphstate.ts")
     _plugin_deps(project / ".opencode")
     _plugin_deps(Path(env["XDG_CONFIG_HOME"]) / "opencode")
 

@@ -7,45 +7,19 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import RunClaude
-from fake_api import FakeAnthropicAPI, api_error, bash, text, texts
+from e2e_support import RunClaude, history, ralphstate
+from e2e_support import read_state as state
+from fake_api import CONTEXT, FakeAnthropicAPI, api_error, bash, text, texts
 
 from ralphstate.run.spawn import join_command
 
 pytestmark = pytest.mark.e2e
-
-CONTEXT = "SessionStart hook additional context: "
-
-
-def ralphstate(
-    project: Path, env: dict[str, str], *args: str, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def history(project: Path, event: str) -> list[dict[str, Any]]:
-    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["event"] == event]
-
-
-def state(project: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((project / ".loop" / "state.json").read_text())
-    return data
 
 
 def eventually(probe: Callable[[], Any], seconds: float = 20) -> Any:

@@ -10,43 +10,20 @@ iteration end (the runner owns the loop).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_api import FakeAnthropicAPI, bash, text, texts
+from e2e_support import history, ralphstate
+from fake_api import CONTEXT, FakeAnthropicAPI, bash, text, texts
 
 from ralphstate.run.spawn import join_command
 
 pytestmark = pytest.mark.e2e
 
-CONTEXT = "SessionStart hook additional context: "
-
-
-def ralphstate(
-    project: Path, env: dict[str, str], *args: str, timeout: float = 30
-) -> subprocess.CompletedProcess[str]:
-    """A person running `ralphstate ARGS` in the project, with the client's HOME."""
-    return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
 
 def user_text(body: dict[str, Any]) -> str:
     return "\n".join(texts(body, "user"))
-
-
-def history(project: Path, event: str) -> list[dict[str, Any]]:
-    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
-    return [e for e in map(json.loads, lines) if e["event"] == event]
 
 
 @pytest.mark.parametrize("mode", ["stdin", "arg"])

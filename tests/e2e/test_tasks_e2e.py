@@ -15,18 +15,21 @@ see each call's effect when the model would.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import RunClaude
+from e2e_support import Cli, RunClaude, history
+from e2e_support import read_state as loop_state
 from fake_api import (
+    CONTEXT,
     Block,
     FakeAnthropicAPI,
     bash,
+    feedback,
+    loop_context,
     task_create,
     task_update,
     text,
@@ -38,32 +41,7 @@ from fake_api import (
 
 pytestmark = pytest.mark.e2e
 
-Cli = Callable[..., "subprocess.CompletedProcess[str]"]
-FEEDBACK = "Stop hook feedback:\n"
-CONTEXT = "SessionStart hook additional context: "
 REFUSED = "TaskCompleted hook feedback:\n"
-
-
-@pytest.fixture
-def cli(project: Path, claude_env: dict[str, str]) -> Cli:
-    """`cli(*args)`: a person running `ralphstate ARGS` in the project, with the
-    client's HOME (so the loop registry is this machine's for both)."""
-
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "ralphstate", *args],
-            cwd=project,
-            env=claude_env,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            stdin=subprocess.DEVNULL,
-        )
-        if ok:
-            assert done.returncode == 0, done.stderr
-        return done
-
-    return run
 
 
 def install_tasks(cli: Cli, project: Path) -> dict[str, Any]:
@@ -77,33 +55,11 @@ def install_tasks(cli: Cli, project: Path) -> dict[str, Any]:
     return settings
 
 
-def loop_state(project: Path) -> dict[str, Any]:
-    state: dict[str, Any] = json.loads((project / ".loop" / "state.json").read_text())
-    return state
-
-
-def history(project: Path) -> list[dict[str, Any]]:
-    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
-
-
 def stored_task(home: Path, session: str, task_id: str) -> dict[str, Any]:
     """A task as the client keeps it (`~/.claude/tasks/SESSION/ID.json`)."""
     path = home / ".claude" / "tasks" / session / f"{task_id}.json"
     task: dict[str, Any] = json.loads(path.read_text())
     return task
-
-
-def loop_context(body: dict[str, Any]) -> str:
-    """What SessionStart hooks told the model in this request ("" for nothing)."""
-    found = [t.split(CONTEXT, 1)[1] for t in texts(body, "system") if CONTEXT in t]
-    return "\n".join(found)
-
-
-def feedback(body: dict[str, Any]) -> str:
-    last = texts(body, "user")[-1]
-    assert last.startswith(FEEDBACK), last
-    return last.removeprefix(FEEDBACK)
 
 
 class Snapshots:

@@ -5,18 +5,16 @@ block reason; once it fixes the work, the check passes and the loop completes.""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from e2e_support import RunClaude
-from fake_api import FakeAnthropicAPI, bash, text, texts, tool_results
+from e2e_support import rs as ralphstate
+from fake_api import FakeAnthropicAPI, bash, feedback, text, tool_results
 
 pytestmark = pytest.mark.e2e
 
-FEEDBACK = "Stop hook feedback:\n"
 CRITERION = "greeting test passes"
 CHECK_CODE = """\
 import sys
@@ -29,27 +27,6 @@ if greeting != "hello":
     sys.exit(1)
 print("ok")
 """
-
-
-def ralphstate(project: Path, env: dict[str, str], *args: str) -> str:
-    """A person running `ralphstate ARGS` in the project, with the client's HOME."""
-    done = subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def feedback(body: dict[str, Any]) -> str:
-    last = texts(body, "user")[-1]
-    assert last.startswith(FEEDBACK), last
-    return last.removeprefix(FEEDBACK)
 
 
 def test_a_failing_check_sends_the_model_back_until_it_passes(
