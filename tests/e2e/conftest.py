@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 from e2e_support import (
-    QUIET_ENV,
     Cli,
     HookProbe,
     RunClaude,
+    claude_client_env,
     find_claude,
     json_result,
     misfit,
@@ -88,16 +88,7 @@ def claude_env(tmp_path: Path, home: Path, api: FakeAnthropicAPI) -> dict[str, s
     """The whole environment of the client, and so of its hooks and Bash commands."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    return {
-        "PATH": path_with_this_python(),
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "TMPDIR": str(scratch),
-        "CLAUDE_CODE_TMPDIR": str(scratch),
-        "ANTHROPIC_BASE_URL": api.base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-key",
-        **QUIET_ENV,
-    }
+    return claude_client_env(path_with_this_python(), home, scratch, api.base_url)
 
 
 @pytest.fixture

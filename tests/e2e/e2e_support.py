@@ -43,6 +43,22 @@ QUIET_ENV = {
 }
 
 
+def claude_client_env(path: str, home: Path, scratch: Path, base_url: str) -> dict[str, str]:
+    """The whole environment of Claude Code, built from nothing: `scratch` for its
+    temporary files, the scripted API at `base_url`, and the switches that keep it
+    quiet."""
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TMPDIR": str(scratch),
+        "CLAUDE_CODE_TMPDIR": str(scratch),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-key",
+        **QUIET_ENV,
+    }
+
+
 def candidates() -> list[Path]:
     """Where `npm ci` puts the client, best first.
 
@@ -339,6 +355,24 @@ class ScriptedAPI:
             with self._lock:
                 self.errors.append(error)
             return self.said(f"script error: {error!r}")
+
+
+class Prompts(list[str]):
+    """What the client sent the turns made with `after`: `read(body)` of each request
+    (the block reason in the newest user message, as that client puts it)."""
+
+    def __init__(self, read: Callable[[dict[str, Any]], str]) -> None:
+        super().__init__()
+        self.read = read
+
+    def after(self, reply: list[Any]) -> Callable[[dict[str, Any]], list[Any]]:
+        """A turn that keeps what the request says, then answers `reply`."""
+
+        def turn(body: dict[str, Any]) -> list[Any]:
+            self.append(self.read(body))
+            return reply
+
+        return turn
 
 
 def serving(server: Scripted) -> Iterator[Scripted]:

@@ -53,11 +53,12 @@ def api_error(status: int, kind: str, message: str, headers: dict[str, str] | No
     return {"type": "api_error", "status": status, "error": error, "headers": headers or {}}
 
 
-def bash(command: str, description: str = "Run a command") -> Block:
-    """A Bash tool call of an assistant turn."""
+def bash(command: str, description: str = "Run a command", tool: str = "Bash") -> Block:
+    """A Bash tool call of an assistant turn (Copilot CLI and opencode name their tool
+    `bash`)."""
     return {
         "type": "tool_use",
-        "name": "Bash",
+        "name": tool,
         "input": {"command": command, "description": description},
     }
 

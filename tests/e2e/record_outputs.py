@@ -288,17 +288,9 @@ def claude(recording: Recording, tmp: Path) -> tuple[Output, str]:
         path.mkdir()
     with FakeAnthropicAPI() as api:
         api.add_turns(*recording.turns())
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "TMPDIR": str(scratch),
-            "CLAUDE_CODE_TMPDIR": str(scratch),
-            "ANTHROPIC_BASE_URL": api.base_url,
-            "ANTHROPIC_API_KEY": "sk-ant-test-key",
-            "CLAUDE_CODE_MAX_RETRIES": "0",
-            **e2e_support.QUIET_ENV,
-        }
+        search = os.environ.get("PATH", "")
+        env = e2e_support.claude_client_env(search, home, scratch, api.base_url)
+        env["CLAUDE_CODE_MAX_RETRIES"] = "0"
         argv = [str(binary), "-p", PROMPT, "--allowedTools", "Bash", *recording.args]
         merged, out, err, code = run(argv, project, env)
         posts = sum(1 for request in api.requests if request.method == "POST")

@@ -12,11 +12,11 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from codex_fixtures import base_env, find_codex, run_codex, write_config
 from e2e_support import (
+    Prompts,
     claude_owned_loop,
     installed,
     installed_project,
@@ -61,15 +61,10 @@ def test_a_block_reaches_the_model_and_completion_ends_the_run(
     project, env = codex_project
     rs(project, env, "init", "Build the parser", "-c", "tests pass")
     record = rs_command("criteria", "set", "tests pass")
-    prompts: list[str] = []
-
-    def after_block(body: dict[str, Any]) -> list[dict[str, Any]]:
-        prompts.append(user_texts(body)[-1])
-        return [shell(f"{record} true")]
-
+    prompts = Prompts(lambda body: user_texts(body)[-1])
     responses.script = [
         [message("I think I am done.")],
-        after_block,
+        prompts.after([shell(f"{record} true")]),
         [message("The tests pass now. <loop-complete>")],
     ]
     run = run_codex(codex_bin, project, "Build the parser.", env)

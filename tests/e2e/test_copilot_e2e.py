@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from copilot_fixtures import base_env, find_copilot, run_copilot
 from e2e_support import (
+    Prompts,
     claude_owned_loop,
     history,
     installed,
@@ -24,19 +25,10 @@ from e2e_support import (
     rs,
     rs_command,
 )
-from fake_api import Block, FakeAnthropicAPI, text, texts
+from fake_api import FakeAnthropicAPI, bash, text, texts
 
 pytestmark = pytest.mark.e2e
 MARK = "<loop-complete>"
-
-
-def bash(command: str) -> Block:
-    """A call of Copilot CLI's `bash` tool."""
-    return {
-        "type": "tool_use",
-        "name": "bash",
-        "input": {"command": command, "description": "Run a command"},
-    }
 
 
 @pytest.fixture(scope="module")
@@ -76,20 +68,12 @@ def test_the_loop_ends_only_when_the_newest_reply_says_the_marker(
 ) -> None:
     project, env = copilot_project
     rs(project, env, "init", "Build the parser", "-c", "tests pass")
-    prompts: list[str] = []
-
-    def after(reply: list[Block]) -> Any:
-        def turn(body: dict[str, Any]) -> list[Block]:
-            prompts.append(last_user_text(body))
-            return reply
-
-        return turn
-
+    prompts = Prompts(last_user_text)
     api.script = [
         [text(f"I think I am done. {MARK}")],
-        after([bash(rs_command("criteria", "set", "tests pass", "true"))]),
+        prompts.after([bash(rs_command("criteria", "set", "tests pass", "true"), tool="bash")]),
         [text("The tests pass now.")],
-        after([text(f"The tests pass, and the work is done. {MARK}")]),
+        prompts.after([text(f"The tests pass, and the work is done. {MARK}")]),
     ]
     run = run_copilot(copilot, project, "Build the parser.", env)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from e2e_support import (
+    Prompts,
     claude_owned_loop,
     history,
     installed,
@@ -54,20 +54,12 @@ def test_the_loop_ends_only_when_the_newest_reply_says_the_marker(
     the reply after that does not say it, so the loop goes on until one that does."""
     project, env = gemini_project
     rs(project, env, "init", "Build the parser", "-c", "tests pass")
-    prompts: list[str] = []
-
-    def after(reply: list[dict[str, Any]]) -> Any:
-        def turn(body: dict[str, Any]) -> list[dict[str, Any]]:
-            prompts.append(user_texts(body)[-1])
-            return reply
-
-        return turn
-
+    prompts = Prompts(lambda body: user_texts(body)[-1])
     api.script = [
         [text(f"I think I am done. {MARK}")],
-        after([shell(rs_command("criteria", "set", "tests pass", "true"))]),
+        prompts.after([shell(rs_command("criteria", "set", "tests pass", "true"))]),
         [text("The tests pass now.")],
-        after([text(f"The tests pass, and the work is done. {MARK}")]),
+        prompts.after([text(f"The tests pass, and the work is done. {MARK}")]),
     ]
     run = run_gemini(gemini, project, "Build the parser.", env)
 

@@ -19,22 +19,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import E2E_DIR, history, installed, installed_project, read_state, rs, rs_command
-from fake_api import Block, FakeAnthropicAPI, text, texts
+from e2e_support import (
+    E2E_DIR,
+    Prompts,
+    history,
+    installed,
+    installed_project,
+    read_state,
+    rs,
+    rs_command,
+)
+from fake_api import FakeAnthropicAPI, bash, text, texts
 from opencode_fixtures import OpencodeServer, base_env, find_opencode, write_config
 
 pytestmark = pytest.mark.e2e
 MARK = "<loop-complete>"
 PLUGIN_DEPS = E2E_DIR / "opencode" / "node_modules"
-
-
-def bash(command: str) -> Block:
-    """A call of opencode's `bash` tool."""
-    return {
-        "type": "tool_use",
-        "name": "bash",
-        "input": {"command": command, "description": "Run a command"},
-    }
 
 
 @pytest.fixture(scope="module")
@@ -106,20 +106,12 @@ def test_the_plugin_gates_opencode_sessions(
         # The loop of this session: held until the criterion is recorded and the newest
         # reply says the marker.
         rs(project, env, "init", "Build the parser", "-c", "tests pass", "--force")
-        prompts: list[str] = []
-
-        def after(reply: list[Block]) -> Any:
-            def turn(body: dict[str, Any]) -> list[Block]:
-                prompts.append(texts(body, "user")[-1])
-                return reply
-
-            return turn
-
+        prompts = Prompts(lambda body: texts(body, "user")[-1])
         api.add_turns(
             [text(f"I think I am done. {MARK}")],
-            after([bash(rs_command("criteria", "set", "tests pass", "true"))]),
+            prompts.after([bash(rs_command("criteria", "set", "tests pass", "true"), tool="bash")]),
             [text("The tests pass now.")],
-            after([text(f"The tests pass, and the work is done. {MARK}")]),
+            prompts.after([text(f"The tests pass, and the work is done. {MARK}")]),
         )
         server.prompt("Build the parser.")
         wait_until(lambda: read_state(project)["status"] != "in_progress", "the loop ends")

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import RunClaude
+from e2e_support import RunClaude, run_client
 from fake_api import FakeAnthropicAPI, bash, text, texts, tool_results
 
 import ralphstate
@@ -81,15 +81,7 @@ def plugin_env(tmp_path: Path, claude_env: dict[str, str], wheelhouse: Path) -> 
 
 def person(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """A person typing `ralphstate ARGS` with the plugin's bin/ on PATH."""
-    return subprocess.run(
-        [str(REPO / "bin" / "ralphstate"), *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_client([str(REPO / "bin" / "ralphstate"), *args], project, env, BUILD_TIMEOUT)
 
 
 def hook_outputs(debug_log: Path, event: str) -> list[dict[str, Any]]:
