@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import RunClaude, history, ralphstate
+from e2e_support import Cli, RunClaude, history, ralphstate
 from e2e_support import read_state as state
 from fake_api import CONTEXT, FakeAnthropicAPI, api_error, bash, text, texts
 
@@ -34,11 +34,10 @@ def eventually(probe: Callable[[], Any], seconds: float = 20) -> Any:
 
 
 def test_the_cost_claude_reports_in_json_is_recorded_per_iteration(
-    claude_bin: Path, claude_env: dict[str, str], api: FakeAnthropicAPI, project: Path
+    cli: Cli, claude_bin: Path, claude_env: dict[str, str], api: FakeAnthropicAPI, project: Path
 ) -> None:
-    for args in (["install"], ["init", "Add a CSV export", "-c", "tests pass"]):
-        done = ralphstate(project, claude_env, *args)
-        assert done.returncode == 0, done.stderr
+    cli("install")
+    cli("init", "Add a CSV export", "-c", "tests pass")
     api.add_turns(
         [bash('ralphstate criteria set "tests pass" true --note "pytest: 3 passed"')],
         [text("Recorded tests pass.")],
@@ -70,15 +69,15 @@ def test_the_cost_claude_reports_in_json_is_recorded_per_iteration(
 
 
 def test_a_rate_limited_turn_is_recorded_by_stop_failure_and_told_next_session(
+    cli: Cli,
     claude_bin: Path,
     claude_env: dict[str, str],
     run_claude: RunClaude,
     api: FakeAnthropicAPI,
     project: Path,
 ) -> None:
-    for args in (["install"], ["init", "Add a CSV export", "-c", "tests pass"]):
-        done = ralphstate(project, claude_env, *args)
-        assert done.returncode == 0, done.stderr
+    cli("install")
+    cli("init", "Add a CSV export", "-c", "tests pass")
     message = "This request would exceed your account's rate limit. Please try again later."
     api.add_turns([api_error(429, "rate_limit_error", message)])
 

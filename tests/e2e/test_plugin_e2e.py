@@ -216,15 +216,7 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
     is built under its own data directory, and its hooks gate a loop."""
 
     def claude(*args: str) -> str:
-        done = subprocess.run(
-            [str(claude_bin), *args],
-            env=plugin_env,
-            cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run_client([str(claude_bin), *args], project, plugin_env, 60)
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
@@ -239,13 +231,12 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
     # The plugin's own command, from its copy, builds its environment where Claude Code
     # gives that plugin its data directory.
     data = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate"
-    started = subprocess.run(
-        [str(copy / "bin" / "ralphstate"), "init", "Add a CSV export", "-c", "tests pass"],
-        cwd=project,
-        env=plugin_env,
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT,
+    ralphstate_bin = str(copy / "bin" / "ralphstate")
+    started = run_client(
+        [ralphstate_bin, "init", "Add a CSV export", "-c", "tests pass"],
+        project,
+        plugin_env,
+        BUILD_TIMEOUT,
     )
     assert started.returncode == 0, started.stderr
     assert (data / "venv" / "ralphstate-plugin-version").read_text() == version
