@@ -14,6 +14,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import count as plural
 from ralphstate.core.text import noun, short_id
+from ralphstate.core.views import UNKNOWN_HERE
 from ralphstate.install import claude as install
 from ralphstate.install.command import (
     command_script,
@@ -219,15 +220,7 @@ def check_loop(start: Path) -> list[Finding]:
     agent, current = current_session()
     known = registry.knows(store.paths, state)
     if not known:
-        findings.append(
-            (
-                "warn",
-                (
-                    "this loop was not created or adopted on this machine; the hooks ignore it"
-                    " until you run `ralphstate adopt`"
-                ),
-            )
-        )
+        findings.append(("warn", UNKNOWN_HERE))
     verdict = ownership.judge(
         state, current, agent or ownership.owner_agent(state), known=lambda: known
     )
