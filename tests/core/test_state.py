@@ -24,7 +24,7 @@ from ralphstate.core import views
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
-from tests.helpers import REPO
+from tests.helpers import REPO, run_process
 
 EXAMPLE = REPO / ".loop.example"
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -471,6 +471,27 @@ def test_the_example_loads_with_the_real_store() -> None:
     assert state["lastProgress"] == st.progress(state)
 
 
+def test_the_example_carries_every_key_ralphstate_writes() -> None:
+    """A key added to the schema must be added to the example too (with its README
+    line), so the example shows every key a state.json written today holds."""
+    written = list(orjson.loads(st.dumps(st.normalise({}))))
+    stored = orjson.loads((EXAMPLE / "state.json").read_bytes())
+    assert [k for k in written if k not in stored] == []
+    assert list(stored) == [*written, "ticket"]
+
+
+def test_the_example_is_shown_by_the_real_status_command_and_left_as_it_was() -> None:
+    """What its README says to run: `RALPHSTATE_DIR=.loop.example ralphstate status`."""
+    before = {p.name: p.read_bytes() for p in EXAMPLE.iterdir()}
+    done = run_process(["status"], cwd=REPO, env={"RALPHSTATE_DIR": ".loop.example"})
+    assert (done.returncode, done.stderr) == (0, b""), done
+    out = done.stdout.decode()
+    assert out.startswith(f"loop {REPO}: in progress · iteration 6/20 · owner 5f0c2a9e…")
+    assert "spent: 1,284,650 tokens" in out and "the loop's budget: 5,000,000 tokens" in out
+    assert "criteria 2/4 (2 claimed):" in out and "steps 3/5:" in out
+    assert {p.name: p.read_bytes() for p in EXAMPLE.iterdir()} == before
+
+
 def test_the_example_history_is_consistent_with_its_state() -> None:
     store = example_store()
     state = store.load()
@@ -515,6 +536,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
         [
             f"loop {root}: in progress · iteration 6/20 · owner 5f0c2a9e… · updated 4m ago",
             f"spec: {state['spec']}",
+            "spent: 1,284,650 tokens · $0.0000 · 0s of runs (the loop's budget: 5,000,000 tokens)",
             "criteria 2/4 (2 claimed):",
             f"  [x] {c[0]}  (claimed)",
             f"  [x] {c[1]}  (claimed)",
