@@ -1011,7 +1011,7 @@ def test_an_unwritable_directory_is_one_clear_error(tmp_path: Path) -> None:
 def test_a_write_failure_is_one_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def failing(target: Path, data: bytes, still_ok: Any = None) -> bool:
+    def failing(target: Path, data: bytes, **how: Any) -> bool:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(settings, "atomic_write", failing)
@@ -1030,11 +1030,11 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
     real = fsio.atomic_write  # the function settings calls by that name
     calls: list[int] = []
 
-    def racing(target: Path, data: bytes, still_ok: Any = None) -> bool:
+    def racing(target: Path, data: bytes, **how: Any) -> bool:
         if not calls:  # Claude Code saves a permission between our read and our replace
             write(path, {"model": "opus", "permissions": {"allow": ["Bash(ls)"]}})
         calls.append(1)
-        return real(target, data, still_ok)
+        return real(target, data, **how)
 
     monkeypatch.setattr(settings, "atomic_write", racing)
     assert install("project", tmp_path).changed is True

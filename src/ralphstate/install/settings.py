@@ -2,9 +2,11 @@
 
 One read-modify-write for every agent: the file is read and parsed, edited in memory,
 and written only when the edit changed something, atomically, through a symlink, with
-its permission bits kept, and only if nobody rewrote it in the meantime; when somebody
-did, the edit starts over on their version. A file that is not what the agent expects
-is reported in one sentence and never rewritten.
+its permission bits kept, and only if nobody rewrote it in the meantime (the lossless
+write of storage/fsio.py, the state file's: a save that lands between the read and the
+write is never written over); when somebody did, the edit starts over on their
+version. A file that is not what the agent expects is reported in one sentence and
+never rewritten.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import stat
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,10 @@ from ralphstate.storage import fsio
 from ralphstate.storage.fsio import atomic_write, makedirs
 
 WRITE_ATTEMPTS = 5
+# An empty file changed less than EMPTY_SETTLE seconds ago may be a save in progress:
+# it is looked at every EMPTY_PAUSE seconds until it is that old (or changes).
+EMPTY_SETTLE = 1.0
+EMPTY_PAUSE = 0.05
 Handler = tuple[dict[str, Any], dict[str, Any]]  # (matcher group, handler)
 
 
@@ -89,23 +96,28 @@ def update(
     target = path.resolve() if path.is_symlink() else path  # write through a symlink
     for _ in range(WRITE_ATTEMPTS):
         original = read_bytes(target)
+        if original is not None and not original.strip() and not _settled(target, original):
+            continue
         data = {} if original is None else load(original, path)
         before = copy.deepcopy(data)
         actions = edit(data)
         if data == before:
             return InstallResult(path, False, actions)
         try:
-            if remove_when is not None and remove_when(data):
-                if read_bytes(target) != original:
+            if remove_when is not None and remove_when(data) and original is not None:
+                if not fsio.remove_if_holds(target, original):
                     continue
-                target.unlink()
                 return InstallResult(path, True, [*actions, f"removed {path}"])
             payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-            mode = _mode(target)
+            mode = _mode(target)  # keep a private settings file private
             makedirs(target.parent)  # never world-writable, whatever the umask
-            written = atomic_write(target, payload, still_ok=_unchanged(target, original))
-            if written and mode is not None:
-                target.chmod(mode)  # keep a private settings file private
+            written = atomic_write(
+                target,
+                payload,
+                expect=original,
+                absent=original is None,
+                mode=fsio.FILE_MODE if mode is None else mode,
+            )
         except OSError as exc:
             raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
         if written:
@@ -115,9 +127,24 @@ def update(
     )
 
 
-def _unchanged(path: Path, original: bytes | None) -> Callable[[], bool]:
-    """Asked just before the replace: has anyone else written the file meanwhile?"""
-    return lambda: read_bytes(path) == original
+def _settled(target: Path, empty: bytes) -> bool:
+    """Whether the empty file `target` counts as empty; False when it changed.
+
+    An editor saving in place empties the file, then writes the save: an install that
+    read the file in between, and wrote over it, would lose the save. An empty file
+    that was changed a moment ago is looked at again until it is EMPTY_SETTLE seconds
+    old (and never longer than that, whatever its time stamp says)."""
+    deadline = time.monotonic() + EMPTY_SETTLE
+    while True:
+        try:
+            age = time.time() - target.stat().st_mtime
+        except OSError:
+            return False  # gone: read it again
+        if age >= EMPTY_SETTLE or time.monotonic() >= deadline:
+            return True
+        time.sleep(EMPTY_PAUSE)
+        if read_bytes(target) != empty:
+            return False
 
 
 def _mode(path: Path) -> int | None:

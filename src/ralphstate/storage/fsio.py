@@ -1,4 +1,5 @@
-"""Atomic file replacement: temp file beside the target, fsync, os.replace."""
+"""Atomic file replacement: temp file beside the target, fsync, then an exchange, a
+link or os.replace, checked so that nobody else's save is replaced."""
 
 from __future__ import annotations
 
@@ -25,12 +26,15 @@ def atomic_write(
     still_ok: Callable[[], bool] | None = None,
     *,
     expect: bytes | None = None,
+    absent: bool = False,
+    mode: int = FILE_MODE,
 ) -> bool:
-    """Replace `path` with `data` atomically. With `still_ok`, it is asked just before
-    the replace; when it says no, nothing is replaced and False is returned. With
-    `expect`, `path` is replaced only while it still holds exactly those bytes (see
-    `_swap_if_holds`); otherwise nothing is replaced and False is returned. The
-    temporary file never outlives the call."""
+    """Replace `path` with `data` atomically, the new file with permission bits `mode`.
+    With `still_ok`, it is asked just before the replace; when it says no, nothing is
+    replaced and False is returned. With `expect`, `path` is replaced only while it
+    still holds exactly those bytes (see `_swap_if_holds`); with `absent`, `path` is
+    created only while there is none (see `_create_if_absent`); otherwise nothing is
+    replaced and False is returned. The temporary file never outlives the call."""
     fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -38,10 +42,13 @@ def atomic_write(
             handle.flush()
             os.fsync(handle.fileno())
             ours = os.fstat(handle.fileno()).st_ino
-        os.chmod(tmp, FILE_MODE)
+        os.chmod(tmp, mode)
         if still_ok is not None and not still_ok():
             return False
-        if expect is None:
+        if absent:
+            if not _create_if_absent(tmp, path):
+                return False
+        elif expect is None:
             _replace(tmp, path)
         elif not _swap_if_holds(tmp, path, expect, data, ours):
             return False
@@ -98,6 +105,55 @@ def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) 
     return True
 
 
+def _create_if_absent(tmp: str, path: Path) -> bool:
+    """Put `tmp` at `path` only if nothing is there: a hard link, which the file system
+    refuses (FileExistsError) when a file was saved there meanwhile, then `tmp`'s name
+    removed. Where hard links are not supported, `path` is looked for just before
+    `os.replace`. On True, `tmp` is no longer the caller's."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_LINK:
+            raise
+        if os.path.lexists(path):
+            return False
+        _replace(tmp, path)  # checked just above: the window left is microseconds
+        return True
+    with contextlib.suppress(OSError):  # the file is in place: a leftover name is
+        os.unlink(tmp)  # removed by the next writer (remove_stale_temps)
+    return True
+
+
+def remove_if_holds(path: Path, expect: bytes) -> bool:
+    """Remove `path` if it holds exactly `expect`; True when it was removed.
+
+    The file is first moved aside (one atomic rename, to a temporary name beside it),
+    then what was moved is checked: a save another process made after the caller read
+    the file is what was moved, and it goes back in place (without replacing a file
+    saved there in the meantime, which is newer) and False is returned."""
+    if not _holds(str(path), expect):
+        return False  # most saves are seen here, before anything moves
+    fd, aside = _temp_beside(path)
+    os.close(fd)
+    try:
+        try:
+            _replace(str(path), Path(aside))
+        except FileNotFoundError:
+            return False  # already gone: it changed
+        if _holds(aside, expect):
+            _fsync_dir(path.parent)
+            return True
+        if _create_if_absent(aside, path):
+            aside = ""
+        return False
+    finally:
+        if aside:
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+
+
 def _holds(name: str, expect: bytes) -> bool:
     try:
         with open_regular(Path(name)) as handle:
@@ -120,6 +176,10 @@ _NO_EXCHANGE = frozenset(
     getattr(errno, name)
     for name in ("EINVAL", "ENOSYS", "ENOTSUP", "EOPNOTSUPP", "EPERM")
     if hasattr(errno, name)
+)
+# errno values that mean "this file system cannot make a hard link here".
+_NO_LINK = _NO_EXCHANGE | frozenset(
+    getattr(errno, name) for name in ("EXDEV", "EMLINK", "EACCES") if hasattr(errno, name)
 )
 _exchange_fn: list[Callable[[str, str], None] | None] = []
 
