@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from ralphstate.core.errors import RalphstateError
 from ralphstate.install import opencode
 from ralphstate.install.agents import find_installed
 from ralphstate.install.command import HOOK_CODE
+from tests.install.test_settings_lossless import save_at_the_last_moment
 
 
 @pytest.fixture
@@ -103,3 +105,28 @@ def test_doctor_checks_the_program_the_plugin_runs(rs: Any, project: Path, home:
         f"fail opencode session.idle hook in {path} runs /nowhere/python, which is missing or"
         " not executable; run `ralphstate install --agent opencode` again"
     ) in result.out.splitlines()
+
+
+def test_a_save_at_the_last_moment_is_kept_by_install_and_uninstall(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin file is ralphstate's, but a person may edit it: a save landing after
+    install read the file is neither written over nor removed (the write of
+    tests/install/test_settings_lossless.py)."""
+    path = project / ".opencode" / "plugin" / "ralphstate.ts"
+    path.parent.mkdir(parents=True)
+    path.write_text(opencode.HEADER + "\n// an older plugin\n", encoding="utf-8")
+    saved = opencode.HEADER + "\n// the person's edit\n"
+    with monkeypatch.context() as patched:
+        save_at_the_last_moment(patched, path, lambda: path.write_text(saved, encoding="utf-8"))
+        with pytest.raises(RalphstateError, match="changed while ralphstate was updating it"):
+            opencode.install("project", project, home=home)
+    assert path.read_text(encoding="utf-8") == saved
+    with monkeypatch.context() as patched:
+        save_at_the_last_moment(patched, path, lambda: path.write_text(saved + "//\n"))
+        with pytest.raises(RalphstateError, match="changed while ralphstate was updating it"):
+            opencode.install("project", project, uninstall=True, home=home)
+    assert path.read_text(encoding="utf-8") == saved + "//\n"
+    assert [p.name for p in path.parent.iterdir()] == ["ralphstate.ts"]
+    assert opencode.install("project", project, uninstall=True, home=home).changed is True
+    assert not path.exists()

@@ -26,6 +26,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.install import claude
 from ralphstate.install.command import HOOK_CODE, hook_program, quote
 from ralphstate.install.settings import InstallResult
+from ralphstate.storage import fsio
 from ralphstate.storage.fsio import atomic_write, makedirs
 
 FILE_NAME = "ralphstate.ts"
@@ -153,19 +154,22 @@ def install(
     scope: str, root: Path, *, uninstall: bool = False, home: Path | None = None
 ) -> InstallResult:
     path = plugin_path(scope, root, home)
-    current = _read(path)
+    raw = _read_bytes(path)
+    current = None if raw is None else _text(raw)
     if current is not None and not current.startswith(HEADER):
         raise RalphstateError(
             f"{path} was not written by ralphstate (its first line is not {HEADER!r});"
             " nothing was changed."
         )
     if uninstall:
-        if current is None:
+        if raw is None:
             return InstallResult(path, False, ["no ralphstate plugin to remove"])
         try:
-            path.unlink()
+            removed = fsio.remove_if_holds(path, raw)
         except OSError as exc:
             raise RalphstateError(f"Cannot remove {path}: {exc.strerror or exc}.") from None
+        if not removed:
+            raise RalphstateError(_CHANGED.format(path=path))
         return InstallResult(path, True, [f"removed {path}"])
     program, args = hook_program("opencode")
     wanted = plugin_text(program, args)
@@ -174,9 +178,12 @@ def install(
         return InstallResult(path, False, [f"session.idle plugin already installed: {shown}"])
     try:
         makedirs(path.parent)  # never world-writable, whatever the umask
-        atomic_write(path, wanted.encode("utf-8"))
+        # a person's save made since the read is neither written over nor removed
+        written = atomic_write(path, wanted.encode("utf-8"), expect=raw, absent=raw is None)
     except OSError as exc:
         raise RalphstateError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    if not written:
+        raise RalphstateError(_CHANGED.format(path=path))
     verb = "added" if current is None else "updated"
     return InstallResult(path, True, [f"{verb} session.idle plugin: {shown}"])
 
@@ -213,7 +220,19 @@ def command_of(text: str) -> str | None:
     return f"{quote(program)} {' '.join(str(a) for a in args)} stop --agent opencode"
 
 
+_CHANGED = "{path} changed while ralphstate was updating it; nothing was written, try again."
+
+
 def _read(path: Path) -> str | None:
+    raw = _read_bytes(path)
+    return None if raw is None else _text(raw)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _read_bytes(path: Path) -> bytes | None:
     try:
         with path.open("rb") as handle:
             raw = handle.read(MAX_PLUGIN_BYTES + 1)
@@ -223,4 +242,4 @@ def _read(path: Path) -> str | None:
         raise RalphstateError(f"Cannot read {path}: {exc.strerror or exc}.") from None
     if len(raw) > MAX_PLUGIN_BYTES:
         raise RalphstateError(f"{path} is larger than a ralphstate plugin; nothing was changed.")
-    return raw.decode("utf-8", errors="replace")
+    return raw
