@@ -536,7 +536,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
         [
             f"loop {root}: in progress · iteration 6/20 · owner 5f0c2a9e… · updated 4m ago",
             f"spec: {state['spec']}",
-            "spent: 1,284,650 tokens · $0.0000 · 0s of runs (the loop's budget: 5,000,000 tokens)",
+            "spent: 1,284,650 tokens (the loop's budget: 5,000,000 tokens)",
             "criteria 2/4 (2 claimed):",
             f"  [x] {c[0]}  (claimed)",
             f"  [x] {c[1]}  (claimed)",
@@ -622,3 +622,28 @@ def test_durations_read_and_shown_as_people_write_them(
 ) -> None:
     assert st.parse_duration(text) == seconds
     assert st.span(seconds) == shown
+
+
+@pytest.mark.parametrize(
+    ("usage", "budgets", "line"),
+    [
+        # A session's tokens alone: no cost and no run time to show.
+        ({"tokens": 480, "cost": 0.0, "seconds": 0.0}, {}, "spent: 480 tokens"),
+        (
+            {"tokens": 480, "cost": 0.0032, "seconds": 61.0},
+            {},
+            "spent: 480 tokens · $0.0032 · 61s of runs",
+        ),
+        # A budget of a kind shows that kind's figure, even at nothing spent yet.
+        (
+            {"tokens": 480, "cost": 0.0, "seconds": 0.0},
+            {"maxCost": 2.0, "maxDuration": 3600.0},
+            "spent: 480 tokens · $0.0000 · 0s of runs (the loop's budget: $2.00, 1h)",
+        ),
+    ],
+)
+def test_the_spent_line_shows_what_was_spent(
+    usage: dict[str, float], budgets: dict[str, float], line: str
+) -> None:
+    state = st.normalise({"spec": "s", "criteria": ["c"], "usage": usage, **budgets})
+    assert views.status(state, "here").splitlines()[2] == line

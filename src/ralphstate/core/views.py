@@ -90,7 +90,11 @@ def _spent(state: st.State) -> str:
     if state["usage"] is None and not any(value is not None for value in budget.values()):
         return ""
     now = st.spent(state)
-    parts = [f"{now['tokens']:,} tokens", f"${now['cost']:.4f}", f"{now['seconds']:.0f}s of runs"]
+    parts = [f"{now['tokens']:,} tokens"]
+    if now["cost"] or budget["cost"] is not None:  # a session's tokens alone have no cost
+        parts.append(f"${now['cost']:.4f}")
+    if now["seconds"] or budget["seconds"] is not None:  # nor do they have run time
+        parts.append(f"{now['seconds']:.0f}s of runs")
     budgets = []
     if budget["cost"] is not None:
         budgets.append(st.dollars(budget["cost"]))
