@@ -148,6 +148,26 @@ def test_install_after_a_project_scope_install_leaves_it_and_says_so(
     ) in done.out.splitlines()
 
 
+def test_uninstall_at_the_default_scope_names_hooks_left_in_the_shared_file(
+    rs: Any, project: Path, home: Path
+) -> None:
+    """An install from when the default was the project file, uninstalled with the
+    default scope: the local file has nothing to remove, and the shared one's hooks,
+    which still run at every stop, are named with the command that removes them."""
+    assert rs("install", "--scope", "project").code == 0
+    shared = project / ".claude" / "settings.json"
+    before = shared.read_bytes()
+    done = rs("install", "--uninstall")
+    assert done.code == 0
+    assert shared.read_bytes() == before  # a shared file is not changed unasked
+    assert (
+        "note: .claude/settings.json still has ralphstate's hooks, which keep running;"
+        " `ralphstate install --scope project --uninstall` removes them"
+    ) in done.out.splitlines()
+    assert rs("install", "--scope", "project", "--uninstall").code == 0
+    assert "note:" not in rs("install", "--uninstall").out
+
+
 def test_other_agents_keep_the_project_scope_by_default(rs: Any, project: Path, home: Path) -> None:
     done = rs("install", "--agent", "codex")
     assert done.code == 0

@@ -26,6 +26,14 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
     """The lines `install` adds after writing Claude Code's `path` for `scope` (`hooks`:
     the hooks rather than the status line)."""
     if uninstall:
+        if scope == "local" and hooks and _project_hooks(root):
+            # The default scope was the project file before: its hooks are still there.
+            shared = _shown(claude.settings_path("project", root), root)
+            note = (
+                f"note: {shared} still has ralphstate's hooks, which keep running;"
+                " `ralphstate install --scope project --uninstall` removes them"
+            )
+            return [note]
         return []
     if scope == "project":
         what = "these hooks" if hooks else "this status line"
@@ -39,7 +47,7 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
     if scope != "local":
         return []
     lines = _keep_out_of_git(path, root)
-    if hooks and any(h.scope == "project" for h in claude.find_installed(root)):
+    if hooks and _project_hooks(root):
         lines.append(
             f"note: {_shown(claude.settings_path('project', root), root)} still has"
             " ralphstate's hooks, which run besides these (each stop judged twice) and fail"
@@ -47,6 +55,11 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
             " --uninstall` removes them"
         )
     return lines
+
+
+def _project_hooks(root: Path) -> bool:
+    """The shared project file has ralphstate's hooks."""
+    return any(h.scope == "project" for h in claude.find_installed(root))
 
 
 def _shown(path: Path, root: Path) -> str:
