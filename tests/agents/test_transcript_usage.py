@@ -64,6 +64,7 @@ def test_a_whole_transcript_counts_each_reply_once_as_run_counts_a_result(
         "lastMessageId": LAST,
         "resync": False,
         "midLine": False,
+        "countedAt": "2026-11-23T02:26:31.520Z",
     }
 
 
@@ -157,9 +158,40 @@ def test_a_new_session_counts_its_own_transcript(tmp_path: Path) -> None:
         "lastMessageId": LAST,  # another session's reply: no resync here
         "resync": False,
         "midLine": False,
+        "countedAt": None,
     }
     tokens, reading = read(path, earlier)
     assert (tokens, reading["session"], reading["resync"]) == (4 * REPLY, SESSION, False)
+
+
+def reply_at(number: int, at: str) -> bytes:
+    """A reply like `new_reply`'s, written at `at`."""
+    entry = orjson.loads(new_reply(number))
+    entry["timestamp"] = at
+    return orjson.dumps(entry) + b"\n"
+
+
+def test_a_session_that_owns_the_loop_again_counts_none_of_its_replies_twice(
+    tmp_path: Path,
+) -> None:
+    """A counts its transcript, another session B counts its own (after /clear, or an
+    adopt), then A owns the loop again (resumed): A's transcript is read from its tail
+    again, and the replies counted at A's earlier stops are not counted a second time."""
+    mine = tmp_path / "a.jsonl"
+    mine.write_bytes(CLAUDE.read_bytes())
+    tokens, reading = read(mine)
+    assert tokens == 4 * REPLY
+    theirs = tmp_path / "b.jsonl"
+    theirs.write_bytes(reply_at(50, "2026-11-23T02:30:00.000Z"))
+    tokens, reading = read(theirs, reading, session="session-b")
+    assert tokens == REPLY
+    with mine.open("ab") as handle:
+        handle.write(reply_at(60, "2026-11-23T02:40:00.000Z"))
+    tokens, reading = read(mine, reading)
+    assert tokens == REPLY  # the new reply only, not the four counted before
+    assert reading["lastMessageId"] == "msg_" + "0" * 22 + "60"
+    # B again: its reply came before A's last reply counted, and is not counted again
+    assert read(theirs, reading, session="session-b")[0] == 0
 
 
 @pytest.mark.parametrize("bound", [3000, 20_000, 70_000])

@@ -150,6 +150,7 @@ TOLERANT = [
                 "lastMessageId": None,
                 "resync": False,
                 "midLine": False,
+                "countedAt": None,
             }
         },
         id="transcript-usage-completed",
@@ -266,7 +267,7 @@ def test_a_future_version_is_refused(project: Path, rs: Any) -> None:
 TRANSCRIPT_USAGE = (
     "'transcriptUsage' must be null or an object of session, file (strings), offset"
     " (a whole number, 0 or more), lastMessageId (a string or null), resync and"
-    " midLine (true or false)"
+    " midLine (true or false), countedAt (a string or null)"
 )
 WRONG = [
     ({"criteria": "tests pass"}, "'criteria' must be a list of strings"),
@@ -313,6 +314,10 @@ WRONG = [
     ),
     (
         {"transcriptUsage": {"session": "s", "file": "f", "offset": 0, "resync": "no"}},
+        TRANSCRIPT_USAGE,
+    ),
+    (
+        {"transcriptUsage": {"session": "s", "file": "f", "offset": 0, "countedAt": 5}},
         TRANSCRIPT_USAGE,
     ),
 ]

@@ -14,6 +14,9 @@ grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
 - Gemini CLI writes a `gemini` record per reply, again with its `toolCalls` once they
   ran, each with the same `id` and `tokens`: counted once, by `tokens.total`.
 - Replies older than the loop (`startedAt`, to the second) are not counted.
+- When another session counted last (this one owns the loop again, after /clear or an
+  adopt), no reply written at or before the newest reply counted so far (`countedAt`,
+  the transcript's own timestamp) is counted: this session's earlier stops counted it.
 - A new session starts at the tail of its transcript (its last
   `MAX_TRANSCRIPT_USAGE_BYTES`, from the first whole line). When this session's
   transcript shrank or was replaced (another file at the path, or a size below the
@@ -149,6 +152,8 @@ def _read(
 ) -> tuple[int, TranscriptUsage]:
     size, file = info.st_size, fingerprint(path, info)
     same = since is not None and since["session"] == session
+    counted_at = since["countedAt"] if since is not None else None
+    after = counted_at if since is not None and not same else None
     if since is not None and same and since["file"] == file and size >= since["offset"]:
         offset, mid = since["offset"], since["midLine"]
         last, resync = since["lastMessageId"], since["resync"]
@@ -164,21 +169,23 @@ def _read(
     if mid:  # the rest of a line begun before `offset`
         cut = data.find(b"\n")
         if cut < 0:
-            return 0, _record(session, file, end, last, resync, mid=True)
+            return 0, _record(session, file, end, last, resync, counted_at, mid=True)
         start, mid = cut + 1, False
     cut = data.rfind(b"\n", start)
     if cut < 0:
         whole = b""
         if start == 0 and len(data) >= bound:  # a line longer than the bound: passed over
-            return 0, _record(session, file, end, last, resync, mid=True)
+            return 0, _record(session, file, end, last, resync, counted_at, mid=True)
         position = offset + start  # a half-written line: read again at the next stop
     else:
         whole = data[start : cut + 1]
         position = offset + cut + 1
-    tokens, last, resync = _tally(whole, kind, judge, session, started, last, resync)
+    tokens, last, resync, newest = _tally(whole, kind, judge, session, started, last, resync, after)
     if resync and end >= size:
         resync = False  # the file's end without the last reply counted: count what comes
-    return tokens, _record(session, file, position, last, resync, mid=False)
+    if newest is not None and (counted_at is None or newest > counted_at):
+        counted_at = newest
+    return tokens, _record(session, file, position, last, resync, counted_at, mid=False)
 
 
 def _byte_at(fd: int, offset: int) -> bytes:
@@ -194,11 +201,14 @@ def _tally(
     started: str,
     last: str | None,
     resync: bool,
-) -> tuple[int, str | None, bool]:
+    after: str | None = None,
+) -> tuple[int, str | None, bool, str | None]:
     """The tokens of the replies in `data`'s lines, each reply once (the most any of its
-    lines says), none up to `last` while `resync`; the newest reply, and `resync`."""
+    lines says), none up to `last` while `resync`, none written at or before `after`;
+    the newest reply, `resync`, and the newest timestamp of a line counted."""
     hints = _HINTS[kind]
     replies: dict[str, int] = {}
+    newest: str | None = None
     for line in data.split(b"\n"):
         if not all(hint in line for hint in hints):
             continue
@@ -210,6 +220,10 @@ def _tally(
         if found is None:
             continue
         reply, tokens = found
+        at = entry.get("timestamp")
+        at = at if isinstance(at, str) else None
+        if after is not None and (at is None or at <= after):
+            continue  # counted by this session before another session counted
         if resync:
             resync = reply != last
             continue
@@ -217,11 +231,20 @@ def _tally(
             continue  # counted at an earlier stop (its first lines came before)
         replies[reply] = max(tokens, replies.get(reply, 0))
         last = reply
-    return sum(replies.values()), last, resync
+        if at is not None and (newest is None or at > newest):
+            newest = at
+    return sum(replies.values()), last, resync, newest
 
 
 def _record(
-    session: str, file: str, offset: int, last: str | None, resync: bool, *, mid: bool
+    session: str,
+    file: str,
+    offset: int,
+    last: str | None,
+    resync: bool,
+    counted_at: str | None,
+    *,
+    mid: bool,
 ) -> TranscriptUsage:
     return {
         "session": session,
@@ -230,4 +253,5 @@ def _record(
         "lastMessageId": last,
         "resync": resync,
         "midLine": mid,
+        "countedAt": counted_at,
     }

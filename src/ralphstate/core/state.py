@@ -114,6 +114,7 @@ class TranscriptUsage(TypedDict):
     lastMessageId: str | None
     resync: bool
     midLine: bool
+    countedAt: str | None
 
 
 class State(TypedDict):
@@ -436,7 +437,7 @@ def _transcript_usage(raw: Raw) -> TranscriptUsage | None:
     bad = _Bad(
         "'transcriptUsage' must be null or an object of session, file (strings), offset"
         " (a whole number, 0 or more), lastMessageId (a string or null), resync and"
-        " midLine (true or false)"
+        " midLine (true or false), countedAt (a string or null)"
     )
     if not isinstance(value, dict):
         raise bad
@@ -444,6 +445,7 @@ def _transcript_usage(raw: Raw) -> TranscriptUsage | None:
     if isinstance(offset, float) and math.isfinite(offset) and offset.is_integer():
         offset = int(offset)
     last = value.get("lastMessageId")
+    counted_at = value.get("countedAt")
     flags = [value.get(key, False) for key in ("resync", "midLine")]
     if (
         not isinstance(value.get("session"), str)
@@ -452,6 +454,7 @@ def _transcript_usage(raw: Raw) -> TranscriptUsage | None:
         or not isinstance(offset, int)
         or not 0 <= offset <= _MAX_OFFSET
         or (last is not None and not isinstance(last, str))
+        or (counted_at is not None and not isinstance(counted_at, str))
         or not all(isinstance(flag, bool) for flag in flags)
     ):
         raise bad
@@ -462,6 +465,7 @@ def _transcript_usage(raw: Raw) -> TranscriptUsage | None:
         "lastMessageId": last,
         "resync": flags[0],
         "midLine": flags[1],
+        "countedAt": counted_at,
     }
 
 
