@@ -183,6 +183,13 @@ def test_the_dry_run_shows_the_budget_flag_the_run_adds(rs: Any, project: Path) 
     assert state(project)["maxCost"] is None  # a dry run changes nothing
     plain = orjson.loads(run(project, "--agent", "claude -p", "--dry-run", "--json").stdout)
     assert plain["command"] == ["claude", "-p"]
+    # Both budgets: the smaller remainder, as the first iteration gets it (1.20, not 2.50).
+    assert rs("config", "max-cost", "1.2").code == 0
+    both = run(project, "--agent", "claude -p", "--max-cost", "2.5", "--dry-run", "--json")
+    assert orjson.loads(both.stdout)["command"] == ["claude", "-p", "--max-budget-usd", "1.20"]
+    assert orjson.loads(run(project, "--agent", "claude -p", "--dry-run", "--json").stdout)[
+        "command"
+    ] == ["claude", "-p", "--max-budget-usd", "1.20"]
 
 
 def test_budget_options_and_keys_are_checked(rs: Any, project: Path) -> None:

@@ -231,13 +231,12 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         commits=plan.commit,
     )
     # The command as the first iteration gets it: Claude Code in print mode with what is
-    # left of the cost budget (this run's --max-cost, else the loop's) as its own.
+    # left of the cost budget (the smaller of this run's --max-cost and what the loop's
+    # leaves, as the run computes it) as its own.
     spent = st.spent(state)["cost"]
-    if plan.max_cost is not None:
-        left: float | None = plan.max_cost
-    else:
-        left = state["maxCost"] - spent if state["maxCost"] is not None else None
-    argv = with_budget(plan.argv, left)
+    loop_left = state["maxCost"] - spent if state["maxCost"] is not None else None
+    given = [value for value in (plan.max_cost, loop_left) if value is not None]
+    argv = with_budget(plan.argv, min(given) if given else None)
     shown = spawn.join_command(argv)
     from ralphstate.storage import trust
 
