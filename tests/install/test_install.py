@@ -1117,8 +1117,11 @@ def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
         if event in inst.MATCHERS:
             group["matcher"] = inst.MATCHERS[event]
         command = f"python3 {launch} {sub} || python {launch} {sub} || py -3 {launch} {sub}"
-        if event == "TaskCompleted":  # its exit 2 is not retried with the next interpreter
+        if event == "TaskCompleted":  # its exit 2 is not retried with the next interpreter,
+            # and a missing launcher (Python's own exit 2) lets the task complete
             command = (
+                f'[ -f {launch} ] || {{ echo "ralphstate: the plugin has no hooks/launch.py'
+                ' (being updated?); the task is not checked." >&2; exit 0; }; '
                 f"python3 {launch} {sub} || {{ [ $? -eq 2 ] && exit 2; python {launch} {sub}"
                 f" || {{ [ $? -eq 2 ] && exit 2; py -3 {launch} {sub}; }}; }}"
             )

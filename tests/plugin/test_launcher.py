@@ -494,3 +494,26 @@ def test_the_versions_agree() -> None:
     manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert manifest["version"] == project["version"] == ralphstate.__version__
+
+
+@POSIX_ONLY
+def test_without_its_launcher_the_plugin_command_lets_the_task_complete(
+    tmp_path: Path, plugin: Path, data: Path
+) -> None:
+    """A plugin whose launcher is missing (an update under way): Python would exit 2 on
+    the file it cannot open, which Claude Code reads as a refusal of every task; the
+    command lets the task complete and says why on stderr."""
+    shutil.copy2(REPO / "hooks" / "hooks.json", plugin / "hooks" / "hooks.json")
+    (plugin / "hooks" / "launch.py").unlink()
+    [group] = json.loads((plugin / "hooks" / "hooks.json").read_text())["hooks"]["TaskCompleted"]
+    [handler] = group["hooks"]
+    bin_dir = tmp_path / "interpreters"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    env = env_for(tmp_path, data, CLAUDE_PLUGIN_ROOT=str(plugin), PATH=str(bin_dir))
+    done = subprocess.run(
+        ["/bin/sh", "-c", handler["command"]], input=TASK, env=env, capture_output=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, b"")
+    assert b"no hooks/launch.py" in done.stderr
