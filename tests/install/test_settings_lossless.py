@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ import pytest
 
 from ralphstate.install import settings
 from ralphstate.storage import fsio
+from tests.helpers.race import editor_race
 
 LINUX_ONLY = pytest.mark.skipif(
     sys.platform != "linux", reason="the atomic exchange is tested on Linux (renameat2)"
@@ -97,26 +97,7 @@ PAUSE, ROUNDS, DELAY = 0.001, 300, 0.002
 
 def race(path: Path) -> tuple[int, int, int]:
     """(saves lost, writes attempted, changes written) while an editor and install race."""
-    stop = path.parent / "stop"
-    updater = subprocess.Popen(
-        [sys.executable, "-c", UPDATER, str(path), str(stop), str(DELAY)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert updater.stdout is not None and updater.stdout.readline() == "ready\n"
-        editor = subprocess.run(
-            [sys.executable, "-c", EDITOR, str(path), str(ROUNDS), str(PAUSE)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-    finally:
-        stop.touch()
-        out, _ = updater.communicate(timeout=60)
-    attempts, writes = out.split()
-    return int(editor.stdout), int(attempts), int(writes)
+    return editor_race(EDITOR, UPDATER, path, path, ROUNDS, PAUSE, DELAY)
 
 
 @LINUX_ONLY

@@ -22,6 +22,7 @@ from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
 from tests.helpers.hardening import cli, cli_kept_its_promises, hook, hook_input_for, make_loop
+from tests.helpers.race import editor_race
 
 LINUX_ONLY = pytest.mark.skipif(
     sys.platform != "linux", reason="the atomic exchange is tested on Linux (renameat2)"
@@ -118,26 +119,7 @@ def race(project: Path, rounds: int) -> tuple[int, int, int]:
     """(saves lost, writes attempted, changes written) while an editor and ralphstate
     race."""
     path = make_loop(project, criteria=["a"])
-    stop = project / "stop"
-    updater = subprocess.Popen(
-        [sys.executable, "-c", UPDATER, str(project), str(stop), str(DELAY)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert updater.stdout is not None and updater.stdout.readline() == "ready\n"
-        editor = subprocess.run(
-            [sys.executable, "-c", EDITOR, str(path), str(rounds), str(PAUSE)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-    finally:
-        stop.touch()
-        out, _ = updater.communicate(timeout=60)
-    attempts, writes = out.split()
-    return int(editor.stdout), int(attempts), int(writes)
+    return editor_race(EDITOR, UPDATER, path, project, rounds, PAUSE, DELAY)
 
 
 @LINUX_ONLY
