@@ -27,21 +27,6 @@ MODES = ("stdin", "arg", "file")
 DURATION = re.compile(r"\b\d+(\.\d)?s\b")
 
 
-@pytest.fixture
-def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The fake agent's record directory, named in the environment the runner passes on."""
-    directory = tmp_path / "agent record"
-    directory.mkdir()
-    for key, value in run_agents.env(directory).items():
-        monkeypatch.setenv(key, value)
-    return directory
-
-
-@pytest.fixture
-def script(agents: Path, tmp_path: Path) -> Path:
-    return run_agents.write(tmp_path / "agents")
-
-
 def make_loop(
     rs: Any, *extra: str, criteria: tuple[str, ...] = ("tests pass", "docs written")
 ) -> None:

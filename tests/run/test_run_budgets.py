@@ -20,15 +20,6 @@ CLAUDE_OK = (FIXTURES / "outputs" / "claude_json_ok.json").read_bytes()  # $0.00
 
 
 @pytest.fixture
-def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "agent record"
-    directory.mkdir()
-    for key, value in run_agents.env(directory).items():
-        monkeypatch.setenv(key, value)
-    return directory
-
-
-@pytest.fixture
 def paying(agents: Path, tmp_path: Path) -> str:
     """An agent that makes progress and reports $0.0016 and 240 tokens an iteration."""
     run_agents.replay(agents, CLAUDE_OK)

@@ -22,20 +22,6 @@ from tests.run.test_run import history, make_loop, run, state
 OUTPUTS = FIXTURES / "outputs"
 
 
-@pytest.fixture
-def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "agent record"
-    directory.mkdir()
-    for key, value in run_agents.env(directory).items():
-        monkeypatch.setenv(key, value)
-    return directory
-
-
-@pytest.fixture
-def script(agents: Path, tmp_path: Path) -> Path:
-    return run_agents.write(tmp_path / "agents")
-
-
 def output(name: str) -> bytes:
     return (OUTPUTS / name).read_bytes()
 
