@@ -113,7 +113,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
     boxes = _task_boxes(loop, state)
     read_from = state["transcriptUsage"]
-    spent = None if runner else _spent(agent, hook_input, state, session_id)
+    spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
     said: list[str | None] = []
     stale: list[list[str]] = []  # criteria proven on older code, found at a claimed completion
 
@@ -189,7 +189,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
 
 
 def _spent(
-    agent: Agent, hook_input: HookInput, state: st.State, session_id: str
+    agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, state: st.State, session_id: str
 ) -> tuple[int, st.TranscriptUsage] | None:
     """The tokens this session's transcript shows since the last stop, and where the
     reading stopped: for an in-progress loop this session owns or may adopt, of an agent
@@ -198,7 +198,10 @@ def _spent(
     ever; the log says so)."""
     if agent.usage_format is None or state["status"] != "in_progress":
         return None
-    if state["sessionId"] not in (None, session_id):
+    verdict = ownership.judge(
+        state, session_id, agent.name, known=lambda: registry.knows(loop, state)
+    )
+    if verdict not in ("owner", "adopt"):  # a loop the stop leaves alone: nothing read
         return None
     path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
     if not isinstance(path, str) or not path:
