@@ -192,9 +192,7 @@ def test_each_stop_reads_at_most_the_bound_and_the_next_goes_on(root: Path, tmp_
     assert reading is not None and reading["offset"] == transcript.stat().st_size
 
 
-def test_a_loop_the_hooks_ignore_has_its_transcript_left_unread(
-    root: Path, tmp_path: Path
-) -> None:
+def test_a_loop_the_hooks_ignore_has_its_transcript_left_unread(root: Path, tmp_path: Path) -> None:
     """A loop that came with a clone (no session, not known on this machine) is left
     alone by the stop, so its transcript is not read either: a directory in its place
     goes unremarked."""
