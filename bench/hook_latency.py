@@ -137,7 +137,7 @@ def task_created(root: Path, i: int) -> bytes:
 
 def statusline(python: str) -> list[str]:
     """The process of the command `ralphstate install --statusline` writes."""
-    code = "from ralphstate.install.statusline import command; print(command())"
+    code = "from ralphstate.install.statusline_setup import command; print(command())"
     line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
     return shlex.split(line.stdout.strip())
 

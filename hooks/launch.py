@@ -67,7 +67,7 @@ HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
 BUILD_STALE_SECONDS = 900
 BUILD_STEP_TIMEOUT = 600
 # The files of the plugin root that pip needs to build the package.
-SOURCES = ("pyproject.toml", "README.md", "src")
+SOURCES = ("pyproject.toml", "README.md", "ralphstate")
 # The same recognition `ralphstate install` uses for its own settings entries
 # (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
 # hook script by its path (development builds), and the forms older versions wrote (the

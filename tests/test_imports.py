@@ -231,7 +231,7 @@ def test_the_status_line_without_a_loop_imports_nothing_heavy(
     project: Path, tmp_path: Path
 ) -> None:
     """It runs after every message: held to the no-loop hook's imports."""
-    from ralphstate.install.statusline import CODE
+    from ralphstate.install.statusline_setup import CODE
 
     data = tmp_path / "status.json"
     data.write_bytes(orjson.dumps({"workspace": {"project_dir": str(project)}, "cwd": "/"}))

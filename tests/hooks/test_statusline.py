@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as hs
 
 from ralphstate.hooks import statusline
-from ralphstate.install import statusline as install
+from ralphstate.install import statusline_setup
 from tests.helpers import FIXTURES, run_process
 from tests.helpers.loops import make_loop
 
@@ -151,13 +151,13 @@ def run_status_command(command: str, project: Path) -> subprocess.CompletedProce
 @POSIX_ONLY
 def test_install_sets_the_status_line_and_uninstall_removes_it(tmp_path: Path, root: Path) -> None:
     path = settings_file(tmp_path, {"model": "opus"})
-    result = install.install(path)
+    result = statusline_setup.install(path)
     assert result.changed and result.actions == ["status line: ralphstate"]
     data = json.loads(path.read_text())
     assert data["model"] == "opus"
     assert data["statusLine"]["type"] == "command" and data["statusLine"]["padding"] == 0
     command = data["statusLine"]["command"]
-    assert command == f'"{Path(sys.executable).absolute()}" -I -c "{install.CODE}"'
+    assert command == f'"{Path(sys.executable).absolute()}" -I -c "{statusline_setup.CODE}"'
     make_loop(root, iteration=2)
     done = run_status_command(command, root)
     assert (done.returncode, done.stdout, done.stderr) == (
@@ -165,8 +165,10 @@ def test_install_sets_the_status_line_and_uninstall_removes_it(tmp_path: Path, r
         "loop 2/20 · 0/2 verified · next: tokenizer · $0.42\n".encode(),
         b"",
     )
-    assert not install.install(path).changed  # idempotent
-    assert install.install(path, uninstall=True).actions == ["removed the ralphstate status line"]
+    assert not statusline_setup.install(path).changed  # idempotent
+    assert statusline_setup.install(path, uninstall=True).actions == [
+        "removed the ralphstate status line"
+    ]
     assert json.loads(path.read_text()) == {"model": "opus"}
 
 
@@ -181,7 +183,7 @@ def test_a_status_line_of_the_person_s_own_is_wrapped_and_restored_exactly(
     }
     path = settings_file(tmp_path, {"statusLine": theirs, "theme": "dark"})
     before = json.loads(path.read_text())
-    result = install.install(path)
+    result = statusline_setup.install(path)
     assert result.actions == ["status line: your own, then ralphstate's line under it"]
     data = json.loads(path.read_text())
     assert data["statusLine"]["padding"] == 2
@@ -195,21 +197,25 @@ def test_a_status_line_of_the_person_s_own_is_wrapped_and_restored_exactly(
         "loop 0/20 · 0/2 verified · next: tokenizer · $0.42",
     ]
     # Installed again (a new interpreter, say): still wrapping theirs, not ours.
-    assert install.install(path).actions == ["status line: ralphstate after your own"]
-    assert install.wrapped(json.loads(path.read_text())["statusLine"]) == theirs
+    assert statusline_setup.install(path).actions == ["status line: ralphstate after your own"]
+    assert statusline_setup.wrapped(json.loads(path.read_text())["statusLine"]) == theirs
     # With no loop, only theirs.
     (root / ".loop" / "state.json").unlink()
     assert run_status_command(command, root).stdout.decode() == f"théirs: {size}\n"
-    assert install.install(path, uninstall=True).actions == ["restored your own status line"]
+    assert statusline_setup.install(path, uninstall=True).actions == [
+        "restored your own status line"
+    ]
     assert json.loads(path.read_text()) == before
-    assert install.install(path, uninstall=True).actions == ["no ralphstate status line here"]
+    assert statusline_setup.install(path, uninstall=True).actions == [
+        "no ralphstate status line here"
+    ]
 
 
 def test_a_status_line_that_is_not_an_object_is_left_alone(tmp_path: Path, rs: Any) -> None:
     path = settings_file(tmp_path, {"statusLine": "echo hi"})
     before = path.read_bytes()
     with pytest.raises(Exception, match="is not an object; nothing was changed"):
-        install.install(path)
+        statusline_setup.install(path)
     assert path.read_bytes() == before
 
 
@@ -223,7 +229,7 @@ def test_the_command_line_installs_for_the_user_by_default(
     assert result.code == 0, result.err
     user = home / ".claude" / "settings.json"
     assert result.out.splitlines() == ["status line: ralphstate", f"updated: {user}"]
-    assert install.is_ours(json.loads(user.read_text())["statusLine"])
+    assert statusline_setup.is_ours(json.loads(user.read_text())["statusLine"])
     assert rs("install", "--statusline", "--agent", "codex").code == 1
     result = rs("install", "--statusline", "--uninstall")
     assert result.out.splitlines() == ["removed the ralphstate status line", f"updated: {user}"]

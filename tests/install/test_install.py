@@ -1241,13 +1241,15 @@ def test_the_installed_command_never_imports_from_the_project_directory(tmp_path
     done = run(through_sh(STOP), hook_input(project), env, project)
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
     assert not in_project.exists() and not on_pythonpath.exists()
-    # Without -I the same command imports them: the plants above are real.
+    # Without -I the same command imports them: the plants above are real. (Which plant
+    # comes first depends on how ralphstate is installed: an editable install's finder
+    # outranks the current directory for `ralphstate` itself, not for orjson.)
     assert " -I " in STOP
     bare = STOP.replace(" -I ", " ", 1)
-    from_project = run(through_sh(bare), hook_input(project), env, project)
-    assert from_project.returncode == 1 and in_project.exists()
-    from_env = run(through_sh(bare), hook_input(project), env, tmp_path)
-    assert from_env.returncode == 1 and on_pythonpath.exists()
+    run(through_sh(bare), hook_input(project), env, project)
+    assert in_project.exists()
+    run(through_sh(bare), hook_input(project), env, tmp_path)
+    assert on_pythonpath.exists()
 
 
 @POSIX_ONLY

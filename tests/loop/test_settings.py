@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.loop import settings
+from ralphstate.loop import configure
 from tests.helpers import run_process
 
 
@@ -181,5 +181,5 @@ def test_no_token_budget_is_none(loop: Path, rs: Any) -> None:
 
 def test_every_setting_is_in_the_help(rs: Any) -> None:
     text = rs("config", "--help").out
-    for name in settings.SETTINGS:
+    for name in configure.SETTINGS:
         assert re.search(rf"\n +{name} +\S", text), name

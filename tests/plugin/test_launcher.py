@@ -45,7 +45,9 @@ def plugin_copy(where: Path, version: str = VERSION) -> Path:
     (where / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, where / name)
-    shutil.copytree(REPO / "src", where / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "ralphstate", where / "ralphstate", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return where
 
 

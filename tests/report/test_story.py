@@ -15,7 +15,7 @@ from ralphstate.loop import ops
 from ralphstate.report import collect
 from ralphstate.report import story as story_
 from ralphstate.report.html import html
-from ralphstate.report.text import markdown, text
+from ralphstate.report.plain import markdown, text
 
 TREE = "a" * 40
 OTHER = "b" * 40

@@ -7,15 +7,15 @@ import datetime as dt
 
 import pytest
 
-from ralphstate.run import limits, usage
+from ralphstate.run import ratelimits, usage
 from tests.helpers import FIXTURES
 
 OUTPUTS = FIXTURES / "outputs"
 NOW = dt.datetime(2026, 12, 31, 22, 0, tzinfo=dt.timezone.utc)
 
 
-def recognise(text: str, exit_code: int = 1) -> limits.Limit | None:
-    return limits.recognise(text, exit_code, usage.parse(text), NOW)
+def recognise(text: str, exit_code: int = 1) -> ratelimits.Limit | None:
+    return ratelimits.recognise(text, exit_code, usage.parse(text), NOW)
 
 
 # Every recorded failure (tests/fixtures/outputs/README.md): the exit code the client
@@ -142,22 +142,22 @@ def test_a_crash_without_limit_words_is_not_a_limit() -> None:
     ],
 )
 def test_spans_of_time(text: str, seconds: int) -> None:
-    assert limits.reset_time(text, NOW) == NOW + dt.timedelta(seconds=seconds)
+    assert ratelimits.reset_time(text, NOW) == NOW + dt.timedelta(seconds=seconds)
 
 
 def test_a_bare_number_is_not_a_time_of_day() -> None:
-    assert limits.reset_time("resets 3 things", NOW) is None
+    assert ratelimits.reset_time("resets 3 things", NOW) is None
 
 
 def test_how_long_to_wait() -> None:
-    soon = limits.Limit("usage_limit", "x", NOW + dt.timedelta(hours=1))
-    assert limits.wait_for(soon, 1, NOW) == 3600 + limits.MARGIN
-    past = limits.Limit("usage_limit", "x", NOW - dt.timedelta(hours=1))
-    assert limits.wait_for(past, 1, NOW) == limits.MARGIN
-    far = limits.Limit("usage_limit", "x", NOW + dt.timedelta(days=3))
-    assert limits.wait_for(far, 1, NOW) is None
-    assert limits.wait_for(limits.Limit("billing", "x"), 1, NOW) is None
-    busy = limits.Limit("overloaded", "x")
-    waits = [limits.wait_for(busy, n, NOW) for n in range(1, 10)]
+    soon = ratelimits.Limit("usage_limit", "x", NOW + dt.timedelta(hours=1))
+    assert ratelimits.wait_for(soon, 1, NOW) == 3600 + ratelimits.MARGIN
+    past = ratelimits.Limit("usage_limit", "x", NOW - dt.timedelta(hours=1))
+    assert ratelimits.wait_for(past, 1, NOW) == ratelimits.MARGIN
+    far = ratelimits.Limit("usage_limit", "x", NOW + dt.timedelta(days=3))
+    assert ratelimits.wait_for(far, 1, NOW) is None
+    assert ratelimits.wait_for(ratelimits.Limit("billing", "x"), 1, NOW) is None
+    busy = ratelimits.Limit("overloaded", "x")
+    waits = [ratelimits.wait_for(busy, n, NOW) for n in range(1, 10)]
     assert waits[:3] == [60, 120, 240]
-    assert max(w for w in waits if w is not None) == limits.BACKOFF_MOST
+    assert max(w for w in waits if w is not None) == ratelimits.BACKOFF_MOST

@@ -623,15 +623,15 @@ def test_a_failing_or_hanging_notifier_never_stops_the_loop(
     assert (done.returncode, orjson.loads(done.stdout)["outcome"]) == (0, "complete")
     assert "notify: " in done.stderr.decode() and "exited with 3." in done.stderr.decode()
 
-    from ralphstate.run import notify
+    from ralphstate.run import notifier
 
     said: list[str] = []
     hang = spawn.join_command([sys.executable, "-c", "import time; time.sleep(60)"])
     started = time.monotonic()
-    assert not notify.send(hang, {"event": "pause"}, "x", said.append, str(tmp_path), 0.5)
+    assert not notifier.send(hang, {"event": "pause"}, "x", said.append, str(tmp_path), 0.5)
     assert time.monotonic() - started < 30
     assert said and said[0].endswith("took longer than 0.5s and was stopped.")
-    assert not notify.send("no-such-notifier-program", {}, "x", said.append, str(tmp_path))
+    assert not notifier.send("no-such-notifier-program", {}, "x", said.append, str(tmp_path))
     assert "could not start 'no-such-notifier-program'" in said[-1]
 
 

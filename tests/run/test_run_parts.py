@@ -448,7 +448,7 @@ def test_docs_name_every_option_of_run_and_watch() -> None:
 
 
 def test_a_log_name_an_earlier_loop_used_is_not_reused(tmp_path: Path) -> None:
-    from ralphstate.run.loop import _log_path
+    from ralphstate.run.runner import _log_path
 
     assert _log_path(tmp_path, 7) == tmp_path / "0007.log"
     (tmp_path / "0007.log").write_text("old")

@@ -39,9 +39,8 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
     """
     if markdown and as_html:
         raise RalphstateError("choose one of --markdown and --html.")
-    from ralphstate.report import collect
+    from ralphstate.report import collect, plain
     from ralphstate.report import html as render_html
-    from ralphstate.report import text as render_text
 
     store = ops.locate()
     story = collect.story(store)
@@ -51,9 +50,9 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
             target = store.paths.dir / DEFAULT_HTML
             ops.ignore_local_files(store.paths)  # a .gitignore from before report.html
     elif markdown:
-        body = render_text.markdown(story) + "\n"
+        body = plain.markdown(story) + "\n"
     else:
-        body = render_text.text(story) + "\n"
+        body = plain.text(story) + "\n"
     if target is None or str(target) == "-":
         output.text(body, nl=False)
         return

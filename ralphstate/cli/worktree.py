@@ -52,9 +52,9 @@ def add(
       ralphstate worktree add csv-export
       ralphstate worktree add fix-parser "Fix the parser" -c "tests pass"
     """
-    from ralphstate.run import worktree as wt
+    from ralphstate.run import worktrees
 
-    added = wt.add(
+    added = worktrees.add(
         Path.cwd(),
         name,
         branch=branch,
@@ -84,8 +84,8 @@ def remove(name: str, force: bool) -> None:
     Example:
       ralphstate worktree remove csv-export
     """
-    from ralphstate.run import worktree as wt
+    from ralphstate.run import worktrees
 
-    removed = wt.remove(Path.cwd(), name, force=force)
+    removed = worktrees.remove(Path.cwd(), name, force=force)
     kept = f"; branch {removed.branch} is kept" if removed.branch else ""
     output.text(f"removed worktree {removed.path}{kept}")

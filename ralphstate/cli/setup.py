@@ -73,14 +73,14 @@ def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, unins
             "--tasks is Claude Code's hooks'; leave --agent and --statusline out."
         )
     if statusline:
-        from ralphstate.install import statusline as statusline_
+        from ralphstate.install import statusline_setup
         from ralphstate.install.claude import settings_path
 
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
         scope = scope or "user"
         path = settings_path(scope, project_root(Path.cwd()))
-        result = statusline_.install(path, uninstall=uninstall)
+        result = statusline_setup.install(path, uninstall=uninstall)
     elif tasks:
         from ralphstate.install.claude import install
 

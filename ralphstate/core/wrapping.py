@@ -1,6 +1,6 @@
 """The person's own status line, carried inside ralphstate's status line command: a
 `statusLine` object as JSON in base64, which needs no quoting in any shell and comes
-back exactly (`install.statusline` writes it, `hooks.statusline` runs it)."""
+back exactly (`install.statusline_setup` writes it, `hooks.statusline` runs it)."""
 
 from __future__ import annotations
 

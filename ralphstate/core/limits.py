@@ -106,7 +106,7 @@ RUN_DRAIN_SECONDS = 2.0
 # How many iterations one `ralphstate run` may be given (--max).
 RUN_MAX_ITERATIONS = 10_000
 # How much of the end of an iteration's output is read for the agent's own report of
-# its tokens, cost and errors (`run/usage.py`, `run/limits.py`).
+# its tokens, cost and errors (`run/usage.py`, `run/ratelimits.py`).
 RUN_USAGE_TAIL_BYTES = 1024 * 1024
 # How much of .loop/lessons.md goes into every run prompt and the SessionStart
 # restore (its end: the newest lessons).

@@ -24,7 +24,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun, visible
-from ralphstate.run import agentpid, awake, guards, limits, notify, prompt, spawn, usage
+from ralphstate.run import agentpid, awake, guards, notifier, prompt, ratelimits, spawn, usage
 from ralphstate.run import config as runconfig
 from ralphstate.run.plan import Plan, check_trusted, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import (
@@ -178,9 +178,9 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             )
         with spawn.Interrupts() as interrupts:
             if plan.branch or plan.commit:
-                from ralphstate.run import git as rungit
+                from ralphstate.run import commits
 
-                rungit.prepare(store, plan, report)
+                commits.prepare(store, plan, report)
             with awake.kept_awake(plan.keep_awake):
                 return _Run(store, plan, chain, report, interrupts).go()
 
@@ -264,7 +264,7 @@ class _Run:
             if state["status"] != "in_progress":
                 self._record(run, number, agent, state["status"], state, quiet, figures)
                 raise _Stopped(state)
-            hit = limits.recognise(usage.tail(self.log), agent.exit_code, figures, clock.now())
+            hit = ratelimits.recognise(usage.tail(self.log), agent.exit_code, figures, clock.now())
             if hit is not None:
                 ending = self._limited(run, number, agent, state, quiet, figures, hit)
                 if ending is not None:
@@ -287,9 +287,9 @@ class _Run:
             self.state = state
             decision, detail = self._decide(run, state, quiet)
             if self.plan.commit:
-                from ralphstate.run import git as rungit
+                from ralphstate.run import commits
 
-                if not rungit.after_iteration(self.store, number, before, state, self.report):
+                if not commits.after_iteration(self.store, number, before, state, self.report):
                     self._remember_error(number, "commit failed", "")
                     decision, detail = "commit_failed", None
             self._record(run, number, agent, decision, state, quiet, figures)
@@ -359,16 +359,16 @@ class _Run:
         state: st.State,
         quiet: int,
         figures: usage.Usage | None,
-        hit: limits.Limit,
+        hit: ratelimits.Limit,
     ) -> Outcome | None:
         """An iteration that stopped on a limit: it is recorded and uncounted; then the
         run moves to the next agent of the chain (a usage limit), waits (`--on-limit
         wait`) or pauses. Returns the run's ending, or None to try again."""
         self.attempts += 1
         now = clock.now()
-        wait = limits.wait_for(hit, self.attempts, now)
+        wait = ratelimits.wait_for(hit, self.attempts, now)
         kind = hit.kind.replace("_", " ")
-        what = limits.PHRASES[hit.kind]
+        what = ratelimits.PHRASES[hit.kind]
         event: Event = {"event": "limit", "kind": hit.kind, "message": hit.message}
         if hit.resets_at is not None:
             event["resetsAt"] = hit.resets_at.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -807,7 +807,9 @@ class _Run:
                 criteria={"met": met, "total": total},
                 usage=st.spent(state),
             )
-        notify.send(self.plan.notify, event, summary, self.report.line, str(self.store.paths.root))
+        notifier.send(
+            self.plan.notify, event, summary, self.report.line, str(self.store.paths.root)
+        )
 
 
 def _place(state: st.State, number: int | None = None) -> str:

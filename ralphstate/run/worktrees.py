@@ -24,8 +24,8 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import quote
 from ralphstate.core.text import visible
 from ralphstate.loop import ops
-from ralphstate.run import git as rungit
-from ralphstate.run.loop import RUN_LOCK
+from ralphstate.run import commits
+from ralphstate.run.runner import RUN_LOCK
 from ralphstate.storage import fsio, git, jsonstore, registry, trust
 from ralphstate.storage.paths import LOOP_DIR_NAME, LoopPaths
 from ralphstate.storage.store import Store
@@ -163,7 +163,7 @@ def add(
     done = git.run_git([*args, *([] if created else [branch])], start)
     if done is None or not done.ok:
         _remove_dirs(made)
-        raise RalphstateError(f"git could not add the worktree: {rungit.first_line(done)}.")
+        raise RalphstateError(f"git could not add the worktree: {commits.first_line(done)}.")
     where = place / rel
     try:
         fsio.makedirs(where)
@@ -412,10 +412,10 @@ def remove(start: Path, name: str, *, force: bool = False) -> Removed:
     if not force:
         loop_dir = loop_dirs[0] if loop_dirs else worktree.path / LOOP_DIR_NAME
         paths = LoopPaths(loop_dir.parent, loop_dir)
-        dirty = rungit.changes(paths)
+        dirty = commits.changes(paths)
         if dirty:
-            shown = ", ".join(visible(line[3:]) for line in dirty[: rungit.SHOWN_PATHS])
-            more = len(dirty) - rungit.SHOWN_PATHS
+            shown = ", ".join(visible(line[3:]) for line in dirty[: commits.SHOWN_PATHS])
+            more = len(dirty) - commits.SHOWN_PATHS
             raise RalphstateError(
                 f"worktree {quote(name)} has uncommitted changes ({shown}"
                 + (f" and {more} more" if more > 0 else "")
@@ -423,7 +423,7 @@ def remove(start: Path, name: str, *, force: bool = False) -> Removed:
             )
     done = git.run_git(["worktree", "remove", "--force", str(worktree.path)], start)
     if done is None or not done.ok:
-        raise RalphstateError(f"git could not remove the worktree: {rungit.first_line(done)}.")
+        raise RalphstateError(f"git could not remove the worktree: {commits.first_line(done)}.")
     for loop_dir in loop_dirs:
         with contextlib.suppress(OSError, RalphstateError):
             registry.forget(jsonstore.key(LoopPaths(loop_dir.parent, loop_dir)))

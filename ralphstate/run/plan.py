@@ -48,7 +48,7 @@ class Plan:
     on_limit: str = "wait"
     # Keep the machine from sleeping while the run runs (run/awake.py).
     keep_awake: bool = True
-    # The person's notifier (run/notify.py), or None.
+    # The person's notifier (run/notifier.py), or None.
     notify: str | None = None
     # Stop an agent that printed nothing for this many seconds (None: never).
     idle_timeout: float | None = None

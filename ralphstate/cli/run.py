@@ -206,9 +206,9 @@ def run_command(
       ralphstate run --worktree csv-export --commit
       ralphstate run --dry-run
     """
-    from ralphstate.run import loop as runner
     from ralphstate.run import plan as runplan
     from ralphstate.run import result as runresult
+    from ralphstate.run import runner
 
     files = [path.resolve() for path in context]
     if worktree_name is not None:
@@ -256,18 +256,18 @@ def run_command(
 def _in_worktree(name: str, branch: str | None, as_json: bool, dry_run: bool) -> Store:
     """The loop in worktree `name`, which is created (with this loop, afresh) when
     missing, but for a dry run, which changes nothing."""
-    from ralphstate.run import worktree as wt
+    from ralphstate.run import worktrees
 
     here = Path.cwd()
-    found = wt.find(here, name)
+    found = worktrees.find(here, name)
     if found is not None:
-        return wt.store_in(found, here)
+        return worktrees.store_in(found, here)
     if dry_run:
         raise RalphstateError(
             f"there is no worktree {name!r} yet, and --dry-run creates nothing; create it"
             f" with `ralphstate worktree add {name}`."
         )
-    added = wt.add(here, name, branch=branch)
+    added = worktrees.add(here, name, branch=branch)
     output.text(
         f"worktree {added.path} on branch {added.branch}, with a fresh copy of this loop",
         err=as_json,

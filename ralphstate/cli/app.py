@@ -19,11 +19,11 @@ from ralphstate.core.errors import RalphstateError
 
 # Command name -> "module:attribute" of its click command.
 COMMANDS = {
-    "init": "ralphstate.cli.loop:init",
-    "status": "ralphstate.cli.loop:status",
-    "show": "ralphstate.cli.loop:show",
-    "log": "ralphstate.cli.loop:log",
-    "list": "ralphstate.cli.loop:list_",
+    "init": "ralphstate.cli.overview:init",
+    "status": "ralphstate.cli.overview:status",
+    "show": "ralphstate.cli.overview:show",
+    "log": "ralphstate.cli.overview:log",
+    "list": "ralphstate.cli.overview:list_",
     "criteria": "ralphstate.cli.criteria:criteria",
     "step": "ralphstate.cli.steps:step",
     "pause": "ralphstate.cli.lifecycle:pause",

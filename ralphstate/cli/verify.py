@@ -183,17 +183,17 @@ def config(key: str | None, value: str | None) -> None:
       ralphstate config max-cost 20
       ralphstate config max-duration none
     """
-    from ralphstate.loop import settings
+    from ralphstate.loop import configure
 
     store = ops.locate()
     if key is None:
         state = store.load()
-        for name in settings.SETTINGS:
-            output.text(f"{name}: {settings.summary(state, name)}")
+        for name in configure.SETTINGS:
+            output.text(f"{name}: {configure.summary(state, name)}")
     elif value is None:
-        output.text(settings.get(store.load(), key))
+        output.text(configure.get(store.load(), key))
     else:
-        shown, changed = settings.change(store, key, value)
+        shown, changed = configure.change(store, key, value)
         output.text(f"{key}: {shown}" + ("" if changed else " (unchanged)"))
 
 
