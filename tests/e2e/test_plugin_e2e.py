@@ -72,8 +72,13 @@ def plugin_env(tmp_path: Path, claude_env: dict[str, str], wheelhouse: Path) -> 
         PIP_CONFIG_FILE=os.devnull,
         PIP_DISABLE_PIP_VERSION_CHECK="1",
     )
+    # Run from elsewhere: the checkout's own directory holds the package.
     probe = subprocess.run(
-        [str(python3), "-c", "import ralphstate"], env=env, capture_output=True, timeout=30
+        [str(python3), "-c", "import ralphstate"],
+        env=env,
+        capture_output=True,
+        timeout=30,
+        cwd=tmp_path,
     )
     assert probe.returncode != 0, "the plain python3 must not import ralphstate"
     return env
