@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from ralphstate.core import limits
+from ralphstate.storage import children
 
 
 def command(pid: int) -> list[str] | None:
@@ -54,21 +54,12 @@ def kept_awake(enabled: bool) -> Iterator[str | None]:
     child = None
     if argv is not None:
         with contextlib.suppress(OSError):
-            child = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            child = children.start(argv)
     try:
         yield Path(argv[0]).name if child is not None and argv else None
     finally:
-        if child is not None:
-            with contextlib.suppress(OSError):
-                child.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(limits.RUN_DRAIN_SECONDS)
+        if child is not None:  # the helper and what it runs (`tail`) end together
+            children.stop(child, limits.RUN_DRAIN_SECONDS)
 
 
 def _windows() -> Iterator[str | None]:  # pragma: no cover - Windows only

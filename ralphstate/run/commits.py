@@ -67,12 +67,37 @@ def refuse_dirty(paths: LoopPaths, what: str) -> None:
     dirty = changes(paths)
     if not dirty:
         return
-    shown = ", ".join(visible(line[3:]) for line in dirty[:SHOWN_PATHS])
-    more = f" and {len(dirty) - SHOWN_PATHS} more" if len(dirty) > SHOWN_PATHS else ""
     raise RalphstateError(
-        f"the work tree has uncommitted changes ({shown}{more}); {what}."
+        f"the work tree has uncommitted changes ({shown_paths(dirty)}); {what}."
         " Commit or stash them first, or give --allow-dirty."
     )
+
+
+def shown_paths(dirty: list[str]) -> str:
+    """The first of `changes`' paths, for a message: `a.py, b.py, c.py and 2 more`."""
+    shown = ", ".join(visible(line[3:]) for line in dirty[:SHOWN_PATHS])
+    more = f" and {len(dirty) - SHOWN_PATHS} more" if len(dirty) > SHOWN_PATHS else ""
+    return shown + more
+
+
+def check_branch_name(root: Path, name: str) -> None:
+    """RalphstateError when `name` cannot name a branch."""
+    valid = git.run_git(["check-ref-format", "--branch", name], root)
+    if valid is None or not valid.ok:
+        raise RalphstateError(f"{quote(name)} is not a valid branch name.")
+
+
+def to_create(root: Path, name: str) -> bool:
+    """Whether branch `name` does not exist yet (and is to be created from HEAD);
+    RalphstateError when it does not and there is no commit to create it from."""
+    exists = git.run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], root)
+    created = exists is None or not exists.ok
+    if created and git.head(root) is None:
+        raise RalphstateError(
+            f"the repository has no commit yet, so branch {quote(name)} has nothing to"
+            " start from; make a first commit."
+        )
+    return created
 
 
 @dataclass
@@ -87,21 +112,13 @@ def start_on_branch(paths: LoopPaths, name: str, allow_dirty: bool) -> Switched:
     """Check out branch `name`, created from HEAD when it does not exist; a dirty work
     tree is refused unless `allow_dirty` (its changes then come along)."""
     top(paths, "--branch")
-    valid = git.run_git(["check-ref-format", "--branch", name], paths.root)
-    if valid is None or not valid.ok:
-        raise RalphstateError(f"{quote(name)} is not a valid branch name.")
+    check_branch_name(paths.root, name)
     previous = git.branch(paths.root)
     if previous == name:
         return Switched(name, False, previous, git.head(paths.root))
     if not allow_dirty:
         refuse_dirty(paths, f"switching to branch {quote(name)} would take them along")
-    exists = git.run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{name}"], paths.root)
-    created = exists is None or not exists.ok
-    if created and git.head(paths.root) is None:
-        raise RalphstateError(
-            f"the repository has no commit yet, so branch {quote(name)} has nothing to"
-            " start from; make a first commit."
-        )
+    created = to_create(paths.root, name)
     args = ["switch", "--quiet", *(["-c"] if created else []), name]
     done = git.run_git(args, paths.root)
     if done is None or not done.ok:

@@ -18,6 +18,7 @@ import orjson
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.run import spawn
+from ralphstate.storage import children
 
 ENV_SUMMARY = "RALPHSTATE_SUMMARY"
 ENV_EVENT = "RALPHSTATE_EVENT"
@@ -43,19 +44,8 @@ def send(
     env = dict(os.environ)
     env[ENV_SUMMARY] = " ".join(summary.split())
     env[ENV_EVENT] = str(event.get("event", ""))
-    options: dict[str, Any] = {}
-    if not spawn.WINDOWS:
-        options["start_new_session"] = True  # a timeout kills what it started, too
-    try:
-        child = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            **options,
-        )
+    try:  # in a group of its own: a timeout kills what it started, too
+        child = children.start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE)
     except OSError as exc:
         say(f"  notify: could not start {argv[0]!r}: {exc.strerror or type(exc).__name__}.")
         return False
@@ -78,13 +68,6 @@ def send(
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
-    if spawn.WINDOWS:  # pragma: no cover
-        with contextlib.suppress(OSError):
-            child.kill()
-    else:
-        import signal
-
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(child.pid, signal.SIGKILL)
+    children.kill(child)
     with contextlib.suppress(subprocess.TimeoutExpired):
         child.wait(limits.RUN_DRAIN_SECONDS)

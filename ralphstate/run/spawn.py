@@ -26,11 +26,11 @@ from typing import IO, Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import children
 
 WINDOWS = sys.platform == "win32"
 # How often the waiting loop looks at the clock and at Ctrl-C.
 _POLL = 0.05
-_CHUNK = 64 * 1024
 
 Echo = Callable[[bytes], None]
 
@@ -101,7 +101,7 @@ class Interrupts:
             if self.count < 2:
                 return  # the wait loop starts the orderly stop
             if self.child is not None:
-                _signal_group(self.child, "kill")
+                children.kill(self.child)
         raise KeyboardInterrupt
 
     def __enter__(self) -> Interrupts:
@@ -148,39 +148,33 @@ class AgentRun:
         return f"exit {self.exit_code}"
 
 
-class _Pump(threading.Thread):
+class _Pump:
     """Copies the agent's output to the log file and the terminal until it ends."""
 
-    def __init__(self, fd: int, log: IO[bytes], echo: Echo) -> None:
-        super().__init__(name="ralphstate-agent-output", daemon=True)
-        self.fd, self.log, self.echo = fd, log, echo
+    def __init__(self, stream: IO[bytes], log: IO[bytes], echo: Echo) -> None:
+        self.stream, self.log, self.echo = stream, log, echo
         self.lock = threading.Lock()
         self.closed = False
         self.count = 0
         # When the agent last printed anything (monotonic seconds).
         self.last = time.monotonic()
+        self.reader = children.read(stream, self.take, "ralphstate-agent-output")
 
-    def run(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.fd, _CHUNK)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.lock:
-                self.last = time.monotonic()
-                if self.closed:
-                    continue  # abandoned: keep draining so the writer never blocks
-                self.count += len(chunk)
-                with contextlib.suppress(OSError, ValueError):
-                    self.log.write(chunk)
-                    self.log.flush()
-                with contextlib.suppress(OSError, ValueError):
-                    self.echo(chunk)
+    def take(self, chunk: bytes) -> None:
+        with self.lock:
+            self.last = time.monotonic()
+            if self.closed:
+                return  # abandoned: keep draining so the writer never blocks
+            self.count += len(chunk)
+            with contextlib.suppress(OSError, ValueError):
+                self.log.write(chunk)
+                self.log.flush()
+            with contextlib.suppress(OSError, ValueError):
+                self.echo(chunk)
 
     def finish(self, timeout: float) -> None:
-        self.join(timeout)
+        """Stop copying once the output ends, or after `timeout` seconds."""
+        children.finish_reading(self.reader, self.stream, timeout)
         with self.lock:
             self.closed = True
 
@@ -214,22 +208,16 @@ def run_agent(
     cannot be started, KeyboardInterrupt on a second Ctrl-C. `started_as(pid)` is
     told the agent's process id as soon as it runs.
     """
-    options: dict[str, Any] = {}
-    if WINDOWS:
-        options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined,unused-ignore]
-    else:
-        options["start_new_session"] = True
     started = time.monotonic()
     interrupts.agent_phase = True
     try:
-        child = subprocess.Popen(
+        child = children.start(
             argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            **options,
         )
         interrupts.child = child
         if started_as is not None:
@@ -239,8 +227,7 @@ def run_agent(
         reason = exc.strerror or type(exc).__name__
         raise RalphstateError(f"could not start the agent {argv[0]!r}: {reason}.") from None
     assert child.stdout is not None
-    pump = _Pump(child.stdout.fileno(), log, echo)
-    pump.start()
+    pump = _Pump(child.stdout, log, echo)
     if stdin_data is not None:
         assert child.stdin is not None
         threading.Thread(
@@ -257,14 +244,12 @@ def run_agent(
         interrupts.child = None
         result.interrupted = result.interrupted or bool(interrupts.count)
         if child.returncode is None:  # leaving on a second Ctrl-C or an error
-            _signal_group(child, "kill")
+            children.kill(child)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(limits.RUN_DRAIN_SECONDS)
         elif result.stops:
-            _signal_group(child, "kill")  # what is left of a group that was told to stop
+            children.kill(child)  # what is left of a group that was told to stop
         pump.finish(limits.RUN_DRAIN_SECONDS)
-        if not pump.is_alive():
-            child.stdout.close()
     result.duration = time.monotonic() - started
     result.output_bytes = pump.count
     return result
@@ -280,7 +265,7 @@ def _wait(
     quiet_for: Callable[[], float] | None = None,
     idle_timeout: float | None = None,
 ) -> int:
-    stages = ["interrupt", "terminate", "kill"]
+    stages: list[children.Stage] = ["interrupt", "terminate", "kill"]
     next_stage_at: float | None = None
     while True:
         try:
@@ -301,40 +286,8 @@ def _wait(
         if now >= next_stage_at and len(result.stops) < len(stages):
             stage = stages[len(result.stops)]
             result.stops.append(stage)
-            _signal_group(child, stage)
+            children.send(child, stage)
             next_stage_at = now + grace
-
-
-def _signal_group(child: subprocess.Popen[bytes], stage: str) -> None:
-    """Send a stage of stopping to the agent's whole process group."""
-    if sys.platform == "win32":  # spelled out so type checkers follow the branch
-        _signal_windows(child, stage)
-        return
-    signum = {
-        "interrupt": signal.SIGINT,
-        "terminate": signal.SIGTERM,
-        "kill": signal.SIGKILL,
-    }[stage]
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signum)
-
-
-def _signal_windows(child: subprocess.Popen[bytes], stage: str) -> None:  # pragma: no cover
-    if stage == "interrupt":
-        with contextlib.suppress(OSError):
-            os.kill(child.pid, signal.CTRL_BREAK_EVENT)  # type: ignore[attr-defined,unused-ignore]
-        return
-    if child.returncode is not None:
-        return
-    # taskkill /T ends the agent's whole tree; /F only at the last stage.
-    command = ["taskkill", "/T", "/PID", str(child.pid)]
-    if stage == "kill":
-        command.insert(1, "/F")
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        subprocess.run(command, capture_output=True, timeout=10, check=False)
-    if stage == "kill":
-        with contextlib.suppress(OSError):
-            child.kill()
 
 
 @contextlib.contextmanager

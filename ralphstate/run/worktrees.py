@@ -22,7 +22,6 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import quote
-from ralphstate.core.text import visible
 from ralphstate.loop import ops
 from ralphstate.run import commits
 from ralphstate.run.runner import RUN_LOCK
@@ -143,13 +142,8 @@ def add(
     place = (path or default_path(top, name)).absolute()
     if place.exists() and any(place.iterdir()):
         raise RalphstateError(f"{place} already exists and is not empty.")
-    valid = git.run_git(["check-ref-format", "--branch", branch], start)
-    if valid is None or not valid.ok:
-        raise RalphstateError(f"{quote(branch)} is not a valid branch name.")
-    exists = git.run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], start)
-    created = exists is None or not exists.ok
-    if created and git.head(start) is None:
-        raise RalphstateError("the repository has no commit yet; make a first commit.")
+    commits.check_branch_name(start, branch)
+    created = commits.to_create(start, branch)
     # The loop lives at the same place in the new work tree as here.
     rel = Path()
     if source is not None:
@@ -414,12 +408,9 @@ def remove(start: Path, name: str, *, force: bool = False) -> Removed:
         paths = LoopPaths(loop_dir.parent, loop_dir)
         dirty = commits.changes(paths)
         if dirty:
-            shown = ", ".join(visible(line[3:]) for line in dirty[: commits.SHOWN_PATHS])
-            more = len(dirty) - commits.SHOWN_PATHS
             raise RalphstateError(
-                f"worktree {quote(name)} has uncommitted changes ({shown}"
-                + (f" and {more} more" if more > 0 else "")
-                + "); commit them there first, or give --force to throw them away."
+                f"worktree {quote(name)} has uncommitted changes ({commits.shown_paths(dirty)});"
+                " commit them there first, or give --force to throw them away."
             )
     done = git.run_git(["worktree", "remove", "--force", str(worktree.path)], start)
     if done is None or not done.ok:

@@ -12,17 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ralphstate.core import limits
+from ralphstate.storage import children
 from ralphstate.storage.paths import LoopPaths
 
 # The id of the tree with nothing in it (a repository before its first commit).
@@ -59,61 +55,23 @@ def run_git(
 ) -> Done | None:
     """`git ARGS` in `cwd`; None when git cannot be started or does not finish in time.
 
-    stdout and stderr are read as they come and only their first
-    `limits.MAX_GIT_OUTPUT_BYTES` are kept, so a command that prints a lot costs no
-    memory."""
-    group: dict[str, Any] = {}
-    if sys.platform != "win32":  # a hook or filter git starts is stopped with it
-        group["start_new_session"] = True
+    git runs in a process group of its own, killed whole at the timeout (a hook or
+    filter git starts is stopped with it). stdout and stderr are read as they come and
+    only their first `limits.MAX_GIT_OUTPUT_BYTES` are kept, so a command that prints a
+    lot costs no memory."""
     try:
-        proc = subprocess.Popen(
+        done = children.run(
             ["git", *args],
             cwd=cwd,
             env=env if env is not None else git_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            **group,
+            timeout=timeout,
+            limit=limits.MAX_GIT_OUTPUT_BYTES,
         )
     except OSError:
         return None
-    assert proc.stdout is not None and proc.stderr is not None
-    kept: dict[str, bytearray] = {"out": bytearray(), "err": bytearray()}
-
-    def drain(name: str, stream: object) -> None:
-        fd = stream.fileno()  # type: ignore[attr-defined]
-        buffer = kept[name]
-        with contextlib.suppress(OSError):
-            while chunk := os.read(fd, 65536):
-                room = limits.MAX_GIT_OUTPUT_BYTES - len(buffer)
-                if room > 0:
-                    buffer += chunk[:room]
-
-    readers = [
-        threading.Thread(target=drain, args=("out", proc.stdout), daemon=True),
-        threading.Thread(target=drain, args=("err", proc.stderr), daemon=True),
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        code = proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        if group:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        proc.kill()
-        proc.wait()
+    if done.code is None:
         return None
-    finally:
-        for reader in readers:
-            reader.join(5)
-        proc.stdout.close()
-        proc.stderr.close()
-    return Done(
-        code,
-        kept["out"].decode("utf-8", "replace"),
-        kept["err"].decode("utf-8", "replace"),
-    )
+    return Done(done.code, done.out.decode("utf-8", "replace"), done.err.decode("utf-8", "replace"))
 
 
 def _line(args: list[str], cwd: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:

@@ -24,20 +24,16 @@ def start_time(pid: int) -> str | None:
         return fields[19].decode("ascii", "replace") if len(fields) > 19 else None
     if sys.platform == "win32":  # pragma: no cover
         return None
-    import subprocess  # only where there is no /proc
+    from ralphstate.storage import children  # only where there is no /proc
 
     try:  # macOS and the BSDs
-        done = subprocess.run(
-            ["ps", "-o", "lstart=", "-p", str(pid)],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-            check=False,
+        done = children.run(
+            ["ps", "-o", "lstart=", "-p", str(pid)], timeout=10, limit=_MAX_STAT_BYTES
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
-    text = done.stdout.decode("ascii", "replace").strip()
-    return text if done.returncode == 0 and text else None
+    text = done.out.decode("ascii", "replace").strip()
+    return text if done.code == 0 and text else None
 
 
 def exists(pid: int) -> bool:

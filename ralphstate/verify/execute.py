@@ -19,7 +19,6 @@ history, one `check` event each. Only trusted checks run (see `trust`).
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
 from ralphstate.core import clock, limits
 from ralphstate.core import state as st
@@ -35,7 +34,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import plain_output
 from ralphstate.loop.ops import find_criterion
-from ralphstate.storage import git, trust
+from ralphstate.storage import children, git, trust
 from ralphstate.storage.store import Event, Store
 
 
@@ -247,45 +246,19 @@ def apply(state: st.State, results: Sequence[CheckResult], by: str) -> list[Even
 # -- running one command -------------------------------------------------------------
 
 
-class _Tail:
-    """The last bytes of a stream, read as it comes; memory stays bounded."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.total = 0
-
-    def drain(self, stream: IO[bytes]) -> None:
-        fd = stream.fileno()
-        try:
-            while True:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    return
-                self.total += len(chunk)
-                self.data += chunk
-                if len(self.data) > 2 * self.limit:
-                    del self.data[: len(self.data) - self.limit]
-        except OSError:
-            return
-
-    def text(self, max_lines: int) -> str:
-        data = bytes(self.data[-self.limit :])
-        text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-        text = plain_output(text)
-        lines = text.rstrip("\n").split("\n")
-        if self.total > len(data) and len(lines) > 1:
-            lines = lines[1:]  # the first line was cut through
-        return "\n".join(line.rstrip() for line in lines[-max_lines:]).strip("\n")
+def _tail_text(kept: children.Kept, max_lines: int) -> str:
+    """The last lines of a check's output, as a person reads them."""
+    data = kept.data
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    text = plain_output(text)
+    lines = text.rstrip("\n").split("\n")
+    if kept.total > len(data) and len(lines) > 1:
+        lines = lines[1:]  # the first line was cut through
+    return "\n".join(line.rstrip() for line in lines[-max_lines:]).strip("\n")
 
 
 def run_one(criterion: str, command: str, cwd: str, timeout: float) -> CheckResult:
     """Run one check under `timeout` seconds; never raises but for KeyboardInterrupt."""
-    kwargs: dict[str, Any] = {}
-    if sys.platform == "win32":
-        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
-    else:
-        kwargs["start_new_session"] = True
     started = time.monotonic()
 
     def finish(**kw: Any) -> CheckResult:
@@ -293,22 +266,15 @@ def run_one(criterion: str, command: str, cwd: str, timeout: float) -> CheckResu
         return CheckResult(criterion, command, duration_ms=elapsed, timeout=timeout, **kw)
 
     try:
-        proc = subprocess.Popen(
-            command,
-            shell=True,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            **kwargs,
+        proc = children.start(
+            command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         return finish(passed=False, exit_code=None, problem=f"could not start: {reason}")
     assert proc.stdout is not None
-    tail = _Tail(limits.MAX_CHECK_OUTPUT_BYTES)
-    reader = threading.Thread(target=tail.drain, args=(proc.stdout,), daemon=True)
-    reader.start()
+    tail = children.Kept(limits.MAX_CHECK_OUTPUT_BYTES, tail=True)
+    reader = children.read(proc.stdout, tail.take)
     timed_out = False
     try:
         try:
@@ -316,38 +282,20 @@ def run_one(criterion: str, command: str, cwd: str, timeout: float) -> CheckResu
         except subprocess.TimeoutExpired:
             timed_out, code = True, None
     finally:
-        # Timeout, interrupt, or the shell has exited: nothing it started lives on.
-        _kill_group(proc)
+        # Timeout, interrupt, or the shell has exited: nothing it started lives on. The
+        # group is killed at once, not in stages: the checks share a time budget.
+        children.kill(proc)
         with contextlib.suppress(BaseException):
             proc.wait()
-        reader.join(5)
-        if not reader.is_alive():  # else a process outside the group holds the pipe open
-            with contextlib.suppress(OSError):
-                proc.stdout.close()
+        # Past this, a process outside the group holds the pipe open.
+        children.finish_reading(reader, proc.stdout, children.READ_AFTER_EXIT)
     return finish(
         passed=code == 0 and not timed_out,
         exit_code=code,
         timed_out=timed_out,
-        output_tail=tail.text(limits.MAX_CHECK_OUTPUT_LINES),
+        output_tail=_tail_text(tail, limits.MAX_CHECK_OUTPUT_LINES),
         output_bytes=tail.total,
     )
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    if sys.platform == "win32":
-        if proc.poll() is None:
-            subprocess.run(
-                ["taskkill", "/F", "/T", "/PID", str(proc.pid)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                check=False,
-            )
-        with contextlib.suppress(OSError):
-            proc.kill()
-        return
-    with contextlib.suppress(OSError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
