@@ -222,7 +222,7 @@ def test_a_command_imports_its_own_group_only(
     )
     assert (result.code, result.err) == (0, b""), result.err
     assert shown in result.out.decode()
-    assert "ralphstate.loop.ops" in result.modules
+    assert "ralphstate.loop.project" in result.modules
     assert result.loaded(not_for_a_record()) == []
     assert result.loaded(NOT_FOR_A_RECORD_CLI) == []
 

@@ -10,7 +10,9 @@ from ralphstate.cli.lazy import LazyGroup
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
-from ralphstate.loop import ops
+from ralphstate.loop import checklist
+from ralphstate.loop.configure import parse_bool
+from ralphstate.loop.project import locate
 
 
 @click.group(
@@ -35,7 +37,7 @@ def criteria_list() -> None:
     Example:
       ralphstate criteria list
     """
-    state = ops.locate().load()
+    state = locate().load()
     for i, name in enumerate(state["criteria"], 1):
         output.text(f"{i}. [{'x' if st.met(state, name) else ' '}] {visible(name)}")
 
@@ -50,8 +52,8 @@ def criteria_add(name: str, check: str | None) -> None:
     Example:
       ralphstate criteria add "docs updated"
     """
-    store = ops.locate()
-    new = ops.criteria_add(store, name, check)
+    store = locate()
+    new = checklist.criteria_add(store, name, check)
     output.text(f"added criterion '{visible(name)}'")
     if check is None and name in new["checks"]:
         from ralphstate.storage import trust
@@ -78,7 +80,7 @@ def criteria_set(name: str, value: str, note: str | None) -> None:
       ralphstate criteria set "tests pass" true
       ralphstate criteria set 2 no --note "lint fails on utils.py"
     """
-    found, flag = ops.criteria_set(ops.locate(), name, ops.parse_bool(value), note)
+    found, flag = checklist.criteria_set(locate(), name, parse_bool(value), note)
     output.text(f"{visible(found)}: {'met' if flag else 'not met'}")
 
 
@@ -91,5 +93,5 @@ def criteria_remove(name: str) -> None:
     Example:
       ralphstate criteria remove "docs updated"
     """
-    found = ops.criteria_remove(ops.locate(), name)
+    found = checklist.criteria_remove(locate(), name)
     output.text(f"removed criterion '{visible(found)}'")

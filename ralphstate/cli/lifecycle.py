@@ -8,7 +8,8 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
-from ralphstate.loop import ops
+from ralphstate.loop import control
+from ralphstate.loop.project import locate
 
 
 @click.command(context_settings=SETTINGS)
@@ -32,7 +33,7 @@ def pause(reason: str, blocked: str | None) -> None:
         if not blocked.strip():
             raise click.BadParameter("say what the person must do.", param_hint="--blocked")
         reason = st.blocked_reason(blocked)
-    new, changed = ops.pause(ops.locate(), reason)
+    new, changed = control.pause(locate(), reason)
     already = "" if changed else f"already paused ({visible(new['pauseReason'] or 'user')})"
     output.text(f"{already or 'paused'}; continue with `ralphstate resume`")
 
@@ -54,7 +55,7 @@ def resume(more: int | None) -> None:
     """
     from ralphstate.core import render
 
-    new, changed = ops.resume(ops.locate(), more)
+    new, changed = control.resume(locate(), more)
     already = "" if changed else "already "
     line = f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}"
     over = st.over_budget(new)
@@ -77,7 +78,7 @@ def adopt() -> None:
     Example:
       ralphstate adopt
     """
-    new = ops.adopt(ops.locate())
+    new = control.adopt(locate())
     owner = new["sessionId"]
     output.text(
         f"adopted by session {owner}" if owner else "adopted; the next session here owns it"
@@ -92,5 +93,5 @@ def cancel() -> None:
     Example:
       ralphstate cancel
     """
-    _new, changed = ops.cancel(ops.locate())
+    _new, changed = control.cancel(locate())
     output.text("cancelled" if changed else "already cancelled")

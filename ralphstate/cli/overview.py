@@ -10,7 +10,8 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
 from ralphstate.core.text import count, short_id, visible
-from ralphstate.loop import ops
+from ralphstate.loop import begin, listing
+from ralphstate.loop.project import hooks_view, locate
 
 
 @click.command(context_settings=SETTINGS)
@@ -108,7 +109,7 @@ def init(
         from ralphstate.core.marker import check_marker
 
         check_marker(marker)
-    store, new, backup = ops.init(
+    store, new, backup = begin.init(
         spec,
         list(criteria),
         list(steps),
@@ -164,7 +165,7 @@ def status(as_json: bool) -> None:
       ralphstate status
       ralphstate status --json | jq .criteriaStatus
     """
-    store = ops.locate()
+    store = locate()
     state = store.load()
     problem = None
     if state["tasksFile"]:  # the steps as the task file has them now
@@ -199,7 +200,7 @@ def status(as_json: bool) -> None:
         output.text(line)
     if problem:
         output.text(output.style(problem, fg="yellow", bold=True))
-    view = ops.hooks_view(Path.cwd())  # in a subdirectory: which loop the hooks see
+    view = hooks_view(Path.cwd())  # in a subdirectory: which loop the hooks see
     if view is not None:
         seen, said = view
         output.text(said if seen else output.style(said, fg="yellow", bold=True))
@@ -213,7 +214,7 @@ def show() -> None:
     Example:
       ralphstate show
     """
-    store = ops.locate()
+    store = locate()
     data = store.read_bytes()
     output.text(data.decode("utf-8", "replace"), nl=not data.endswith(b"\n"))
 
@@ -242,7 +243,7 @@ def log(lines: int, as_json: bool, every_loop: bool) -> None:
     from ralphstate.core.errors import RalphstateError
     from ralphstate.storage.store import of_loop
 
-    store = ops.locate()
+    store = locate()
     entries = store.history(limits.MAX_LOG_LINES)
     if not every_loop:
         try:
@@ -272,7 +273,7 @@ def list_(as_json: bool, prune: bool) -> None:
       ralphstate list
       ralphstate list --prune
     """
-    rows = ops.list_loops(prune)
+    rows = listing.list_loops(prune)
     if as_json:
         output.json(rows)
         return

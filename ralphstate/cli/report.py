@@ -9,7 +9,8 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core.errors import RalphstateError
-from ralphstate.loop import ops
+from ralphstate.loop.gitignore import ignore_local_files
+from ralphstate.loop.project import locate
 
 DEFAULT_HTML = "report.html"  # in the loop's directory
 
@@ -42,13 +43,13 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
     from ralphstate.report import collect, plain
     from ralphstate.report import html as render_html
 
-    store = ops.locate()
+    store = locate()
     story = collect.story(store)
     if as_html:
         body = render_html.html(story)
         if target is None:
             target = store.paths.dir / DEFAULT_HTML
-            ops.ignore_local_files(store.paths)  # a .gitignore from before report.html
+            ignore_local_files(store.paths)  # a .gitignore from before report.html
     elif markdown:
         body = plain.markdown(story) + "\n"
     else:

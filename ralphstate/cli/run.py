@@ -16,7 +16,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
-from ralphstate.loop import ops
+from ralphstate.loop.project import locate
 from ralphstate.run import config as runconfig
 from ralphstate.storage.store import Store
 
@@ -215,7 +215,7 @@ def run_command(
         store = _in_worktree(worktree_name, branch, as_json, dry_run)
         branch = None  # the worktree is on its own branch
     else:
-        store = ops.locate()
+        store = locate()
     state = store.load()
     plan = runplan.make_plan(
         store,
@@ -323,7 +323,7 @@ def watch_command(interval: float, once: bool) -> None:
     """
     from ralphstate.run import watch
 
-    store = ops.locate()
+    store = locate()
     if not store.exists():
         raise RalphstateError("no loop here.")
     if once:

@@ -7,7 +7,8 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core.text import visible
-from ralphstate.loop import ops
+from ralphstate.loop import checklist
+from ralphstate.loop.project import locate
 
 
 @click.group(context_settings=SETTINGS)
@@ -30,7 +31,7 @@ def step_add(text: str) -> None:
     Example:
       ralphstate step add "update the changelog"
     """
-    ops.step_add(ops.locate(), text)
+    checklist.step_add(locate(), text)
     output.text(f"added step '{visible(text)}'")
 
 
@@ -43,7 +44,7 @@ def step_done(step: str) -> None:
     Example:
       ralphstate step done "write the exporter"
     """
-    found = ops.step_mark(ops.locate(), step, True)
+    found = checklist.step_mark(locate(), step, True)
     output.text(f"done: {visible(found)}")
 
 
@@ -56,5 +57,5 @@ def step_undo(step: str) -> None:
     Example:
       ralphstate step undo 1
     """
-    found = ops.step_mark(ops.locate(), step, False)
+    found = checklist.step_mark(locate(), step, False)
     output.text(f"not done: {visible(found)}")

@@ -14,7 +14,7 @@ from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
-from ralphstate.loop import ops
+from ralphstate.loop.project import locate
 from ralphstate.verify import checks
 from ralphstate.verify import execute as verify_
 
@@ -68,7 +68,7 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
       ralphstate verify "tests pass" --timeout 300
     """
     _seconds(timeout)
-    store = ops.locate()
+    store = locate()
     done: list[verify_.CheckResult] = []
 
     def show(result: verify_.CheckResult) -> None:
@@ -123,7 +123,7 @@ def trust() -> None:
     from ralphstate.run import config as runconfig
     from ralphstate.storage import trust as trust_store
 
-    store = ops.locate()
+    store = locate()
     configured = runconfig.load(store.paths.root, store.paths.dir)
     settings = runconfig.reviewed(configured, store.paths.root)
     state = checks.trust_checks(store, settings)
@@ -185,7 +185,7 @@ def config(key: str | None, value: str | None) -> None:
     """
     from ralphstate.loop import configure
 
-    store = ops.locate()
+    store = locate()
     if key is None:
         state = store.load()
         for name in configure.SETTINGS:
@@ -222,7 +222,7 @@ def criteria_check(name: str, command: str | None, timeout: float | None, remove
       ralphstate criteria check "tests pass"
       ralphstate criteria check "tests pass" --remove
     """
-    store = ops.locate()
+    store = locate()
     if remove and (command is not None or timeout is not None):
         raise RalphstateError("--remove takes no command and no --timeout.")
     if command is None and timeout is None and not remove:

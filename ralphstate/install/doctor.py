@@ -22,7 +22,7 @@ from ralphstate.install.command import (
     import_problem,
     runs_hook_code,
 )
-from ralphstate.loop.ops import current_session, hooks_view, locate
+from ralphstate.loop.project import current_session, hooks_view, locate
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store

@@ -17,6 +17,7 @@ from ralphstate.storage.store import Event, Store
 
 # How much of a long value (the spec) a history line keeps.
 HISTORY_VALUE_CHARS = 200
+TRUE_WORDS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -26,10 +27,18 @@ class Setting:
     show: Callable[[Any], str]  # the value as `config` prints it
 
 
+def parse_bool(text: str) -> bool:
+    """A boolean as the command line takes it: true/false, yes/no or 1/0."""
+    try:
+        return TRUE_WORDS[text.strip().lower()]
+    except KeyError:
+        raise RalphstateError(
+            f"{text!r} is not true or false (use true/false, yes/no or 1/0)."
+        ) from None
+
+
 def _default_or_bool(text: str) -> bool | None:
     """`default` (null: on, the default) or a boolean the person chose."""
-    from ralphstate.loop.ops import parse_bool
-
     return None if text.strip().lower() == "default" else parse_bool(text)
 
 

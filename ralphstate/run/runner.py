@@ -166,7 +166,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
             )
     except OSError as exc:
         raise RalphstateError(f"could not create {store.paths.display(runs)}: {exc}.") from None
-    from ralphstate.loop.ops import ignore_local_files
+    from ralphstate.loop.gitignore import ignore_local_files
 
     ignore_local_files(store.paths)  # a .gitignore from before run.lock was listed
     with _run_lock(store.paths):
@@ -499,10 +499,10 @@ class _Run:
         each iteration; one that cannot be read leaves the steps as last read, and says so."""
         if state is None or not state["tasksFile"]:
             return
-        from ralphstate.loop import ops, taskfile
+        from ralphstate.loop import checklist, taskfile
 
         try:
-            ops.tasks_refresh(self.store)
+            checklist.tasks_refresh(self.store)
         except taskfile.TaskFileError as exc:
             self.report.line(f"{exc} The steps are those last read from it.")
 

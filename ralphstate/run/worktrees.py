@@ -22,7 +22,8 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import quote
-from ralphstate.loop import ops
+from ralphstate.loop import begin
+from ralphstate.loop.project import locate
 from ralphstate.run import commits
 from ralphstate.run.runner import RUN_LOCK
 from ralphstate.storage import fsio, git, jsonstore, registry, trust
@@ -167,7 +168,7 @@ def add(
         if source is not None:
             store, state = _copy_loop(source, where, replace)
         else:
-            store, state, _ = ops.init(
+            store, state, _ = begin.init(
                 spec,
                 criteria or [],
                 steps or [],
@@ -207,7 +208,7 @@ def _here_id(source: tuple[Store, st.State] | None, start: Path) -> tuple[str, s
     if source is not None:
         return _identity(source[1])
     with contextlib.suppress(RalphstateError):
-        return _identity(ops.locate(start).load())
+        return _identity(locate(start).load())
     return None
 
 
@@ -311,7 +312,7 @@ def _undo(start: Path, place: Path, where: Path, branch: str | None, made: list[
 
 def _source(start: Path) -> tuple[Store, st.State]:
     try:
-        store = ops.locate(start)
+        store = locate(start)
         state = store.load()
     except RalphstateError as exc:
         raise RalphstateError(
@@ -335,7 +336,7 @@ def _copy_loop(
     of it git checked out there."""
     source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
-    store, new, _ = ops.init(
+    store, new, _ = begin.init(
         state["spec"],
         list(state["criteria"]),
         list(state["steps"]),
@@ -382,10 +383,10 @@ def store_in(worktree: Worktree, start: Path) -> Store:
     where = worktree.path
     with contextlib.suppress(RalphstateError, ValueError):
         if here_top is not None:
-            where = worktree.path / ops.locate(start).paths.root.resolve().relative_to(
+            where = worktree.path / locate(start).paths.root.resolve().relative_to(
                 here_top.resolve()
             )
-    return ops.locate(where)
+    return locate(where)
 
 
 @dataclass

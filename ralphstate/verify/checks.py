@@ -9,7 +9,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.loop.ops import find_criterion
+from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage import trust
 from ralphstate.storage.store import Event, Store, append_history
 

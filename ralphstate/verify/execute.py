@@ -33,7 +33,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import plain_output
-from ralphstate.loop.ops import find_criterion
+from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage import children, git, trust
 from ralphstate.storage.store import Event, Store
 

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.loop import ops
+from ralphstate.loop.gitignore import GITIGNORE
 
 
 def state_bytes(project: Path) -> bytes:
@@ -169,7 +169,7 @@ def test_init_keeps_this_machines_files_out_of_git(project: Path, rs: Any) -> No
         "?? .loop/history.jsonl",
         "?? .loop/state.json",
     ]
-    assert (project / ".loop" / ".gitignore").read_text() == ops.GITIGNORE
+    assert (project / ".loop" / ".gitignore").read_text() == GITIGNORE
 
 
 # What `init` wrote before run.lock, the soft locks and report.html were listed.
@@ -192,7 +192,7 @@ def test_an_older_gitignore_of_ralphstates_is_brought_up_to_date(
     ignore = project / ".loop" / ".gitignore"
     ignore.write_text(OLD_GITIGNORE)
     assert rs(*command).code == 0
-    assert ignore.read_text() == ops.GITIGNORE
+    assert ignore.read_text() == GITIGNORE
     (project / ".loop" / "run.lock").write_text("")
     (project / ".loop" / "report.html").write_text("")
     untracked = git(project, "status", "--porcelain", "--untracked-files=all").splitlines()
@@ -211,7 +211,7 @@ def test_run_brings_an_older_gitignore_up_to_date(project: Path, rs: Any) -> Non
         timeout=120,
     )
     assert done.returncode == 3, done.stderr
-    assert ignore.read_text() == ops.GITIGNORE
+    assert ignore.read_text() == GITIGNORE
 
 
 def test_init_never_replaces_a_persons_gitignore(project: Path, rs: Any) -> None:

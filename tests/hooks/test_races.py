@@ -127,12 +127,12 @@ def test_a_session_starting_while_the_loop_is_cancelled_does_not_restore_it(
 CANCEL = """
 import sys
 from pathlib import Path
-from ralphstate.loop import ops
+from ralphstate.loop import control
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
 
 root = Path(sys.argv[1])
 store = Store(LoopPaths(root, root / ".loop"))
 store.locked = __import__("contextlib").nullcontext  # the test process holds the lock
-ops.cancel(store)
+control.cancel(store)
 """

@@ -11,7 +11,7 @@ import pytest
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.loop import ops
+from ralphstate.loop.project import locate
 from ralphstate.report import collect
 from ralphstate.report import story as story_
 from ralphstate.report.html import html
@@ -234,7 +234,7 @@ def test_max_report_history_lines(
                 "decision": "continue",
             }
             handle.write(orjson.dumps(event) + b"\n")
-    told = collect.story(ops.locate(project))
+    told = collect.story(locate(project))
     assert told.history_cut is bool(extra)
     assert [i.number for i in told.iterations] == list(range(1, 4 + extra))
     assert text(told).endswith("(only the newest history lines were read)") is bool(extra)

@@ -18,7 +18,7 @@ from freezegun import freeze_time
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.loop.ops import locate
+from ralphstate.loop.project import locate
 from ralphstate.run import config as runconfig
 from ralphstate.run import prompt, spawn, watch
 from ralphstate.run import result as runresult

@@ -15,7 +15,7 @@ import pytest
 from ralphstate.core import clock, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
-from ralphstate.loop import ops
+from ralphstate.loop.project import locate
 from ralphstate.verify import execute as verify
 from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
@@ -246,7 +246,7 @@ def test_the_budget_bounds_all_checks_together(project: Path, rs: Any) -> None:
     command, pid_file, _ = sleeper(project)
     marker = project / "ran-second"
     make_loop(rs, {"slow": command, "second": py(f"open({str(marker)!r}, 'w').close()")})
-    results = verify.run_checks(ops.locate(), budget=2)
+    results = verify.run_checks(locate(), budget=2)
     assert [(r.criterion, r.passed, r.timed_out, r.exit_code) for r in results] == [
         ("slow", False, True, None),
         ("second", False, False, None),

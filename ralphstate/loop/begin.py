@@ -1,0 +1,197 @@
+"""Starting a loop, `ralphstate init`: at the project root, from the command line's
+options over a template's over the defaults, refused over an unfinished loop."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import clock
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.loop import taskfile
+from ralphstate.loop.gitignore import ignore_local_files
+from ralphstate.loop.project import claude_pid, current_session, project_root
+from ralphstate.storage import registry
+from ralphstate.storage.paths import LoopPaths, for_init
+from ralphstate.storage.store import Store
+
+# Keys of a template that `init` reads itself rather than keeping as the state's extras.
+TEMPLATE_ONLY = ("criteria", "steps", "spec", "remainingSteps")
+
+
+def init(
+    spec: str,
+    criteria: list[str],
+    steps: list[str],
+    *,
+    max_iterations: int | None,
+    stall_limit: int | None,
+    marker: str | None,
+    continue_message: str | None = None,
+    force: bool = False,
+    template: dict[str, Any] | None = None,
+    verify_on_stop: bool | None = None,
+    no_criteria: bool = False,
+    start: str | os.PathLike[str] | None = None,
+    here: bool = False,
+    task: Path | None = None,
+) -> tuple[Store, st.State, Any]:
+    """Start a loop at the project root of `start` (the current directory), or in
+    `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
+    one. `no_criteria`: a loop without criteria, which the marker alone ends."""
+    base = Path.cwd() if start is None else Path(start)
+    loop = for_init(base if here else project_root(base))
+    store = Store(loop)
+    if store.exists() and not force:
+        _refuse_unfinished(store)
+    extra = dict(template or {})
+    steps, boxes = _task_steps(loop, task, steps, extra)
+    max_iterations, stall_limit, marker = _limits(extra, max_iterations, stall_limit, marker)
+    spec = _spec(spec, extra)
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *criteria]))
+    steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
+    _check_names(criteria, steps, no_criteria)
+    _set_extras(extra, continue_message, verify_on_stop, no_criteria)
+    agent, session_id = current_session()
+    try:
+        new = st.new(
+            spec,
+            criteria,
+            steps,
+            max_iterations=max_iterations,
+            stall_limit=stall_limit,
+            marker=marker,
+            session_id=session_id,
+            agent=agent,
+            now=clock.now_iso(),
+            loop_id=os.urandom(8).hex(),  # 16 hex digits, the loop's id
+            extra=extra,
+        )
+    except CorruptState as exc:  # a value given to init, not a file on disk
+        detail = str(exc).removeprefix("state.json: ")
+        raise RalphstateError(f"cannot start this loop: {detail}.") from None
+    # The hooks know a loop by the registry: a loop it cannot record would be a stranger
+    # to them, so init says so before it starts anything.
+    registry.check_writable()
+    if boxes is not None:
+        taskfile.apply(new, boxes)
+    backup = store.create(
+        new,
+        [
+            {
+                "event": "init",
+                "spec": spec[:200],
+                "criteria": len(criteria),
+                "steps": len(steps),
+                "session": new["sessionId"],
+            }
+        ],
+        backup=force or store.exists(),  # a finished loop is replaced, but kept
+    )
+    _register(loop, new)
+    ignore_local_files(loop)
+    # A template's checks are not trusted here until a person has read them (init shows
+    # them) and run `ralphstate trust`: a template may have come with a repository.
+    return store, new, backup
+
+
+def _limits(
+    extra: dict[str, Any], max_iterations: int | None, stall_limit: int | None, marker: str | None
+) -> tuple[int, int, str]:
+    """(maxIterations, stallLimit, completionMarker): an option given on the command line
+    wins over the template, which wins over the default."""
+    if max_iterations is None:
+        max_iterations = int(extra.get("maxIterations", st.DEFAULT_MAX_ITERATIONS))
+    if stall_limit is None:
+        stall_limit = int(extra.get("stallLimit", st.DEFAULT_STALL_LIMIT))
+    if marker is None:
+        marker = str(extra.get("completionMarker") or st.DEFAULT_MARKER)
+    return max_iterations, stall_limit, marker
+
+
+def _spec(spec: str, extra: dict[str, Any]) -> str:
+    """The spec given, else the template's; a loop needs one."""
+    if not spec:
+        spec = str(extra.get("spec") or "")
+    if not spec:
+        raise RalphstateError('a loop needs a spec: ralphstate init "what to build".')
+    return spec
+
+
+def _set_extras(
+    extra: dict[str, Any],
+    continue_message: str | None,
+    verify_on_stop: bool | None,
+    no_criteria: bool,
+) -> None:
+    """The template's fields the state keeps as they are, with the options that are
+    kept the same way."""
+    for key in TEMPLATE_ONLY:
+        extra.pop(key, None)
+    for key in st.RUN_FIELDS:  # a template says what to do, not how far a loop got
+        extra.pop(key, None)
+    if continue_message is not None:
+        extra["continueMessage"] = continue_message
+    if verify_on_stop is not None:
+        extra["verifyOnStop"] = verify_on_stop
+    if no_criteria:
+        extra["noCriteria"] = True
+
+
+def _task_steps(
+    loop: LoopPaths, task: Path | None, steps: list[str], extra: dict[str, Any]
+) -> tuple[list[str], list[taskfile.Box] | None]:
+    """The steps `init` starts with, and with `--task` the task file's boxes, which are
+    the steps (a template's are dropped); the file's name, inside the project, is set in
+    `extra`."""
+    if task is None:
+        return steps, None
+    if steps:
+        raise RalphstateError("give the steps as --step or as --task's checkboxes, not both.")
+    extra["tasksFile"] = taskfile.relative(loop.root, task)
+    extra.pop("steps", None)
+    boxes = taskfile.boxes(taskfile.read(loop.root, extra["tasksFile"]))
+    return taskfile.steps(boxes)[0], boxes
+
+
+def _refuse_unfinished(store: Store) -> None:
+    """Refuse to replace a loop that is not over, or a file that cannot be read."""
+    try:
+        old = store.load()
+    except RalphstateError as exc:
+        raise RalphstateError(f"{exc} Use --force to start over (a copy of it is kept).") from None
+    if old["status"] in st.ACTIVE:
+        # From a subdirectory, "here" would be wrong: the loop is at the project root.
+        here = _same(Path.cwd(), store.paths.root)
+        where = "here" if here else f"in {store.paths.root}"
+        raise RalphstateError(
+            f"an unfinished loop is already {where} ({old['status']}, spec:"
+            f" {old['spec'][:60]!r}); use --force to replace it (a copy is kept)."
+        )
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def _check_names(criteria: list[str], steps: list[str], no_criteria: bool) -> None:
+    for kind, names in (("criterion", criteria), ("step", steps)):
+        if any(st.blank(str(name)) for name in names):
+            raise RalphstateError(st.BLANK[kind])
+    if no_criteria and criteria:
+        raise RalphstateError(
+            "--no-criteria starts a loop without criteria; leave out -c (and a template's"
+            " criteria), or leave out --no-criteria."
+        )
+
+
+def _register(loop: LoopPaths, state: st.State) -> None:
+    # The loop works without the registry; `list` just won't show it.
+    with contextlib.suppress(OSError, RalphstateError):
+        registry.record(loop, state, claude_pid())

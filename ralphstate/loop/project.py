@@ -1,0 +1,77 @@
+"""Where a command runs: the project a directory belongs to, the loop found from it,
+which loop the hooks see, and the agent session the command runs in."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ralphstate.core.errors import NoLoop
+from ralphstate.storage.paths import find, git_top, within
+from ralphstate.storage.store import Store
+
+
+def current_session() -> tuple[str | None, str | None]:
+    """(agent, session id) of the agent session this command runs in, read from the
+    variables each agent gives its shell commands (`adapters.session_from_env`)."""
+    from ralphstate.agents.table import session_from_env
+
+    return session_from_env(os.environ)
+
+
+def claude_pid() -> str | None:
+    """The Claude Code process this command runs under (its Bash tool), if any."""
+    from ralphstate.agents.table import CLAUDE
+
+    return CLAUDE.process_id(os.environ)
+
+
+def project_root(start: str | os.PathLike[str]) -> Path:
+    """The project a directory belongs to, where the hooks start looking for its loop
+    and where `init` puts one: the project directory an agent names in the environment
+    (`CLAUDE_PROJECT_DIR`, ...) when `start` is in it, else the top of the git work tree
+    holding `start`, else `start` itself."""
+    from ralphstate.agents.table import AGENTS
+
+    for agent in AGENTS.values():
+        named = agent.project_dir(os.environ)
+        if named and within(start, named):
+            return Path(named).absolute()
+    top = git_top(start)
+    return Path(top) if top else Path(start).absolute()
+
+
+def hooks_view(start: str | os.PathLike[str]) -> tuple[bool, str] | None:
+    """In a subdirectory of the project, which loop the hooks see: (they see the loop
+    found from `start`, one sentence); None at the project root or with no loop here."""
+    here = find(start)
+    root = project_root(start)
+    if here is None or Path(start).absolute() == root:
+        return None
+    seen = find(root)
+    said = f"hooks: they start at the project root {root} and see"
+    if seen is not None and os.path.realpath(seen.dir) == os.path.realpath(here.dir):
+        return True, f"{said} this loop."
+    if seen is None:
+        return False, (
+            f"{said} no loop there or above, so this one is not enforced; start the loop at"
+            " the root (`ralphstate init` without --here), or the agent in"
+            f" {here.root}."
+        )
+    return False, f"{said} the loop at {seen.dir}, not this one."
+
+
+def locate(start: str | os.PathLike[str] | None = None) -> Store:
+    """The store of the loop at or above `start` (default: the current directory)."""
+    loop = find(start if start is not None else Path.cwd())
+    if loop is None:
+        raise NoLoop(
+            "no loop here: no .loop/ in this directory or above (start one with `ralphstate init`)."
+        )
+    store = Store(loop)
+    if not store.exists():
+        raise NoLoop(
+            f"no loop here: {loop.display(loop.state)} does not exist"
+            " (start one with `ralphstate init`)."
+        )
+    return store
