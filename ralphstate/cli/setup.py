@@ -66,7 +66,7 @@ def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, unins
       ralphstate install --uninstall
       ralphstate install --statusline
     """
-    from ralphstate.install.doctor import project_root
+    from ralphstate.loop.project import project_root
 
     if tasks and (agent != "claude" or statusline):
         raise click.UsageError(

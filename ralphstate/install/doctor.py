@@ -22,7 +22,7 @@ from ralphstate.install.command import (
     import_problem,
     runs_hook_code,
 )
-from ralphstate.loop.project import current_session, hooks_view, locate
+from ralphstate.loop.project import current_session, hooks_view, locate, project_root
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
@@ -35,15 +35,6 @@ DEFAULT_BLOCK_CAP = 8
 IMPORT_TIMEOUT = 10.0  # seconds for a hook's interpreter to show it imports the hook
 MISSING = "which is missing or not executable"
 Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
-
-
-def project_root(start: Path) -> Path:
-    """Where project-scoped Claude Code settings live: the nearest ancestor with
-    `.claude/`, `.git` or `.loop/`, else `start` itself."""
-    for candidate in (start, *start.parents):
-        if any((candidate / name).exists() for name in (".claude", ".git", ".loop")):
-            return candidate
-    return start
 
 
 def _executable(command: str, root: Path, imports: dict[str, str | None]) -> tuple[str | None, str]:

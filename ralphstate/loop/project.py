@@ -27,10 +27,15 @@ def claude_pid() -> str | None:
 
 
 def project_root(start: str | os.PathLike[str]) -> Path:
-    """The project a directory belongs to, where the hooks start looking for its loop
-    and where `init` puts one: the project directory an agent names in the environment
+    """The project a directory belongs to: where `init` puts a loop, where `install`
+    writes the project's hook files, what `doctor` checks, and where `hooks_view` takes
+    the hooks to start. It is the project directory an agent names in the environment
     (`CLAUDE_PROJECT_DIR`, ...) when `start` is in it, else the top of the git work tree
-    holding `start`, else `start` itself."""
+    holding `start` (the nearest `.git`), else `start` itself. An agent reads its project
+    files (`.claude/settings.local.json`, ...) in the directory it runs in, and its hooks
+    look for the loop from there: so a `.loop/` or a `.claude/` below the git top does
+    not move the project (`hooks_view` says when a loop there goes unseen), and the
+    `.claude/` every home directory holds marks no project."""
     from ralphstate.agents.table import AGENTS
 
     for agent in AGENTS.values():

@@ -83,13 +83,14 @@ def test_a_file_git_already_ignores_is_left_to_it(rs: Any, project: Path, home: 
     assert (exclude.read_bytes() if exclude.exists() else None) == before
 
 
-def test_a_loop_in_a_subdirectory_of_the_repository_is_excluded_by_its_path(
+def test_an_agents_project_in_a_subdirectory_of_the_repository_is_excluded_by_its_path(
     rs: Any, project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     git(project, "init", "-q")
     service = project / "services" / "api [v2]"
     (service / ".loop").mkdir(parents=True)
     monkeypatch.chdir(service)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(service))  # the agent runs there
     done = rs("install")
     assert done.code == 0, done.err
     assert (service / ".claude" / "settings.local.json").is_file()

@@ -1,7 +1,8 @@
 """A loop started from a subdirectory is where the hooks look: `init` puts it at the
 project root (the agent's project directory, else the git work tree's top), `--here`
 in the current directory; `status` and `doctor` in a subdirectory say which loop the
-hooks see. Real processes, real git work trees."""
+hooks see; `install` and `doctor` take the same project. Real processes, real git work
+trees."""
 
 from __future__ import annotations
 
@@ -126,3 +127,45 @@ def test_the_agents_project_directory_is_where_the_hooks_start(repo: Path) -> No
     _, out, _ = ralphstate(sub, "status", env=env)
     assert "hooks:" not in out  # the agent's project is this directory: no doubt
     assert os.environ.get("CLAUDE_PROJECT_DIR") is None
+
+
+def isolated_home(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A home directory with a `.claude/` of its own, as every Claude Code user's has."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    env = {
+        "HOME": str(home),
+        "USERPROFILE": str(home),
+        "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    return home, env
+
+
+def test_init_install_and_doctor_agree_on_the_project(repo: Path, tmp_path: Path) -> None:
+    """One project for the three: the git top, though a subdirectory holds a `.loop/`
+    (`init --here`) and a `.claude/`."""
+    _, env = isolated_home(tmp_path)
+    sub = repo / "a" / "b"
+    (sub / ".claude").mkdir()
+    assert ralphstate(sub, "init", "inner", "-c", "a", "--here", env=env)[0] == 0
+    code, _, err = ralphstate(sub, "install", env=env)
+    assert (code, err) == (0, "")
+    local = repo / ".claude" / "settings.local.json"
+    assert local.is_file() and not (sub / ".claude" / "settings.local.json").exists()
+    _, out, _ = ralphstate(sub, "doctor", env=env)
+    assert f"Stop hook in {local} runs" in out
+    assert ralphstate(sub, "init", "outer", "-c", "a", env=env)[0] == 0
+    assert (repo / ".loop" / "state.json").is_file()
+
+
+def test_outside_git_the_home_directorys_claude_makes_no_project(tmp_path: Path) -> None:
+    home, env = isolated_home(tmp_path)
+    here = home / "notes" / "draft"
+    here.mkdir(parents=True)
+    code, _, err = ralphstate(here, "install", env=env)
+    assert (code, err) == (0, "")
+    assert (here / ".claude" / "settings.local.json").is_file()
+    assert not (home / ".claude" / "settings.local.json").exists()
+    _, out, _ = ralphstate(here, "doctor", env=env)
+    assert f"Stop hook in {here / '.claude' / 'settings.local.json'} runs" in out
