@@ -98,23 +98,31 @@ def _usage_mistake(exc: click.ClickException, args: list[str]) -> int:
     return 1
 
 
-def run_cli(args: list[str]) -> int:
-    """Run the command line; map errors to one line and an exit code."""
-    _escape_unencodable_output()
+def _cannot_start(args: list[str]) -> str | None:
+    """Why no command can run (an argument that is not UTF-8, a current directory that
+    is gone), in the one line said; None when one can."""
     for arg in args:  # bytes that are not UTF-8 arrive as lone surrogates (POSIX)
         if not arg.isascii() and any("\ud800" <= c <= "\udfff" for c in arg):
             shown = repr(arg) if len(arg) <= 60 else repr(arg[:60]) + "…"
-            output.error(f"{shown} is not valid UTF-8 text; nothing was done.")
-            return 1
+            return f"{shown} is not valid UTF-8 text; nothing was done."
     try:
         Path.cwd()
     except FileNotFoundError:  # every command finds its loop from here
         if not {"-h", "--help", "--version"} & set(args):
-            output.error(
+            return (
                 "the current directory no longer exists (it was deleted or moved);"
                 " cd to the project and run the command again."
             )
-            return 1
+    return None
+
+
+def run_cli(args: list[str]) -> int:
+    """Run the command line; map errors to one line and an exit code."""
+    _escape_unencodable_output()
+    problem = _cannot_start(args)
+    if problem is not None:
+        output.error(problem)
+        return 1
     try:
         cli.main(args=args, prog_name="ralphstate", standalone_mode=False)
     except click.exceptions.Abort:

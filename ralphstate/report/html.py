@@ -201,8 +201,19 @@ def timeline(story: Story) -> str:
         ),
         f'<text x="0" y="{top + BAR_HEIGHT / 2 + 4}">iterations</text>',
     ]
+    out += _bars(bars, top)
+    out += _marks(story, x_at, top)
+    out += _lanes(story, x_begin, end, top + BAR_HEIGHT + 16)
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _bars(bars: list[tuple[Iteration, float, float]], top: float) -> list[str]:
+    """One `rect.bar` per iteration, coloured by its decision and numbered when it is
+    wide enough; a line saying so when there is none."""
     if not bars:
-        out.append(f'<text x="{LABEL}" y="{top + BAR_HEIGHT / 2 + 4}">no iteration yet</text>')
+        return [f'<text x="{LABEL}" y="{top + BAR_HEIGHT / 2 + 4}">no iteration yet</text>']
+    out: list[str] = []
     for iteration, x, width in bars:
         colour = COLOURS.get(iteration.decision, "#3b7dd8")
         tip = (
@@ -219,8 +230,13 @@ def timeline(story: Story) -> str:
                 f'<text x="{x + 5:.1f}" y="{top + BAR_HEIGHT / 2 + 4}" style="fill:#fff">'
                 f"#{iteration.number}</text>"
             )
-    out += _marks(story, x_at, top)
-    base = top + BAR_HEIGHT + 16
+    return out
+
+
+def _lanes(story: Story, x_begin: Callable[[int], float], end: float, base: float) -> list[str]:
+    """A lane per criterion from `base` down, green from the bar of each iteration
+    that proved it until one that did not."""
+    out: list[str] = []
     for row, criterion in enumerate(story.criteria):
         y = base + row * LANE_HEIGHT
         out.append(f'<text x="0" y="{y + 12}">{_e(criterion.name[:28])}</text>')
@@ -240,8 +256,7 @@ def timeline(story: Story) -> str:
                 f' fill="#2e9e4f"><title>{_e(criterion.name)}: met from iteration'
                 f" {number}</title></rect>"
             )
-    out.append("</svg>")
-    return "".join(out)
+    return out
 
 
 def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
