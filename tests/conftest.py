@@ -14,7 +14,7 @@ from tests.helpers import Result
 
 # Property tests: by default a fixed seed and a small budget, so every run of the suite
 # tries the same examples quickly; `pytest --hypothesis-profile=long` tries many more,
-# at random, for a local hunt (docs/hardening.md).
+# at random, for a local hunt (docs/explanation/hardening.md).
 settings.register_profile("ci", derandomize=True, database=None, max_examples=60, deadline=None)
 settings.register_profile("long", max_examples=3000, deadline=None)
 settings.load_profile("ci")

@@ -1,5 +1,5 @@
-"""Docs that are tested: every command has help with an example, and the README has a
-section for every command."""
+"""Docs that are tested: every command has help with an example, the commands page has a
+section for every command, and the generated reference shows every command's help."""
 
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import pytest
 from ralphstate.cli.app import cli
 from tests.helpers import REPO
 
-README = REPO / "README.md"
+COMMANDS = REPO / "docs" / "reference" / "commands.md"
+# The hooks are named where their decisions are told.
+HOOKS_PAGE = REPO / "docs" / "explanation" / "hooks.md"
+CLI_REFERENCE = REPO / "docs" / "reference" / "cli.md"
 # `ralphstate hook ...` is dispatched before click (the hot path); it is documented too.
 HOOKS = ("stop", "session-start", "pre-compact")
 
@@ -58,20 +61,26 @@ def test_every_command_has_help_with_an_example(
     assert first_line in " ".join(result.out.split())
 
 
-def readme() -> str:
-    if not README.exists():
-        pytest.skip("README.md is not written yet (another change is adding it)")
-    return README.read_text(encoding="utf-8")
+def commands_page() -> str:
+    return COMMANDS.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", [*TOP, "hook", "statusline"])
-def test_every_command_has_a_readme_section(name: str) -> None:
+def test_every_command_has_a_section_in_the_commands_page(name: str) -> None:
     heading = re.compile(rf"^#{{2,4}} .*`ralphstate {re.escape(name)}(`| )", re.MULTILINE)
-    if not heading.search(readme()):
-        pytest.fail(f"README.md has no '### `ralphstate {name}`' section")
+    if not heading.search(commands_page()):
+        pytest.fail(f"docs/reference/commands.md has no '## `ralphstate {name}`' section")
 
 
 @pytest.mark.parametrize("path", [*SUB, *(("hook", h) for h in HOOKS)], ids=" ".join)
-def test_every_subcommand_is_named_in_the_readme(path: tuple[str, ...]) -> None:
-    if " ".join(path) not in readme():
-        pytest.fail(f"README.md never names `ralphstate {' '.join(path)}`")
+def test_every_subcommand_is_named_in_the_docs(path: tuple[str, ...]) -> None:
+    if " ".join(path) not in commands_page() + HOOKS_PAGE.read_text(encoding="utf-8"):
+        pytest.fail(f"docs/reference never names `ralphstate {' '.join(path)}`")
+
+
+@pytest.mark.parametrize("path", [(), *(p for p, _ in ALL), ("hook",), ("statusline",)], ids=str)
+def test_the_generated_reference_shows_every_command(path: tuple[str, ...]) -> None:
+    text = CLI_REFERENCE.read_text(encoding="utf-8")
+    name = " ".join(("ralphstate", *path))
+    assert f"\n## `{name}`\n\n```text\n" in text
+    assert f"Usage: {name} " in text or f"usage: {name} " in text

@@ -1,5 +1,5 @@
-"""What the README states about the state file, its links and the hooks, checked
-against the code."""
+"""What the README and the docs state about the state file, their links and the hooks,
+checked against the code."""
 
 from __future__ import annotations
 
@@ -7,10 +7,18 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from ralphstate.core import state as st
 from tests.helpers import REPO, run_process
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+PAGES = [REPO / name for name in ("README.md", "SECURITY.md", "CHANGELOG.md")]
+PAGES += sorted(DOCS.rglob("*.md"))
+STATE_FILE = (DOCS / "reference" / "state-file.md").read_text(encoding="utf-8")
+HOOKS = (DOCS / "explanation" / "hooks.md").read_text(encoding="utf-8")
+# A relative link: [text](target), where target is not a URL.
+LINK = re.compile(r"\]\((?![a-z][a-z0-9+.-]*:)([^)\s]+)\)")
 
 
 def _anchor(heading: str) -> str:
@@ -19,14 +27,47 @@ def _anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
-def test_every_link_inside_the_readme_leads_to_a_heading() -> None:
-    headings = {_anchor(h) for h in re.findall(r"^#+ (.+)$", README, flags=re.MULTILINE)}
-    links = set(re.findall(r"\]\(#([^)]+)\)", README))
-    assert links and links <= headings, sorted(links - headings)
+def headings(text: str) -> set[str]:
+    """The anchors of a page's headings, those in fenced code left out."""
+    found: set[str] = set()
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (match := re.match(r"#+ (.+)$", line)):
+            found.add(_anchor(match.group(1)))
+    return found
+
+
+def test_every_link_inside_a_page_leads_to_a_heading() -> None:
+    every: set[str] = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        links = set(re.findall(r"\]\(#([^)]+)\)", text))
+        assert links <= headings(text), (page.name, sorted(links - headings(text)))
+        every |= links
+    assert every
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_leads_to_a_file_and_its_heading(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        path, _, anchor = target.partition("#")
+        if not path:
+            continue  # inside the page: the test above
+        dest = (page.parent / path).resolve()
+        if not dest.exists() or (
+            anchor
+            and dest.suffix == ".md"
+            and anchor not in headings(dest.read_text(encoding="utf-8"))
+        ):
+            broken.append(target)
+    assert broken == []
 
 
 def test_the_state_table_names_every_key_ralphstate_writes() -> None:
-    section = README.split("### The state file", 1)[1].split("\n\n| key |", 1)[1]
+    section = STATE_FILE.split("# The state file", 1)[1].split("\n\n| key |", 1)[1]
     table = section.split("\n\n", 1)[0]
     named = set(re.findall(r"`(\w+)`", table))
     assert set(st.FIELD_ORDER) <= named, sorted(set(st.FIELD_ORDER) - named)
@@ -38,4 +79,4 @@ def test_a_stop_with_no_state_file_is_allowed_silently(project: Path) -> None:
     for env in ({"CLAUDE_PROJECT_DIR": str(project)}, {}):
         done = run_process(["hook", "stop"], cwd=project, input=hook_input, env=env)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    assert "1. No state file: allow, silently." in README
+    assert "1. No state file: allow, silently." in HOOKS

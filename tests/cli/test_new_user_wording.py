@@ -1,6 +1,6 @@
 """The words a new user reads: counts and plurals, the session start line, `cancel`
 twice, `hook` without a name, session ids, usage errors, `init` from a subdirectory, a
-task file that went missing, and the help and README facts that had drifted from the
+task file that went missing, and the help and docs facts that had drifted from the
 code."""
 
 from __future__ import annotations
@@ -20,9 +20,12 @@ from ralphstate.core import text as core_text
 from ralphstate.install.claude import EVENTS
 from tests.helpers import REPO, run_process
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCS = REPO / "docs"
+COMMANDS = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
+STATE_FILE = (DOCS / "reference" / "state-file.md").read_text(encoding="utf-8")
+GOAL = (DOCS / "explanation" / "goal.md").read_text(encoding="utf-8")
 NOW = "2026-01-01T00:00:00Z"
-DESIGN = (REPO / "docs" / "design.md").read_text(encoding="utf-8")
+DESIGN = (DOCS / "explanation" / "design.md").read_text(encoding="utf-8")
 
 
 def write_state(project: Path, **changes: Any) -> None:
@@ -198,7 +201,7 @@ def test_status_shows_no_stale_steps_when_the_task_file_is_gone(project: Path, r
     ) in out.splitlines()
 
 
-# -- help and README facts -------------------------------------------------------------------
+# -- help and docs facts ---------------------------------------------------------------------
 
 
 def section(text: str, heading: str) -> str:
@@ -206,7 +209,7 @@ def section(text: str, heading: str) -> str:
 
 
 def test_the_readme_install_section_names_every_hook_install_writes() -> None:
-    said = section(README, "### `ralphstate install`")
+    said = section(COMMANDS, "## `ralphstate install`")
     for event in EVENTS:
         if event != "PostToolUse":  # the task list's, with `install --tasks`
             assert event in said, event
@@ -216,12 +219,12 @@ def test_the_readme_hook_section_names_every_hook() -> None:
     from ralphstate.hooks.entry import USAGE
 
     hooks = USAGE.split("hook ", 1)[1].split(" ", 1)[0]
-    synopsis = " ".join(section(README, "### `ralphstate hook`").split("\n\n", 2)[1].split())
+    synopsis = " ".join(section(COMMANDS, "## `ralphstate hook`").split("\n\n", 2)[1].split())
     assert f"`hook {hooks} [--agent NAME]`" in synopsis
 
 
 def test_the_readme_log_section_says_the_default_and_all() -> None:
-    said = section(README, "### `ralphstate log`")
+    said = section(COMMANDS, "## `ralphstate log`")
     assert said.split("\n\n", 2)[1].startswith("`log [-n N] [--json] [--all]`")
     assert "(default 20, at most 10,000)" in " ".join(said.split())
 
@@ -229,27 +232,27 @@ def test_the_readme_log_section_says_the_default_and_all() -> None:
 PAUSE_REASONS = {*get_args(st.PauseReason), "limit", "run_max", "commit_failed"}
 
 
-@pytest.mark.parametrize("text", [README, DESIGN], ids=["README", "design.md"])
+@pytest.mark.parametrize("text", [STATE_FILE, DESIGN], ids=["state-file.md", "design.md"])
 def test_the_pause_reasons_row_names_every_reason(text: str) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `pauseReason` |"))
     assert set(re.findall(r"`(\w+)`", row)) >= PAUSE_REASONS, PAUSE_REASONS
 
 
 def test_the_readme_run_exit_codes_name_a_failed_commit() -> None:
-    said = " ".join(section(README, "### `ralphstate run`").split())
+    said = " ".join(section(COMMANDS, "## `ralphstate run`").split())
     assert "3 paused (max, stall, budget, limit, agent errors, step retries, a failed commit," in (
         said
     )
 
 
-@pytest.mark.parametrize("text", [README, DESIGN], ids=["README", "design.md"])
+@pytest.mark.parametrize("text", [STATE_FILE, DESIGN], ids=["state-file.md", "design.md"])
 def test_the_owner_agent_row_names_every_agent(text: str) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `ownerAgent` |"))
     assert set(AGENTS) <= set(re.findall(r"`(\w+)`", row))
 
 
 def test_the_goal_table_names_every_agent_ralphstate_gates() -> None:
-    row = next(line for line in README.splitlines() if line.startswith("| agents |"))
+    row = next(line for line in GOAL.splitlines() if line.startswith("| agents |"))
     assert row.split("|")[3].strip() == (
         "Claude Code, Codex CLI, Gemini CLI, Cursor, Copilot CLI, opencode"
     )
@@ -261,4 +264,4 @@ def test_run_help_gives_the_codex_command_the_readme_gives(rs: Any) -> None:
     assert 'ralphstate run --agent "codex exec --sandbox workspace-write" --prompt-mode arg' in (
         text
     )
-    assert "| Codex CLI | `codex exec --sandbox workspace-write` | `arg` |" in README
+    assert "| Codex CLI | `codex exec --sandbox workspace-write` | `arg` |" in COMMANDS

@@ -274,7 +274,7 @@ def test_stop_hook_process(
     done = run_process(["hook", "stop"], cwd=tmp_path, input=orjson.dumps(hook_input))
     assert done.returncode == 0
     # No reply in the input and a transcript that is not there: said when the reply is
-    # looked for (docs/hardening.md, "Faults that stay calm").
+    # looked for (docs/explanation/hardening.md, "Faults that stay calm").
     unread = (
         b"ralphstate hook stop: the reply that ended the turn could not be read (no"
         b" last_assistant_message, and the transcript could not be read); it is taken to"

@@ -376,7 +376,7 @@ def test_a_dry_run_in_a_missing_worktree_creates_nothing(rs: Any, repo: Path, ag
 @pytest.fixture
 def tracked(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A repository that does not ignore `.loop/`: `run --commit` commits the loop's
-    state, as the README's Git example does."""
+    state, as the Git example of docs/how-to/git.md does."""
     use_identity(monkeypatch, tmp_path)
     init_repo(project, {"README": "the project\n"})
     return project

@@ -702,11 +702,13 @@ with open(os.environ["FAKE_NOTIFIER_RECORD"], "a") as out:
 def test_the_documented_notify_recipes_get_the_summary_and_the_event(
     rs: Any, project: Path, script: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """docs/run.md's recipes, as written, with notify-send, terminal-notifier and curl
+    """docs/how-to/overnight.md's recipes, as written, with notify-send, terminal-notifier and curl
     replaced by programs that record what they were given."""
     import os
 
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "run.md").read_text("utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "how-to" / "overnight.md").read_text(
+        "utf-8"
+    )
     recipes = [bytes(r, "utf-8").decode("unicode_escape") for r in RECIPE.findall(docs)]
     assert [r.split()[0] for r in recipes] == ["sh", "sh", "curl"]
     bin_dir = tmp_path / "bin"

@@ -437,14 +437,15 @@ def test_run_json_dry_run_is_one_object(rs: Any, project: Path) -> None:
 def test_docs_name_every_option_of_run_and_watch() -> None:
     from ralphstate.cli.run import run_command, watch_command
 
-    docs = (REPO / "docs" / "run.md").read_text("utf-8")
+    docs = (REPO / "docs" / "reference" / "run.md").read_text("utf-8")
+    config = (REPO / "docs" / "reference" / "config.md").read_text("utf-8")
     for command in (run_command, watch_command):
-        assert f"### `ralphstate {command.name}`" in docs
+        assert f"\n## `ralphstate {command.name}`" in docs
         for param in command.params:
             for flag in param.opts:
-                assert flag in docs, f"docs/run.md never names {command.name} {flag}"
+                assert flag in docs, f"docs/reference/run.md never names {command.name} {flag}"
     for key in runconfig.KEYS:
-        assert f"\n{key} = " in docs, f"docs/run.md has no example of the config key {key}"
+        assert f"\n{key} = " in config, f"docs/reference/config.md has no example of {key}"
 
 
 def test_a_log_name_an_earlier_loop_used_is_not_reused(tmp_path: Path) -> None:
