@@ -12,6 +12,7 @@ import pytest
 from ralphstate.core import state as st
 from tests.helpers import REPO, run_process
 
+README = (REPO / "README.md").read_text(encoding="utf-8")
 DOCS = REPO / "docs"
 PAGES = [REPO / name for name in ("README.md", "SECURITY.md", "CHANGELOG.md")]
 PAGES += sorted(DOCS.rglob("*.md"))
@@ -64,6 +65,10 @@ def test_every_relative_link_leads_to_a_file_and_its_heading(page: Path) -> None
         ):
             broken.append(target)
     assert broken == []
+
+
+def test_the_readme_is_a_front_door() -> None:
+    assert len(README.splitlines()) <= 260
 
 
 def test_the_state_table_names_every_key_ralphstate_writes() -> None:
