@@ -24,7 +24,7 @@ from typing import Any, cast
 import orjson
 import pytest
 
-from ralphstate.core import decide, limits
+from ralphstate.core import decide, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.storage.paths import LoopPaths
@@ -261,7 +261,7 @@ def test_a_history_line_cut_short_never_swallows_the_next(project: Path) -> None
         "ralphstate: the change was saved in .loop/state.json, but could not append to"
         " .loop/history.jsonl: File too large.\n"
     )
-    assert st.met(st.parse(path.read_bytes()), "tests pass")
+    assert queries.met(st.parse(path.read_bytes()), "tests pass")
     assert history.stat().st_size == size + 10  # ten bytes of a line, and no newline
 
     assert ralphstate(["criteria", "set", "lint clean", "true"], project).code == 0

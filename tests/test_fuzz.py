@@ -22,10 +22,11 @@ from hypothesis import strategies as hs
 
 from ralphstate.agents import table as adapters
 from ralphstate.agents.transcript import last_assistant_text
-from ralphstate.core import limits, render
+from ralphstate.core import limits, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.core.fields import EVIDENCE_RESULTS
 from ralphstate.hooks import notify
 from ralphstate.storage import notices, paths, registry, trust
 from ralphstate.storage.store import Store
@@ -207,7 +208,7 @@ def expected_stop(
     loop = paths.LoopPaths(root, root / ".loop")
     if not owner and not registry.knows(loop, state):
         return None, None
-    claims = st.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
+    claims = queries.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
     decision = decide_stop(
         state,
         session,
@@ -476,7 +477,7 @@ GOOD: dict[str, hs.SearchStrategy[Any]] = {
     "verifyOnStop": hs.booleans(),
     "checkTimeouts": hs.dictionaries(names, numbers, max_size=2),
     "evidence": hs.dictionaries(
-        names, hs.fixed_dictionaries({"result": hs.sampled_from(st.EVIDENCE_RESULTS)})
+        names, hs.fixed_dictionaries({"result": hs.sampled_from(EVIDENCE_RESULTS)})
     ),
 }
 

@@ -44,7 +44,7 @@ TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ralphstate.core.state import TranscriptUsage
+    from ralphstate.core.fields import TranscriptUsage
 
     # What one transcript line is, for counting: (reply id, tokens) or None.
     Judge = Callable[[dict[str, object], str, str], tuple[str, int] | None]

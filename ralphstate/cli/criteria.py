@@ -8,7 +8,7 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.lazy import LazyGroup
 from ralphstate.cli.options import SETTINGS
-from ralphstate.core import state as st
+from ralphstate.core import queries
 from ralphstate.core.text import visible
 from ralphstate.loop import checklist
 from ralphstate.loop.configure import parse_bool
@@ -39,7 +39,7 @@ def criteria_list() -> None:
     """
     state = locate().load()
     for i, name in enumerate(state["criteria"], 1):
-        output.text(f"{i}. [{'x' if st.met(state, name) else ' '}] {visible(name)}")
+        output.text(f"{i}. [{'x' if queries.met(state, name) else ' '}] {visible(name)}")
 
 
 @criteria.command("add", context_settings=SETTINGS)

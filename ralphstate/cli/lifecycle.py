@@ -6,7 +6,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
-from ralphstate.core import state as st
+from ralphstate.core import budgets, queries
 from ralphstate.core.text import visible
 from ralphstate.loop import control
 from ralphstate.loop.project import locate
@@ -32,7 +32,7 @@ def pause(reason: str, blocked: str | None) -> None:
     if blocked is not None:
         if not blocked.strip():
             raise click.BadParameter("say what the person must do.", param_hint="--blocked")
-        reason = st.blocked_reason(blocked)
+        reason = queries.blocked_reason(blocked)
     new, changed = control.pause(locate(), reason)
     already = "" if changed else f"already paused ({visible(new['pauseReason'] or 'user')})"
     output.text(f"{already or 'paused'}; continue with `ralphstate resume`")
@@ -58,7 +58,7 @@ def resume(more: int | None) -> None:
     new, changed = control.resume(locate(), more)
     already = "" if changed else "already "
     line = f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}"
-    over = st.over_budget(new)
+    over = budgets.over_budget(new)
     if over:  # the next stop (or run) would pause it again at once
         line += (
             f"; its budget is still reached ({over}), so the next stop pauses it again:"

@@ -12,8 +12,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
-from ralphstate.core import limits
-from ralphstate.core import state as st
+from ralphstate.core import budgets, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop.project import locate
@@ -52,7 +51,7 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
 def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
-    seconds = st.parse_duration(value)
+    seconds = budgets.parse_duration(value)
     if seconds is None:
         raise click.BadParameter(f"{value!r} is not a duration such as 8h, 90m or 1h30m.")
     return seconds

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ralphstate.core import ownership, render
+from ralphstate.core import budgets, fields, ownership, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 
@@ -59,7 +59,7 @@ def decide_stop(
     failures: Sequence[render.CheckFailure] = (),
     untrusted: bool = False,
     stale: bool | Callable[[], bool] = False,
-    spent: tuple[int, st.TranscriptUsage] | None = None,
+    spent: tuple[int, fields.TranscriptUsage] | None = None,
 ) -> Decision:
     """One stop of `session_id` (of `agent`) that ended with `last_message` (or a
     function giving it, asked only when the marker is looked for).
@@ -116,11 +116,11 @@ def decide_stop(
         new["status"], new["pauseReason"] = "paused", "stall"
         return done("stall", system_message=render.paused_stall(new))
 
-    unmet = st.unmet(new)
+    unmet = queries.unmet(new)
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
-        over = st.over_budget(new)
+        over = budgets.over_budget(new)
         if over:  # spending more is what the budget forbids; a completion still completes
             new["status"], new["pauseReason"] = "paused", "budget"
             return done(
@@ -147,15 +147,15 @@ def decide_stop(
     return done("complete", system_message=render.completed(new))
 
 
-def _count(state: st.State, spent: tuple[int, st.TranscriptUsage] | None) -> None:
+def _count(state: st.State, spent: tuple[int, fields.TranscriptUsage] | None) -> None:
     """Add what the session spent since the last stop, and where its reading stopped."""
     if spent is not None:
         tokens, reading = spent
         if tokens > 0:
-            st.add_usage(state, tokens=tokens)
+            budgets.add_usage(state, tokens=tokens)
         state["transcriptUsage"] = reading
 
 
 def verifies_on_stop(state: st.State) -> bool:
     """The loop asks the Stop hook to run its checks before a completion, and has some."""
-    return st.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
+    return queries.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])

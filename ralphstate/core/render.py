@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from ralphstate.core import limits
+from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.text import all_of, count, noun, visible
 
@@ -240,7 +240,7 @@ def block_marker(state: st.State) -> str:
 
 
 def paused_max(state: st.State) -> str:
-    left = len(st.unmet(state))
+    left = len(queries.unmet(state))
     return (
         f"ralphstate: loop paused after {count(state['iteration'], 'iteration')}"
         f" (maxIterations); {count(left, 'criterion')} unmet. Continue with"
@@ -257,7 +257,7 @@ def paused_stall(state: st.State) -> str:
 
 
 def raise_budget(over: str) -> str:
-    """Where the person raises the budget `over` names (`st.over_budget`)."""
+    """Where the person raises the budget `over` names (`budgets.over_budget`)."""
     which = over.split(" ", 1)[0]  # tokens, cost or duration
     setting = {"tokens": "max-tokens N", "cost": "max-cost USD"}.get(which, "max-duration 8h")
     return f"`ralphstate config {setting}`"
@@ -265,7 +265,7 @@ def raise_budget(over: str) -> str:
 
 def paused_budget(over: str) -> str:
     """The loop paused at a stop because a budget is reached (`over`: which, and how
-    much of it: `st.over_budget`)."""
+    much of it: `budgets.over_budget`)."""
     return (
         f"ralphstate: loop paused, its budget is reached ({over}). Raise it"
         f" ({raise_budget(over)}), then `ralphstate resume`."
@@ -319,7 +319,7 @@ def completed(state: st.State) -> str:
     checked: list[str] = []
     claimed: list[str] = []
     for name in state["criteria"]:
-        if st.standing(state, name) == "verified":
+        if queries.standing(state, name) == "verified":
             verified.append(name)
         else:
             (checked if name in state["checks"] else claimed).append(name)
@@ -328,7 +328,11 @@ def completed(state: st.State) -> str:
         by = "its check" if len(verified) == 1 else "their checks"
         parts.append(f"verified by {by}: {_names(verified)}")
     if checked:
-        why = "verify-on-stop is off" if not st.verify_on_stop(state) else "its check did not run"
+        why = (
+            "verify-on-stop is off"
+            if not queries.verify_on_stop(state)
+            else "its check did not run"
+        )
         parts.append(f"claimed, not verified ({why}): {_names(checked)}")
     if claimed:
         parts.append(f"claimed, without a check: {_names(claimed)}")
@@ -345,8 +349,8 @@ def _names(names: list[str], size: int = 5) -> str:
 def proofs(state: st.State) -> str:
     """What backs the met criteria: `2 verified by their checks, 1 claimed` (a part
     that counts none is left out; "" when none is met)."""
-    met = [c for c in state["criteria"] if st.met(state, c)]
-    verified = sum(1 for c in met if st.standing(state, c) == "verified")
+    met = [c for c in state["criteria"] if queries.met(state, c)]
+    verified = sum(1 for c in met if queries.standing(state, c) == "verified")
     parts = []
     if verified:
         parts.append(f"{verified} verified by {'its check' if verified == 1 else 'their checks'}")
@@ -366,16 +370,16 @@ _BACKING = {
 def _criteria_lines(state: st.State) -> list[str]:
     """The criteria, the unmet ones first, each group in the loop's order; past
     `MAX_LIST_ITEMS` the met ones are summarised first."""
-    unmet = st.unmet(state)
+    unmet = queries.unmet(state)
     names = unmet + [c for c in state["criteria"] if c not in set(unmet)]
     shown = names[: limits.MAX_LIST_ITEMS]
     lines = []
     for name in shown:
-        backing = _BACKING.get(str(st.standing(state, name)), "")
-        lines.append(f"- [{'x' if st.met(state, name) else ' '}] {clip(name)}{backing}")
+        backing = _BACKING.get(str(queries.standing(state, name)), "")
+        lines.append(f"- [{'x' if queries.met(state, name) else ' '}] {clip(name)}{backing}")
     if len(names) > len(shown):
         rest = names[len(shown) :]
-        left = len([c for c in rest if not st.met(state, c)])
+        left = len([c for c in rest if not queries.met(state, c)])
         lines.append(
             f"- … {len(rest)} more ({left} unmet; `ralphstate status` lists them all)"
             if left
@@ -390,7 +394,7 @@ def context(state: st.State, source: str, trusted: bool = True, lessons: str | N
     The loop's own text goes between `<loop-state>` markers, each item clipped; when
     all of it is still too long, the data is cut, never the closing marker or the
     protocol after it."""
-    met = len(state["criteria"]) - len(st.unmet(state))
+    met = len(state["criteria"]) - len(queries.unmet(state))
     head = [
         (
             "A ralphstate loop is active in this project (.loop/state.json)."
@@ -504,7 +508,7 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
             )
         ]
     lines = ["- `ralphstate verify` runs the criteria's checks and records what they prove."]
-    if st.verify_on_stop(state):
+    if queries.verify_on_stop(state):
         lines.append(
             "- When you claim completion, the Stop hook runs the checks first; a failing"
             " check sets its criterion back to not verified and you get its output."
@@ -520,7 +524,7 @@ RESUMING_SOURCES = ("resume", "compact", "clear")
 
 def session_line(state: st.State, source: str = "resume") -> str:
     """The person's line at SessionStart: `ralphstate: loop resumed: 1/2 criteria, ...`."""
-    met = len(state["criteria"]) - len(st.unmet(state))
+    met = len(state["criteria"]) - len(queries.unmet(state))
     if state["status"] == "paused":
         word = "paused"
     else:

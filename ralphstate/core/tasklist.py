@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from ralphstate.core import state as st
+from ralphstate.core.fields import TASK_STATUSES, Task
 from ralphstate.core.limits import MAX_MIRRORED_TASKS, MAX_TASK_ID_CHARS, MAX_TASK_SUBJECT_CHARS
 
 # The tools whose calls are mirrored; any other tool is left alone.
@@ -93,7 +94,7 @@ class _Mirror:
 
     # -- finding tasks ------------------------------------------------------------
 
-    def find(self, task_id: str | None, text: str | None = None) -> st.Task | None:
+    def find(self, task_id: str | None, text: str | None = None) -> Task | None:
         """The task `task_id` of this list; a TodoWrite item (no id) by its subject."""
         for task in self.state["taskList"]:
             if task["list"] != self.list or task["id"] != task_id:
@@ -102,11 +103,11 @@ class _Mirror:
                 return task
         return None
 
-    def _others(self, task: st.Task) -> list[st.Task]:
+    def _others(self, task: Task) -> list[Task]:
         """The other tasks on the same step."""
         return [t for t in self.state["taskList"] if t is not task and t["step"] == task["step"]]
 
-    def _note(self, action: str, task: st.Task, **details: object) -> None:
+    def _note(self, action: str, task: Task, **details: object) -> None:
         event: Event = {"event": "task", "action": action, "subject": task["subject"]}
         if task["id"] is not None:
             event["id"] = task["id"]
@@ -131,7 +132,7 @@ class _Mirror:
             # a task created again never undoes its step: the work was done
             self.status(task, status, created=fresh)
 
-    def _relink(self, task_id: str | None, text: str) -> st.Task | None:
+    def _relink(self, task_id: str | None, text: str) -> Task | None:
         """A task of an earlier list (a session before /clear, or another) with the same
         subject: the model recreated its plan, so the task is the same one."""
         for task in self.state["taskList"]:
@@ -141,7 +142,7 @@ class _Mirror:
                 return task
         return None
 
-    def _new(self, task_id: str | None, text: str) -> st.Task | None:
+    def _new(self, task_id: str | None, text: str) -> Task | None:
         listed = self.state["taskList"]
         if len(listed) >= MAX_MIRRORED_TASKS and not self._evict():
             self.events.append({"event": "task", "action": "not_mirrored", "subject": text})
@@ -154,7 +155,7 @@ class _Mirror:
             st.set_steps(self.state, [*self.state["steps"], text], self.state["completedSteps"])
             added = True
             self.events.append({"event": "step_added", "step": text, "by": "task"})
-        task: st.Task = {
+        task: Task = {
             "list": self.list,
             "id": task_id,
             "subject": text,
@@ -192,7 +193,7 @@ class _Mirror:
         status = change.get("to") if isinstance(change, dict) else tool_input.get("status")
         if status == "deleted":
             self.delete(task)
-        elif status in st.TASK_STATUSES:
+        elif status in TASK_STATUSES:
             self.status(task, str(status))
 
     def todos(self, old: object, new: object) -> None:
@@ -209,7 +210,7 @@ class _Mirror:
 
     # -- what a call does ---------------------------------------------------------
 
-    def status(self, task: st.Task, status: str, created: bool = False) -> None:
+    def status(self, task: Task, status: str, created: bool = False) -> None:
         before = task["status"]
         if status == before:
             return
@@ -223,7 +224,7 @@ class _Mirror:
         else:
             self._note(status, task)
 
-    def _complete(self, task: st.Task) -> None:
+    def _complete(self, task: Task) -> None:
         if self.boxes is not None:
             if task["subject"] in self.boxes:
                 task["step"] = task["subject"]
@@ -238,7 +239,7 @@ class _Mirror:
         st.set_steps(state, state["steps"], [*state["completedSteps"], step])
         self.events.append({"event": "step_done", "step": step, "by": "task"})
 
-    def _reopen(self, task: st.Task) -> None:
+    def _reopen(self, task: Task) -> None:
         step = task["step"]
         state = self.state
         if self.boxes is not None or step is None or step not in state["completedSteps"]:
@@ -246,7 +247,7 @@ class _Mirror:
         st.set_steps(state, state["steps"], [s for s in state["completedSteps"] if s != step])
         self.events.append({"event": "step_undone", "step": step, "by": "task"})
 
-    def delete(self, task: st.Task) -> None:
+    def delete(self, task: Task) -> None:
         self.state["taskList"].remove(task)
         self._note("removed", task)
         step = task["step"]
@@ -261,7 +262,7 @@ class _Mirror:
             st.set_steps(state, [s for s in state["steps"] if s != step], state["completedSteps"])
             self.events.append({"event": "step_removed", "step": step, "by": "task"})
 
-    def rename(self, task: st.Task, text: str) -> None:
+    def rename(self, task: Task, text: str) -> None:
         """A new subject: the task's, and its step's when the mirror added that step
         and no other task or step stands in the way."""
         old = task["subject"]
@@ -299,6 +300,6 @@ def _todo_items(value: object) -> list[tuple[str, str]]:
             continue
         text = subject(item.get("content"))
         status = item.get("status")
-        if text is not None and status in st.TASK_STATUSES:
+        if text is not None and status in TASK_STATUSES:
             items.setdefault(text, str(status))
     return list(items.items())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralphstate.core import clock
+from ralphstate.core import clock, queries
 from ralphstate.core import state as st
+from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
 from ralphstate.core.text import short_id, visible
 
@@ -34,7 +35,7 @@ def _plain(text: str, **_: Any) -> str:
 def _standing(state: st.State, name: str, style: Style, stale: bool = False) -> str:
     """`  (verified 3m ago)`, `  (failing 1h ago: exit code 1)`, ...; "" for an unmet
     criterion without a check."""
-    label = st.standing(state, name)
+    label = queries.standing(state, name)
     if label is None:
         return ""
     colour = {"verified": "green", "claimed": "yellow", "failing": "red"}.get(label)
@@ -86,10 +87,10 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
 def _spent(state: st.State) -> str:
     """`spent: 12,400 tokens · $0.42 · 3m12s of runs (the loop's budget: $5.00)`; ""
     before anything."""
-    budget = st.loop_budget(state)
+    budget = loop_budget(state)
     if state["usage"] is None and not any(value is not None for value in budget.values()):
         return ""
-    now = st.spent(state)
+    now = spent(state)
     parts = [f"{now['tokens']:,} tokens"]
     if now["cost"] or budget["cost"] is not None:  # a session's tokens alone have no cost
         parts.append(f"${now['cost']:.4f}")
@@ -97,13 +98,13 @@ def _spent(state: st.State) -> str:
         parts.append(f"{now['seconds']:.0f}s of runs")
     budgets = []
     if budget["cost"] is not None:
-        budgets.append(st.dollars(budget["cost"]))
+        budgets.append(dollars(budget["cost"]))
     if budget["tokens"] is not None:
         budgets.append(f"{budget['tokens']:,} tokens")
     if budget["seconds"] is not None:
-        budgets.append(st.span(budget["seconds"]))
+        budgets.append(span(budget["seconds"]))
     text = "spent: " + " · ".join(parts)
-    return text + (f" ({st.LOOPS} budget: {', '.join(budgets)})" if budgets else "")
+    return text + (f" ({LOOPS} budget: {', '.join(budgets)})" if budgets else "")
 
 
 def status(
@@ -116,8 +117,8 @@ def status(
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
     marks verified criteria proven on another tree `stale` (None: not known)."""
-    stale = set(st.stale(state, tree))  # one lookup a criterion
-    met = len(state["criteria"]) - len(st.unmet(state))
+    stale = set(queries.stale(state, tree))  # one lookup a criterion
+    met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
         state["status"], "red"
     )
@@ -145,7 +146,7 @@ def status(
             " (`ralphstate criteria add NAME`), unless started with `init --no-criteria`"
         )
     for name in state["criteria"]:
-        ok = st.met(state, name)
+        ok = queries.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
         shown = _standing(state, name, style, name in stale)
         lines.append(f"  {mark} {visible(name)}{shown}")

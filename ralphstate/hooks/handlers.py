@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ralphstate.agents.table import Agent
-from ralphstate.core import clock, decide, limits, ownership, render
+from ralphstate.core import clock, decide, fields, limits, ownership, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
@@ -190,7 +190,7 @@ def stop(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output |
 
 def _spent(
     agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, state: st.State, session_id: str
-) -> tuple[int, st.TranscriptUsage] | None:
+) -> tuple[int, fields.TranscriptUsage] | None:
     """The tokens this session's transcript shows since the last stop, and where the
     reading stopped: for an in-progress loop this session owns or may adopt, of an agent
     whose transcript gives them (docs/design.md, "Tokens inside a session"). None when
@@ -267,7 +267,7 @@ def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
     from ralphstate.storage import git
 
     code = git.snapshot(loop)
-    return st.stale(state, code.tree if code else None)
+    return queries.stale(state, code.tree if code else None)
 
 
 def _verify(store: Store, names: list[str] | None = None) -> Verified:

@@ -77,7 +77,7 @@ def after_stop(
         return out
     what = f"{STOP_RULES[decision.rule]} ({decision.state['spec']})"
     if decision.rule == "budget":
-        from ralphstate.core.state import over_budget
+        from ralphstate.core.budgets import over_budget
 
         what = f"{STOP_RULES['budget']}, {over_budget(decision.state)} ({decision.state['spec']})"
     return attach(out, agent, what, env)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from ralphstate.agents.table import Agent
-from ralphstate.core import ownership, render, tie
+from ralphstate.core import ownership, queries, render, tie
 from ralphstate.core import state as st
 from ralphstate.hooks.entry import Fault, Refused
 from ralphstate.hooks.handlers import HookInput, Output, _load, _update, _verify
@@ -53,7 +53,7 @@ def task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -
     subject = _text(hook_input.get("task_subject"))
     names = tie.tied(state, subject, _text(hook_input.get("task_description")))
     names = [n for n in names if n in state["checks"]]
-    if not names or not st.verify_on_stop(state):
+    if not names or not queries.verify_on_stop(state):
         return None
     if not trust.is_trusted(loop, state):
         return _untrusted(agent, loop, session_id, subject, names)

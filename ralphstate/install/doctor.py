@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ralphstate.core import ownership
+from ralphstate.core import ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
@@ -164,7 +164,9 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     from ralphstate.storage import trust
 
     when = "run by `ralphstate verify`" + (
-        " and before the Stop hook allows a claimed completion" if st.verify_on_stop(state) else ""
+        " and before the Stop hook allows a claimed completion"
+        if queries.verify_on_stop(state)
+        else ""
     )
     if trust.is_trusted(store.paths, state):
         return [("ok", f"{plural(count, 'check')}, trusted on this machine, {when}")]
@@ -192,7 +194,7 @@ def check_loop(start: Path) -> list[Finding]:
         state = store.load()
     except RalphstateError as exc:
         return [("fail", str(exc))]
-    unmet = st.unmet(state)
+    unmet = queries.unmet(state)
     findings.append(
         (
             "ok",

@@ -4,7 +4,7 @@ through the store (locked, atomic, logged to history)."""
 
 from __future__ import annotations
 
-from ralphstate.core import clock
+from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import taskfile
@@ -73,7 +73,7 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
 def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
     def fn(state: st.State, events: list[Event]) -> str:
         found = find_criterion(state, name)
-        before = st.met(state, found)
+        before = queries.met(state, found)
         if before == value and found in state["criteriaStatus"]:
             return found
         state["criteriaStatus"][found] = value

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ralphstate.core import budgets
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
@@ -117,7 +118,7 @@ def _dollars(text: str) -> float | None:
 def _duration(text: str) -> float | None:
     if _none(text):
         return None
-    seconds = st.parse_duration(text)
+    seconds = budgets.parse_duration(text)
     if seconds is None:
         raise RalphstateError(
             "max-duration must be a duration such as 8h, 90m or 1h30m, or none,"
@@ -157,7 +158,7 @@ SETTINGS: dict[str, Setting] = {
     # The loop's budgets (a run's own are its options: docs/run.md, "Budgets").
     "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),
     "max-tokens": Setting("maxTokens", _tokens, _shown(str)),
-    "max-duration": Setting("maxDuration", _duration, _shown(st.span)),
+    "max-duration": Setting("maxDuration", _duration, _shown(budgets.span)),
 }
 
 

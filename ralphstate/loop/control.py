@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ralphstate.core import clock, ownership
+from ralphstate.core import clock, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import claude_pid, current_session
@@ -65,7 +65,7 @@ def resume(store: Store, more: int | None) -> tuple[st.State, bool]:
             extra = 10
         if extra:
             state["maxIterations"] = max(state["maxIterations"], state["iteration"]) + extra
-        if state["status"] == "complete" and not st.unmet(state):
+        if state["status"] == "complete" and not queries.unmet(state):
             raise RalphstateError(
                 "the loop is complete; set a criterion back to false first"
                 " (ralphstate criteria set NAME false) or start a new loop."

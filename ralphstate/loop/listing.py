@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import state as st
+from ralphstate.core import queries
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
@@ -29,7 +29,7 @@ def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
             row.update(
                 spec=state["spec"][:200],
                 status=state["status"],
-                criteriaMet=len(state["criteria"]) - len(st.unmet(state)),
+                criteriaMet=len(state["criteria"]) - len(queries.unmet(state)),
                 criteriaTotal=len(state["criteria"]),
                 updatedAt=state.get("updatedAt"),
                 sessionId=state.get("sessionId"),

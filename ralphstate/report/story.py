@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from ralphstate.core import queries
 from ralphstate.core import state as st
 
 Event = dict[str, Any]
@@ -126,12 +127,12 @@ def gather(
 ) -> Story:
     """The story of the loop `state`, from its `history` (oldest first). `tree` is the
     id of the tree the work tree holds now (None: not known; nothing is stale)."""
-    stale = set(st.stale(state, tree))
+    stale = set(queries.stale(state, tree))
     criteria = [
         Criterion(
             name,
-            st.met(state, name),
-            st.standing(state, name),
+            queries.met(state, name),
+            queries.standing(state, name),
             state["checks"].get(name),
             dict(state["evidence"].get(name, {})),
             name in stale,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ralphstate.core import queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, quote
@@ -139,8 +140,8 @@ class Committed:
 def message(number: int, before: st.State, after: st.State) -> tuple[str, str]:
     """The subject and body of the commit after iteration `number`: the criteria and
     steps that changed during it."""
-    met_now = [c for c in after["criteria"] if st.met(after, c) and not st.met(before, c)]
-    lost = [c for c in after["criteria"] if st.met(before, c) and not st.met(after, c)]
+    met_now = [c for c in after["criteria"] if queries.met(after, c) and not queries.met(before, c)]
+    lost = [c for c in after["criteria"] if queries.met(before, c) and not queries.met(after, c)]
     done = [s for s in after["completedSteps"] if s not in before["completedSteps"]]
     parts = [f"step {quote(s)} done" for s in done]
     parts += [f"{quote(c)} met" for c in met_now]
@@ -148,7 +149,7 @@ def message(number: int, before: st.State, after: st.State) -> tuple[str, str]:
     subject = f"ralphstate: iteration {number}"
     if parts:
         subject = clip(f"{subject}: {'; '.join(parts)}", SUBJECT_CHARS)
-    met = len(after["criteria"]) - len(st.unmet(after))
+    met = len(after["criteria"]) - len(queries.unmet(after))
     body = [f"Iteration {number} of the loop: {clip(after['spec'], 200)}", ""]
     for label, names in (
         ("Steps done", done),

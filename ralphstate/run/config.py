@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ralphstate.core import limits
+from ralphstate.core.budgets import parse_duration
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.state import parse_duration
 from ralphstate.storage import fsio
 
 if sys.version_info >= (3, 11):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import limits
+from ralphstate.core import budgets, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
@@ -233,7 +233,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
     # The command as the first iteration gets it: Claude Code in print mode with what is
     # left of the cost budget (the smaller of this run's --max-cost and what the loop's
     # leaves, as the run computes it) as its own.
-    spent = st.spent(state)["cost"]
+    spent = budgets.spent(state)["cost"]
     loop_left = state["maxCost"] - spent if state["maxCost"] is not None else None
     given = [value for value in (plan.max_cost, loop_left) if value is not None]
     argv = with_budget(plan.argv, min(given) if given else None)

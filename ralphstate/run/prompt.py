@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ralphstate.core import limits
+from ralphstate.core import fields, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, command
@@ -87,7 +87,7 @@ def _read_start(path: Path, chars: int) -> tuple[str, int | None]:
 
 def _backing(state: st.State, name: str, notes: dict[str, str]) -> list[str]:
     """What backs a criterion: its check and what the check last proved, or a note."""
-    evidence: st.Evidence = state["evidence"].get(name) or {}
+    evidence: fields.Evidence = state["evidence"].get(name) or {}
     check = state["checks"].get(name)
     extra: list[str] = []
     result = evidence.get("result")
@@ -121,7 +121,7 @@ def assemble(
     the runner commits after the iteration (`--commit`), so the agent must not."""
     notes = notes or {}
     criteria = state["criteria"]
-    unmet = st.unmet(state)
+    unmet = queries.unmet(state)
     done, remaining = state["completedSteps"], state["remainingSteps"]
     lines = [
         (
@@ -140,7 +140,7 @@ def assemble(
         f"Criteria ({len(criteria) - len(unmet)} of {len(criteria)} verified):",
     ]
     for name in criteria[: limits.RUN_LIST_ITEMS]:
-        lines.append(f"- [{'x' if st.met(state, name) else ' '}] {_item(name)}")
+        lines.append(f"- [{'x' if queries.met(state, name) else ' '}] {_item(name)}")
         lines += _backing(state, name, notes)
     if len(criteria) > limits.RUN_LIST_ITEMS:
         lines.append(f"- … and {len(criteria) - limits.RUN_LIST_ITEMS} more (`ralphstate status`)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ralphstate.core import budgets, queries
 from ralphstate.core import state as st
 from ralphstate.core.text import count, noun, visible
 
@@ -93,12 +94,12 @@ class Outcome:
     error: str | None = None
     # What the reason is about: which budget, which step, the agent's last error.
     detail: str | None = None
-    # Whose budget was reached: `st.LOOPS` or `st.RUNS` (reason "budget").
+    # Whose budget was reached: `budgets.LOOPS` or `budgets.RUNS` (reason "budget").
     budget: str | None = None
 
     @property
     def exit_code(self) -> int:
-        if self.outcome == "paused" and self.reason == st.BLOCKED:
+        if self.outcome == "paused" and self.reason == queries.BLOCKED:
             return EXIT_BLOCKED
         return EXIT_CODES[self.outcome]
 
@@ -129,7 +130,7 @@ class Outcome:
             "user": "Stopped by Ctrl-C; run `ralphstate run` again to continue.",
             "commit_failed": "The iteration's work could not be committed (see above; it is"
             " staged): fix what stopped the commit, commit it, then `ralphstate run` again.",
-            "budget": LOOP_BUDGET_SPENT if self.budget == st.LOOPS else RUN_BUDGET_SPENT,
+            "budget": LOOP_BUDGET_SPENT if self.budget == budgets.LOOPS else RUN_BUDGET_SPENT,
             "limit": "The agent hit a usage limit, a rate limit or a billing problem that"
             " waiting does not fix here; `ralphstate run` again once it is lifted.",
             "agent_errors": "The agent failed several iterations in a row (see `errors` in"
@@ -156,7 +157,7 @@ class Outcome:
 
     def as_json(self) -> dict[str, Any]:
         met, total, done, steps = self.counts()
-        unmet = st.unmet(self.state) if self.state is not None else []
+        unmet = queries.unmet(self.state) if self.state is not None else []
         out: dict[str, Any] = {
             "outcome": self.outcome,
             "reason": self.reason,
@@ -182,7 +183,7 @@ class Outcome:
 def counts(state: st.State) -> tuple[int, int, int, int]:
     total = len(state["criteria"])
     return (
-        total - len(st.unmet(state)),
+        total - len(queries.unmet(state)),
         total,
         len(state["completedSteps"]),
         len(state["steps"]),

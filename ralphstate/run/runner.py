@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from ralphstate.core import clock
+from ralphstate.core import budgets, clock, fields, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
@@ -210,13 +210,13 @@ class _Run:
         self.state: st.State | None = None
         self.log = store.paths.dir / RUNS_DIR
         # This run's own budget, measured from what the loop's `usage` was when it began.
-        self.budget: st.Budget = {
+        self.budget: budgets.Budget = {
             "cost": plan.max_cost,
             "tokens": plan.max_tokens,
             "seconds": plan.max_duration,
         }
-        self.baseline: st.Usage = {"tokens": 0, "cost": 0.0, "seconds": 0.0}
-        self.over: str | None = None  # whose budget was reached: st.LOOPS or st.RUNS
+        self.baseline: fields.Usage = {"tokens": 0, "cost": 0.0, "seconds": 0.0}
+        self.over: str | None = None  # whose budget was reached: budgets.LOOPS or budgets.RUNS
 
     # -- the outline --
 
@@ -234,9 +234,9 @@ class _Run:
         if self.plan.limit <= 0:
             return self._finish("paused", "max_iterations")
         state = self._begin()
-        if not st.unmet(state):
+        if not queries.unmet(state):
             state = verify_criteria(self.store, state, self.report)
-            if not st.unmet(state):
+            if not queries.unmet(state):
                 return self._finish("complete", None)
         seen = self._fingerprint(state)
         quiet = 0
@@ -309,7 +309,7 @@ class _Run:
             if self._fall_back(why):
                 self.breakers.reset_failures()
                 tripped = None
-        if not st.unmet(state):
+        if not queries.unmet(state):
             return "complete", None
         if run >= self.plan.limit:  # the run's own --max, or the loop's cap
             capped = state["iteration"] >= state["maxIterations"]
@@ -329,24 +329,24 @@ class _Run:
     def _over_budget(self, state: st.State) -> str | None:
         """The budget reached, the loop's or this run's, as a person reads it; None
         when neither is. The loop's is named first: another run would meet it too."""
-        over = st.over_budget(state)
-        self.over = st.LOOPS
+        over = budgets.over_budget(state)
+        self.over = budgets.LOOPS
         if over is None:
-            over = st.reached(self._used(state), self.budget, st.RUNS)
-            self.over = st.RUNS
+            over = budgets.reached(self._used(state), self.budget, budgets.RUNS)
+            self.over = budgets.RUNS
         if over is None:
             self.over = None
         return over
 
-    def _used(self, state: st.State) -> st.Usage:
+    def _used(self, state: st.State) -> fields.Usage:
         """What this run has spent so far."""
-        return st.used_since(st.spent(state), self.baseline)
+        return budgets.used_since(budgets.spent(state), self.baseline)
 
     def _left(self, state: st.State, key: Literal["cost", "tokens", "seconds"]) -> float | None:
         """The smaller of what the loop's budget and this run's leave of one figure."""
         both = (
-            st.left(st.spent(state), st.loop_budget(state), key),
-            st.left(self._used(state), self.budget, key),
+            budgets.left(budgets.spent(state), budgets.loop_budget(state), key),
+            budgets.left(self._used(state), self.budget, key),
         )
         given = [value for value in both if value is not None]
         return min(given) if given else None
@@ -383,7 +383,7 @@ class _Run:
         def uncount(current: st.State, events: list[Event]) -> st.State:
             if current["iteration"] == number:
                 current["iteration"] -= 1
-            st.add_usage(
+            budgets.add_usage(
                 current,
                 tokens=figures.tokens if figures else 0,
                 cost=(figures.cost or 0.0) if figures else 0.0,
@@ -405,8 +405,11 @@ class _Run:
             return self._finish("paused", "limit", f"{kind}: {clip(hit.message, 200)}")
         assert wait is not None
         for whose, left in (
-            (st.LOOPS, st.left(st.spent(state), st.loop_budget(state), "seconds")),
-            (st.RUNS, st.left(self._used(state), self.budget, "seconds")),
+            (
+                budgets.LOOPS,
+                budgets.left(budgets.spent(state), budgets.loop_budget(state), "seconds"),
+            ),
+            (budgets.RUNS, budgets.left(self._used(state), self.budget, "seconds")),
         ):
             if left is not None and wait >= left:
                 self.over = whose
@@ -425,7 +428,7 @@ class _Run:
         waited = (clock.now() - started).total_seconds()
 
         def spend(current: st.State, events: list[Event]) -> None:
-            st.add_usage(current, seconds=waited)
+            budgets.add_usage(current, seconds=waited)
 
         with contextlib.suppress(RalphstateError):
             self.store.update(spend)
@@ -478,7 +481,10 @@ class _Run:
                 "pid": os.getpid(),
             }
             # This run's budget, and the loop's (docs/run.md, "Budgets").
-            for key, budget in (("budget", self.budget), ("loopBudget", st.loop_budget(state))):
+            for key, budget in (
+                ("budget", self.budget),
+                ("loopBudget", budgets.loop_budget(state)),
+            ):
                 given = {k: v for k, v in budget.items() if v is not None}
                 if given:
                     started[key] = given
@@ -491,7 +497,7 @@ class _Run:
         with contextlib.suppress(OSError, RalphstateError):
             registry.record(self.store.paths, state)  # running it here is adopting it
         self.state = state
-        self.baseline = st.spent(state)
+        self.baseline = budgets.spent(state)
         return state
 
     def _tasks(self, state: st.State | None) -> None:
@@ -533,7 +539,7 @@ class _Run:
             commits=self.plan.commit,
         )
         argv_now = with_budget(self.argv, self._left(state, "cost"))
-        remaining, unmet = state["remainingSteps"], st.unmet(state)
+        remaining, unmet = state["remainingSteps"], queries.unmet(state)
         if remaining:
             nxt = f"next step: {visible(clip(remaining[0], 80))}"
         else:
@@ -659,7 +665,7 @@ class _Run:
         into the state's bounded `errors` list. Returns the state afterwards."""
 
         def change(current: st.State, events: list[Event]) -> st.State:
-            st.add_usage(
+            budgets.add_usage(
                 current,
                 tokens=figures.tokens if figures else 0,
                 cost=(figures.cost or 0.0) if figures else 0.0,
@@ -726,9 +732,9 @@ class _Run:
         }
         outcome = outcomes[status]
         reason = state["pauseReason"] if status == "paused" else None
-        if st.is_blocked(reason):
-            self.detail = (reason or "")[len(st.BLOCKED) + 1 :].strip() or None
-            reason = st.BLOCKED
+        if queries.is_blocked(reason):
+            self.detail = (reason or "")[len(queries.BLOCKED) + 1 :].strip() or None
+            reason = queries.BLOCKED
         event = self._finished(outcome, reason=reason, by="outside")
         with contextlib.suppress(RalphstateError):
             append_history(
@@ -805,7 +811,7 @@ class _Run:
                 spec=clip(state["spec"], 200),
                 iteration=state["iteration"],
                 criteria={"met": met, "total": total},
-                usage=st.spent(state),
+                usage=budgets.spent(state),
             )
         notifier.send(
             self.plan.notify, event, summary, self.report.line, str(self.store.paths.root)

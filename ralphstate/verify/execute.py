@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ralphstate.core import clock, limits
+from ralphstate.core import clock, fields, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
@@ -61,7 +61,7 @@ class CheckResult:
     code: git.Snapshot | None = None
 
     @property
-    def result(self) -> st.EvidenceResult:
+    def result(self) -> fields.EvidenceResult:
         return "verified" if self.passed else "failing"
 
     @property
@@ -73,7 +73,7 @@ class CheckResult:
             return f"timed out after {self.timeout:g}s"
         return f"exit code {self.exit_code}"
 
-    def evidence(self, at: str) -> st.Evidence:
+    def evidence(self, at: str) -> fields.Evidence:
         """The entry kept in state.json's `evidence` for this criterion."""
         return {
             "result": self.result,
@@ -92,7 +92,7 @@ class CheckResult:
         return {"criterion": self.criterion, **self.evidence(clock.now_iso())}
 
 
-def code_fields(code: git.Snapshot | None) -> st.Evidence:
+def code_fields(code: git.Snapshot | None) -> fields.Evidence:
     """The evidence's tie to the code: `commit`, `dirty` and `tree` (docs/verify.md)."""
     if code is None:
         return {}

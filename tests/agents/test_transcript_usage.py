@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from ralphstate.agents.transcript_usage import count
-from ralphstate.core import state as st
+from ralphstate.core import fields
 from tests.helpers import FIXTURES
 
 # Recorded from Claude Code against the scripted API, which reported each reply as 100
@@ -39,12 +39,12 @@ def reply_lines(data: list[bytes]) -> list[int]:
 
 def read(
     path: Path,
-    since: st.TranscriptUsage | None = None,
+    since: fields.TranscriptUsage | None = None,
     session: str = SESSION,
     kind: str = "claude",
     started: str | None = STARTED,
     bound: int = 4 * 1024 * 1024,
-) -> tuple[int, st.TranscriptUsage]:
+) -> tuple[int, fields.TranscriptUsage]:
     found = count(str(path), kind, session, since, started, bound)
     assert found is not None
     return found
@@ -151,7 +151,7 @@ def test_a_transcript_that_shrank_counts_nothing_it_cannot_place(tmp_path: Path)
 def test_a_new_session_counts_its_own_transcript(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(CLAUDE.read_bytes())
-    earlier: st.TranscriptUsage = {
+    earlier: fields.TranscriptUsage = {
         "session": "an-earlier-session",
         "file": "0" * 16,
         "offset": 10**9,

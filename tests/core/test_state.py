@@ -19,8 +19,8 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
+from ralphstate.core import queries, views
 from ralphstate.core import state as st
-from ralphstate.core import views
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
@@ -178,14 +178,14 @@ def test_tolerant_reading_through_the_cli(
 
 def test_criterion_missing_from_status_counts_as_unmet(project: Path, rs: Any) -> None:
     raw = {"spec": "x", "criteria": ["a", "b", "c"], "criteriaStatus": {"a": True, "c": False}}
-    assert st.unmet(st.normalise(raw)) == ["b", "c"]
+    assert queries.unmet(st.normalise(raw)) == ["b", "c"]
     write_state(project, raw)
     assert rs("criteria", "list").out == "1. [x] a\n2. [ ] b\n3. [ ] c\n"
 
 
 def test_criteria_status_for_unlisted_criterion_does_not_count(project: Path) -> None:
     state = st.normalise({"criteria": ["a"], "criteriaStatus": {"a": False, "ghost": True}})
-    assert st.unmet(state) == ["a"]
+    assert queries.unmet(state) == ["a"]
     assert state["criteriaStatus"] == {"a": False, "ghost": True}  # kept, not invented
 
 
@@ -228,7 +228,7 @@ def test_the_seeds_format_loads(project: Path, rs: Any) -> None:
     state = st.parse(text.encode())
     assert state["version"] == 1
     assert state["spec"] == "original user request"
-    assert st.unmet(state) == ["no lint errors"]
+    assert queries.unmet(state) == ["no lint errors"]
     assert (state["completedSteps"], state["remainingSteps"]) == (["step1"], ["step2"])
     assert state["iteration"] == 2
 
@@ -461,7 +461,7 @@ def test_the_example_loads_with_the_real_store() -> None:
     state = example_store().load()
     assert state["status"] == "in_progress"
     assert state["iteration"] == 6
-    assert len(state["criteria"]) == 4 and len(st.unmet(state)) == 2
+    assert len(state["criteria"]) == 4 and len(queries.unmet(state)) == 2
     assert len(state["steps"]) == 5
     assert len(state["completedSteps"]) == 3
     assert state["remainingSteps"] == state["steps"][3:]
@@ -511,9 +511,9 @@ def test_the_example_history_is_consistent_with_its_state() -> None:
     assert iterations == sorted(iterations) and iterations[-1] == state["iteration"]
     blocks = [e for e in history if e["event"] == "unmet"]
     assert [b["iteration"] for b in blocks] == list(range(1, state["iteration"] + 1))
-    assert blocks[-1]["unmet"] == st.unmet(state)
+    assert blocks[-1]["unmet"] == queries.unmet(state)
     met = {e["criterion"]: e["value"] for e in history if e["event"] == "criterion_set"}
-    assert met == {c: True for c in state["criteria"] if st.met(state, c)}
+    assert met == {c: True for c in state["criteria"] if queries.met(state, c)}
     done = [e["step"] for e in history if e["event"] == "step_done"]
     assert done == state["completedSteps"]
     checkpoints = [e for e in history if e["event"] == "checkpoint"]
@@ -572,7 +572,9 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert json.loads(as_json.out) == {**state, "knownHere": False}
     assert list(json.loads(as_json.out)) == [*st.FIELD_ORDER, "ticket", "knownHere"]
     log = rs("log", "-n", "1")
-    assert log.out == (f"2026-03-14T10:41:37Z  #6   unmet            unmet={st.unmet(state)!r}\n")
+    assert log.out == (
+        f"2026-03-14T10:41:37Z  #6   unmet            unmet={queries.unmet(state)!r}\n"
+    )
 
 
 def test_errors_keep_only_the_most_recent() -> None:
@@ -585,70 +587,3 @@ def test_errors_keep_only_the_most_recent() -> None:
     assert state["errors"][0]["message"].startswith("boom 3!")
     assert len(state["errors"][-1]["message"]) == limits.MAX_PROBLEM_CHARS
     assert st.parse(st.dumps(state))["errors"] == state["errors"]
-
-
-# -- budgets ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("used", "budget", "said"),
-    [
-        # The figure and the budget on one scale, whichever side passes a dollar.
-        ((0, 1.44, 0.0), (0.8, None, None), "cost $1.44 of this run's $0.80"),
-        ((0, 0.6, 0.0), (0.54, None, None), "cost $0.6000 of this run's $0.5400"),
-        ((15200, 0.0, 0.0), (None, 15000, None), "tokens 15,200 of this run's 15,000"),
-        ((0, 0.0, 28812.4), (None, None, 28800.0), "duration 8h12s of this run's 8h"),
-        ((0, 0.0, 1.04), (None, None, 0.1), "duration 1s of this run's 0.1s"),
-        ((0, 0.79, 5.0), (0.8, 100, 60.0), None),
-    ],
-)
-def test_a_budget_reached_names_whose_and_both_figures(
-    used: tuple[int, float, float],
-    budget: tuple[float | None, int | None, float | None],
-    said: str | None,
-) -> None:
-    spent: st.Usage = {"tokens": used[0], "cost": used[1], "seconds": used[2]}
-    limits: st.Budget = {"cost": budget[0], "tokens": budget[1], "seconds": budget[2]}
-    assert st.reached(spent, limits, st.RUNS) == said
-
-
-def test_what_a_run_spent_is_the_difference_never_below_zero() -> None:
-    start: st.Usage = {"tokens": 100, "cost": 0.5, "seconds": 10.0}
-    now: st.Usage = {"tokens": 340, "cost": 0.5016, "seconds": 8.0}
-    assert st.used_since(now, start) == {"tokens": 240, "cost": 0.0016, "seconds": 0.0}
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds", "shown"),
-    [("8h", 28800, "8h"), ("1h30m", 5400, "1h30m"), ("90", 90, "1m30s"), ("2d4h", 187200, "2d4h")],
-)
-def test_durations_read_and_shown_as_people_write_them(
-    text: str, seconds: float, shown: str
-) -> None:
-    assert st.parse_duration(text) == seconds
-    assert st.span(seconds) == shown
-
-
-@pytest.mark.parametrize(
-    ("usage", "budgets", "line"),
-    [
-        # A session's tokens alone: no cost and no run time to show.
-        ({"tokens": 480, "cost": 0.0, "seconds": 0.0}, {}, "spent: 480 tokens"),
-        (
-            {"tokens": 480, "cost": 0.0032, "seconds": 61.0},
-            {},
-            "spent: 480 tokens · $0.0032 · 61s of runs",
-        ),
-        # A budget of a kind shows that kind's figure, even at nothing spent yet.
-        (
-            {"tokens": 480, "cost": 0.0, "seconds": 0.0},
-            {"maxCost": 2.0, "maxDuration": 3600.0},
-            "spent: 480 tokens · $0.0000 · 0s of runs (the loop's budget: $2.00, 1h)",
-        ),
-    ],
-)
-def test_the_spent_line_shows_what_was_spent(
-    usage: dict[str, float], budgets: dict[str, float], line: str
-) -> None:
-    state = st.normalise({"spec": "s", "criteria": ["c"], "usage": usage, **budgets})
-    assert views.status(state, "here").splitlines()[2] == line

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from ralphstate.core import marker as mk
+from ralphstate.core import queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from tests.helpers import run_process
@@ -70,7 +71,7 @@ def test_the_commands_of_a_block_reason_work_for_any_criterion_and_step_name(
         done = run_suggested(project, line)
         assert done.returncode == 0, (line, done.stderr)
     state = load(project)
-    assert st.met(state, name) and state["completedSteps"] == [name]
+    assert queries.met(state, name) and state["completedSteps"] == [name]
 
 
 @pytest.mark.parametrize("name", ["--help", "-c", "--note"])
@@ -97,7 +98,7 @@ def test_the_run_prompt_commands_work_for_any_name(project: Path, rs: Any, name:
         done = run_suggested(project, line)
         assert done.returncode == 0, (line, done.stderr)
     state = load(project)
-    assert st.met(state, name) and state["completedSteps"] == [name]
+    assert queries.met(state, name) and state["completedSteps"] == [name]
 
 
 # -- the completion marker ---------------------------------------------------------------

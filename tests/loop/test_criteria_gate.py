@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.core import queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage import registry
@@ -51,7 +52,7 @@ def test_the_keys_of_criteria_status_are_criteria_after_the_list_in_order() -> N
         {"criteria": ["b", "a"], "criteriaStatus": {"c": False, "a": True, "d": True}}
     )
     assert state["criteria"] == ["b", "a", "c", "d"]
-    assert st.unmet(state) == ["b", "c"]
+    assert queries.unmet(state) == ["b", "c"]
     only_map = st.normalise({"criteriaStatus": {"test passes": True, "no lint errors": False}})
     assert only_map["criteria"] == ["test passes", "no lint errors"]
 

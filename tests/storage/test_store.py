@@ -20,7 +20,7 @@ import orjson
 import pytest
 from freezegun import freeze_time
 
-from ralphstate.core import limits
+from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio
@@ -189,7 +189,7 @@ def test_a_held_lock_fails_fast_with_one_line(
         stop_process(holder)
     # The holder is gone, and so is its lock.
     assert rs("criteria", "set", "a", "true").code == 0
-    assert st.met(st.parse(path.read_bytes()), "a")
+    assert queries.met(st.parse(path.read_bytes()), "a")
 
 
 # -- a hand edit between read and write ------------------------------------------------
@@ -291,7 +291,7 @@ def test_concurrent_writers_lose_no_update(project: Path, rs: Any) -> None:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err
     state = st.parse(path.read_bytes())
-    assert st.unmet(state) == []
+    assert queries.unmet(state) == []
     steps = {f"s{k}-{i}" for k in range(workers) for i in range(1, updates, 2)}
     assert set(state["steps"]) == steps and set(state["remainingSteps"]) == steps
     history = store_for(project).history()
@@ -598,7 +598,7 @@ def test_a_symlink_that_stays_inside_the_project_is_followed(project: Path, rs: 
     (project / ".loop").symlink_to(real, target_is_directory=True)
     assert rs("init", "Inside", "-c", "a").code == 0
     assert rs("criteria", "set", "a", "true").code == 0
-    assert st.met(st.parse((real / "state.json").read_bytes()), "a")
+    assert queries.met(st.parse((real / "state.json").read_bytes()), "a")
 
 
 def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_write(

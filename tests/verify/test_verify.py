@@ -12,7 +12,7 @@ from typing import Any, cast
 import orjson
 import pytest
 
-from ralphstate.core import clock, limits
+from ralphstate.core import clock, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.loop.project import locate
@@ -373,7 +373,7 @@ def test_standing_never_looks_better_than_the_status() -> None:
     state["evidence"] = {"a": {"result": "verified"}, "b": {"result": "failing"}}
     # Hand edits: a verified criterion set false, a failing one set true.
     state["criteriaStatus"] = {"a": False, "b": True, "c": False}
-    assert [st.standing(state, c) for c in "abc"] == ["unchecked", "claimed", None]
+    assert [queries.standing(state, c) for c in "abc"] == ["unchecked", "claimed", None]
 
 
 # -- criteria check and config ----------------------------------------------------------
