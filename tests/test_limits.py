@@ -15,7 +15,7 @@ from typing import Any, cast
 import orjson
 import pytest
 
-from ralphstate.core import limits, render
+from ralphstate.core import limits, restore
 from ralphstate.core import state as st
 from ralphstate.core.decide import decide_stop
 from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop, told
@@ -118,7 +118,7 @@ def context_with(padding: int) -> str:
         criteria=[f"criterion {i:02d} " + "c" * 280 for i in range(15)],
         steps=[f"step {i} " + "t" * 280 for i in range(3)],
     )
-    return render.context(state, "resume")
+    return restore.context(state, "resume")
 
 
 def test_max_context_chars() -> None:
@@ -131,7 +131,7 @@ def test_max_context_chars() -> None:
     cut = context_with(fits + 1)
     assert len(cut) == limits.MAX_CONTEXT_CHARS
     # the data is cut, and says so, before the closing marker
-    assert f"t…\n{render.DATA_CUT}\n</loop-state>\n" in cut
+    assert f"t…\n{restore.DATA_CUT}\n</loop-state>\n" in cut
     assert "\nIteration 0 of 20" not in cut
     assert cut.endswith(whole[whole.index("\n</loop-state>") :])  # the protocol is kept
 
@@ -146,16 +146,16 @@ def test_max_context_chars() -> None:
 )
 def test_longest_item_quoted(limit: int, field: str, shown: str) -> None:
     exact, longer = "x" * limit, "y" * (limit + 1)
-    cut = "y" * (limit - 1) + "…" + (f" {render.SPEC_CUT}" if field == "spec" else "")
+    cut = "y" * (limit - 1) + "…" + (f" {restore.SPEC_CUT}" if field == "spec" else "")
     for text, expected in ((exact, exact), (longer, cut)):
         value: Any = [text] if field == "criteria" else text
-        assert shown.format(expected) in render.context(loop(**{field: value}), "resume")
+        assert shown.format(expected) in restore.context(loop(**{field: value}), "resume")
 
 
 @pytest.mark.parametrize("extra", [0, 1], ids=["at the limit", "one more"])
 def test_max_list_items(extra: int) -> None:
     names = [f"criterion {i}" for i in range(limits.MAX_LIST_ITEMS + extra)]
-    context = render.context(loop(criteria=names, criteriaStatus={}), "resume")
+    context = restore.context(loop(criteria=names, criteriaStatus={}), "resume")
     for name in names[: limits.MAX_LIST_ITEMS]:
         assert f"- [ ] {name}\n" in context
     if extra:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ralphstate.agents.table import Agent
-from ralphstate.core import clock, decide, fields, limits, ownership, queries, render
+from ralphstate.core import clock, decide, fields, limits, ownership, queries, render, restore
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.errors import NoLoop, RalphstateError
@@ -307,8 +307,8 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
         # An iteration of `ralphstate run`, which owns the loop: restore it, take nothing.
         told = _with_task_file(loop, _told(store, state))
         return agent.render_context(
-            render.context(told, source, lessons=lessons.read(loop.dir)),
-            render.session_line(told, source),
+            restore.context(told, source, lessons=lessons.read(loop.dir)),
+            restore.session_line(told, source),
         )
     pid = agent.process_id(os.environ)
 
@@ -367,11 +367,11 @@ def session_start(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
         _record("session-start", loop, state, pid)
     trusted = trust.is_trusted(loop, state)
     state = _with_task_file(loop, _told(store, state))
-    line = render.session_line(state, source)
+    line = restore.session_line(state, source)
     if not trusted:
-        line += " " + render.untrusted_line(state)
+        line += " " + restore.untrusted_line(state)
     return agent.render_context(
-        render.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
+        restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
     )
 
 

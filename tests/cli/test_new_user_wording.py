@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from ralphstate.agents.table import AGENTS, HOOKS
-from ralphstate.core import render
+from ralphstate.core import render, restore
 from ralphstate.core import state as st
 from ralphstate.core import text as core_text
 from ralphstate.install.claude import EVENTS
@@ -87,11 +87,11 @@ def test_the_session_line_says_resumed_only_when_a_session_is_resumed(
     source: str, word: str
 ) -> None:
     state = st.new("x", ["a"], [], now=NOW)
-    assert render.session_line(state, source) == (
+    assert restore.session_line(state, source) == (
         f"ralphstate: loop {word}: 0/1 criterion, iteration 0/20."
     )
     state["status"] = "paused"
-    assert render.session_line(state, source).startswith("ralphstate: loop paused: ")
+    assert restore.session_line(state, source).startswith("ralphstate: loop paused: ")
 
 
 def test_a_fresh_sessions_start_says_the_loop_is_in_progress(project: Path, rs: Any) -> None:

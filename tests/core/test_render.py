@@ -6,7 +6,7 @@ from typing import Any, cast
 
 import pytest
 
-from ralphstate.core import limits, render
+from ralphstate.core import limits, render, restore
 from ralphstate.core import state as st
 from ralphstate.core.text import all_of, count, noun
 
@@ -29,7 +29,7 @@ def loop(criteria: list[str] | None = None, **changes: Any) -> st.State:
 def test_unmet_criteria_come_first_and_are_all_named() -> None:
     names = [f"criterion {i:02}" for i in range(20)]
     state = loop(names, criteriaStatus={n: True for n in names[:15]})
-    context = render.context(state, "compact")
+    context = restore.context(state, "compact")
     listed = [line for line in context.splitlines() if line.startswith("- [")]
     assert listed[:5] == [f"- [ ] criterion {i:02}" for i in range(15, 20)]
     assert listed[5:] == [  # met by hand, without a check: claimed
@@ -41,45 +41,45 @@ def test_unmet_criteria_come_first_and_are_all_named() -> None:
 
 def test_more_unmet_than_fit_says_how_many_are_left_out() -> None:
     names = [f"c{i}" for i in range(limits.MAX_LIST_ITEMS + 3)]
-    context = render.context(loop(names, criteriaStatus={"c0": True}), "resume")
+    context = restore.context(loop(names, criteriaStatus={"c0": True}), "resume")
     assert f"- [ ] c{limits.MAX_LIST_ITEMS}\n" in context
     assert "- [x] c0" not in context
     assert "- … 3 more (2 unmet; `ralphstate status` lists them all)" in context
 
 
 def test_a_paused_loop_does_not_say_the_stop_hook_holds_the_session() -> None:
-    paused = render.context(loop(status="paused", pauseReason="user"), "resume")
+    paused = restore.context(loop(status="paused", pauseReason="user"), "resume")
     assert "the Stop hook will not hold you" in paused
     assert "holds the session open" not in paused
-    running = render.context(loop(), "resume")
+    running = restore.context(loop(), "resume")
     assert "will not hold you" not in running
     assert "The Stop hook holds the session open until then." in running
 
 
 def test_the_protocol_records_a_checked_criterion_with_verify_not_by_hand() -> None:
-    checked = render.context(loop(checks={"tests pass": "pytest -q"}), "compact")
+    checked = restore.context(loop(checks={"tests pass": "pytest -q"}), "compact")
     assert '`ralphstate verify "NAME"` for a criterion with a check' in checked
     assert "only a claim" in checked
-    unchecked = render.context(loop(), "compact")
+    unchecked = restore.context(loop(), "compact")
     assert "ralphstate verify" not in unchecked
     assert '- Record progress: `ralphstate criteria set "NAME" true`,' in unchecked
 
 
 def test_a_long_spec_cut_says_so_and_where_it_is_whole() -> None:
     whole = "x" * limits.MAX_SPEC_CHARS
-    assert render.SPEC_CUT not in render.context(loop(spec=whole), "resume")
-    cut = render.context(loop(spec=whole + "y"), "resume")
-    assert f"Spec: {'x' * (limits.MAX_SPEC_CHARS - 1)}… {render.SPEC_CUT}\n" in cut
-    assert "`ralphstate show` prints it whole" in render.SPEC_CUT
+    assert restore.SPEC_CUT not in restore.context(loop(spec=whole), "resume")
+    cut = restore.context(loop(spec=whole + "y"), "resume")
+    assert f"Spec: {'x' * (limits.MAX_SPEC_CHARS - 1)}… {restore.SPEC_CUT}\n" in cut
+    assert "`ralphstate show` prints it whole" in restore.SPEC_CUT
 
 
 def test_a_loop_too_long_for_the_context_says_it_was_cut() -> None:
     names = [f"{i} " + "z" * (limits.MAX_ITEM_CHARS - 5) for i in range(limits.MAX_LIST_ITEMS)]
     steps = [f"{i} " + "w" * (limits.MAX_ITEM_CHARS - 5) for i in range(limits.MAX_LIST_ITEMS)]
     state = loop(names, spec="s" * limits.MAX_SPEC_CHARS, steps=steps)
-    context = render.context(state, "resume")
+    context = restore.context(state, "resume")
     assert len(context) <= limits.MAX_CONTEXT_CHARS
-    assert f"\n{render.DATA_CUT}\n</loop-state>\n" in context
+    assert f"\n{restore.DATA_CUT}\n</loop-state>\n" in context
     assert context.endswith("until then.")  # the protocol is whole
 
 
@@ -111,9 +111,9 @@ def test_one_of_everything_reads_in_the_singular() -> None:
         render.block_marker(done),
         render.paused_max(one),
         render.paused_stall(one),
-        render.untrusted_line(one),
+        restore.untrusted_line(one),
         render.completed(done),
-        render.session_line(one),
+        restore.session_line(one),
     ]
     for text in texts:
         for wrong in ("1 criteria", "1 checks", "1 steps", "1 iterations", "1 blocked stops"):

@@ -12,7 +12,7 @@ from typing import Any, cast
 import orjson
 import pytest
 
-from ralphstate.core import render
+from ralphstate.core import restore
 from ralphstate.core import state as st
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
@@ -152,7 +152,7 @@ def test_untrusted_checks_pause_a_claimed_completion_by_default(claimed: Path, r
 def test_the_restored_context_tells_proofs_from_claims(claimed: Path, rs: Any) -> None:
     assert rs("criteria", "check", "tests pass", PASS).code == 0
     assert rs("verify").code == 0
-    context = render.context(load(claimed), "compact")
+    context = restore.context(load(claimed), "compact")
     assert "- [x] tests pass (verified by its check)" in context
     assert "- [x] docs written (claimed)" in context
     assert "the Stop hook runs the checks first" in context

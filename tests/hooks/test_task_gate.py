@@ -14,7 +14,7 @@ from typing import Any, cast
 import orjson
 import pytest
 
-from ralphstate.core import limits, render, tie
+from ralphstate.core import limits, restore, tie
 from ralphstate.core import state as st
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
@@ -377,10 +377,10 @@ def test_the_tie_rule(subject: str, description: str, expected: list[str]) -> No
 def test_the_protocol_tells_the_model_how_to_tie_a_task() -> None:
     state = _state("tests pass")
     state["checks"] = {"tests pass": "pytest"}
-    context = render.context(state, "startup")
-    assert render.TIE_TASK in context
-    assert render.TIE_TASK not in render.context(state, "startup", trusted=False)
+    context = restore.context(state, "startup")
+    assert restore.TIE_TASK in context
+    assert restore.TIE_TASK not in restore.context(state, "startup", trusted=False)
     state["verifyOnStop"] = False
-    assert render.TIE_TASK not in render.context(state, "startup")
+    assert restore.TIE_TASK not in restore.context(state, "startup")
     state["checks"] = {}
-    assert render.TIE_TASK not in render.context(state, "startup")
+    assert restore.TIE_TASK not in restore.context(state, "startup")

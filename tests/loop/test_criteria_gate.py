@@ -121,10 +121,10 @@ def test_no_criteria_lets_the_marker_alone_end_the_loop_and_every_message_says_s
     assert "no criteria (--no-criteria): the completion marker alone ends this loop" in (
         rs("status").out
     )
-    from ralphstate.core import render
+    from ralphstate.core import restore
 
     assert "no criteria (--no-criteria): the completion marker alone ends it" in (
-        render.context(state_of(project), "compact")
+        restore.context(state_of(project), "compact")
     )
     held = stop(project, "Still working.")
     assert held is not None and held["decision"] == "block"
