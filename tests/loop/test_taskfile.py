@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +235,10 @@ def test_a_file_changed_while_hooks_read_it(root: Path) -> None:
     path = root / "TASKS.md"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(path), one, two])
     try:
+        # The plan the loop started from stays until the writer's first save: wait for it.
+        deadline = time.monotonic() + 30
+        while path.read_bytes() == PLAN and time.monotonic() < deadline:
+            time.sleep(0.01)
         for _ in range(6):
             out, err = hook(root)
             assert out is not None
