@@ -155,6 +155,39 @@ def _whole(value: Any, lowest: int, highest: int, bad: Callable[[str], Ralphstat
     return value
 
 
+def _agent(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    commands = [value] if isinstance(value, str) else value
+    if (
+        not isinstance(commands, list)
+        or not commands
+        or not all(isinstance(c, str) and c.strip() for c in commands)
+    ):
+        raise bad("a non-empty string (the agent command) or a list of them")
+    config.agent, config.fallbacks = commands[0], list(commands[1:])
+
+
+def _prompt_mode(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if value not in PROMPT_MODES:
+        raise bad(" or ".join(PROMPT_MODES))
+    config.prompt_mode = value
+
+
+def _max(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
+    if not 1 <= value <= limits.RUN_MAX_ITERATIONS:
+        raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
+    config.max = value
+
+
+def _timeout(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.timeout = _seconds(value, above_zero=True, bad=bad)
+
+
+def _grace(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.grace = _seconds(value, above_zero=False, bad=bad)
+
+
 def _max_cost(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
     config.max_cost = _seconds(value, above_zero=True, bad=lambda _: bad("US dollars above 0"))
 
@@ -197,7 +230,13 @@ def _keep_awake(config: RunConfig, value: Any, bad: Callable[[str], RalphstateEr
     config.keep_awake = value
 
 
-_OVERNIGHT: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
+# How each key but `context` (whose files are named from the project) is read.
+_SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
+    "agent": _agent,
+    "prompt-mode": _prompt_mode,
+    "max": _max,
+    "timeout": _timeout,
+    "grace": _grace,
     "max-cost": _max_cost,
     "max-tokens": _max_tokens,
     "max-duration": _max_duration,
@@ -219,29 +258,8 @@ def _apply(config: RunConfig, table: dict[str, Any], root: Path, where: str) -> 
         def bad(wanted: str, key: str = key, value: Any = value) -> RalphstateError:
             return RalphstateError(f"{where}: {key!r} must be {wanted}, not {value!r}.")
 
-        if key == "agent":
-            commands = [value] if isinstance(value, str) else value
-            if (
-                not isinstance(commands, list)
-                or not commands
-                or not all(isinstance(c, str) and c.strip() for c in commands)
-            ):
-                raise bad("a non-empty string (the agent command) or a list of them")
-            config.agent, config.fallbacks = commands[0], list(commands[1:])
-        elif key in _OVERNIGHT:
-            _OVERNIGHT[key](config, value, bad)
-        elif key == "prompt-mode":
-            if value not in PROMPT_MODES:
-                raise bad(" or ".join(PROMPT_MODES))
-            config.prompt_mode = value
-        elif key == "max":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
-            if not 1 <= value <= limits.RUN_MAX_ITERATIONS:
-                raise bad(f"a whole number from 1 to {limits.RUN_MAX_ITERATIONS}")
-            config.max = value
-        elif key in ("timeout", "grace"):
-            setattr(config, key, _seconds(value, above_zero=key == "timeout", bad=bad))
+        if key in _SETTERS:
+            _SETTERS[key](config, value, bad)
         elif key == "context":
             items = [value] if isinstance(value, str) else value
             if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
