@@ -25,8 +25,8 @@ from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store, append_history
 
 if TYPE_CHECKING:
+    from ralphstate.run.context import Reporter
     from ralphstate.run.plan import Plan
-    from ralphstate.run.runner import Reporter
 
 # How many changed paths an error message names, and how much of a failed commit's
 # output is kept.

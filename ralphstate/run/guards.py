@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ralphstate.core import clock
 from ralphstate.run.result import format_duration
@@ -18,6 +19,8 @@ AGENT_ERRORS = 3
 STEP_RETRIES = 10
 # Unrecognised waits in a row (no reset time) before a run gives up and pauses.
 LIMIT_ATTEMPTS = 8
+# The breakers, by the pause reason each gives.
+Breaker = Literal["agent_errors", "step_retries"]
 
 
 @dataclass
@@ -48,7 +51,7 @@ class Breakers:
     def reset_failures(self) -> None:
         self.failures, self.errors = 0, []
 
-    def trip(self) -> str | None:
+    def trip(self) -> Breaker | None:
         """`agent_errors` or `step_retries` when that breaker opened, else None."""
         if self.failures >= self.agent_errors:
             return "agent_errors"

@@ -25,7 +25,7 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.run.runner import RUN_LOCK
+from ralphstate.run.runfiles import RUN_LOCK
 from ralphstate.storage import fsio, git, jsonstore, registry, trust
 from ralphstate.storage.paths import LOOP_DIR_NAME, LoopPaths
 from ralphstate.storage.store import Store

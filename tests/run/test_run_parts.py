@@ -449,10 +449,10 @@ def test_docs_name_every_option_of_run_and_watch() -> None:
 
 
 def test_a_log_name_an_earlier_loop_used_is_not_reused(tmp_path: Path) -> None:
-    from ralphstate.run.runner import _log_path
+    from ralphstate.run.runfiles import log_path
 
-    assert _log_path(tmp_path, 7) == tmp_path / "0007.log"
+    assert log_path(tmp_path, 7) == tmp_path / "0007.log"
     (tmp_path / "0007.log").write_text("old")
-    assert _log_path(tmp_path, 7) == tmp_path / "0007.2.log"
+    assert log_path(tmp_path, 7) == tmp_path / "0007.2.log"
     (tmp_path / "0007.2.log").write_text("old")
-    assert _log_path(tmp_path, 7) == tmp_path / "0007.3.log"
+    assert log_path(tmp_path, 7) == tmp_path / "0007.3.log"

@@ -1,0 +1,147 @@
+"""How a `ralphstate run` ends: complete or paused by its own decision, stopped from
+outside, or broken by an error. Each ending is written into the state and history
+(`run_finished`), told to the person's notifier (`notify`) and returned as the
+run's `Outcome`."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+from ralphstate.core import budgets, queries
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.render import clip
+from ralphstate.run import notifier
+from ralphstate.run.context import Context
+from ralphstate.run.result import Outcome, RunOutcome, counts
+from ralphstate.storage.store import Event
+
+
+def finished(ctx: Context, outcome: RunOutcome, **details: object) -> Event:
+    """The `run_finished` history event, however the run ended."""
+    return {
+        "event": "run_finished",
+        "outcome": outcome,
+        **details,
+        "iterations": len(ctx.records),
+        "duration": round(time.monotonic() - ctx.started, 3),
+    }
+
+
+def finish(
+    ctx: Context,
+    outcome: RunOutcome,
+    reason: str | None,
+    detail: str | None = None,
+    over: str | None = None,
+) -> Outcome:
+    """Write the ending into the state and history; a second Ctrl-C cuts it short.
+    `over`: whose budget was reached, for the reason `budget`."""
+    details = finished(ctx, outcome, reason=reason)
+    if detail:
+        details["detail"] = detail
+    ctx.detail = detail
+    ctx.over = over
+    if ctx.interrupts.first is not None:
+        details["signal"] = ctx.interrupts.first
+
+    def change(state: st.State, events: list[Event]) -> st.State:
+        if outcome == "complete":
+            state["status"], state["pauseReason"] = "complete", None
+        elif state["status"] == "in_progress":
+            state["status"], state["pauseReason"] = "paused", reason
+        events.append(details)
+        return state
+
+    try:
+        ctx.state = ctx.store.update(change)
+    except RalphstateError:
+        ctx.note([details])
+    return ended(ctx, outcome, reason)
+
+
+def stopped(ctx: Context, state: st.State) -> Outcome:
+    """The loop was paused, cancelled or completed from outside the run."""
+    ctx.state = state
+    status = state["status"]
+    outcomes: dict[str, RunOutcome] = {
+        "paused": "paused",
+        "cancelled": "cancelled",
+        "complete": "complete",
+    }
+    outcome = outcomes[status]
+    reason = state["pauseReason"] if status == "paused" else None
+    if queries.is_blocked(reason):
+        ctx.detail = (reason or "")[len(queries.BLOCKED) + 1 :].strip() or None
+        reason = queries.BLOCKED
+    ctx.note([finished(ctx, outcome, reason=reason, by="outside")], state)
+    return ended(ctx, outcome, reason)
+
+
+def failed(ctx: Context, message: str) -> Outcome:
+    """The run broke: say so in history and pause the loop (when its file can still
+    be written), so no hook keeps a session on a loop whose run stopped."""
+    event = finished(ctx, "error", error=message)
+    reason = clip(f"ralphstate run stopped: {message}", 200)
+
+    def change(state: st.State, events: list[Event]) -> None:
+        if state["status"] == "in_progress":
+            state["status"], state["pauseReason"] = "paused", reason
+        events.append(event)
+
+    try:
+        ctx.store.update(change)
+    except RalphstateError:
+        ctx.note([event])
+    return ended(ctx, "error", None, message)
+
+
+def ended(
+    ctx: Context, outcome: RunOutcome, reason: str | None, error: str | None = None
+) -> Outcome:
+    """The run's `Outcome`, told to the notifier (unless the person pressed Ctrl-C)."""
+    if outcome != "error" or ctx.state is None:
+        with contextlib.suppress(RalphstateError):
+            ctx.state = ctx.store.load()
+    result = Outcome(
+        outcome,
+        reason,
+        ctx.records,
+        ctx.state,
+        time.monotonic() - ctx.started,
+        error,
+        ctx.detail,
+        ctx.over if reason == "budget" else None,
+    )
+    if reason != "user":  # Ctrl-C: the person is there
+        kind = {"complete": "complete", "error": "error"}.get(outcome, "pause")
+        if reason in ("budget", "limit", "agent_errors"):
+            kind = {"agent_errors": "error"}.get(reason, reason)
+        notify(ctx, kind, result.summary()[0], outcome=outcome, reason=reason, error=error)
+    return result
+
+
+def notify(ctx: Context, kind: str, summary: str, **details: object) -> None:
+    """Tell the person's notifier (`notify`), never stopping or delaying the run
+    beyond its bound."""
+    if not ctx.plan.notify:
+        return
+    state = ctx.state
+    event: dict[str, object] = {
+        "event": kind,
+        **{k: v for k, v in details.items() if v is not None},
+        "project": str(ctx.store.paths.root),
+        "iterations": len(ctx.records),
+    }
+    if ctx.detail:
+        event["detail"] = ctx.detail
+    if state is not None:
+        met, total, _, _ = counts(state)
+        event.update(
+            spec=clip(state["spec"], 200),
+            iteration=state["iteration"],
+            criteria={"met": met, "total": total},
+            usage=budgets.spent(state),
+        )
+    notifier.send(ctx.plan.notify, event, summary, ctx.report.line, str(ctx.store.paths.root))
