@@ -50,7 +50,7 @@ from ralphstate.loop.project import hooks_view, locate
 @click.option("--continue-message", default=None, help="Text that opens every block reason.")
 @click.option(
     "--from",
-    "template",
+    "from_file",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Start from a template: a JSON state or a markdown checklist.",
 )
@@ -82,7 +82,7 @@ def init(
     stall_limit: int | None,
     marker: str | None,
     continue_message: str | None,
-    template: Path | None,
+    from_file: Path | None,
     force: bool,
     verify_on_stop: bool | None,
     here: bool,
@@ -102,9 +102,9 @@ def init(
         -s "write the exporter" -s "wire the button" --max-iterations 30
       ralphstate init --from loop-template.md
     """
-    from ralphstate.loop import template as tpl
+    from ralphstate.loop import template
 
-    loaded = tpl.load(template) if template else None
+    loaded = template.load(from_file) if from_file else None
     if marker is not None:
         from ralphstate.core.marker import check_marker
 

@@ -40,13 +40,12 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
     """
     if markdown and as_html:
         raise RalphstateError("choose one of --markdown and --html.")
-    from ralphstate.report import collect, plain
-    from ralphstate.report import html as render_html
+    from ralphstate.report import collect, html, plain
 
     store = locate()
     story = collect.story(store)
     if as_html:
-        body = render_html.html(story)
+        body = html.html(story)
         if target is None:
             target = store.paths.dir / DEFAULT_HTML
             ignore_local_files(store.paths)  # a .gitignore from before report.html

@@ -16,7 +16,7 @@ from ralphstate.core import budgets, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop.project import locate
-from ralphstate.run import config as runconfig
+from ralphstate.run import runconfig
 from ralphstate.storage.store import Store
 
 
@@ -205,9 +205,7 @@ def run_command(
       ralphstate run --worktree csv-export --commit
       ralphstate run --dry-run
     """
-    from ralphstate.run import plan as runplan
-    from ralphstate.run import result as runresult
-    from ralphstate.run import runner
+    from ralphstate.run import plan, result, runner
 
     files = [path.resolve() for path in context]
     if worktree_name is not None:
@@ -216,7 +214,7 @@ def run_command(
     else:
         store = locate()
     state = store.load()
-    plan = runplan.make_plan(
+    run_plan = plan.make_plan(
         store,
         state,
         agent=agents[0] if agents else None,
@@ -232,16 +230,16 @@ def run_command(
         idle_timeout=idle_timeout,
         notify=notify,
     )
-    plan.commit, plan.branch, plan.allow_dirty = commit, branch, allow_dirty
+    run_plan.commit, run_plan.branch, run_plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:
-        _show_preview(runplan.preview(store, plan), as_json)
+        _show_preview(plan.preview(store, run_plan), as_json)
         return
     terminal = _Terminal(to_stderr=as_json)
     try:
-        outcome = runner.run(store, plan, terminal)
+        outcome = runner.run(store, run_plan, terminal)
     except KeyboardInterrupt:  # a second Ctrl-C while the run was ending
         output.error("interrupted.")
-        raise SystemExit(runresult.EXIT_CODES["paused"]) from None
+        raise SystemExit(result.EXIT_CODES["paused"]) from None
     if outcome.error:
         output.error(str(outcome.error))
     for line in outcome.summary():

@@ -15,8 +15,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
-from ralphstate.verify import checks
-from ralphstate.verify import execute as verify_
+from ralphstate.verify import checks, execute
 
 EXIT_INTERRUPTED = 130
 
@@ -30,7 +29,7 @@ def _seconds(value: float | None) -> float | None:
     return value
 
 
-def result_lines(result: verify_.CheckResult) -> list[str]:
+def result_lines(result: execute.CheckResult) -> list[str]:
     """One line for a check, then, when it failed, the end of its output, indented."""
     took = f"{result.duration_ms / 1000:.1f}s"
     name = visible(result.criterion)
@@ -51,7 +50,7 @@ def result_lines(result: verify_.CheckResult) -> list[str]:
     f" (default: the criterion's own timeout, else {limits.CHECK_TIMEOUT:g}).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None:
+def verify_command(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None:
     """Run the criteria's checks now and record what they prove.
 
     Each check runs in the project root. Exit code 0 records its criterion as met and
@@ -69,17 +68,17 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
     """
     _seconds(timeout)
     store = locate()
-    done: list[verify_.CheckResult] = []
+    done: list[execute.CheckResult] = []
 
-    def show(result: verify_.CheckResult) -> None:
+    def show(result: execute.CheckResult) -> None:
         done.append(result)
         if not as_json:
             for line in result_lines(result):
                 output.text(line)
 
     try:
-        with verify_.terminate_as_interrupt():
-            results = verify_.run_checks(store, list(names) or None, timeout, progress=show)
+        with execute.terminate_as_interrupt():
+            results = execute.run_checks(store, list(names) or None, timeout, progress=show)
     except KeyboardInterrupt:
         output.error(
             "interrupted; the running check was stopped and nothing was recorded"
@@ -103,7 +102,7 @@ def verify(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None
 
 
 @click.command(context_settings=SETTINGS)
-def trust() -> None:
+def trust_command() -> None:
     """Allow this loop's check commands to run on this machine.
 
     Check commands are code. Checks that came with a repository, or were changed
@@ -120,17 +119,17 @@ def trust() -> None:
       ralphstate run --dry-run
       ralphstate trust
     """
-    from ralphstate.run import config as runconfig
-    from ralphstate.storage import trust as trust_store
+    from ralphstate.run import runconfig
+    from ralphstate.storage import trust
 
     store = locate()
     configured = runconfig.load(store.paths.root, store.paths.dir)
     settings = runconfig.reviewed(configured, store.paths.root)
     state = checks.trust_checks(store, settings)
-    armed = trust_store.armed(state)
+    armed = trust.armed(state)
     for name, command in armed.items():
         output.text(f"  {visible(name)}: {visible(command)}")
-    for name, command in trust_store.idle(state).items():
+    for name, command in trust.idle(state).items():
         output.text(
             f"  {visible(name)}: {visible(command)}  (no such criterion: not trusted, never run)"
         )

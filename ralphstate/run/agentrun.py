@@ -12,8 +12,7 @@ from typing import Any
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
-from ralphstate.run import agentpid, progress, prompt, runfiles, spawn
-from ralphstate.run import config as runconfig
+from ralphstate.run import agentpid, progress, prompt, runconfig, runfiles, spawn
 from ralphstate.run.context import Context
 from ralphstate.storage import lessons
 from ralphstate.storage.store import Event

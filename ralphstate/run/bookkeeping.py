@@ -31,10 +31,10 @@ def check_trusted(store: Store, state: st.State) -> None:
     if not state["checks"]:
         return
     from ralphstate.storage import trust
-    from ralphstate.verify import execute as verify
+    from ralphstate.verify import execute
 
     if not trust.is_trusted(store.paths, state):
-        raise RalphstateError(verify.untrusted_message(store))
+        raise RalphstateError(execute.untrusted_message(store))
 
 
 def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State:
@@ -47,12 +47,12 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     """
     if not state["checks"]:
         return state
-    from ralphstate.verify import execute as verify
+    from ralphstate.verify import execute
 
     def said(result: Any) -> None:
         report.line(progress.check_line(result))
 
-    verify.run_checks(store, by="run", progress=said)
+    execute.run_checks(store, by="run", progress=said)
     return store.load()
 
 

@@ -13,8 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.text import visible
-from ralphstate.run import config as runconfig
-from ralphstate.run import guards, prompt, spawn
+from ralphstate.run import guards, prompt, runconfig, spawn
 from ralphstate.storage.store import Store
 
 

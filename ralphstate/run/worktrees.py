@@ -359,7 +359,7 @@ def _copy_loop(
 def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) -> None:
     """What is trusted in the source loop is trusted in its copy: the very same checks,
     and the run's settings when the copy's are the very ones trusted there."""
-    from ralphstate.run import config as runconfig
+    from ralphstate.run import runconfig
 
     if trust.armed(new) != trust.armed(state):
         return

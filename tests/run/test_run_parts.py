@@ -19,8 +19,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import locate
-from ralphstate.run import config as runconfig
-from ralphstate.run import prompt, spawn, watch
+from ralphstate.run import prompt, runconfig, spawn, watch
 from ralphstate.run import result as runresult
 from tests.helpers import REPO
 
