@@ -12,6 +12,11 @@ lowest and the highest, and the goal. The rows:
   in a project without a loop;
 - Stop, blocking: the same command blocking an in-progress loop with an unmet
   criterion, owned by the input's session;
+- the plugin's Stop, no loop / blocking: the Claude Code plugin's command for Stop
+  (`python hooks/launch.py stop`, the launcher of the copy installed from, run by the
+  venv's python, which imports ralphstate of the plugin's version), in the project
+  without a loop against `python -c pass`, and blocking the loop against the Stop
+  hook's blocking row (the installed command: the plugin path as fast as the pip path);
 - SessionStart: the SessionStart command restoring that loop;
 - PostToolUse, no loop / a loop: the hook `ralphstate install --tasks` adds, mirroring
   a `TaskCreate` (each run a new task, so every run writes) in the project without a
@@ -97,7 +102,8 @@ def run(cmd: list[str], env: dict[str, str], cwd: Path, data: bytes = b"") -> tu
 
 
 def install(base: Path) -> tuple[str, Path]:
-    """A venv with this checkout installed: its python, and its scripts directory."""
+    """A venv with this checkout installed: its python, and its scripts directory. The
+    copy it was built from stays in `base/source`, the plugin's files with it."""
     print(f"installing {CHECKOUT} into a temporary venv ...", file=sys.stderr)
     venv.create(base / "venv", with_pip=True)
     scripts = base / "venv" / ("Scripts" if WINDOWS else "bin")
@@ -250,6 +256,9 @@ def cases(
         plans[count] = Proc([*rs, "status"], root, expect="spec:")
     nothing = Proc(stop, empty, hook_input(empty, "Stop", **said))
     blocking = Proc(stop, looped, hook_input(looped, "Stop", **said), '"block"')
+    plugin = [python, str(base / "source" / "hooks" / "launch.py"), "stop"]
+    plugin_nothing = Proc(plugin, empty, hook_input(empty, "Stop", **said))
+    plugin_blocking = Proc(plugin, looped, hook_input(looped, "Stop", **said), '"block"')
     restore = hook_input(looped, "SessionStart", source="startup")
     restoring = Proc(start, looped, restore, "additionalContext")
     flip = Proc(
@@ -282,6 +291,8 @@ def cases(
     return [
         ("Stop hook, no loop", 1.1, nothing, None),
         ("Stop hook, blocking", 4.5, blocking, None),
+        ("plugin Stop, no loop", 1.1, plugin_nothing, None),
+        ("plugin Stop, blocking / pip", 1.1, plugin_blocking, blocking),
         ("SessionStart hook", 4.5, restoring, None),
         ("PostToolUse hook, no loop", 1.1, bare_task, None),
         ("PostToolUse hook, a loop", 4.5, loop_task, None),
@@ -361,7 +372,7 @@ def main() -> int:
         shown = hook(python, "Stop")[0]
     print(
         f"Python {version} on {sys.platform}, {os.cpu_count()} CPUs; {runs} pairs a case;"
-        f" ratios against `python -c pass` (the transcript row: against a 10 KB transcript)"
+        f" ratios against `python -c pass` (a row named A / B: against B)"
     )
     print(f"Stop hook, as install writes it: {shown.replace(str(base), '<tmp>')}")
     print()

@@ -1,0 +1,118 @@
+"""The Claude Code plugin's launcher under test (tests/plugin): a copy of the plugin,
+stand-in environments, and the launcher run as Claude Code runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ralphstate
+from tests.helpers import REPO
+
+# The launcher: the file hooks.json runs and the modules it imports.
+LAUNCHER = ("launch.py", "plugin_launcher.py", "plugin_env.py")
+POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and scripts")
+# An interpreter that cannot import ralphstate (no site-packages).
+BARE = [sys.executable, "-I", "-S"]
+VERSION = ralphstate.__version__
+PREPARING = (
+    f"ralphstate: setting up its Python environment for plugin version {VERSION} (first"
+    " use, about a minute at most); loops are not enforced until it is ready."
+)
+
+
+def plugin_copy(where: Path, version: str = VERSION) -> Path:
+    """The plugin's launcher, bin and manifest, copied to `where` with `version`."""
+    (where / "hooks").mkdir(parents=True)
+    for name in LAUNCHER:
+        shutil.copy2(REPO / "hooks" / name, where / "hooks" / name)
+    shutil.copytree(REPO / "bin", where / "bin")
+    (where / ".claude-plugin").mkdir()
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    manifest["version"] = version
+    (where / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, where / name)
+    shutil.copytree(
+        REPO / "ralphstate", where / "ralphstate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    return where
+
+
+def fake_env(data: Path, version: str = VERSION, body: str = "") -> Path:
+    """An environment under `data` that is ready for `version`; its Python prints its
+    arguments and input as JSON, or runs `body`."""
+    python = data / "venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    python.parent.mkdir(parents=True)
+    body = body or "print(json.dumps({'argv': sys.argv[1:], 'stdin': sys.stdin.read()}))"
+    python.write_text(f"#!{sys.executable}\nimport json, sys\n{body}\n")
+    python.chmod(0o755)
+    (data / "venv" / "ralphstate-plugin-version").write_text(version)
+    return python
+
+
+def may_loop(project: Path) -> None:
+    """A `.loop/` in `project`: ralphstate's hook may have work there, so the launcher
+    hands the hook over (with none, it answers at once: tests below)."""
+    (project / ".loop").mkdir(exist_ok=True)
+
+
+def env_for(tmp_path: Path, data: Path | None, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in ("SYSTEMROOT", "WINDIR", "LANG")}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env.update(
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+        HOME=str(home),
+        USERPROFILE=str(home),
+        RALPHSTATE_HOME=str(tmp_path / "ralphstate-home"),
+        CLAUDE_PROJECT_DIR=str(tmp_path),
+        # pip finds nothing: a build fails quickly and offline.
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(tmp_path / "no-wheels"),
+        PIP_CONFIG_FILE=os.devnull,
+    )
+    if data is not None:
+        env["CLAUDE_PLUGIN_DATA"] = str(data)
+    env.update(extra)
+    return env
+
+
+def hook(
+    launch: Path, event: str, env: dict[str, str], data: bytes = b"{}", python: Any = None
+) -> subprocess.CompletedProcess[bytes]:
+    done = subprocess.run(
+        [*(python or BARE), str(launch), event],
+        input=data,
+        env=env,
+        capture_output=True,
+        timeout=60,
+        cwd=env["CLAUDE_PROJECT_DIR"],
+    )
+    assert done.returncode == 0
+    return done
+
+
+def notice(done: subprocess.CompletedProcess[bytes]) -> str:
+    out = json.loads(done.stdout)
+    assert set(out) == {"systemMessage"} and done.stdout.count(b"\n") == 1
+    return str(out["systemMessage"])
+
+
+def wait_for_build(data: Path, timeout: float = 120) -> None:
+    """Until the detached build has let go of its lock."""
+    deadline = time.monotonic() + timeout
+    while (data / "build.lock").exists() or not (data / "build.log").exists():
+        assert time.monotonic() < deadline, "the build did not finish"
+        time.sleep(0.1)
+
+
+TASK = json.dumps({"session_id": "s", "task_id": "1", "task_subject": "tests pass"}).encode()
