@@ -70,6 +70,14 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """An empty project directory, with a space in its path; not the current directory."""
+    path = tmp_path / "a project"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
 def rs(capsys: pytest.CaptureFixture[str]) -> Iterator[object]:
     """Run `ralphstate ARGS...` in-process through the real entry point."""
 

@@ -35,6 +35,7 @@ from tests.helpers.hardening import (
     cli,
     hook,
     hook_input_for,
+    lock_held,
     loop_files,
     make_loop,
     posix_root,
@@ -345,31 +346,6 @@ def test_per_user_directories_not_writable_the_stop_hook_still_decides(
 
 
 # -- a lock another live process holds ----------------------------------------------------------
-
-HOLDER = """
-import sys, filelock
-lock = filelock.FileLock(sys.argv[1])
-lock.acquire()
-print("held", flush=True)
-sys.stdin.read()  # until the test closes our stdin
-"""
-
-
-@contextlib.contextmanager
-def lock_held(loop: Path) -> Iterator[None]:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(loop / "state.lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert holder.stdin is not None and holder.stdout is not None
-    try:
-        assert holder.stdout.readline() == b"held\n"
-        yield
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
 
 
 @pytest.mark.parametrize(

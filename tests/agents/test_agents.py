@@ -142,13 +142,6 @@ def run_hook(event: str, name: str, root: Path, data: dict[str, Any]) -> dict[st
     return out
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
-
-
 def other_agent(name: str) -> str:
     return "codex" if name != "codex" else "claude"
 

@@ -1,9 +1,12 @@
 """Helpers for the check tests: portable check commands (this Python, double-quoted,
-which both sh and cmd.exe accept) and a way to tell whether a process still runs."""
+which both sh and cmd.exe accept), a way to tell whether a process still runs, and a
+hook stopped by its client while a check runs."""
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -67,3 +70,24 @@ def wait_for(condition: Callable[[], object], what: str, limit: float = 30.0) ->
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what}")
         time.sleep(0.02)
+
+
+def terminated_during_check(
+    root: Path, event: str, data: bytes, started: Path
+) -> tuple[int, bytes, str]:
+    """`ralphstate hook EVENT` on `data` in `root`, sent SIGTERM once `started` exists (a
+    `sleeper` check of the loop has begun), as a client that gives up on a hook does:
+    its exit code, stdout and stderr."""
+    (root / "input.json").write_bytes(data)
+    with (root / "input.json").open("rb") as stdin:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ralphstate", "hook", event],
+            cwd=root,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    wait_for(started.exists, "the check to start")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err.decode()

@@ -1,12 +1,13 @@
 """Helpers for the fuzz, fault and security tests: the real entry points run in this
-process with their streams swapped, a watch on every process this process starts, and
-checks of the promises every run must keep."""
+process with their streams swapped, a watch on every process this process starts,
+checks of the promises every run must keep, and a state lock another process holds."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -166,3 +167,30 @@ def processes_started() -> Iterator[list[tuple[str, Any]]]:
 
 def posix_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+HOLDER = """
+import sys, filelock
+lock = filelock.FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+"""
+
+
+@contextlib.contextmanager
+def lock_held(loop: Path) -> Iterator[None]:
+    """The loop's state lock (`loop`/state.lock), held by another live process."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(loop / "state.lock")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()

@@ -1,16 +1,21 @@
 """The loop the hook tests start from ("Build the parser": two criteria, two steps),
-as a state and written where a hook finds it."""
+as a state and written where a hook finds it; the state read back, and the Stop hook
+run on a loop as a real process."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, cast
 
+import orjson
+
 from ralphstate.core import state as st
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
+from tests.helpers import run_process
 
 SID = "session-a"
+DONE = "All done. <loop-complete>"
 CRITERIA = ["tests pass", "lint clean"]
 STEPS = ["tokenizer", "parser"]
 
@@ -61,3 +66,23 @@ def make_loop(
     """The parser loop with `changes`, written in `root` (see `write_loop`)."""
     state = parser_state(session=session, agent=agent, **changes)
     return write_loop(root, state, known=known, claude_pid=claude_pid)
+
+
+def load(root: Path) -> st.State:
+    return st.parse((root / ".loop" / "state.json").read_bytes())
+
+
+def own(root: Path) -> None:
+    """Give the loop to SID, as a session that ran `init` would have it."""
+    path = root / ".loop" / "state.json"
+    raw = orjson.loads(path.read_bytes())
+    raw["sessionId"] = SID
+    path.write_bytes(orjson.dumps(raw))
+
+
+def stop(root: Path, message: str = DONE) -> dict[str, Any] | None:
+    """The Stop hook of session SID, in its own process, after `message`: what it printed."""
+    data = {"session_id": SID, "cwd": str(root), "last_assistant_message": message}
+    done = run_process(["hook", "stop"], cwd=root, input=orjson.dumps(data), timeout=60)
+    assert done.returncode == 0, done
+    return orjson.loads(done.stdout) if done.stdout.strip() else None

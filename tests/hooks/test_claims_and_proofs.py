@@ -16,30 +16,8 @@ from ralphstate.core import restore
 from ralphstate.core import state as st
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
-from tests.helpers import run_process
 from tests.helpers.checks import FAIL, PASS
-
-SID = "session-a"
-DONE = "All done. <loop-complete>"
-
-
-def stop(root: Path, message: str = DONE) -> dict[str, Any] | None:
-    data = {"session_id": SID, "cwd": str(root), "last_assistant_message": message}
-    done = run_process(["hook", "stop"], cwd=root, input=orjson.dumps(data), timeout=60)
-    assert done.returncode == 0, done
-    return orjson.loads(done.stdout) if done.stdout.strip() else None
-
-
-def load(root: Path) -> st.State:
-    return st.parse((root / ".loop" / "state.json").read_bytes())
-
-
-def own(root: Path) -> None:
-    """Give the loop to SID, as a session that ran `init` would have it."""
-    path = root / ".loop" / "state.json"
-    raw = orjson.loads(path.read_bytes())
-    raw["sessionId"] = SID
-    path.write_bytes(orjson.dumps(raw))
+from tests.helpers.loops import SID, load, own, stop
 
 
 @pytest.fixture

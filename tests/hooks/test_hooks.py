@@ -31,13 +31,6 @@ def hook(
     return out, done.stderr.decode()
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
-
-
 # -- SessionStart ownership ------------------------------------------------------------
 
 

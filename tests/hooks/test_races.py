@@ -9,7 +9,6 @@ the lock as the other party would, and lets go."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -21,41 +20,13 @@ import orjson
 
 from ralphstate.core import state as st
 from tests.helpers.loops import make_loop
-
-# The real hook, in its own process, with one addition: just before it asks for the
-# state lock (it has read the file and decided once), it says so in a file.
-HOOK = """
-import os, sys
-import filelock
-from ralphstate.hooks.entry import main
-
-def acquire(self, *args, _real=filelock.BaseFileLock.acquire, **kwargs):
-    if os.path.basename(self.lock_file) == "state.lock":
-        open(os.environ["RACE_MARK"], "a").close()
-    return _real(self, *args, **kwargs)
-
-filelock.BaseFileLock.acquire = acquire
-main()
-"""
+from tests.helpers.race import racing_hook
 
 
 def start_hook(project: Path, session: str) -> tuple[subprocess.Popen[bytes], Path]:
     mark = project.parent / f"waiting-{session}"
-    child = subprocess.Popen(
-        [sys.executable, "-c", HOOK, "session-start"],
-        cwd=project,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "CLAUDE_PROJECT_DIR": str(project), "RACE_MARK": str(mark)},
-    )
-    assert child.stdin is not None
-    child.stdin.write(
-        orjson.dumps({"session_id": session, "cwd": str(project), "source": "startup"})
-    )
-    child.stdin.close()
-    child.stdin = None  # communicate() must not flush it again
-    return child, mark
+    data = orjson.dumps({"session_id": session, "cwd": str(project), "source": "startup"})
+    return racing_hook(project, "session-start", data, mark), mark
 
 
 def waiting(started: tuple[subprocess.Popen[bytes], Path], limit: float = 20) -> None:

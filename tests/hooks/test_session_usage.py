@@ -20,13 +20,6 @@ CLAUDE = FIXTURES / "agents" / "claude_transcript.jsonl"
 REPLY = 157
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
-
-
 def stop(
     root: Path, transcript: Path, env: dict[str, str] | None = None
 ) -> tuple[dict[str, Any] | None, str]:

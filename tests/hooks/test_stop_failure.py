@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.helpers import FIXTURES
 from tests.helpers.loops import SID, make_loop
@@ -18,13 +17,6 @@ RECORDED = orjson.loads((FIXTURES / "outputs" / "claude_stop_failure_input.json"
 MESSAGE = RECORDED["last_assistant_message"]
 RATE_LIMIT = {k: v for k, v in RECORDED.items() if k != "cwd"} | {"session_id": SID}
 FOREGROUND = {"RALPHSTATE_HOOK_FOREGROUND": "1"}
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
 
 
 def history(root: Path) -> list[dict[str, object]]:

@@ -11,36 +11,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from ralphstate.core import marker as mk
 from ralphstate.core import queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
-from tests.helpers import run_process
 from tests.helpers.checks import PASS
+from tests.helpers.loops import load, own, stop
 
-SID = "session-a"
 AWKWARD = ["--help", "-c", "--note", "-", "--", "-s x", 'it\'s "done"', "a  b", "1"]
-
-
-def stop(root: Path, message: str) -> dict[str, Any] | None:
-    data = {"session_id": SID, "cwd": str(root), "last_assistant_message": message}
-    done = run_process(["hook", "stop"], cwd=root, input=orjson.dumps(data), timeout=60)
-    assert done.returncode == 0, done
-    return orjson.loads(done.stdout) if done.stdout.strip() else None
-
-
-def load(root: Path) -> st.State:
-    return st.parse((root / ".loop" / "state.json").read_bytes())
-
-
-def own(root: Path) -> None:
-    path = root / ".loop" / "state.json"
-    raw = orjson.loads(path.read_bytes())
-    raw["sessionId"] = SID
-    path.write_bytes(orjson.dumps(raw))
 
 
 def suggested(reason: str) -> list[str]:

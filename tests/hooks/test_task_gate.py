@@ -5,7 +5,6 @@ fault lets the task through."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,16 +18,19 @@ from ralphstate.core import state as st
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import FIXTURES, run_process
-from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
+from tests.helpers.checks import (
+    FAIL,
+    PASS,
+    alive,
+    py,
+    script,
+    sleeper,
+    terminated_during_check,
+    wait_for,
+)
+from tests.helpers.loops import load
 
 SID = "session-a"
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
 
 
 def make_loop(
@@ -83,10 +85,6 @@ def complete(
     return run_process(
         ["hook", "task-completed"], cwd=root, input=orjson.dumps(data), env=env, timeout=60
     )
-
-
-def load(root: Path) -> st.State:
-    return st.parse((root / ".loop" / "state.json").read_bytes())
 
 
 def history(root: Path) -> list[dict[str, Any]]:
@@ -322,20 +320,9 @@ def test_a_fault_while_the_check_runs_lets_the_task_through(root: Path) -> None:
     path = root / ".loop" / "state.json"
     before = path.read_bytes()
     data = {"session_id": SID, "cwd": str(root), "task_id": "1", "task_subject": "slow"}
-    (root / "input.json").write_bytes(orjson.dumps(data))
-    with (root / "input.json").open("rb") as stdin:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ralphstate", "hook", "task-completed"],
-            cwd=root,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    wait_for(started.exists, "the check to start")
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert (proc.returncode, out) == (0, b"")
-    assert err.decode().endswith(
+    code, out, err = terminated_during_check(root, "task-completed", orjson.dumps(data), started)
+    assert (code, out) == (0, b"")
+    assert err.endswith(
         "ralphstate hook task-completed: stopped while running the loop's checks; the"
         " running check was killed; allowing.\n"
     )

@@ -5,10 +5,8 @@ on real files. The inputs have the shapes Claude Code 2.1.330 sends
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from ralphstate.core import state as st
 from tests.helpers import FIXTURES, hardening, run_process
 from tests.helpers.hardening import hook_kept_its_promises, processes_started
 from tests.helpers.loops import SID, make_loop
+from tests.helpers.race import racing_hook
 from tests.helpers.taskcalls import calls as tasklist_calls
 
 
@@ -91,13 +90,6 @@ def post(root: Path, data: dict[str, Any], env: dict[str, str] | None = None) ->
 
 def read(path: Path) -> st.State:
     return st.parse(path.read_bytes())
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
 
 
 # -- TaskCreate / TaskUpdate --------------------------------------------------------
@@ -395,21 +387,6 @@ def test_a_call_that_cannot_be_read_is_ignored(root: Path, response: Any) -> Non
 
 # -- a concurrent Stop --------------------------------------------------------------
 
-# The real hook, in its own process, that says in a file when it asks for the state lock.
-RACING = """
-import os, sys
-import filelock
-from ralphstate.hooks.entry import main
-
-def acquire(self, *args, _real=filelock.BaseFileLock.acquire, **kwargs):
-    if os.path.basename(self.lock_file) == "state.lock":
-        open(os.environ["RACE_MARK"], "a").close()
-    return _real(self, *args, **kwargs)
-
-filelock.BaseFileLock.acquire = acquire
-main()
-"""
-
 
 def test_a_stop_and_a_mirrored_task_at_once_lose_nothing(root: Path) -> None:
     """Both hooks have read the state and wait for its lock at the same time; each then
@@ -447,18 +424,7 @@ def race(
             ("post-tool-use", create("1", "Write the exporter")),
         ):
             mark = root.parent / f"waiting-{event}"
-            child = subprocess.Popen(
-                [sys.executable, "-c", RACING, event],
-                cwd=root,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env={**os.environ, "CLAUDE_PROJECT_DIR": str(root), "RACE_MARK": str(mark)},
-            )
-            assert child.stdin is not None
-            child.stdin.write(orjson.dumps({"cwd": str(root), **data}))
-            child.stdin.close()
-            child.stdin = None
+            child = racing_hook(root, event, orjson.dumps({"cwd": str(root), **data}), mark)
             children.append((child, mark))
         for child, mark in children:
             deadline = time.monotonic() + 20

@@ -4,10 +4,6 @@ fault per session; and a hook whose input names no session changes nothing. Real
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +15,7 @@ from ralphstate.core import state as st
 from ralphstate.storage import notices
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
-from tests.helpers.hardening import told
+from tests.helpers.hardening import lock_held, told
 from tests.helpers.loops import SID, make_loop
 
 DOCTOR = "; the loop is not enforced until this is fixed (`ralphstate doctor` checks it)."
@@ -33,13 +29,6 @@ def hook(
     assert done.returncode == 0
     out = orjson.loads(done.stdout) if done.stdout.strip() else None
     return out, done.stderr.decode()
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
 
 
 def not_json(root: Path) -> str:
@@ -119,32 +108,6 @@ def test_another_fault_in_the_same_session_is_told(root: Path) -> None:
     out, _ = hook("stop", root, {"session_id": SID})
     assert out is not None and first not in out["systemMessage"]
     assert "must hold a JSON object" in out["systemMessage"]
-
-
-HOLDER = """
-import sys, filelock
-lock = filelock.FileLock(sys.argv[1])
-with lock:
-    print("held", flush=True)
-    sys.stdin.read()
-"""
-
-
-@contextlib.contextmanager
-def lock_held(loop: Path) -> Iterator[None]:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(loop / "state.lock")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    assert holder.stdin is not None and holder.stdout is not None
-    try:
-        assert holder.stdout.readline() == b"held\n"
-        yield
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
 
 
 def test_a_lock_never_had_is_told_once(root: Path) -> None:

@@ -4,8 +4,6 @@ runs the checks first; failures block with their output; untrusted checks never 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -20,18 +18,21 @@ from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.verify.execute import CheckResult
 from tests.helpers import run_process
-from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
+from tests.helpers.checks import (
+    FAIL,
+    PASS,
+    alive,
+    py,
+    script,
+    sleeper,
+    terminated_during_check,
+    wait_for,
+)
+from tests.helpers.loops import load
 
 SID = "session-a"
 MARK = "<loop-complete>"
 DONE = f"All done. {MARK}"
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    path = tmp_path / "a project"
-    path.mkdir()
-    return path
 
 
 def make_loop(
@@ -74,10 +75,6 @@ def stop(root: Path, message: str = DONE) -> tuple[dict[str, Any] | None, str]:
     if out is not None:
         assert done.stdout.count(b"\n") == 1, "exactly one JSON object"
     return out, done.stderr.decode()
-
-
-def load(root: Path) -> st.State:
-    return st.parse((root / ".loop" / "state.json").read_bytes())
 
 
 def history(root: Path) -> list[dict[str, Any]]:
@@ -272,20 +269,9 @@ def test_a_hook_stopped_by_the_client_kills_its_check(root: Path) -> None:
     path = make_loop(root, {"slow": command})
     before = path.read_bytes()
     data = orjson.dumps({"session_id": SID, "cwd": str(root), "last_assistant_message": DONE})
-    (root / "input.json").write_bytes(data)
-    with (root / "input.json").open("rb") as stdin:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ralphstate", "hook", "stop"],
-            cwd=root,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    wait_for(started.exists, "the check to start")
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=30)
-    assert (proc.returncode, out) == (0, b"")
-    assert err.decode().endswith(
+    code, out, err = terminated_during_check(root, "stop", data, started)
+    assert (code, out) == (0, b"")
+    assert err.endswith(
         "ralphstate hook stop: stopped while running the loop's checks; the running check was"
         " killed; allowing.\n"
     )

@@ -11,15 +11,6 @@ import pytest
 from tests.helpers import Result
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("USERPROFILE", str(path))
-    return path
-
-
 def lines(result: Result) -> list[str]:
     return result.out.splitlines()
 

@@ -27,17 +27,6 @@ from tests.helpers import Result
 OTHERS = [name for name in table.AGENTS if name not in ("claude", "opencode")]
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("USERPROFILE", str(path))
-    monkeypatch.delenv("CODEX_HOME", raising=False)
-    monkeypatch.delenv("COPILOT_HOME", raising=False)
-    return path
-
-
 def cmd(sub: str, agent: str) -> str:
     event = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}[sub]
     return install.hook_command(event, agent=agent)

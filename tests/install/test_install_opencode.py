@@ -17,16 +17,6 @@ from ralphstate.install.command import HOOK_CODE
 from tests.install.test_settings_lossless import save_at_the_last_moment
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("USERPROFILE", str(path))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return path
-
-
 def test_install_writes_the_plugin_once_and_uninstall_removes_it(
     rs: Any, project: Path, home: Path
 ) -> None:

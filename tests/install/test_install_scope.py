@@ -27,19 +27,6 @@ PROJECT_WARNING = (
 )
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home of its own, and git without the machine's global or system ignores."""
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("USERPROFILE", str(path))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(path / ".config"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(path / "gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    return path
-
-
 def git(project: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", *args], cwd=project, capture_output=True, text=True, check=True, timeout=30

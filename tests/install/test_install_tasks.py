@@ -207,17 +207,6 @@ def test_tasks_is_claude_codes_hooks_only(tmp_path: Path, extra: list[str]) -> N
 # -- doctor --------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    monkeypatch.setenv("HOME", str(path))
-    monkeypatch.setenv("USERPROFILE", str(path))
-    for name in (inst.TASKS_ENV, inst.TASKS_OFF_ENV):
-        monkeypatch.delenv(name, raising=False)
-    return path
-
-
 def doctor_lines(rs: Any) -> list[str]:
     result = rs("doctor")
     words = ("task tools", "todo tools", "task hooks")

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from ralphstate.core import queries
@@ -17,17 +16,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
-from tests.helpers import run_process
-
-SID = "session-a"
-MARKER = "All done. <loop-complete>"
-
-
-def stop(root: Path, message: str = MARKER) -> dict[str, Any] | None:
-    data = {"session_id": SID, "cwd": str(root), "last_assistant_message": message}
-    done = run_process(["hook", "stop"], cwd=root, input=orjson.dumps(data), timeout=20)
-    assert done.returncode == 0, done
-    return orjson.loads(done.stdout) if done.stdout.strip() else None
+from tests.helpers.loops import SID, stop
 
 
 def hand_written(root: Path, raw: dict[str, Any]) -> Path:

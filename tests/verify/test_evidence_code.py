@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.core import state as st
 from tests.helpers import run_process
 from tests.helpers.checks import FAIL, py
 from tests.helpers.gitrepo import git, init_repo, use_identity
+from tests.helpers.loops import load
 
 SID = "session-a"
 AGE = re.compile(r"\b\d+s\b")
@@ -25,10 +25,6 @@ def repo(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path
     use_identity(monkeypatch, tmp_path)
     init_repo(project, {"app.py": "VALUE = 1\n"})
     return project
-
-
-def load(root: Path) -> st.State:
-    return st.parse((root / ".loop" / "state.json").read_bytes())
 
 
 def history(root: Path, name: str) -> list[dict[str, Any]]:
