@@ -8,6 +8,7 @@ tests/e2e/test_plugin_e2e.py.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import shutil
@@ -21,6 +22,7 @@ import pytest
 from tests.helpers import REPO
 from tests.helpers.plugin import (
     BARE,
+    LAUNCHER,
     POSIX_ONLY,
     PREPARING,
     TASK,
@@ -354,3 +356,24 @@ def test_the_launchers_json_reads_as_json_loads(text: str) -> None:
         return
     value = loads(text)
     assert json.dumps(value) == json.dumps(expected)
+
+
+def test_the_launcher_runs_on_python_3_8() -> None:
+    """macOS ships Python 3.9 as python3, and the launcher must tell a person that it
+    needs a newer one: its files keep to Python 3.8's syntax, and an annotation that is
+    more than a name (`list[str]`, `X | None`) is a string, which no Python evaluates
+    (nor needs `__future__` for)."""
+    for name in LAUNCHER:
+        tree = ast.parse((REPO / "hooks" / name).read_text(), feature_version=(3, 8))
+        annotations = [node.annotation for node in ast.walk(tree) if isinstance(node, ast.arg)]
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                annotations.append(node.returns)
+            elif isinstance(node, ast.AnnAssign) and node in tree.body:
+                annotations.append(node.annotation)
+        for annotation in annotations:
+            if annotation is not None:
+                shown = (name, ast.unparse(annotation))
+                assert isinstance(annotation, (ast.Constant, ast.Name)), shown
+                assert isinstance(getattr(annotation, "value", ""), (str, type(None))), shown
+        assert "__future__" not in {getattr(node, "module", None) for node in tree.body}
