@@ -22,7 +22,6 @@ import ralphstate
 from tests.helpers import REPO
 from tests.helpers.plugin import (
     BARE,
-    LAUNCHER,
     POSIX_ONLY,
     PREPARING,
     TASK,
@@ -103,18 +102,6 @@ def test_without_a_data_directory_the_session_start_says_how_to_install(
         f' ralphstate from the plugin\'s own files: python3 -m pip install "{plugin}"'
     )
     assert hook(launch, "stop", env).stdout == b""  # once a session, not after every turn
-
-
-def test_no_package_index_name_is_ever_suggested() -> None:
-    """The project owns no name on a package index: nothing may tell a person to install
-    one (whoever registered it would be installed)."""
-    hooks = [REPO / "hooks" / name for name in (*LAUNCHER, "hooks.json")]
-    for path in (*hooks, REPO / "bin"):
-        files = sorted(path.iterdir()) if path.is_dir() else [path]
-        for file in files:
-            text = file.read_text()
-            for phrase in ("pipx install ralphstate", "pip install ralphstate", "uv tool install"):
-                assert phrase not in text, (file, phrase)
 
 
 # -- bin/ralphstate ------------------------------------------------------------------------

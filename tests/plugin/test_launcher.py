@@ -233,7 +233,7 @@ def test_only_the_task_hook_passes_the_environments_exit_2(
     assert (done.returncode, done.stdout, done.stderr) == (code, b"", b"refused\n")
 
 
-# -- the cost of a hook ---------------------------------------------------------------------
+# -- the cost of a hook --------------------------------------------------------------------
 
 
 def imported(importtime: bytes) -> set[str]:
@@ -356,6 +356,21 @@ def test_the_launchers_json_reads_as_json_loads(text: str) -> None:
         return
     value = loads(text)
     assert json.dumps(value) == json.dumps(expected)
+
+
+# -- the launcher's files ------------------------------------------------------------------
+
+
+def test_no_package_index_name_is_ever_suggested() -> None:
+    """The project owns no name on a package index: nothing may tell a person to install
+    one (whoever registered it would be installed)."""
+    hooks = [REPO / "hooks" / name for name in (*LAUNCHER, "hooks.json")]
+    for path in (*hooks, REPO / "bin"):
+        files = sorted(path.iterdir()) if path.is_dir() else [path]
+        for file in files:
+            text = file.read_text()
+            for phrase in ("pipx install ralphstate", "pip install ralphstate", "uv tool install"):
+                assert phrase not in text, (file, phrase)
 
 
 def test_the_launcher_runs_on_python_3_8() -> None:
