@@ -24,7 +24,7 @@ from ralphstate.agents import table as adapters
 from ralphstate.agents.transcript import last_assistant_text
 from ralphstate.core import limits, queries, render
 from ralphstate.core import state as st
-from ralphstate.core.decide import decide_stop
+from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.fields import EVIDENCE_RESULTS
 from ralphstate.hooks import notify
@@ -209,14 +209,15 @@ def expected_stop(
     if not owner and not registry.knows(loop, state):
         return None, None
     claims = queries.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
-    decision = decide_stop(
-        state,
+    untrusted = claims and not trust.is_trusted(loop, state)
+    facts = StopFacts(
         session,
         agent.last_message(hook_input),
         known_here=True,
-        untrusted=claims and not trust.is_trusted(loop, state),
+        checked=Checked(untrusted=True) if untrusted else None,
         agent=agent.name,
     )
+    decision = decide_stop(state, facts)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
 
 

@@ -279,5 +279,5 @@ def test_the_post_tool_use_hook_imports_what_the_stop_hook_does(
     assert orjson.loads(stop.out)["decision"] == "block"
     assert sorted(mirrored.modules - stop.modules) == [
         "ralphstate.core.tasklist",
-        "ralphstate.hooks.tasks",
+        "ralphstate.hooks.post_tool_use",
     ]

@@ -17,7 +17,7 @@ import pytest
 
 from ralphstate.core import limits, restore
 from ralphstate.core import state as st
-from ralphstate.core.decide import decide_stop
+from ralphstate.core.decide import StopFacts, decide_stop
 from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop, told
 
 
@@ -94,7 +94,7 @@ def reason_with(padding: int) -> str:
         criteria=[f"criterion {i:02d} " + "c" * 270 for i in range(10)],
         continueMessage="m" * padding,
     )
-    decision = decide_stop(state, SID, "working", known_here=True)
+    decision = decide_stop(state, StopFacts(SID, "working", known_here=True))
     assert decision.block and decision.reason is not None
     return decision.reason
 

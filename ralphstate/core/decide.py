@@ -1,9 +1,11 @@
 """The Stop decision: a pure function of the state and the facts of one stop.
 
-The rules of docs/design.md ("The Stop decision") in order; the first that applies
-wins, and no other module repeats them. Faults (no state, a state that does not parse,
-bad input) are rule 1 and are handled by the hook before this function is called: it
-only ever sees a valid state.
+The rules of docs/design.md ("The Stop decision") in the order of `Rule`; the first
+that applies wins, and no other module repeats them. What each rule does (block or
+allow, the pause and its reason, what the person reads and hears, the report's colour)
+is one row of `OUTCOMES`: the hook, the notification, the report and the docs read it
+there. Faults (no state, a state that does not parse, bad input) are handled by the
+hook before this function is called: it only ever sees a valid state.
 """
 
 from __future__ import annotations
@@ -17,22 +19,136 @@ from ralphstate.core import budgets, fields, ownership, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 
+# In the order they are asked: the first that applies wins (OUTCOMES says what each does).
 Rule = Literal[
-    "runner",  # an iteration of `ralphstate run`: the runner decides, the agent may stop
-    "not_in_progress",  # paused, complete or cancelled
-    "other_session",  # owned by another session, or by another agent's session
-    "unknown_loop",  # unowned and not made or adopted on this machine
-    "max_iterations",  # the cap: pause
-    "stall",  # no progress in `stallLimit` blocks: pause
-    "budget",  # a budget reached (maxTokens, ...) where the stop would block: pause
-    "unmet",  # a criterion is not verified: block
-    "no_criteria",  # the loop has no criteria and was not started with --no-criteria: block
-    "no_marker",  # every criterion is verified but the marker was not said: block
-    "verify",  # completion claimed and the checks must run first: nothing written yet
-    "untrusted_checks",  # completion claimed, the checks are not trusted here: pause
-    "complete",  # every criterion verified and the marker said
+    "runner",
+    "not_in_progress",
+    "other_session",
+    "unknown_loop",
+    "max_iterations",
+    "stall",
+    "budget",
+    "unmet",
+    "no_criteria",
+    "no_marker",
+    "verify",
+    "untrusted_checks",
+    "complete",
 ]
 Event = dict[str, object]
+Spent = tuple[int, fields.TranscriptUsage]
+
+# The report's colours (report/html.py): a limit reached, a person must act, done.
+AMBER, PURPLE, GREEN = "#d98b1c", "#a05cc7", "#2e9e4f"
+
+
+# Plain classes, not dataclasses, for what is made at import: the Stop hook imports
+# this module at every stop of a loop (docs/design.md, "The hot path").
+class Outcome:
+    """What a Stop rule does. `when` and `says` are its row in the docs: when it
+    applies, and what the agent (a block's reason) or the person (a `systemMessage`)
+    reads. `block`: the agent goes on; `pause`: the loop is paused for that reason and
+    the agent stops; `complete`: the loop is complete. `notice`: the desktop
+    notification (hooks/notify.py); `colour`: how the report draws it (report/html.py).
+    A rule with none of these writes nothing and lets the agent stop."""
+
+    __slots__ = ("block", "colour", "complete", "notice", "pause", "says", "when")
+
+    def __init__(
+        self,
+        when: str,
+        says: str = "",
+        *,
+        block: bool = False,
+        pause: st.PauseReason | None = None,
+        complete: bool = False,
+        notice: str | None = None,
+        colour: str | None = None,
+    ) -> None:
+        self.when, self.says = when, says
+        self.block, self.pause, self.complete = block, pause, complete
+        self.notice, self.colour = notice, colour
+
+    @property
+    def ends(self) -> bool:
+        """The loop stops being in progress: paused or complete."""
+        return self.pause is not None or self.complete
+
+
+OUTCOMES: dict[Rule, Outcome] = {
+    "runner": Outcome(
+        "the stop is inside an iteration of `ralphstate run` (`RALPHSTATE_RUNNER` is set),"
+        " which decides for itself"
+    ),
+    "not_in_progress": Outcome("`status` is `paused`, `complete` or `cancelled`"),
+    "other_session": Outcome(
+        "the loop is owned by another session, or by a session of another agent"
+    ),
+    "unknown_loop": Outcome(
+        "nobody owns the loop and this machine did not make or adopt it (it came with a"
+        " clone); one this machine knows is adopted by the session, and the rules below"
+        " apply"
+    ),
+    "max_iterations": Outcome(
+        "`iteration >= maxIterations`",
+        "a `systemMessage` saying how to continue",
+        pause="max_iterations",
+        notice="loop paused: it reached its iteration limit",
+        colour=AMBER,
+    ),
+    "stall": Outcome(
+        "nothing changed since the last block (criteria, steps, the marker said), and"
+        " `blocksWithoutProgress >= stallLimit`",
+        "a `systemMessage`",
+        pause="stall",
+        notice="loop paused: no progress",
+        colour=AMBER,
+    ),
+    "budget": Outcome(
+        "a budget is reached (`usage` at `maxTokens`, `maxCost` or `maxDuration`) and the"
+        " stop would block; a claimed completion still completes",
+        "a `systemMessage` saying which budget and how to raise it",
+        pause="budget",
+        notice="loop paused: its budget is reached",
+        colour=PURPLE,
+    ),
+    "unmet": Outcome(
+        "a criterion is not verified",
+        "the reason names each unmet criterion (and each failed check), the next step and"
+        " the exact commands to record progress",
+        block=True,
+    ),
+    "no_criteria": Outcome(
+        "the loop has no criteria and was not started with `--no-criteria`",
+        "the reason asks for criteria",
+        block=True,
+    ),
+    "no_marker": Outcome(
+        "every criterion is verified but the last reply does not say the completion marker"
+        " (outside code)",
+        "the reason asks for the marker, once the work is really done",
+        block=True,
+    ),
+    "verify": Outcome(
+        "a claimed completion (every criterion verified, the marker said) with"
+        " verify-on-stop on, or with evidence proven on other code than the work tree"
+        " holds, and the checks have not run yet: the hook runs them, then decides again",
+    ),
+    "untrusted_checks": Outcome(
+        "a claimed completion whose checks must run, but are not trusted on this machine",
+        "a `systemMessage`: review the checks, `ralphstate trust`, `ralphstate resume`",
+        pause="untrusted_checks",
+        notice="loop paused: its checks are not trusted on this machine",
+        colour=PURPLE,
+    ),
+    "complete": Outcome(
+        "a claimed completion",
+        "a `systemMessage` saying what proved each criterion",
+        complete=True,
+        notice="loop complete",
+        colour=GREEN,
+    ),
+}
 
 
 @dataclass
@@ -47,107 +163,205 @@ class Decision:
     adopted: bool = False
 
 
-def decide_stop(
-    state: st.State,
-    session_id: str | None,
-    last_message: str | Callable[[], str | None] | None,
-    *,
-    known_here: bool | Callable[[], bool],
-    runner: bool = False,
-    agent: str = st.DEFAULT_AGENT,
-    checks_ran: bool = False,
-    failures: Sequence[render.CheckFailure] = (),
-    untrusted: bool = False,
-    stale: bool | Callable[[], bool] = False,
-    spent: tuple[int, fields.TranscriptUsage] | None = None,
-) -> Decision:
-    """One stop of `session_id` (of `agent`) that ended with `last_message` (or a
-    function giving it, asked only when the marker is looked for).
+class Checked:
+    """What the hook's run of the loop's checks found at this stop, already applied to
+    the state: the checks that failed (they open a block's reason), or that the checks
+    are not trusted here and none ran."""
 
-    `known_here`: this machine made or adopted the loop (a function is asked only when
-    the loop has no owner). `runner`: the stop is inside an iteration of `ralphstate
-    run`. When the loop asks for verification on stop and this stop would complete it,
-    the decision is `verify` until the hook has run the checks (`checks_ran`, with the
-    `failures`, already applied to `state`, shaping the reason) or found them not
-    trusted here (`untrusted`: the completion pauses). A claimed completion with
-    `stale` evidence (a criterion verified on code that has changed since; a function
-    is asked only at a claimed completion) is `verify` too, whatever verifyOnStop says.
+    __slots__ = ("failures", "untrusted")
 
-    `spent`: the tokens the session's transcript shows since the last stop, and where
-    that reading stopped; added to `usage` of a loop this session owns or adopts.
-    Reaching a budget then pauses the loop where the stop would block."""
-    if runner:
+    def __init__(
+        self, failures: Sequence[render.CheckFailure] = (), untrusted: bool = False
+    ) -> None:
+        self.failures, self.untrusted = failures, untrusted
+
+
+class _Read:
+    """What a stop has read so far, shared by its decisions (`StopFacts.given`)."""
+
+    __slots__ = ("replied", "reply", "stale")
+
+    def __init__(self) -> None:
+        self.replied = False
+        self.reply: str | None = None
+        self.stale: Sequence[str] | None = None  # None: not asked
+
+
+class StopFacts:
+    """The facts of one stop that `decide_stop` weighs besides the state.
+
+    `session_id` and `agent`: whose stop it is. `runner`: the stop is inside an
+    iteration of `ralphstate run`. `spent`: the tokens the session's transcript shows
+    since the last stop, and where that reading stopped. `checked`: what the hook's run
+    of the checks found (None: they have not run).
+
+    The facts that cost time to find are values (a table of tests) or functions (the
+    hook), asked only when a rule needs them: `reply`, the reply that ended the turn,
+    when the marker is looked for (a transcript read); `known_here(state)`, whether this
+    machine made or adopted the loop, of a loop nobody owns (the registry);
+    `stale(state)`, the verified criteria proven on other code than the work tree holds
+    now, at a claimed completion (git). The reply and the stale criteria are read once
+    per stop: the facts `given` makes for its next decision share them."""
+
+    __slots__ = (
+        "_known",
+        "_read",
+        "_reply",
+        "_stale",
+        "agent",
+        "checked",
+        "runner",
+        "session_id",
+        "spent",
+    )
+
+    def __init__(
+        self,
+        session_id: str | None,
+        reply: str | Callable[[], str | None] | None = None,
+        *,
+        agent: str = st.DEFAULT_AGENT,
+        runner: bool = False,
+        known_here: bool | Callable[[st.State], bool] = False,
+        stale: Sequence[str] | Callable[[st.State], Sequence[str]] = (),
+        spent: Spent | None = None,
+        checked: Checked | None = None,
+    ) -> None:
+        self.session_id, self.agent, self.runner = session_id, agent, runner
+        self.spent, self.checked = spent, checked
+        self._reply, self._known, self._stale = reply, known_here, stale
+        self._read = _Read()
+
+    def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:
+        """These facts for another decision of the same stop: what it counts and what
+        the checks found; what was read stays read."""
+        other = copy.copy(self)
+        other.spent, other.checked = spent, checked
+        return other
+
+    @property
+    def reply(self) -> str | None:
+        read = self._read
+        if not read.replied:
+            read.reply = self._reply() if callable(self._reply) else self._reply
+            read.replied = True
+        return read.reply
+
+    def known_here(self, state: st.State) -> bool:
+        return self._known(state) if callable(self._known) else self._known
+
+    def stale(self, state: st.State) -> Sequence[str]:
+        read = self._read
+        if read.stale is None:
+            read.stale = self._stale(state) if callable(self._stale) else self._stale
+        return read.stale
+
+    @property
+    def stale_found(self) -> Sequence[str] | None:
+        """The stale criteria as first read at this stop; None when nothing asked."""
+        return self._read.stale
+
+
+def decide_stop(state: st.State, facts: StopFacts) -> Decision:
+    """One stop, with its `facts`: the rules of `Rule` in order, on a copy of `state`.
+
+    When the loop asks for verification on stop and this stop would complete it, the
+    decision is `verify` until the hook has run the checks (`facts.checked`, already
+    applied to `state`, its failures shaping the reason) or found them not trusted here
+    (the completion pauses). A claimed completion with stale evidence is `verify` too,
+    whatever verifyOnStop says. What the session spent (`facts.spent`) is added to
+    `usage` of a loop this session owns or adopts; reaching a budget then pauses the
+    loop where the stop would block."""
+    if facts.runner:
         return Decision("runner")
     if state["status"] != "in_progress":
         return Decision("not_in_progress")
-    known = known_here if callable(known_here) else (lambda: bool(known_here))
-    verdict = ownership.judge(state, session_id, agent, known=known)
+    verdict = ownership.judge(
+        state, facts.session_id, facts.agent, known=lambda: facts.known_here(state)
+    )
     if verdict == "foreign":
         return Decision("other_session")
-    if verdict == "unknown" or (verdict == "adopt" and not session_id):
+    if verdict == "unknown" or (verdict == "adopt" and not facts.session_id):
         return Decision("unknown_loop")
-    new = copy.deepcopy(state)
-    events: list[Event] = []
-    adopted = verdict == "adopt"
-    if adopted:
-        events.append(ownership.take(new, session_id, agent, "stop"))
-    _count(new, spent)
-
-    def done(
-        rule: Rule,
-        *,
-        block: bool = False,
-        reason: str | None = None,
-        system_message: str | None = None,
-        details: Event | None = None,
-    ) -> Decision:
-        events.append({"event": rule, **(details or {})})
-        return Decision(rule, block, reason, system_message, new, events, adopted)
-
+    made = _Deciding(state, facts, adopted=verdict == "adopt")
+    new = made.state
     if new["iteration"] >= new["maxIterations"]:
-        new["status"], new["pauseReason"] = "paused", "max_iterations"
-        return done("max_iterations", system_message=render.paused_max(new))
-
-    said = last_message() if callable(last_message) else last_message
-    marker_seen = contains_marker(said or "", new["completionMarker"])
+        return made.done("max_iterations", render.paused_max(new))
+    marker_seen = contains_marker(facts.reply or "", new["completionMarker"])
     fingerprint = st.progress(new, marker_seen)
     changed = fingerprint != new.get("lastProgress")
     if not changed and new["blocksWithoutProgress"] >= new["stallLimit"]:
-        new["status"], new["pauseReason"] = "paused", "stall"
-        return done("stall", system_message=render.paused_stall(new))
-
+        return made.done("stall", render.paused_stall(new))
     unmet = queries.unmet(new)
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
-        over = budgets.over_budget(new)
-        if over:  # spending more is what the budget forbids; a completion still completes
-            new["status"], new["pauseReason"] = "paused", "budget"
-            return done(
-                "budget", system_message=render.paused_budget(over), details={"budget": over}
-            )
-        rule: Rule = "unmet" if unmet else "no_criteria" if missing else "no_marker"
-        if unmet:
-            reason = render.block_unmet(new, unmet, failures)
-        else:
-            reason = render.block_no_criteria(new) if missing else render.block_marker(new)
-        new["iteration"] += 1
-        new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
+        return _block(made, unmet, missing, (fingerprint, changed), facts.checked)
+    checked = facts.checked
+    if checked is not None and checked.untrusted:  # waits for a person to trust and resume
         new["lastProgress"] = fingerprint
-        return done(rule, block=True, reason=reason, details={"unmet": unmet} if unmet else {})
-
-    if untrusted:  # completion waits until a person trusts the checks and resumes
-        new["lastProgress"] = fingerprint
-        new["status"], new["pauseReason"] = "paused", "untrusted_checks"
-        return done("untrusted_checks", system_message=render.paused_untrusted(new))
-    if not checks_ran and (verifies_on_stop(new) or (stale() if callable(stale) else stale)):
+        return made.done("untrusted_checks", render.paused_untrusted(new))
+    if checked is None and (verifies_on_stop(new) or facts.stale(new)):
         return Decision("verify")
     new["lastProgress"] = fingerprint
-    new["status"], new["pauseReason"] = "complete", None
-    return done("complete", system_message=render.completed(new))
+    return made.done("complete", render.completed(new))
 
 
-def _count(state: st.State, spent: tuple[int, fields.TranscriptUsage] | None) -> None:
+def _block(
+    made: _Deciding,
+    unmet: list[str],
+    missing: bool,
+    progress: tuple[str, bool],
+    checked: Checked | None,
+) -> Decision:
+    """A stop that would block: it does, unless a budget is reached (spending more is
+    what the budget forbids). `progress`: the stop's fingerprint, and whether it
+    changed since the last block."""
+    new = made.state
+    over = budgets.over_budget(new)
+    if over:
+        return made.done("budget", render.paused_budget(over), {"budget": over})
+    failures = checked.failures if checked is not None else ()
+    if unmet:
+        rule: Rule = "unmet"
+        reason = render.block_unmet(new, unmet, failures)
+    elif missing:
+        rule, reason = "no_criteria", render.block_no_criteria(new)
+    else:
+        rule, reason = "no_marker", render.block_marker(new)
+    fingerprint, changed = progress
+    new["iteration"] += 1
+    new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
+    new["lastProgress"] = fingerprint
+    return made.done(rule, reason, {"unmet": unmet} if unmet else None)
+
+
+class _Deciding:
+    """A decision in the making: the copy of the state it would write, and its events."""
+
+    def __init__(self, state: st.State, facts: StopFacts, adopted: bool) -> None:
+        self.state = copy.deepcopy(state)
+        self.events: list[Event] = []
+        self.adopted = adopted
+        if adopted:
+            self.events.append(ownership.take(self.state, facts.session_id, facts.agent, "stop"))
+        _count(self.state, facts.spent)
+
+    def done(self, rule: Rule, message: str, details: Event | None = None) -> Decision:
+        """The decision of `rule` as OUTCOMES says: `message` is a block's reason, or
+        else the person's `systemMessage`; the rule's event goes to the history."""
+        outcome = OUTCOMES[rule]
+        new = self.state
+        if outcome.pause is not None:
+            new["status"], new["pauseReason"] = "paused", outcome.pause
+        elif outcome.complete:
+            new["status"], new["pauseReason"] = "complete", None
+        self.events.append({"event": rule, **(details or {})})
+        reason, system_message = (message, None) if outcome.block else (None, message)
+        return Decision(rule, outcome.block, reason, system_message, new, self.events, self.adopted)
+
+
+def _count(state: st.State, spent: Spent | None) -> None:
     """Add what the session spent since the last stop, and where its reading stopped."""
     if spent is not None:
         tokens, reading = spent

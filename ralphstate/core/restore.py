@@ -14,7 +14,7 @@ SPEC_CUT = "(the spec is cut here; `ralphstate show` prints it whole)"
 DATA_CUT = "(cut here to fit; `ralphstate status` shows the whole loop)"
 
 # How the model ties a task of its task list to a criterion (`core.tie`): completing it
-# then runs the criterion's check (`hooks.taskgate`).
+# then runs the criterion's check (`hooks.task_completed`).
 TIE_TASK = (
     "- To tie a task to a criterion, give it the criterion's name as its subject or a"
     " line `criterion: NAME` in its description; completing it then runs that"
@@ -158,7 +158,7 @@ def _protocol(state: st.State, trusted: bool) -> list[str]:
 
 
 # The restored context's one sentence on the agent's task list, which a new session or
-# /clear empties: how to get the plan back (hooks/tasks.py mirrors it again).
+# /clear empties: how to get the plan back (hooks/post_tool_use.py mirrors it again).
 RECREATE_TASKS = (
     "- Your task list is not kept across /clear or a new session. If it is empty, recreate"
     " the open tasks listed above with TaskCreate (TodoWrite where that is your tool), one"

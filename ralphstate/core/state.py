@@ -98,7 +98,7 @@ class State(TypedDict):
     # are the loop's steps (loop/taskfile.py); null: the steps are this file's own.
     tasksFile: str | None
     # ralphstate: the agent's task list (TaskCreate/TaskUpdate, TodoWrite), mirrored by the
-    # PostToolUse hook into the steps; restored at SessionStart (hooks/tasks.py).
+    # PostToolUse hook into the steps; restored at SessionStart (hooks/post_tool_use.py).
     taskList: list[fields.Task]
     # ralphstate: where the Stop hook stopped reading the session's transcript for its
     # tokens (agents/transcript_usage.py); null until a stop has read one.

@@ -2,10 +2,12 @@
 
 Hygiene for every hook: stdin is read once and bounded; stdout is one JSON
 object or nothing; the exit code is 0, but for TaskCompleted's refusal of a task whose
-criterion's check fails (exit 2, its reason on stderr: `Refused`); a fault is one line
-on stderr and an entry in the log, and never blocks (fail open). Nothing heavy is imported before a
-loop is known to exist (docs/design.md, "The hot path"): the handlers, which read and
-change the loop, are in `hooks.handlers`, imported only when there may be a loop.
+criterion's check fails (exit 2, its reason on stderr: `faults.Refused`); a fault is one
+line on stderr and an entry in the log, and never blocks (fail open: `hooks.faults`).
+Nothing heavy is imported before a loop is known to exist (docs/design.md, "The hot
+path"): each hook is a module of its own, named after it (`hooks.stop`,
+`hooks.session_start`, ...), imported only when there may be a loop, and so is
+`hooks.faults`, unless something went wrong.
 """
 
 from __future__ import annotations
@@ -21,8 +23,7 @@ TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "
 if TYPE_CHECKING:
     from typing import NoReturn
 
-    Output = dict[str, object]
-    HookInput = dict[str, object]
+    from ralphstate.hooks.base import Handler, HookInput, Output
 
 USAGE = (
     f"usage: ralphstate hook {'|'.join(adapters.HOOKS)} [--agent NAME]\n"
@@ -33,17 +34,6 @@ USAGE = (
     '  echo \'{"session_id": "s1", "cwd": "."}\' | ralphstate hook stop\n'
     "  ralphstate hook session-start --agent codex < input.json"
 )
-# The hooks that may refuse what the agent does by exiting 2 with the reason on stderr
-# (Claude Code's TaskCompleted feeds it to the model); every other exit is 0.
-REFUSING = ("task-completed",)
-
-
-class Fault(Exception):
-    """Something is wrong with the input or the state: allow, and say why."""
-
-
-class Refused(Exception):
-    """A hook of REFUSING refuses: its message goes to stderr and the process exits 2."""
 
 
 def main(args: list[str] | None = None) -> NoReturn:
@@ -89,9 +79,9 @@ def _detach() -> None:
 
 
 def run_hook(args: list[str], detach: bool = False) -> int:
-    """Run one hook; never raises, returns 0 (2 only for a hook of REFUSING that
-    refuses). With `detach` (a hook process of its own, `main`), a hook in DETACHED
-    finishes in the background."""
+    """Run one hook; never raises, returns 0 (2 only for a hook of `faults.REFUSING`
+    that refuses). With `detach` (a hook process of its own, `main`), a hook in
+    DETACHED finishes in the background."""
     real_stdout = sys.stdout
     out: Output | None = None
     code = 0
@@ -103,39 +93,11 @@ def run_hook(args: list[str], detach: bool = False) -> int:
         if event in ("-h", "--help"):
             real_stdout.write(USAGE + "\n")
             return 0
-        try:
-            agent = adapters.get(_option(args[1:], "--agent") or "claude")
-        except KeyError as exc:
-            raise Fault(str(exc.args[0])) from None
-        if not event:
-            raise Fault(f"no hook named; expected one of {', '.join(adapters.HOOKS)}")
-        if event not in adapters.HOOKS:
-            raise Fault(f"unknown hook {event!r}; expected one of {', '.join(adapters.HOOKS)}")
-        data = _read_stdin()
-        if detach and event in DETACHED and not os.environ.get(FOREGROUND):
-            _detach()
-        hook_input = None
-        # Where the project is: the agent's variable for it, else its input's cwd.
-        start = agent.project_dir(os.environ)
-        if not start:  # an agent that names no project in the environment: its input does
-            hook_input = _parse(data)
-            start = agent.cwd(hook_input) or os.getcwd()
-        loop_dir = paths.find_dir(start)
-        if loop_dir is None:
-            return 0  # the common case: no loop here, nothing more to read or import
-        from ralphstate.hooks.handlers import HANDLERS
-
-        hook_input = _parse(data) if hook_input is None else hook_input
-        out = HANDLERS[event](agent, hook_input, paths.at(loop_dir))
-    except Refused as exc:
-        if event in REFUSING:
-            code = _refuse(str(exc))
-        else:
-            complain(event, f"unexpected refusal ({exc})")
-    except Fault as exc:
-        complain(event, str(exc))
+        out = _answer(event, args[1:], detach)
     except BaseException as exc:  # noqa: BLE001 - a hook must never crash its caller
-        complain(event, f"unexpected error ({type(exc).__name__}: {exc})", exc)
+        from ralphstate.hooks import faults
+
+        code = faults.fail_open(event, exc)
     finally:
         sys.stdout = real_stdout
     if out:
@@ -149,15 +111,64 @@ def run_hook(args: list[str], detach: bool = False) -> int:
     return code
 
 
-def _refuse(reason: str) -> int:
-    """Write the refusal's reason to stderr: 2, or 0 when it could not be written (a
-    refusal the model would not be told of)."""
+def _answer(event: str, options: list[str], detach: bool) -> Output | None:
+    """The hook `event`'s answer to its input on stdin; None when there is no loop here,
+    the common case: then nothing more is read or imported."""
     try:
-        sys.stderr.write(reason.rstrip("\n") + "\n")
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        return 0
-    return 2
+        agent = adapters.get(_option(options, "--agent") or "claude")
+    except KeyError as exc:
+        raise _fault(str(exc.args[0])) from None
+    if event not in adapters.HOOKS:
+        named = f"unknown hook {event!r}" if event else "no hook named"
+        raise _fault(f"{named}; expected one of {', '.join(adapters.HOOKS)}")
+    data = _read_stdin()
+    if detach and event in DETACHED and not os.environ.get(FOREGROUND):
+        _detach()
+    hook_input = None
+    # Where the project is: the agent's variable for it, else its input's cwd.
+    start = agent.project_dir(os.environ)
+    if not start:  # an agent that names no project in the environment: its input does
+        hook_input = _parse(data)
+        start = agent.cwd(hook_input) or os.getcwd()
+    loop_dir = paths.find_dir(start)
+    if loop_dir is None:
+        return None
+    hook_input = _parse(data) if hook_input is None else hook_input
+    return _handler(event)(agent, hook_input, paths.at(loop_dir))
+
+
+def _handler(event: str) -> Handler:
+    """The hook `event` of agents.table.HOOKS, from the module named after it."""
+    if event == "stop":
+        from ralphstate.hooks import stop
+
+        return stop.handle
+    if event == "session-start":
+        from ralphstate.hooks import session_start
+
+        return session_start.handle
+    if event == "pre-compact":
+        from ralphstate.hooks import pre_compact
+
+        return pre_compact.handle
+    if event == "stop-failure":
+        from ralphstate.hooks import stop_failure
+
+        return stop_failure.handle
+    if event == "post-tool-use":
+        from ralphstate.hooks import post_tool_use
+
+        return post_tool_use.handle
+    from ralphstate.hooks import task_completed
+
+    return task_completed.handle
+
+
+def _fault(message: str) -> Exception:
+    """A `faults.Fault` saying `message` (that module is imported only for a fault)."""
+    from ralphstate.hooks.faults import Fault
+
+    return Fault(message)
 
 
 def _option(args: list[str], name: str) -> str | None:
@@ -169,36 +180,13 @@ def _option(args: list[str], name: str) -> str | None:
     return None
 
 
-def complain(event: str, message: str, exc: BaseException | None = None) -> None:
-    """Tell the person on stderr, and the log, what went wrong; the hook allows."""
-    note(event, f"{message}; allowing", exc)
-
-
-def note(event: str, message: str, exc: BaseException | None = None) -> None:
-    """One line on stderr and in the log: `ralphstate hook EVENT: MESSAGE.`"""
-    line = f"ralphstate hook{' ' + event if event else ''}: {message}."
-    where = None
-    try:
-        from ralphstate.storage import logs
-
-        where = logs.write(line, exc)
-    except Exception:  # noqa: BLE001
-        pass
-    if exc is not None and where is not None:
-        line += f" Details in {where}."
-    try:
-        sys.stderr.write(line + "\n")
-    except (OSError, ValueError, AttributeError):  # stderr closed: the log has it
-        pass
-
-
 def _read_stdin() -> bytes:
     stream = sys.stdin.buffer if sys.stdin is not None else None
     if stream is None:
-        raise Fault("no input on stdin")
+        raise _fault("no input on stdin")
     data = stream.read(limits.MAX_HOOK_INPUT_BYTES + 1)
     if len(data) > limits.MAX_HOOK_INPUT_BYTES:
-        raise Fault(f"input is larger than {limits.MAX_HOOK_INPUT_BYTES} bytes")
+        raise _fault(f"input is larger than {limits.MAX_HOOK_INPUT_BYTES} bytes")
     return data
 
 
@@ -208,7 +196,7 @@ def _parse(data: bytes) -> HookInput:
     try:
         raw = orjson.loads(data)
     except orjson.JSONDecodeError:
-        raise Fault("input is not valid JSON") from None
+        raise _fault("input is not valid JSON") from None
     if not isinstance(raw, dict):
-        raise Fault("input is not a JSON object")
+        raise _fault("input is not a JSON object")
     return raw

@@ -23,14 +23,6 @@ ENV = "RALPHSTATE_NOTIFY"
 OFF = frozenset({"0", "off", "no", "false"})
 AGENTS = frozenset({"claude"})
 MAX_TEXT = 120
-# The Stop rules a person is told about, and what they are told.
-STOP_RULES = {
-    "complete": "loop complete",
-    "max_iterations": "loop paused: it reached its iteration limit",
-    "stall": "loop paused: no progress",
-    "budget": "loop paused: its budget is reached",
-    "untrusted_checks": "loop paused: its checks are not trusted on this machine",
-}
 
 
 def failed_open(problem: str) -> str:
@@ -72,12 +64,16 @@ def after_stop(
     out: dict[str, object] | None, agent: str, decision: Decision, env: Mapping[str, str]
 ) -> dict[str, object] | None:
     """The Stop hook's `out` with the notification its `decision` calls for, if any: a
-    completion or a pause made just now."""
-    if decision.state is None or decision.rule not in STOP_RULES:
+    completion or a pause made just now, in the words of its rule's `notice`
+    (`core.decide.OUTCOMES`); a budget's names which budget it is."""
+    from ralphstate.core.decide import OUTCOMES  # the Stop hook has imported it
+
+    outcome = OUTCOMES[decision.rule]
+    if decision.state is None or outcome.notice is None:
         return out
-    what = f"{STOP_RULES[decision.rule]} ({decision.state['spec']})"
-    if decision.rule == "budget":
+    what = outcome.notice
+    if outcome.pause == "budget":
         from ralphstate.core.budgets import over_budget
 
-        what = f"{STOP_RULES['budget']}, {over_budget(decision.state)} ({decision.state['spec']})"
-    return attach(out, agent, what, env)
+        what = f"{what}, {over_budget(decision.state)}"
+    return attach(out, agent, f"{what} ({decision.state['spec']})", env)

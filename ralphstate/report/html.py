@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
+from ralphstate.core.decide import OUTCOMES
 from ralphstate.core.text import count, noun, visible
 from ralphstate.report.story import Criterion, Iteration, Story, money, seconds, short
 
@@ -17,14 +18,13 @@ LABEL = 200  # room on the left for the lanes' names
 BAR_HEIGHT = 34
 LANE_HEIGHT = 18
 MIN_BAR = 6.0  # an iteration of a few seconds is still a bar one can point at
-COLOURS = {
-    "complete": "#2e9e4f",
+# The Stop rules' colours are theirs (core/decide.py, OUTCOMES); the runner's decisions
+# and pauses that no Stop rule makes have these.
+COLOURS: dict[str, str] = {
+    **{rule: outcome.colour for rule, outcome in OUTCOMES.items() if outcome.colour},
     "continue": "#3b7dd8",
     "block": "#3b7dd8",
-    "max_iterations": "#d98b1c",
-    "stall": "#d98b1c",
     "user": "#a05cc7",
-    "untrusted_checks": "#a05cc7",
     "paused": "#a05cc7",
     "commit_failed": "#d0342c",
     "error": "#d0342c",

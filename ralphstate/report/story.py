@@ -11,12 +11,14 @@ from typing import Any
 
 from ralphstate.core import queries
 from ralphstate.core import state as st
+from ralphstate.core.decide import OUTCOMES
 
 Event = dict[str, Any]
 
-# The Stop hook's rules that end an iteration of a hook-driven loop, and those that pause.
-HOOK_ITERATIONS = ("unmet", "no_marker")
-HOOK_PAUSES = ("max_iterations", "stall", "untrusted_checks")
+# The Stop hook's rules that end an iteration of a hook-driven loop (its blocks), and
+# those that pause it (core/decide.py, OUTCOMES).
+HOOK_ITERATIONS = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.block)
+HOOK_PAUSES = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.pause)
 
 
 @dataclass
@@ -155,47 +157,62 @@ def _walk(story: Story, history: list[Event]) -> None:
         when = parse_time(at)
         if name in ("init", "run_started", "resumed") and when is not None:
             last_end = when  # waiting for a person is not part of an iteration
-        elif name == "run_iteration":
-            story.iterations.append(
-                Iteration(
-                    number,
-                    "run",
-                    at,
-                    _number(event.get("duration")),
-                    str(event.get("result", "")),
-                    str(event.get("decision", "")),
-                    _number(event.get("cost")),
-                    tokens=_count(event.get("tokens")),
-                )
-            )
-            last_end = when or last_end
-        elif name in HOOK_ITERATIONS:
-            duration = None
-            if when is not None and last_end is not None:
-                duration = max(0.0, (when - last_end).total_seconds())
-            unmet = event.get("unmet")
-            result = f"{len(unmet)} unmet" if isinstance(unmet, list) else "marker missing"
-            story.iterations.append(Iteration(number, "stop", at, duration, result, "block"))
+        elif name == "run_iteration" or name in HOOK_ITERATIONS:
+            story.iterations.append(_iteration(event, at, number, when, last_end))
             last_end = when or last_end
         elif name in ("check", "criterion_set"):
             _green(story, green, event, name, at, number)
-        elif name == "paused":
-            story.pauses.append(Moment(at, number, str(event.get("reason") or "user")))
-        elif name in HOOK_PAUSES:
-            story.pauses.append(Moment(at, number, name, "by the Stop hook"))
-        elif name == "run_finished" and event.get("outcome") == "paused":
-            reason = str(event.get("reason") or "paused")
-            last = story.pauses[-1] if story.pauses else None
-            if last is None or (last.iteration, last.what) != (number, reason):
-                story.pauses.append(Moment(at, number, reason, "run"))
-        elif name == "commit" and isinstance(event.get("commit"), str):
-            commit = event["commit"]
-            story.commits.append(Moment(at, number, commit, str(event.get("subject", ""))))
-        elif name == "commit_failed":
-            story.pauses.append(Moment(at, number, "commit_failed", str(event.get("error", ""))))
+        else:
+            _moment(story, event, name, at, number)
     by_number = {m.iteration: m.what for m in story.commits}
     for iteration in story.iterations:  # a run's commit is written before its iteration
         iteration.commit = by_number.get(iteration.number)
+
+
+def _iteration(
+    event: Event, at: str | None, number: int, when: datetime | None, last_end: datetime | None
+) -> Iteration:
+    """An iteration of `ralphstate run` (`run_iteration`), or a block of the Stop hook
+    that began when the last one ended."""
+    name = event.get("event")
+    if name == "run_iteration":
+        return Iteration(
+            number,
+            "run",
+            at,
+            _number(event.get("duration")),
+            str(event.get("result", "")),
+            str(event.get("decision", "")),
+            _number(event.get("cost")),
+            tokens=_count(event.get("tokens")),
+        )
+    duration = None
+    if when is not None and last_end is not None:
+        duration = max(0.0, (when - last_end).total_seconds())
+    unmet = event.get("unmet")
+    if isinstance(unmet, list):
+        result = f"{len(unmet)} unmet"
+    else:
+        result = "no criteria" if name == "no_criteria" else "marker missing"
+    return Iteration(number, "stop", at, duration, result, "block")
+
+
+def _moment(story: Story, event: Event, name: object, at: str | None, number: int) -> None:
+    """A pause (by a person, the Stop hook or the runner) or a commit, when `event` is one."""
+    if name == "paused":
+        story.pauses.append(Moment(at, number, str(event.get("reason") or "user")))
+    elif name in HOOK_PAUSES:
+        story.pauses.append(Moment(at, number, str(name), "by the Stop hook"))
+    elif name == "run_finished" and event.get("outcome") == "paused":
+        reason = str(event.get("reason") or "paused")
+        last = story.pauses[-1] if story.pauses else None
+        if last is None or (last.iteration, last.what) != (number, reason):
+            story.pauses.append(Moment(at, number, reason, "run"))
+    elif name == "commit" and isinstance(event.get("commit"), str):
+        commit = event["commit"]
+        story.commits.append(Moment(at, number, commit, str(event.get("subject", ""))))
+    elif name == "commit_failed":
+        story.pauses.append(Moment(at, number, "commit_failed", str(event.get("error", ""))))
 
 
 def _green(

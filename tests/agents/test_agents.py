@@ -16,7 +16,7 @@ import pytest
 from ralphstate.agents import table as adapters
 from ralphstate.agents.transcripts import last_reply, newest_reply
 from ralphstate.core import state as st
-from ralphstate.core.decide import decide_stop
+from ralphstate.core.decide import OUTCOMES, StopFacts, decide_stop
 from ralphstate.hooks import notify
 from tests.helpers import FIXTURES, loops, run_process
 
@@ -181,7 +181,7 @@ def test_stop_table(
     path = make_loop(root, name, known=known, **overrides)
     before = path.read_bytes()
     state = st.parse(before)
-    expected = decide_stop(state, session_of(name), reply, known_here=known, agent=name)
+    expected = decide_stop(state, StopFacts(session_of(name), reply, known_here=known, agent=name))
     assert expected.rule == rule
 
     out = run_hook("stop", name, root, fixture_input(name, "stop", root, reply))
@@ -191,7 +191,7 @@ def test_stop_table(
         assert expected.reason
         assert out == block(expected.reason)
     elif expected.system_message:
-        if name in notify.AGENTS and rule in notify.STOP_RULES:  # a desktop notification
+        if name in notify.AGENTS and OUTCOMES[expected.rule].notice:  # a desktop notification
             assert out is not None and out.pop("terminalSequence").startswith("\x1b]9;")
         assert out == notice(expected.system_message)
     else:

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.core.decide import decide_stop
+from ralphstate.core.decide import OUTCOMES, Checked, Rule, StopFacts, decide_stop
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
@@ -220,7 +221,7 @@ def test_decide_stop(
 ) -> None:
     state = make(**overrides)
     before = orjson.dumps(state)
-    decision = decide_stop(state, session, message, known_here=known)
+    decision = decide_stop(state, StopFacts(session, message, known_here=known))
     assert orjson.dumps(state) == before, "decide_stop must not mutate its input"
     assert decision.rule == rule
     assert decision.block is block
@@ -235,6 +236,12 @@ def test_decide_stop(
         assert decision.reason
     if rule in ("max_iterations", "stall", "budget", "complete"):
         assert decision.system_message and decision.system_message.startswith("ralphstate: ")
+    outcome = OUTCOMES[decision.rule]  # the table says what the rule does
+    assert decision.block is outcome.block
+    if outcome.ends:
+        assert decision.state is not None
+        status = "complete" if outcome.complete else "paused"
+        assert (decision.state["status"], decision.state["pauseReason"]) == (status, outcome.pause)
 
 
 def _write_loop(root: Path, state: st.State, known: bool) -> None:
@@ -285,7 +292,10 @@ def test_stop_hook_process(
     if block:
         out = orjson.loads(done.stdout)
         assert out["decision"] == "block"
-        assert out["reason"] == decide_stop(state, session, message, known_here=known).reason
+        assert (
+            out["reason"]
+            == decide_stop(state, StopFacts(session, message, known_here=known)).reason
+        )
     elif rule in ("max_iterations", "stall", "budget", "complete"):
         out = orjson.loads(done.stdout)
         assert set(out) == {"systemMessage", "terminalSequence"}  # the notification
@@ -305,7 +315,7 @@ def test_stop_hook_process(
 
 def test_block_reason_names_unmet_criteria_step_and_commands() -> None:
     state = make(criteriaStatus={"tests pass": True}, continueMessage="Keep going on the parser.")
-    decision = decide_stop(state, SID, "hi", known_here=True)
+    decision = decide_stop(state, StopFacts(SID, "hi", known_here=True))
     assert decision.reason == (
         "Keep going on the parser.\n"
         "\n"
@@ -325,7 +335,7 @@ def test_no_progress_agent_is_paused_after_stall_limit_blocks() -> None:
     state = make(stallLimit=3)
     rules = []
     for _ in range(6):
-        decision = decide_stop(state, SID, "thinking", known_here=True)
+        decision = decide_stop(state, StopFacts(SID, "thinking", known_here=True))
         rules.append(decision.rule)
         if decision.state is None:
             break
@@ -339,7 +349,7 @@ def test_no_progress_agent_is_paused_after_stall_limit_blocks() -> None:
 def test_progress_between_stops_keeps_the_loop_going() -> None:
     state = make(stallLimit=2)
     for i in range(5):
-        decision = decide_stop(state, SID, "working", known_here=True)
+        decision = decide_stop(state, StopFacts(SID, "working", known_here=True))
         assert decision.rule == "unmet"
         assert decision.state is not None
         state = decision.state
@@ -352,7 +362,7 @@ def test_runaway_agent_is_released_at_max_iterations() -> None:
     seen = []
     for i in range(10):
         state["criteriaStatus"]["tests pass"] = i % 2 == 0  # churn counts as progress
-        decision = decide_stop(state, SID, "more", known_here=True)
+        decision = decide_stop(state, StopFacts(SID, "more", known_here=True))
         seen.append(decision.rule)
         assert decision.state is not None
         state = decision.state
@@ -360,3 +370,53 @@ def test_runaway_agent_is_released_at_max_iterations() -> None:
             break
     assert seen == ["unmet"] * 4 + ["max_iterations"]
     assert state["iteration"] == 4 and state["status"] == "paused"
+
+
+# The pause reasons no Stop rule gives: a person's `ralphstate pause`, and `ralphstate run`.
+PAUSED_ELSEWHERE = ("user", "agent_errors", "step_retries")
+
+
+def test_every_rule_has_one_outcome_in_the_order_the_rules_are_asked() -> None:
+    assert tuple(OUTCOMES) == get_args(Rule)
+
+
+def test_every_pause_reason_is_given_by_exactly_one_rule_or_elsewhere() -> None:
+    given = [outcome.pause for outcome in OUTCOMES.values() if outcome.pause is not None]
+    assert sorted([*given, *PAUSED_ELSEWHERE]) == sorted(get_args(st.PauseReason))
+
+
+@pytest.mark.parametrize("rule", list(OUTCOMES))
+def test_an_outcome_blocks_pauses_completes_or_leaves_the_loop(rule: Rule) -> None:
+    outcome = OUTCOMES[rule]
+    assert [outcome.block, outcome.pause is not None, outcome.complete].count(True) <= 1
+    # A pause and a completion are notified and drawn in the report; nothing else is.
+    assert (outcome.notice is not None) is outcome.ends
+    assert (outcome.colour is not None) is outcome.ends
+    assert outcome.when and (outcome.says or not (outcome.block or outcome.ends))
+
+
+def test_the_costly_facts_are_asked_only_when_a_rule_needs_them_and_once_a_stop() -> None:
+    asked: list[str] = []
+
+    def reply() -> str:
+        asked.append("reply")
+        return MARK
+
+    def stale(state: st.State) -> Sequence[str]:
+        asked.append("stale")
+        return []
+
+    def known(state: st.State) -> bool:
+        asked.append("known")
+        return True
+
+    facts = StopFacts(SID, reply, known_here=known, stale=stale)
+    assert decide_stop(make(iteration=20), facts).rule == "max_iterations"
+    assert asked == []  # the cap needs neither the reply nor git, and the loop is owned
+    done = make(verifyOnStop=False, **ALL_MET)
+    assert decide_stop(done, facts).rule == "complete"
+    assert asked == ["reply", "stale"]
+    again = facts.given(spent=None, checked=Checked())
+    assert decide_stop(make(sessionId=None, **ALL_MET), again).rule == "complete"
+    assert asked == ["reply", "stale", "known"]  # what was read stays read
+    assert again.stale_found == [] and StopFacts(SID).stale_found is None

@@ -13,7 +13,7 @@ import pytest
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.core.decide import decide_stop
+from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.verify.execute import CheckResult
@@ -293,8 +293,10 @@ def test_decide_carries_failures_into_the_reason_only() -> None:
         "b", "make b", passed=False, exit_code=2, duration_ms=1500, timeout=9, output_tail="oops"
     )
     state = _state(criteriaStatus={"a": True, "b": False})
-    with_failure = decide_stop(state, SID, DONE, known_here=True, failures=[failure])
-    plain = decide_stop(state, SID, DONE, known_here=True)
+    with_failure = decide_stop(
+        state, StopFacts(SID, DONE, known_here=True, checked=Checked([failure]))
+    )
+    plain = decide_stop(state, StopFacts(SID, DONE, known_here=True))
     assert with_failure.rule == plain.rule == "unmet"
     assert with_failure.state == plain.state and with_failure.events == plain.events
     assert plain.reason is not None and with_failure.reason is not None
@@ -308,9 +310,12 @@ def test_decide_carries_failures_into_the_reason_only() -> None:
     )
 
 
+UNTRUSTED = Checked(untrusted=True)  # the checks are not trusted here: none ran
+
+
 def test_decide_untrusted_pauses_only_a_completion() -> None:
     done = _state(criteriaStatus={"a": True, "b": True})
-    decision = decide_stop(done, SID, DONE, known_here=True, untrusted=True)
+    decision = decide_stop(done, StopFacts(SID, DONE, known_here=True, checked=UNTRUSTED))
     assert decision.rule == "untrusted_checks" and not decision.block
     assert decision.state is not None
     assert (decision.state["status"], decision.state["pauseReason"]) == (
@@ -319,8 +324,10 @@ def test_decide_untrusted_pauses_only_a_completion() -> None:
     )
     # The earlier rules keep their order: the cap still wins.
     capped = _state(criteriaStatus={"a": True, "b": True}, iteration=20)
-    assert decide_stop(capped, SID, DONE, known_here=True, untrusted=True).rule == (
+    assert decide_stop(capped, StopFacts(SID, DONE, known_here=True, checked=UNTRUSTED)).rule == (
         "max_iterations"
     )
     unmet = _state()
-    assert decide_stop(unmet, SID, DONE, known_here=True, untrusted=True).rule == "unmet"
+    assert (
+        decide_stop(unmet, StopFacts(SID, DONE, known_here=True, checked=UNTRUSTED)).rule == "unmet"
+    )

@@ -155,6 +155,23 @@ def test_hook_blocks_are_iterations_timed_from_the_event_before() -> None:
     assert [(m.what, m.detail) for m in told.pauses] == [("stall", "by the Stop hook")]
 
 
+def test_every_blocking_stop_rule_is_an_iteration_and_every_pausing_one_a_pause() -> None:
+    """From the Stop rules' table (core/decide.py, OUTCOMES): a loop without criteria
+    blocked is an iteration; a budget reached at a stop is a pause."""
+    history = [
+        {"at": "2026-01-01T00:00:00Z", "event": "init", "iteration": 0},
+        {"at": "2026-01-01T00:00:20Z", "event": "no_criteria", "iteration": 1},
+        {"at": "2026-01-01T00:00:30Z", "event": "budget", "iteration": 1, "budget": "tokens"},
+    ]
+    told = story_.gather(the_state(), history, "/p")
+    assert [(i.number, i.by, i.duration, i.result) for i in told.iterations] == [
+        (1, "stop", 20.0, "no criteria")
+    ]
+    assert [(m.what, m.detail) for m in told.pauses] == [("budget", "by the Stop hook")]
+    assert story_.HOOK_ITERATIONS == ("unmet", "no_criteria", "no_marker")
+    assert story_.HOOK_PAUSES == ("max_iterations", "stall", "budget", "untrusted_checks")
+
+
 def test_the_text_report() -> None:
     told = story_.gather(the_state(), HISTORY, "/p", tree=OTHER)
     assert text(told).splitlines() == [

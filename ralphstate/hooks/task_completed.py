@@ -4,10 +4,10 @@ Claude Code runs `ralphstate hook task-completed` when its model marks a task of
 task list completed (TaskUpdate), with the task's `task_id`, `task_subject` and
 `task_description`. When the task is tied to criteria (`core.tie`) of an in-progress
 loop of this session's, and those criteria have checks, the checks run as verify-on-stop
-runs them (`hooks.handlers._verify`: only trusted checks, within
+runs them (`hooks.base.run_checks`: only trusted checks, within
 limits.STOP_VERIFY_BUDGET, never with verify-on-stop turned off) and their results are
 recorded as `ralphstate verify` records them (`criteriaStatus`, `evidence`, a `check`
-event with `by: task`). A failing check refuses the completion: `entry.Refused`, exit 2,
+event with `by: task`). A failing check refuses the completion: `faults.Refused`, exit 2,
 the reason on stderr, which Claude Code feeds to the model. Anything else lets the task
 be completed, a fault included (docs/design.md, "The task gate").
 """
@@ -19,8 +19,9 @@ import os
 from ralphstate.agents.table import Agent
 from ralphstate.core import ownership, queries, render, tie
 from ralphstate.core import state as st
-from ralphstate.hooks.entry import Fault, Refused
-from ralphstate.hooks.handlers import HookInput, Output, _load, _update, _verify
+from ralphstate.hooks import base
+from ralphstate.hooks.base import HookInput, Output
+from ralphstate.hooks.faults import Fault, Refused
 from ralphstate.storage import notices, paths, registry, trust
 from ralphstate.storage.store import Event
 
@@ -32,8 +33,9 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
-    found = _load(loop)
+@base.telling("task-completed")
+def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    found = base.load(loop)
     if found is None:
         return None
     store, state = found
@@ -57,7 +59,7 @@ def task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -
         return None
     if not trust.is_trusted(loop, state):
         return _untrusted(agent, loop, session_id, subject, names)
-    verified = _verify(store, names)
+    verified = base.run_checks(store, names)
     if verified.untrusted:  # the checks changed since they were read
         return _untrusted(agent, loop, session_id, subject, names)
     results = verified.results
@@ -71,7 +73,7 @@ def task_completed(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -
         events += checked
         return [str(e["criterion"]) for e in checked]
 
-    recorded = _update(store, record)
+    recorded = base.update(store, record)
     failures = [r for r in results if not r.passed and r.criterion in recorded]
     if failures:
         raise Refused(render.task_refused(failures))

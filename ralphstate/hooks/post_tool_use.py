@@ -16,23 +16,23 @@ from ralphstate.agents.table import Agent
 from ralphstate.core import ownership, tasklist
 from ralphstate.core import state as st
 from ralphstate.core.limits import MAX_TASK_ID_CHARS
-from ralphstate.hooks.entry import Fault
-from ralphstate.hooks.handlers import Unusable, _load, _record, _update
+from ralphstate.hooks import base
+from ralphstate.hooks.base import HookInput, Output
+from ralphstate.hooks.faults import Fault, Unusable
 from ralphstate.storage import paths, registry
 from ralphstate.storage.store import Event
 
-Output = dict[str, object]
-HookInput = dict[str, object]
 # Claude Code keeps a session's tasks in a list named by the session id, unless this
 # variable names a list that sessions share (then the ids are that list's).
 TASK_LIST_ENV = "CLAUDE_CODE_TASK_LIST_ID"
 
 
-def post_tool_use(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+@base.telling("post-tool-use")
+def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
     tool = hook_input.get("tool_name")
     if tool not in tasklist.TOOLS:
         return None  # installed without a matcher: every other tool passes untouched
-    found = _load(loop)
+    found = base.load(loop)
     if found is None:
         return None
     store, state = found
@@ -41,44 +41,56 @@ def post_tool_use(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) ->
     session_id = agent.session_id(hook_input)
     if session_id is None:
         raise Fault("input has no session id")
-    shared = os.environ.get(TASK_LIST_ENV, "")
-    list_id = shared if 0 < len(shared) <= MAX_TASK_ID_CHARS else session_id[:MAX_TASK_ID_CHARS]
-    runner = bool(os.environ.get(ownership.ENV_RUNNER))
+    mirror = _Mirror(agent, hook_input, loop, session_id, str(tool))
+    # Another session's loop, or one that came with a clone, is judged on the file as
+    # read: no lock is taken, nothing is written.
+    if mirror.allowed(state) is None:
+        return None
+    base.update(store, mirror.change)
+    if mirror.adopted is not None:
+        base.record("post-tool-use", loop, mirror.adopted, agent.process_id(os.environ))
+    return None
 
-    def allowed(current: st.State) -> ownership.Verdict | None:
+
+class _Mirror:
+    """One call of a task tool, mirrored into the loop under the state lock."""
+
+    def __init__(
+        self, agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, session_id: str, tool: str
+    ) -> None:
+        self.agent, self.hook_input, self.loop = agent, hook_input, loop
+        self.session_id, self.tool = session_id, tool
+        shared = os.environ.get(TASK_LIST_ENV, "")
+        self.list_id = (
+            shared if 0 < len(shared) <= MAX_TASK_ID_CHARS else session_id[:MAX_TASK_ID_CHARS]
+        )
+        self.runner = bool(os.environ.get(ownership.ENV_RUNNER))
+        self.adopted: st.State | None = None  # the state as this call adopted it
+
+    def allowed(self, current: st.State) -> ownership.Verdict | None:
         """The verdict when this session may mirror into the loop: its own, one it may
         adopt, or (inside `ralphstate run`, which owns the loop) one known here."""
 
         def known() -> bool:
-            return registry.knows(loop, current)
+            return registry.knows(self.loop, current)
 
-        verdict = ownership.judge(current, session_id, agent.name, known=known)
-        if verdict in ("owner", "adopt") or (runner and known()):
+        verdict = ownership.judge(current, self.session_id, self.agent.name, known=known)
+        if verdict in ("owner", "adopt") or (self.runner and known()):
             return verdict
         return None
 
-    # Another session's loop, or one that came with a clone, is judged on the file as
-    # read: no lock is taken, nothing is written.
-    if allowed(state) is None:
-        return None
-    adopted: list[st.State] = []
-
-    def change(current: st.State, events: list[Event]) -> None:
-        adopted.clear()
+    def change(self, current: st.State, events: list[Event]) -> None:
+        self.adopted = None
         if current["status"] != "in_progress":
             return
-        verdict = allowed(current)
+        verdict = self.allowed(current)
         if verdict is None:
             return
-        if verdict == "adopt" and not runner:
-            events.append(ownership.take(current, session_id, agent.name, "post-tool-use"))
-            adopted.append(current)
-        _mirror(loop, current, events, str(tool), hook_input, list_id)
-
-    _update(store, change)
-    if adopted:
-        _record("post-tool-use", loop, adopted[0], agent.process_id(os.environ))
-    return None
+        if verdict == "adopt" and not self.runner:
+            by = "post-tool-use"
+            events.append(ownership.take(current, self.session_id, self.agent.name, by))
+            self.adopted = current
+        _mirror(self.loop, current, events, self.tool, self.hook_input, self.list_id)
 
 
 def _mirror(

@@ -1,0 +1,127 @@
+"""What the hooks on a loop share: loading it, the locked update, telling the person
+about a loop that cannot be used, recording the loop in the registry, and running its
+checks.
+
+Each hook is a module named after it (`hooks.stop`, `hooks.session_start`, ...) whose
+`handle` loads the loop, decides (under the state lock when it writes:
+`Store.update`) and returns the agent's output. The rules are not here: the Stop
+decision is `core.decide`, ownership is `core.ownership`, the words are `core.render`.
+A fault is turned into an allowing answer and a line for the person by `hooks.faults`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from ralphstate.agents.table import Agent
+from ralphstate.core import limits, render
+from ralphstate.core import state as st
+from ralphstate.core.errors import NoLoop, RalphstateError
+from ralphstate.hooks import notify
+from ralphstate.hooks.faults import Fault, Unusable, complain
+from ralphstate.storage import notices, paths, registry
+from ralphstate.storage.store import Event, Store
+
+if TYPE_CHECKING:
+    from ralphstate.verify.execute import CheckResult
+
+Output = dict[str, object]
+HookInput = dict[str, object]
+Handler = Callable[[Agent, HookInput, paths.LoopPaths], Output | None]
+R = TypeVar("R")
+
+
+def load(loop: paths.LoopPaths) -> tuple[Store, st.State] | None:
+    """The loop's store and state; None when it has no state file; Unusable if it
+    cannot be used."""
+    store = Store(loop, lock_timeout=limits.HOOK_LOCK_TIMEOUT)
+    if not store.exists():
+        return None
+    try:
+        return store, store.load()
+    except NoLoop:
+        return None
+    except RalphstateError as exc:
+        raise Unusable(str(exc).rstrip(".")) from None
+
+
+def update(
+    store: Store, change: Callable[[st.State, list[Event]], R], read: st.State | None = None
+) -> R:
+    """`store.update`: a store that cannot be written makes the loop Unusable."""
+    try:
+        return store.update(change, read=read)
+    except RalphstateError as exc:
+        raise Unusable(str(exc).rstrip(".")) from None
+
+
+def telling(event: str) -> Callable[[Handler], Handler]:
+    """The handler of the hook `event`, which on a loop it cannot use lets the agent go
+    (a fault, on stderr and in the log) and tells the person in a `systemMessage`, once
+    per fault per session: the loop holds nobody until it is fixed."""
+
+    def wrap(handler: Handler) -> Handler:
+        def run(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+            try:
+                return handler(agent, hook_input, loop)
+            except Unusable as exc:
+                return _unusable(event, agent, hook_input, loop, str(exc))
+
+        return run
+
+    return wrap
+
+
+def _unusable(
+    event: str, agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, problem: str
+) -> Output | None:
+    complain(event, problem)
+    if not agent.notices:
+        return None
+    session = agent.session_id(hook_input)
+    if session is not None and not notices.first_time(loop, session, problem):
+        return None
+    out = agent.render_notice(render.unusable(problem))
+    if event == "stop":  # and, since the gate failed open, a notification
+        out = notify.attach(out, agent.name, notify.failed_open(problem), os.environ)
+    return out
+
+
+def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) -> None:
+    """The loop in the per-user registry, as `state` has it (owned by the agent process
+    `pid`, when known); a registry that cannot be written is said, and the hook goes on."""
+    try:
+        registry.record(loop, state, pid)
+    except Exception as exc:  # noqa: BLE001 - the registry is a convenience
+        complain(event, f"could not update the loop registry ({exc})")
+
+
+class Verified:
+    """What a run of the checks found: their results, or that they are not trusted."""
+
+    def __init__(self, results: list[CheckResult], untrusted: bool = False) -> None:
+        self.results = results
+        self.untrusted = untrusted
+
+
+def run_checks(store: Store, names: list[str] | None = None) -> Verified:
+    """Verify-on-stop, the re-run of stale checks, or a tied task's checks: run the
+    loop's trusted checks (`names`, else all) within limits.STOP_VERIFY_BUDGET, outside
+    the state lock. Untrusted checks are never run."""
+    from ralphstate.verify import execute
+
+    try:
+        with execute.terminate_as_interrupt():
+            return Verified(
+                execute.run_checks(store, names, budget=limits.STOP_VERIFY_BUDGET, record=False)
+            )
+    except execute.Untrusted:
+        return Verified([], untrusted=True)
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
+    except KeyboardInterrupt:  # SIGTERM: the client gave up waiting for this hook
+        raise Fault(
+            "stopped while running the loop's checks; the running check was killed"
+        ) from None

@@ -1,0 +1,203 @@
+"""Stop: the loop holds the agent until its criteria are verified and it says so
+(docs/design.md, "The Stop decision").
+
+The rules are `core.decide.decide_stop`'s; this module does everything impure around
+them. It loads the loop, gathers the stop's facts (`decide.StopFacts`: the reply, what
+the session spent, whether evidence is stale, what the checks found; each read only
+when a rule asks), asks about the file as read and, when that decision would write (or
+asks for the checks), asks again inside one locked update. It runs the checks when the
+decision asks for them, records a loop it paused, completed or adopted, and renders the
+answer with its notification.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from ralphstate.agents.table import Agent
+from ralphstate.core import decide, ownership, queries
+from ralphstate.core import state as st
+from ralphstate.core.decide import Decision
+from ralphstate.hooks import base, notify
+from ralphstate.hooks.base import HookInput, Output, Verified
+from ralphstate.hooks.faults import Fault, Unusable, note
+from ralphstate.storage import paths, registry
+from ralphstate.storage.store import Event
+
+Change = Callable[[st.State, list[Event]], Decision]
+
+
+@base.telling("stop")
+def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    if not agent.turn_finished(hook_input):
+        return None  # the person stopped this turn: never hold it open
+    found = base.load(loop)
+    if found is None:
+        return None
+    store, state = found
+    session_id = agent.session_id(hook_input)
+    if session_id is None:
+        raise Fault("input has no session id")
+    runner = bool(os.environ.get(ownership.ENV_RUNNER))
+    facts = decide.StopFacts(
+        session_id,
+        lambda: _reply(agent, hook_input),
+        agent=agent.name,
+        runner=runner,
+        known_here=lambda current: registry.knows(loop, current),
+        stale=lambda current: _stale(loop, current),
+    )
+    boxes = _task_boxes(loop, state)
+    spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
+    deciding = _Deciding(facts, state, boxes, spent)
+    # A stop that changes nothing (a loop paused, finished, another session's, not known
+    # here, or inside `ralphstate run`) is decided on the file as read: no lock.
+    decision = base.update(store, deciding.change(None), read=state)
+    if decision.rule == "verify":  # the checks run outside the lock, then decide again
+        stale = facts.stale_found
+        names = list(stale) if stale and not decide.verifies_on_stop(state) else None
+        decision = base.update(store, deciding.change(base.run_checks(store, names)))
+    if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
+        pid = agent.process_id(os.environ) if decision.adopted else None
+        base.record("stop", loop, decision.state, pid)
+    return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
+
+
+class _Deciding:
+    """The stop's decisions, each asked inside `Store.update` on the state as it is
+    then: the task file's boxes and the tokens as read at this stop, and the results of
+    the checks once they ran."""
+
+    def __init__(
+        self,
+        facts: decide.StopFacts,
+        state: st.State,
+        boxes: list[Any] | None,
+        spent: decide.Spent | None,
+    ) -> None:
+        self.facts, self.boxes, self.spent = facts, boxes, spent
+        self.read_from = state["transcriptUsage"]
+
+    def change(self, verified: Verified | None) -> Change:
+        def decided(current: st.State, events: list[Event]) -> Decision:
+            return self.decide(current, events, verified)
+
+        return decided
+
+    def decide(self, current: st.State, events: list[Event], verified: Verified | None) -> Decision:
+        _with_tasks(current, self.boxes)  # the task file's boxes, as read at this stop
+        results = verified.results if verified else []
+        checked: list[Event] = []
+        working = current
+        if results:  # on a copy: kept only when the decision writes
+            from ralphstate.verify.execute import apply
+
+            working = copy.deepcopy(current)
+            checked = apply(working, results, "stop")
+        ran = {e["criterion"] for e in checked}
+        found = None
+        if verified is not None:
+            failures = [r for r in results if not r.passed and r.criterion in ran]
+            found = decide.Checked(failures, verified.untrusted)
+        # Counted from the file as first read: another stop that counted meanwhile
+        # moved the offset, and what this one read is left to it.
+        counted = self.spent if current["transcriptUsage"] == self.read_from else None
+        decision = decide.decide_stop(working, self.facts.given(spent=counted, checked=found))
+        if decision.state is not None:
+            raw = cast(st.Raw, current)  # the store writes the dict it handed over
+            raw.clear()
+            raw.update(decision.state)
+            events += checked + decision.events
+        return decision
+
+
+def _reply(agent: Agent, hook_input: HookInput) -> str | None:
+    """The reply that ended the turn (a transcript read, or Copilot's wait for its
+    events file, costs time: asked only when a rule needs it, once)."""
+    said = agent.last_message(hook_input)
+    if said is None and _unreadable(agent, hook_input):
+        note(
+            "stop",
+            "the reply that ended the turn could not be read (no"
+            f" {agent.message_key or 'reply'}, and the transcript could not be"
+            " read); it is taken to hold no completion marker",
+        )
+    return said
+
+
+def _spent(
+    agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, state: st.State, session_id: str
+) -> decide.Spent | None:
+    """The tokens this session's transcript shows since the last stop, and where the
+    reading stopped: for an in-progress loop this session owns or may adopt, of an agent
+    whose transcript gives them (docs/design.md, "Tokens inside a session"). None when
+    there is nothing to count or the transcript cannot be read (the stop decides as
+    ever; the log says so)."""
+    if agent.usage_format is None or state["status"] != "in_progress":
+        return None
+    verdict = ownership.judge(
+        state, session_id, agent.name, known=lambda: registry.knows(loop, state)
+    )
+    if verdict not in ("owner", "adopt"):  # a loop the stop leaves alone: nothing read
+        return None
+    path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
+    if not isinstance(path, str) or not path:
+        return None
+    from ralphstate.agents import transcript_usage
+
+    found = transcript_usage.count(
+        path, agent.usage_format, session_id, state["transcriptUsage"], state["startedAt"]
+    )
+    if found is None and os.path.lexists(path):  # a missing one has nothing to count
+        note("stop", "the transcript could not be read, so this stop's tokens are not counted")
+    return found
+
+
+def _unreadable(agent: Agent, hook_input: HookInput) -> bool:
+    """The input gives no reply, and names a transcript ralphstate cannot read."""
+    if agent.message_key and agent.message_key in hook_input:
+        return False  # the reply was given (an empty one is no marker): no transcript read
+    path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
+    if not isinstance(path, str) or not path:
+        return False
+    try:
+        return not Path(path).is_file() or not os.access(path, os.R_OK)
+    except (OSError, ValueError):
+        return True
+
+
+def _task_boxes(loop: paths.LoopPaths, state: st.State) -> list[Any] | None:
+    """The checkboxes of an active loop's task file, read once at this stop; None
+    without one. A file that cannot be read makes the loop Unusable (the stop goes through
+    and the person is told), as a broken state file does."""
+    if not state["tasksFile"] or state["status"] not in st.ACTIVE:
+        return None
+    from ralphstate.loop import taskfile
+
+    try:
+        return taskfile.boxes(taskfile.read(loop.root, state["tasksFile"]))
+    except taskfile.TaskFileError as exc:
+        raise Unusable(str(exc).rstrip(".")) from None
+
+
+def _with_tasks(state: st.State, boxes: list[Any] | None) -> None:
+    """Make the task file's boxes, when the loop has one, the state's steps."""
+    if boxes is not None:
+        from ralphstate.loop import taskfile
+
+        taskfile.apply(state, boxes)
+
+
+def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
+    """The verified criteria whose check passed on other code than the work tree holds
+    now (git is asked only when some evidence records a tree)."""
+    if not any(e.get("tree") for e in state["evidence"].values()):
+        return []
+    from ralphstate.storage import git
+
+    code = git.snapshot(loop)
+    return queries.stale(state, code.tree if code else None)
