@@ -48,11 +48,12 @@ class Outcome:
     """What a Stop rule does. `when` and `says` are its row in the docs: when it
     applies, and what the agent (a block's reason) or the person (a `systemMessage`)
     reads. `block`: the agent goes on; `pause`: the loop is paused for that reason and
-    the agent stops; `complete`: the loop is complete. `notice`: the desktop
-    notification (hooks/notify.py); `colour`: how the report draws it (report/html.py).
-    A rule with none of these writes nothing and lets the agent stop."""
+    the agent stops; `complete`: the loop is complete; `runs_checks`: nothing yet, the
+    hook runs the loop's checks and asks again. `notice`: the desktop notification
+    (hooks/notify.py); `colour`: how the report draws it (report/html.py). A rule with
+    none of these writes nothing and lets the agent stop."""
 
-    __slots__ = ("block", "colour", "complete", "notice", "pause", "says", "when")
+    __slots__ = ("block", "colour", "complete", "notice", "pause", "runs_checks", "says", "when")
 
     def __init__(
         self,
@@ -62,17 +63,32 @@ class Outcome:
         block: bool = False,
         pause: st.PauseReason | None = None,
         complete: bool = False,
+        runs_checks: bool = False,
         notice: str | None = None,
         colour: str | None = None,
     ) -> None:
         self.when, self.says = when, says
         self.block, self.pause, self.complete = block, pause, complete
-        self.notice, self.colour = notice, colour
+        self.runs_checks, self.notice, self.colour = runs_checks, notice, colour
 
     @property
     def ends(self) -> bool:
         """The loop stops being in progress: paused or complete."""
         return self.pause is not None or self.complete
+
+    @property
+    def does(self) -> str:
+        """What the rule does, in a few words: with `says` and `notice`, its entry in the
+        docs' numbered list of the rules (docs/design.md, "The Stop decision")."""
+        if self.block:
+            return "Block (`iteration` + 1)"
+        if self.pause is not None:
+            return f"Pause (`pauseReason: {self.pause}`) and allow"
+        if self.complete:
+            return "Complete (`status: complete`) and allow"
+        if self.runs_checks:
+            return "Nothing is written yet: the hook runs the checks, then decides again"
+        return "Allow; nothing is written"
 
 
 OUTCOMES: dict[Rule, Outcome] = {
@@ -85,9 +101,7 @@ OUTCOMES: dict[Rule, Outcome] = {
         "the loop is owned by another session, or by a session of another agent"
     ),
     "unknown_loop": Outcome(
-        "nobody owns the loop and this machine did not make or adopt it (it came with a"
-        " clone); one this machine knows is adopted by the session, and the rules below"
-        " apply"
+        "nobody owns the loop and this machine did not make or adopt it (it came with a clone)"
     ),
     "max_iterations": Outcome(
         "`iteration >= maxIterations`",
@@ -106,7 +120,7 @@ OUTCOMES: dict[Rule, Outcome] = {
     ),
     "budget": Outcome(
         "a budget is reached (`usage` at `maxTokens`, `maxCost` or `maxDuration`) and the"
-        " stop would block; a claimed completion still completes",
+        " stop would block (a claimed completion still completes)",
         "a `systemMessage` saying which budget and how to raise it",
         pause="budget",
         notice="loop paused: its budget is reached",
@@ -132,7 +146,8 @@ OUTCOMES: dict[Rule, Outcome] = {
     "verify": Outcome(
         "a claimed completion (every criterion verified, the marker said) with"
         " verify-on-stop on, or with evidence proven on other code than the work tree"
-        " holds, and the checks have not run yet: the hook runs them, then decides again",
+        " holds, and the checks have not run yet",
+        runs_checks=True,
     ),
     "untrusted_checks": Outcome(
         "a claimed completion whose checks must run, but are not trusted on this machine",

@@ -57,7 +57,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = base.update(store, deciding.change(None), read=state)
-    if decision.rule == "verify":  # the checks run outside the lock, then decide again
+    if decide.OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
         decision = base.update(store, deciding.change(base.run_checks(store, names)))
