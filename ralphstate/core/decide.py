@@ -127,7 +127,7 @@ OUTCOMES: dict[Rule, Outcome] = {
         colour=PURPLE,
     ),
     "unmet": Outcome(
-        "a criterion is not verified",
+        "a criterion is unmet",
         "the reason names each unmet criterion (and each failed check), the next step and"
         " the exact commands to record progress",
         block=True,
@@ -138,13 +138,13 @@ OUTCOMES: dict[Rule, Outcome] = {
         block=True,
     ),
     "no_marker": Outcome(
-        "every criterion is verified but the last reply does not say the completion marker"
+        "every criterion is met but the last reply does not say the completion marker"
         " (outside code)",
         "the reason asks for the marker, once the work is really done",
         block=True,
     ),
     "verify": Outcome(
-        "a claimed completion (every criterion verified, the marker said) with"
+        "a claimed completion (every criterion met, the marker said) with"
         " verify-on-stop on, or with evidence proven on other code than the work tree"
         " holds, and the checks have not run yet",
         runs_checks=True,
