@@ -53,21 +53,21 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     )
     boxes = _task_boxes(loop, state)
     spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
-    deciding = _Deciding(facts, state, boxes, spent)
+    decisions = _Decisions(facts, state, boxes, spent)
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
-    decision = base.update(store, deciding.change(None), read=state)
+    decision = base.update(store, decisions.change(None), read=state)
     if decide.OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
-        decision = base.update(store, deciding.change(base.run_checks(store, names)))
+        decision = base.update(store, decisions.change(base.run_checks(store, names)))
     if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
 
 
-class _Deciding:
+class _Decisions:
     """The stop's decisions, each asked inside `Store.update` on the state as it is
     then: the task file's boxes and the tokens as read at this stop, and the results of
     the checks once they ran."""
