@@ -84,4 +84,4 @@ def test_a_stop_with_no_state_file_is_allowed_silently(project: Path) -> None:
     for env in ({"CLAUDE_PROJECT_DIR": str(project)}, {}):
         done = run_process(["hook", "stop"], cwd=project, input=hook_input, env=env)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
-    assert "1. No state file: allow, silently." in HOOKS
+    assert "No state file: `ralphstate hook stop` allows, silently." in HOOKS
