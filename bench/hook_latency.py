@@ -121,7 +121,7 @@ def install(base: Path) -> tuple[str, Path]:
 def hook(python: str, event: str) -> tuple[str, list[str]]:
     """The command `ralphstate install` writes for `event` (`"PYTHON" -I -c "CODE"
     stop`, one simple command), and the process it starts: its words as sh splits them."""
-    code = f"from ralphstate.install.claude import hook_command; print(hook_command({event!r}))"
+    code = f"from ralphstate.install.agents import hook_command; print(hook_command({event!r}))"
     line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
     command = line.stdout.strip()
     return command, shlex.split(command)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import settings
 
 from ralphstate.__main__ import main
+from ralphstate.agents import table
 from tests.helpers import Result
 
 # Property tests: by default a fixed seed and a small budget, so every run of the suite
@@ -20,16 +21,8 @@ settings.register_profile("long", max_examples=3000, deadline=None)
 settings.load_profile("ci")
 
 LEAKY_ENV = (
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_PID",
-    "CLAUDE_PROJECT_DIR",
-    # Other agents' session variables (see adapters.session_from_env).
-    "CODEX_SESSION_ID",
-    "CODEX_THREAD_ID",
-    "COPILOT_AGENT_SESSION_ID",
-    "COPILOT_PROJECT_DIR",
-    "GEMINI_CLI",
-    "GEMINI_PROJECT_DIR",
+    # Every agent's session, process and project variables (`Agent.variables`).
+    *table.variables(),
     "RALPHSTATE_DIR",
     "RALPHSTATE_RUNNER",
     "RALPHSTATE_HOME",

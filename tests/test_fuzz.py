@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as hs
 
 from ralphstate.agents import table as adapters
-from ralphstate.agents.transcript import last_assistant_text
+from ralphstate.agents.base import Agent
+from ralphstate.agents.claude import last_assistant_text
 from ralphstate.core import limits, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
@@ -55,7 +56,7 @@ def budget(share: float = 1.0) -> settings:
     )
 
 
-CLAUDE = adapters.CLAUDE
+CLAUDE = adapters.get("claude")
 MARKER = "<loop-complete>"
 
 # -- strategies --------------------------------------------------------------------------
@@ -180,14 +181,14 @@ def setup_loop(root: Path, isolated: Path, scenario: str) -> Path:
 # -- what the hooks must do, from the pure decision ----------------------------------------
 
 
-def located(root: Path, hook_input: dict[str, Any], agent: adapters.Agent) -> bool:
+def located(root: Path, hook_input: dict[str, Any], agent: Agent) -> bool:
     start = agent.project_dir(os.environ)
     found = paths.find(start or agent.cwd(hook_input) or Path.cwd())
     return found is not None and found.dir == root / ".loop"
 
 
 def expected_stop(
-    root: Path, hook_input: Any, before: bytes, agent: adapters.Agent = CLAUDE
+    root: Path, hook_input: Any, before: bytes, agent: Agent = CLAUDE
 ) -> tuple[dict[str, Any] | None, st.State | None]:
     """(output, state written) the Stop hook owes this input: the pure decision on the
     state as it was, or nothing and no write wherever a fault means fail open."""
@@ -221,7 +222,7 @@ def expected_stop(
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
 
 
-def unusable(root: Path, agent: adapters.Agent = CLAUDE, event: str = "") -> dict[str, Any] | None:
+def unusable(root: Path, agent: Agent = CLAUDE, event: str = "") -> dict[str, Any] | None:
     """What a hook says, the first time, about the loop in `root` it cannot use (a Stop
     hook with the notification that the gate failed open)."""
     try:
@@ -304,7 +305,7 @@ def note(name: str, out: Any, wrote: bool, usable: bool) -> None:
     event(f"{name} on an {state} state: {shape}{', wrote' if wrote else ''}")
 
 
-def run_and_check(root: Path, event: str, data: bytes, agent: adapters.Agent = CLAUDE) -> None:
+def run_and_check(root: Path, event: str, data: bytes, agent: Agent = CLAUDE) -> None:
     state_path = root / ".loop" / "state.json"
     before = state_path.read_bytes()
     hook_input = parsed(data)
@@ -363,14 +364,14 @@ def test_hook_input_fuzz(
 @budget()
 @given(
     data=hs.data(),
-    agent=hs.sampled_from([adapters.CODEX, adapters.GEMINI, adapters.CURSOR]),
+    agent=hs.sampled_from([adapters.get(name) for name in ("codex", "gemini", "cursor")]),
     scenario=hs.sampled_from(list(SCENARIOS)),
 )
 def test_stop_input_fuzz_other_agents(
     fuzz_root: Path,
     isolated: Path,
     data: hs.DataObject,
-    agent: adapters.Agent,
+    agent: Agent,
     scenario: str,
 ) -> None:
     """The same promises through the other agents' field names and output shapes: a

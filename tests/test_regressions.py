@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ralphstate.agents.table import AGENTS
+from ralphstate.agents.table import NAMES
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.run import prompt
@@ -288,7 +288,7 @@ def test_agent_hook_files_and_run_logs_are_not_world_writable_whatever_the_umask
         )
 
     assert run("init", "Build it", "-c", "a").returncode == 0
-    for agent in [name for name in AGENTS if name != "claude"]:
+    for agent in [name for name in NAMES if name != "claude"]:
         done = run("install", "--agent", agent)
         assert done.returncode == 0, done.stderr
     done = run("run", "--agent", "true", "--max", "1")

@@ -1,19 +1,16 @@
 """The tokens a session spent since the last stop, read from the end of its transcript.
 
-Claude Code's transcript (`~/.claude/projects/<project>/<session>.jsonl`) and Gemini
-CLI's session file are JSONL files that only grow. The Stop hook reads only the bytes
+An agent whose transcript gives each reply's tokens (Claude Code's
+`~/.claude/projects/<project>/<session>.jsonl`, Gemini CLI's session file: JSONL files
+that only grow) has a `UsageFormat`: its module's judge says which reply a line belongs
+to and its tokens (`agents.claude`, `agents.gemini`). The Stop hook reads only the bytes
 appended since the last stop, from the offset kept in the state (`transcriptUsage`),
 at most `MAX_TRANSCRIPT_USAGE_BYTES` a stop, and only whole lines: its cost does not
 grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
 
-- Claude Code writes each content block of a reply on a line of its own, each
-  repeating the reply's `message.id` and `message.usage`: a reply is counted once, as
-  `run` counts a `-p` result (input + cache creation + cache read + output tokens).
-  A line whose `requestSessionId` names another session is a reply copied from it
-  (`--fork-session`) and is not counted.
-- Gemini CLI writes a `gemini` record per reply, again with its `toolCalls` once they
-  ran, each with the same `id` and `tokens`: counted once, by `tokens.total`.
-- Replies older than the loop (`startedAt`, to the second) are not counted.
+- A reply written on several lines (each content block, or again once its tool calls
+  ran) is counted once, by the most any of its lines says.
+- Replies older than the loop (`startedAt`, to the second) are not counted (`base.older`).
 - When another session counted last (this one owns the loop again, after /clear or an
   adopt), no reply written at or before the newest reply counted so far (`countedAt`,
   the transcript's own timestamp) is counted: this session's earlier stops counted it.
@@ -42,62 +39,10 @@ from ralphstate.core import limits
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
+    from ralphstate.agents.base import UsageFormat
     from ralphstate.core.fields import TranscriptUsage
 
-    # What one transcript line is, for counting: (reply id, tokens) or None.
-    Judge = Callable[[dict[str, object], str, str], tuple[str, int] | None]
-
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-_CLAUDE_TOKENS = (
-    "input_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "output_tokens",
-)
-
-
-def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    return int(value) if 0 <= value < 2**53 else 0
-
-
-def _older(entry: dict[str, object], started: str) -> bool:
-    """The line was written before the loop started (compared to the second)."""
-    at = entry.get("timestamp")
-    return bool(started) and isinstance(at, str) and at[:19] < started[:19]
-
-
-def _claude(entry: dict[str, object], session: str, started: str) -> tuple[str, int] | None:
-    if entry.get("type") != "assistant":
-        return None
-    message = entry.get("message")
-    if not isinstance(message, dict):
-        return None
-    reply, usage = message.get("id"), message.get("usage")
-    if not isinstance(reply, str) or not isinstance(usage, dict):
-        return None
-    if entry.get("requestSessionId") not in (None, session):
-        return None  # a reply copied from the session this one was forked from
-    if _older(entry, started):
-        return None
-    return reply, sum(_count(usage.get(key)) for key in _CLAUDE_TOKENS)
-
-
-def _gemini(entry: dict[str, object], session: str, started: str) -> tuple[str, int] | None:
-    reply, tokens = entry.get("id"), entry.get("tokens")
-    if entry.get("type") != "gemini" or not isinstance(reply, str):
-        return None
-    if not isinstance(tokens, dict) or _older(entry, started):
-        return None
-    return reply, _count(tokens.get("total"))
-
-
-JUDGES: dict[str, Judge] = {"claude": _claude, "gemini": _gemini}
-# Bytes every line that can be counted holds; other lines are not parsed.
-_HINTS = {"claude": (b'"assistant"', b'"usage"'), "gemini": (b'"gemini"', b'"tokens"')}
 
 
 def fingerprint(path: str, info: os.stat_result) -> str:
@@ -110,16 +55,16 @@ def fingerprint(path: str, info: os.stat_result) -> str:
 
 def count(
     path: str,
-    kind: str,
+    form: UsageFormat | None,
     session: str,
     since: TranscriptUsage | None,
     started: str | None,
     bound: int = limits.MAX_TRANSCRIPT_USAGE_BYTES,
 ) -> tuple[int, TranscriptUsage] | None:
     """(tokens of the replies appended since `since`, where the reading stopped), or
-    None when the `kind` transcript at `path` cannot be read."""
-    judge = JUDGES.get(kind)
-    if judge is None:
+    None when the transcript at `path`, in `form`, cannot be read, or when the agent's
+    transcript gives no tokens (no `form`)."""
+    if form is None:
         return None
     try:
         # stat before open: a FIFO or a device is never opened, so it cannot block.
@@ -132,7 +77,7 @@ def count(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
-        return _read(fd, info, path, kind, judge, session, since, started or "", max(1, bound))
+        return _read(fd, info, path, form, session, since, started or "", max(1, bound))
     except OSError:
         return None
     finally:
@@ -143,8 +88,7 @@ def _read(
     fd: int,
     info: os.stat_result,
     path: str,
-    kind: str,
-    judge: Judge,
+    form: UsageFormat,
     session: str,
     since: TranscriptUsage | None,
     started: str,
@@ -180,7 +124,7 @@ def _read(
     else:
         whole = data[start : cut + 1]
         position = offset + cut + 1
-    tokens, last, resync, newest = _tally(whole, kind, judge, session, started, last, resync, after)
+    tokens, last, resync, newest = _tally(whole, form, session, started, last, resync, after)
     if resync and end >= size:
         resync = False  # the file's end without the last reply counted: count what comes
     if newest is not None and (counted_at is None or newest > counted_at):
@@ -195,8 +139,7 @@ def _byte_at(fd: int, offset: int) -> bytes:
 
 def _tally(
     data: bytes,
-    kind: str,
-    judge: Judge,
+    form: UsageFormat,
     session: str,
     started: str,
     last: str | None,
@@ -206,7 +149,7 @@ def _tally(
     """The tokens of the replies in `data`'s lines, each reply once (the most any of its
     lines says), none up to `last` while `resync`, none written at or before `after`;
     the newest reply, `resync`, and the newest timestamp of a line counted."""
-    hints = _HINTS[kind]
+    hints, judge = form.hints, form.judge
     replies: dict[str, int] = {}
     newest: str | None = None
     for line in data.split(b"\n"):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import orjson
 
-from ralphstate.agents.table import AGENTS
+from ralphstate.agents.table import every
 
 SESSION = "demo-session-0001"
 SPEC = "Add a --json flag to the report command"
@@ -57,17 +57,19 @@ def run(echo: Callable[[str], None]) -> int:
         env = dict(os.environ)
         # Run from inside any agent's shell, the demo's `init` must not be owned by that
         # agent's session: its Claude Code session below would then be a stranger.
-        inherited = ["RALPHSTATE_DIR", "RALPHSTATE_RUNNER", "CLAUDE_PID"]
-        for agent in AGENTS.values():
-            inherited += agent.session_env
-            if agent.marker_env:
-                inherited.append(agent.marker_env)
+        inherited = ["RALPHSTATE_DIR", "RALPHSTATE_RUNNER"]
+        for agent in every().values():
+            named = (agent.marker_env, agent.process_env)
+            inherited += [*agent.session_env, *(name for name in named if name)]
         for name in inherited:
             env.pop(name, None)
+        claude = every()["claude"]
         env.update(
-            RALPHSTATE_HOME=str(Path(tmp) / "home"),
-            CLAUDE_PROJECT_DIR=str(root),
-            CLAUDE_CODE_SESSION_ID=SESSION,
+            {
+                "RALPHSTATE_HOME": str(Path(tmp) / "home"),
+                str(claude.project_env): str(root),
+                claude.session_env[0]: SESSION,
+            }
         )
 
         def cli(args: list[str]) -> str:

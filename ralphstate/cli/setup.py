@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ralphstate.agents.table import AGENTS
+from ralphstate.agents.table import NAMES
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 
@@ -23,7 +23,7 @@ from ralphstate.cli.options import SETTINGS
 )
 @click.option(
     "--agent",
-    type=click.Choice(tuple(AGENTS)),
+    type=click.Choice(NAMES),
     default="claude",
     show_default=True,
     help="Whose hook configuration to write.",
@@ -66,34 +66,31 @@ def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, unins
       ralphstate install --uninstall
       ralphstate install --statusline
     """
+    from ralphstate.agents.table import get
+    from ralphstate.install.agents import hooks_path, install_agent
     from ralphstate.loop.project import project_root
 
-    if tasks and (agent != "claude" or statusline):
+    hook_file = get(agent).hook_file
+    if tasks and (not hook_file.task_events or statusline):
         raise click.UsageError(
             "--tasks is Claude Code's hooks'; leave --agent and --statusline out."
         )
     if statusline:
         from ralphstate.install import statusline_setup
-        from ralphstate.install.claude import settings_path
 
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
         scope = scope or "user"
-        path = settings_path(scope, project_root(Path.cwd()))
+        path = hooks_path(agent, scope, project_root(Path.cwd()))
         result = statusline_setup.install(path, uninstall=uninstall)
-    elif tasks:
-        from ralphstate.install.claude import install
-
-        scope = scope or "local"
-        result = install(scope, project_root(Path.cwd()), uninstall=uninstall, tasks=True)
     else:
-        from ralphstate.install.agents import install_agent
-
-        scope = scope or ("local" if agent == "claude" else "project")
-        result = install_agent(agent, scope, project_root(Path.cwd()), uninstall=uninstall)
+        scope = scope or hook_file.default_scope
+        result = install_agent(
+            agent, scope, project_root(Path.cwd()), uninstall=uninstall, tasks=tasks
+        )
     for action in result.actions:
         output.text(action)
-    if agent == "claude":
+    if hook_file.local:
         from ralphstate.install.scope import notes
 
         root = project_root(Path.cwd())

@@ -39,7 +39,8 @@ ACTIVE: tuple[Status, ...] = ("in_progress", "paused")
 PauseReason = Literal[
     "max_iterations", "stall", "untrusted_checks", "user", "budget", "agent_errors", "step_retries"
 ]
-# The agents whose sessions can own a loop (agents/table.py holds their details).
+# The agents whose sessions can own a loop: a module each in agents/, named by
+# agents/table.py (tests/agents/test_table.py holds the two lists together).
 AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot", "opencode"]
 # The agent a `sessionId` belongs to when the file does not say.
 DEFAULT_AGENT: AgentName = "claude"

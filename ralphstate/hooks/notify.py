@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ralphstate.agents.table import get
 from ralphstate.core.text import plain_output
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 ENV = "RALPHSTATE_NOTIFY"
 OFF = frozenset({"0", "off", "no", "false"})
-AGENTS = frozenset({"claude"})
 MAX_TEXT = 120
 
 
@@ -51,8 +51,9 @@ def _prefers_777(env: Mapping[str, str]) -> bool:
 def attach(
     out: dict[str, object] | None, agent: str, text: str, env: Mapping[str, str]
 ) -> dict[str, object] | None:
-    """`out` with the notification for `text` added, when `agent` takes one."""
-    if agent not in AGENTS:
+    """`out` with the notification for `text` added, when `agent` takes one
+    (`Agent.terminal_sequence`)."""
+    if not get(agent).terminal_sequence:
         return out
     found = sequence(text, env)
     if found is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ralphstate.agents.table import Agent
+from ralphstate.agents.base import Agent
 from ralphstate.core import ownership, tasklist
 from ralphstate.core import state as st
 from ralphstate.core.limits import MAX_TASK_ID_CHARS
@@ -21,10 +21,6 @@ from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Fault, Unusable
 from ralphstate.storage import paths, registry
 from ralphstate.storage.store import Event
-
-# Claude Code keeps a session's tasks in a list named by the session id, unless this
-# variable names a list that sessions share (then the ids are that list's).
-TASK_LIST_ENV = "CLAUDE_CODE_TASK_LIST_ID"
 
 
 @base.telling("post-tool-use")
@@ -60,7 +56,7 @@ class _Mirror:
     ) -> None:
         self.agent, self.hook_input, self.loop = agent, hook_input, loop
         self.session_id, self.tool = session_id, tool
-        shared = os.environ.get(TASK_LIST_ENV, "")
+        shared = os.environ.get(agent.task_list_env or "", "")
         self.list_id = (
             shared if 0 < len(shared) <= MAX_TASK_ID_CHARS else session_id[:MAX_TASK_ID_CHARS]
         )

@@ -1,348 +1,197 @@
-"""`ralphstate install --agent codex|gemini|cursor|copilot|opencode`: each agent's hook file.
+"""`ralphstate install [--agent NAME]`: ralphstate's hooks in an agent's hook file, or
+its plugin; and the hooks `doctor` finds.
 
-Claude Code's settings are handled by `install.claude`; this module writes the same three
-hooks (or what the agent offers of them) into the other agents' files, with the same
-guarantees (`install.settings`): everything else in the file is kept, our entries are
-recognised by their command (`install.command`: `... stop --agent codex`) and replaced
-in place, a second run changes nothing, `--uninstall` removes only ours, and a file
-that is not what the agent expects is reported, never rewritten.
+Every agent is installed the same way, from what its module says of its hook file
+(`agents.base.HookFile`): a hook file is edited by `install.hookfile`, a plugin of
+ralphstate's own written by `install.plugin`, with the same guarantees
+(`install.settings`): everything else in the file is kept, our entries are recognised
+by their command (`install.command`: `... stop --agent codex`) and replaced in place, a
+second run changes nothing, `--uninstall` removes only ours, and a file that is not
+what the agent expects is reported, never rewritten. The default agent's command
+names no `--agent`. With `--tasks`, an agent's task hooks too (Claude Code's), and its
+task tools turned on (`install.taskenv`). Claude Code has a third scope, local
+(`.claude/settings.local.json`, the person's own, its default).
 
-| agent   | project file                   | user file                          | shape   |
-|---------|--------------------------------|------------------------------------|---------|
-| codex   | .codex/hooks.json              | $CODEX_HOME/hooks.json             | grouped |
-| gemini  | .gemini/settings.json          | ~/.gemini/settings.json            | grouped |
-| cursor  | .cursor/hooks.json             | ~/.cursor/hooks.json               | flat    |
-| copilot | .github/hooks/ralphstate.json  | $COPILOT_HOME/hooks/ralphstate.json | flat   |
-| opencode | .opencode/plugin/ralphstate.ts | ~/.config/opencode/plugin/ralphstate.ts | plugin |
-
-"grouped" is Claude Code's shape (`{"hooks": {EVENT: [{"matcher"?, "hooks": [HANDLER]}]}}`);
-"flat" is `{"version": 1, "hooks": {EVENT: [HANDLER]}}`. opencode has no hook file: its
-plugin is written by `install.opencode`.
+| agent    | project file                   | user file                               | shape   |
+|----------|--------------------------------|-----------------------------------------|---------|
+| claude   | .claude/settings.json          | ~/.claude/settings.json                 | grouped |
+| codex    | .codex/hooks.json              | $CODEX_HOME/hooks.json                  | grouped |
+| gemini   | .gemini/settings.json          | ~/.gemini/settings.json                 | grouped |
+| cursor   | .cursor/hooks.json             | ~/.cursor/hooks.json                    | flat    |
+| copilot  | .github/hooks/ralphstate.json  | $COPILOT_HOME/hooks/ralphstate.json     | flat    |
+| opencode | .opencode/plugin/ralphstate.ts | ~/.config/opencode/plugin/ralphstate.ts | plugin  |
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ralphstate.agents import table
+from ralphstate.agents.base import Agent, HookCommand, timeout
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import claude, opencode, settings
+from ralphstate.core.state import DEFAULT_AGENT
+from ralphstate.install import hookfile, plugin, settings, taskenv
 from ralphstate.install.command import own_subcommand, powershell_command, shell_command
 from ralphstate.install.settings import InstallResult
 
-# Every agent `ralphstate install --agent` can write hooks for: each agent of the hook
-# adapters' table, Claude Code first. tests/install/test_install_agents.py checks that each has
-# a target here (Claude Code's is `install.claude`).
-AGENT_NAMES: tuple[str, ...] = tuple(table.AGENTS)
-# Cursor's cap on follow-up messages from one stop hook in a conversation; the loop's
-# own `maxIterations` still applies below it. A value the person set is kept.
-CURSOR_LOOP_LIMIT = 20
-_EVENT_OF_SUB = {sub: event for event, sub in claude.EVENTS.items()}
-_FILE_VERSION = 1
-_TIMEOUT_KEYS = ("timeout", "timeoutSec")
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where and how one agent keeps its hooks."""
-
-    agent: str
-    project: str  # path under the project root
-    user: Callable[[Path], Path]  # the user-scope file, from the home directory
-    events: dict[str, str]  # the agent's event name -> `ralphstate hook` subcommand
-    flat: bool
-    handler: Callable[[str, str], dict[str, Any]]  # (event, sub) -> our handler
-    command_keys: tuple[str, ...] = ("command",)
-    matcher_events: frozenset[str] = frozenset()
-    # A matcher other than "" (every trigger) for an event of `matcher_events`.
-    matchers: tuple[tuple[str, str], ...] = ()
-    own_file: bool = False  # the file is ralphstate's alone: removed when left empty
-
-
-def _env_dir(name: str, home: Path, default: str) -> Path:
-    value = os.environ.get(name)
-    return Path(value) if value else home / default
-
-
-def _timeout(sub: str) -> int:
-    """Seconds a hook may run: the Stop hook leaves room for verify-on-stop's budget
-    (limits.STOP_VERIFY_BUDGET), as `install` does for Claude Code."""
-    return claude.TIMEOUTS.get(_EVENT_OF_SUB[sub], claude.TIMEOUT)
-
-
-def _grouped(
-    agent: str, unit: int = 1, names: bool = False
-) -> Callable[[str, str], dict[str, Any]]:
-    def handler(event: str, sub: str) -> dict[str, Any]:
-        windows = agent == "gemini" and os.name == "nt"  # Gemini CLI runs PowerShell there
-        out: dict[str, Any] = {"type": "command"}
-        if names:
-            out["name"] = f"ralphstate-{sub}"
-        command = powershell_command if windows else shell_command
-        out["command"] = command(sub, agent)
-        out["timeout"] = _timeout(sub) * unit
-        return out
-
-    return handler
-
-
-def _cursor(event: str, sub: str) -> dict[str, Any]:
-    return {"command": shell_command(sub, "cursor"), "loop_limit": CURSOR_LOOP_LIMIT}
-
-
-def _copilot(event: str, sub: str) -> dict[str, Any]:
-    return {
-        "type": "command",
-        "bash": shell_command(sub, "copilot"),
-        "powershell": powershell_command(sub, "copilot"),
-        "timeoutSec": _timeout(sub),
-    }
-
-
-TARGETS = {
-    "codex": Target(
-        "codex",
-        ".codex/hooks.json",
-        lambda home: _env_dir("CODEX_HOME", home, ".codex") / "hooks.json",
-        {"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-compact"},
-        flat=False,
-        handler=_grouped("codex"),
-        matcher_events=frozenset({"SessionStart", "PreCompact"}),
-    ),
-    "gemini": Target(
-        "gemini",
-        ".gemini/settings.json",
-        lambda home: home / ".gemini" / "settings.json",
-        {"AfterAgent": "stop", "SessionStart": "session-start", "PreCompress": "pre-compact"},
-        flat=False,
-        handler=_grouped("gemini", 1000, names=True),  # milliseconds
-        matcher_events=frozenset({"SessionStart", "PreCompress"}),
-        # Gemini CLI fires PreCompress with `trigger: "auto"` before every model call,
-        # whether or not it then compresses: the checkpoint is taken at `/compress` only,
-        # so no process starts and nothing is written at each call (docs/agents.md).
-        matchers=(("PreCompress", "manual"),),
-    ),
-    "cursor": Target(
-        "cursor",
-        ".cursor/hooks.json",
-        lambda home: home / ".cursor" / "hooks.json",
-        {"stop": "stop"},
-        flat=True,
-        handler=_cursor,
-    ),
-    "copilot": Target(
-        "copilot",
-        ".github/hooks/ralphstate.json",
-        lambda home: _env_dir("COPILOT_HOME", home, ".copilot") / "hooks" / "ralphstate.json",
-        {"agentStop": "stop", "sessionStart": "session-start", "preCompact": "pre-compact"},
-        flat=True,
-        handler=_copilot,
-        command_keys=("bash", "command", "powershell"),
-        own_file=True,
-    ),
-}
+SCOPES = ("project", "local", "user")
 
 
 @dataclass(frozen=True)
 class AgentHook:
-    """One ralphstate hook found in an agent's hook file."""
+    """One ralphstate hook found in an agent's hook file (or its plugin)."""
 
     agent: str
     scope: str
     path: Path
     event: str
     command: str
+    # As written in the file; not part of what makes two hooks the same.
+    timeout: object = field(default=None, compare=False)
 
 
 def hooks_path(agent: str, scope: str, root: Path, home: Path | None = None) -> Path:
-    if agent == "opencode":
-        return opencode.plugin_path(scope, root, home)
-    target = _target(agent)
+    """The file `agent` reads its hooks from for `scope`."""
+    hook_file = _agent(agent).hook_file
     if scope == "project":
-        return root / target.project
+        return root / hook_file.project
+    if scope == "local" and hook_file.local:
+        return root / hook_file.local
     if scope == "user":
-        return target.user(Path.home() if home is None else home)
-    raise RalphstateError(f"{agent} has no {scope!r} scope; use --scope project or --scope user.")
+        variable, directory, name = hook_file.user
+        value = os.environ.get(variable) if variable else None
+        return (
+            Path(value) if value else (Path.home() if home is None else home) / directory
+        ) / name
+    if scope in SCOPES:
+        wanted = " or ".join(f"--scope {s}" for s in hook_file.scopes)
+        raise RalphstateError(f"{agent} has no {scope!r} scope; use {wanted}.")
+    raise RalphstateError(f"Unknown scope {scope!r}; expected project, local or user.")
+
+
+def hook_command(event: str, agent: str | None = None) -> str:
+    """The sh command of the hook for the default agent's `event` (Claude Code's event
+    names), with `--agent AGENT` when one is given: this interpreter, by absolute,
+    double-quoted path, importing the hook in isolated mode, so it works from any
+    directory and imports nothing from it (`install.command`)."""
+    try:
+        sub = table.get(DEFAULT_AGENT).hook_file.all_events[event]
+    except KeyError:
+        raise ValueError(f"unknown hook event {event!r}") from None
+    return shell_command(sub, agent)
+
+
+def read_file(agent: str, path: Path) -> dict[str, Any] | None:
+    """The hook file's object in `path`, None when there is no file; RalphstateError
+    when it is not something the agent (or ralphstate) can use."""
+    raw = settings.read_bytes(path)
+    return None if raw is None else _parse(_agent(agent), raw, path)
 
 
 def install_agent(
-    agent: str, scope: str, root: Path, *, uninstall: bool = False, home: Path | None = None
+    agent: str,
+    scope: str,
+    root: Path,
+    *,
+    uninstall: bool = False,
+    home: Path | None = None,
+    tasks: bool = False,
 ) -> InstallResult:
-    """Add (or remove) ralphstate's hooks in `agent`'s file for `scope`."""
-    if agent == "claude":
-        return claude.install(scope, root, uninstall=uninstall, home=home)
-    if agent == "opencode":
-        return opencode.install(scope, root, uninstall=uninstall, home=home)
-    target = _target(agent)
+    """Add (or remove) ralphstate's hooks in `agent`'s file for `scope`; with `tasks`,
+    its task hooks too."""
+    spec = _agent(agent)
+    hook_file = spec.hook_file
     path = hooks_path(agent, scope, root, home)
-    wanted = {} if uninstall else {e: target.handler(e, s) for e, s in target.events.items()}
+    if hook_file.plugin is not None:
+        return plugin.install(spec, path, uninstall=uninstall)
+    if tasks and not hook_file.task_events:
+        raise RalphstateError(f"{spec.title} has no task hooks.")
+    events = hook_file.all_events if tasks else hook_file.events
+    wanted = {} if uninstall else {e: _handler(spec, sub) for e, sub in events.items()}
 
     def load(raw: bytes, path: Path) -> dict[str, Any]:
-        return _parse(target, raw, path)
+        return _parse(spec, raw, path)
 
     def edit(data: dict[str, Any]) -> list[str]:
-        return _remove_all(target, data) if uninstall else _add_all(target, data, wanted)
+        if uninstall:
+            return hookfile.remove_all(hook_file, data)
+        return hookfile.add_all(hook_file, data, wanted)
+
+    if hook_file.task_events:
+        return taskenv.update(path, load, edit, tasks=tasks, uninstall=uninstall)
 
     def nothing_left(data: dict[str, Any]) -> bool:  # our own file, now empty
-        return target.own_file and uninstall and data == {"version": _FILE_VERSION}
+        return hook_file.own_file and uninstall and data == {"version": hookfile.FILE_VERSION}
 
     return settings.update(path, load, edit, remove_when=nothing_left)
 
 
-def find_installed(root: Path, home: Path | None = None) -> list[AgentHook]:
-    """ralphstate's hooks in every other agent's project and user files, for `doctor`;
-    files that are missing or unreadable are skipped."""
+def find_installed(
+    root: Path, home: Path | None = None, agent: str | None = None
+) -> list[AgentHook]:
+    """ralphstate's hooks in every agent's files (or `agent`'s), every scope, for
+    `doctor`; files that are missing or unreadable are skipped."""
     found: list[AgentHook] = []
-    for agent, target in TARGETS.items():
+    for spec in table.every().values() if agent is None else [_agent(agent)]:
         seen: set[Path] = set()
-        for scope in ("project", "user"):
-            path = hooks_path(agent, scope, root, home)
+        for scope in spec.hook_file.scopes:
+            path = hooks_path(spec.name, scope, root, home)
             if path.resolve() in seen:
                 continue
             seen.add(path.resolve())
-            try:
-                raw = settings.read_bytes(path)
-                data = None if raw is None else _parse(target, raw, path)
-            except RalphstateError:
-                continue
-            for event, sub in target.events.items():
-                for _group, handler in _own(target, (data or {}).get("hooks", {}).get(event), sub):
-                    command = _command(target, handler) or ""
-                    found.append(AgentHook(agent, scope, path, event, command))
-    for scope in ("project", "user"):
-        plugin = opencode.installed(scope, root, home)
-        if plugin is not None and all(h.path != plugin[0] for h in found):
-            found.append(AgentHook("opencode", scope, plugin[0], "session.idle", plugin[1]))
+            found += _found(spec, scope, path)
     return found
 
 
-# -- the file ------------------------------------------------------------------------
-
-
-def _target(agent: str) -> Target:
+def _found(spec: Agent, scope: str, path: Path) -> list[AgentHook]:
+    """Our hooks in one file, under any event, in the file's order."""
+    hook_file = spec.hook_file
+    if hook_file.plugin is not None:
+        command = plugin.installed(spec, path)
+        event = next(iter(hook_file.events))
+        return [] if command is None else [AgentHook(spec.name, scope, path, event, command)]
     try:
-        return TARGETS[agent]
+        data = read_file(spec.name, path)
+    except RalphstateError:
+        return []
+    hooks = data.get("hooks") if data else None
+    if not isinstance(hooks, dict):
+        return []
+    found: list[AgentHook] = []
+    for event, listed in hooks.items():
+        for _container, handler in hookfile.entries(hook_file, listed):
+            command = hookfile.command(hook_file, handler)
+            if command is not None and own_subcommand(command) is not None:
+                found.append(
+                    AgentHook(spec.name, scope, path, event, command, handler.get("timeout"))
+                )
+    return found
+
+
+def _agent(name: str) -> Agent:
+    try:
+        return table.get(name)
     except KeyError:
         raise RalphstateError(
-            f"unknown agent {agent!r}; expected one of {', '.join(AGENT_NAMES)}."
+            f"unknown agent {name!r}; expected one of {', '.join(table.NAMES)}."
         ) from None
 
 
-def _parse(target: Target, raw: bytes, path: Path) -> dict[str, Any]:
-    # Claude Code's events are checked too, as for its own settings file.
-    data = settings.parse(raw, path, [*claude.EVENTS, *target.events])
-    if target.flat and data.get("version", _FILE_VERSION) != _FILE_VERSION:
-        raise RalphstateError(
-            f'{path} has "version": {data["version"]!r}, not {_FILE_VERSION}; nothing was changed.'
-        )
-    return data
+def _handler(spec: Agent, sub: str) -> dict[str, Any]:
+    """Our handler for `sub` in `spec`'s hook file, as its module shapes it."""
+    if spec.hook_file.handler is None:
+        raise RalphstateError(f"{spec.name} has no hook file of handlers.")
+    flag = None if spec.name == DEFAULT_AGENT else spec.name
+    command = HookCommand(
+        sub, shell_command(sub, flag), powershell_command(sub, flag), timeout(sub)
+    )
+    return dict(spec.hook_file.handler(command))
 
 
-def _command(target: Target, handler: dict[str, Any]) -> str | None:
-    for key in target.command_keys:
-        if isinstance(handler.get(key), str):
-            return str(handler[key])
-    return None
-
-
-def _own(target: Target, entries: object, sub: str) -> list[tuple[Any, dict[str, Any]]]:
-    """(container, handler) pairs of our handlers for `sub`: the matcher group for the
-    grouped shape, the event's list itself for the flat one."""
-    if target.flat:
-        if not isinstance(entries, list):
-            return []
-        pairs: list[tuple[Any, dict[str, Any]]] = [
-            (entries, h) for h in entries if isinstance(h, dict)
-        ]
-    else:
-        pairs = list(settings.handlers(entries))
-    return [(c, h) for c, h in pairs if own_subcommand(_command(target, h)) == sub]
-
-
-def _add_all(target: Target, data: dict[str, Any], wanted: dict[str, dict[str, Any]]) -> list[str]:
-    if target.flat:
-        data.setdefault("version", _FILE_VERSION)
-    hooks = data.setdefault("hooks", {})
-    actions: list[str] = []
-    for event, handler in wanted.items():
-        actions += _add(target, hooks, event, handler)
-    return actions
-
-
-def _add(target: Target, hooks: dict[str, Any], event: str, handler: dict[str, Any]) -> list[str]:
-    entries = hooks.setdefault(event, [])
-    own = _own(target, entries, target.events[event])
-    shown = _command(target, handler)
-    matcher = dict(target.matchers).get(event, "")
-    if not own:
-        if target.flat:
-            entries.append(handler)
-        else:
-            group: dict[str, Any] = {"matcher": matcher} if event in target.matcher_events else {}
-            group["hooks"] = [handler]
-            entries.append(group)
-        return [f"added {event} hook: {shown}"]
-    actions: list[str] = []
-    container, mine = own[0]
-    # A group shared with the person's hooks keeps its matcher: narrowing it would
-    # narrow theirs too.
-    alone = not target.flat and all(h is mine for h in container["hooks"])
-    if matcher and alone and container.get("matcher") != matcher:
-        actions.append(
-            f"narrowed {event} hook to matcher {matcher!r} (was {container.get('matcher')!r})"
-        )
-        container["matcher"] = matcher
-    was = _command(target, mine)
-    for key, value in handler.items():
-        limit = key in ("timeout", "timeoutSec", "loop_limit", "name")
-        if limit and key in mine:
-            if key in _TIMEOUT_KEYS and target.events[event] == "stop" and _below(mine[key], value):
-                actions.append(f"raised the {event} hook's {key} to {value} (was {mine[key]!r})")
-                mine[key] = value
-            continue  # a limit or a name the person set is theirs, unless too short to verify
-        mine[key] = value
-    if was != shown:
-        actions.append(f"updated {event} hook: {shown} (was: {was})")
-    for container, extra in own[1:]:
-        _drop(target, container, extra)
-        actions.append(f"removed duplicate {event} hook: {_command(target, extra)}")
-    if not target.flat:
-        settings.prune(entries, [c for c, _h in own[1:]])
-    return actions or [f"{event} hook already installed: {shown}"]
-
-
-def _below(current: object, needed: int) -> bool:
-    if isinstance(current, bool) or not isinstance(current, (int, float)):
-        return True
-    return current < needed
-
-
-def _drop(target: Target, container: Any, handler: dict[str, Any]) -> None:
-    if target.flat:
-        container[:] = [h for h in container if h is not handler]
-    else:
-        settings.drop(container, handler)
-
-
-def _remove_all(target: Target, data: dict[str, Any]) -> list[str]:
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return ["no ralphstate hooks to remove"]
-    actions: list[str] = []
-    for event, sub in target.events.items():
-        entries = hooks.get(event)
-        own = _own(target, entries, sub)
-        for container, handler in own:
-            _drop(target, container, handler)
-            actions.append(f"removed {event} hook: {_command(target, handler)}")
-        if own and isinstance(entries, list) and not target.flat:
-            settings.prune(entries, [c for c, _h in own])
-        if own and not entries:
-            del hooks[event]
-    if actions and not hooks:
-        del data["hooks"]
-    return actions or ["no ralphstate hooks to remove"]
+def _parse(spec: Agent, raw: bytes, path: Path) -> dict[str, Any]:
+    # The default agent's events are checked too, as for its own settings file.
+    checked = [*table.get(DEFAULT_AGENT).hook_file.events, *spec.hook_file.all_events]
+    return hookfile.parse(spec.hook_file, raw, path, checked)

@@ -8,6 +8,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from ralphstate.agents import claude
+from ralphstate.agents.base import TIMEOUTS
+from ralphstate.agents.table import every
 from ralphstate.core import ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
@@ -15,23 +18,19 @@ from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import count as plural
 from ralphstate.core.text import noun, short_id
 from ralphstate.core.views import UNKNOWN_HERE
-from ralphstate.install import claude as install
+from ralphstate.install.agents import AgentHook, find_installed, hooks_path, read_file
 from ralphstate.install.command import (
     command_script,
     command_target,
     import_problem,
     runs_hook_code,
 )
+from ralphstate.install.taskenv import json_value
 from ralphstate.loop.project import current_session, hooks_view, locate, project_root
 from ralphstate.storage import registry
 from ralphstate.storage.paths import check_safe
 from ralphstate.storage.store import Store
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from ralphstate.install.agents import AgentHook
-
-DEFAULT_BLOCK_CAP = 8
 IMPORT_TIMEOUT = 10.0  # seconds for a hook's interpreter to show it imports the hook
 MISSING = "which is missing or not executable"
 Finding = tuple[str, str]  # ("ok" | "warn" | "fail", sentence)
@@ -89,9 +88,9 @@ def _in(program: str, root: Path) -> bool:
 
 def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
     findings: list[Finding] = []
-    found = install.find_installed(root, home)
+    found = find_installed(root, home, "claude")
     imports: dict[str, str | None] = {}
-    for event in install.EVENTS:
+    for event, sub in claude.EVENTS.items():
         mine = [h for h in found if h.event == event]
         if not mine:
             findings.append(
@@ -105,7 +104,7 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
             problem, target = _executable(hook.command, root, imports)
             ok = problem is None
             where = f"{event} hook in {hook.path}"
-            needed = install.TIMEOUTS.get(event)
+            needed = TIMEOUTS.get(sub)
             short = needed is not None and _too_short(hook.timeout, needed)
             if ok and short:
                 findings.append(
@@ -135,7 +134,7 @@ def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
     return findings
 
 
-def _again(hook: install.InstalledHook, broken: bool = True) -> str:
+def _again(hook: AgentHook, broken: bool = True) -> str:
     """What to run about a hook: `install` again in its scope, except for one in the
     shared project file that cannot run, whose command names another machine's Python
     (it came with a clone): this machine's go in the local file, and the shared ones out."""
@@ -259,19 +258,19 @@ def check_loop(start: Path) -> list[Finding]:
 
 
 def _block_cap() -> int:
+    """Claude Code's cap on Stop blocks in a row without a tool call (`Agent.block_cap`)."""
+    name, default = claude.AGENT.block_cap or ("", 0)
     try:
-        return int(os.environ.get("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP", DEFAULT_BLOCK_CAP))
+        return int(os.environ.get(name, default))
     except ValueError:
-        return DEFAULT_BLOCK_CAP
+        return default
 
 
 def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
     """Every other agent's ralphstate hooks that are configured, one line each."""
-    from ralphstate.install.agents import find_installed
-
     findings: list[Finding] = []
     imports: dict[str, str | None] = {}
-    found = find_installed(root, home)
+    found = [h for h in find_installed(root, home) if h.agent != "claude"]
     for hook in found:
         problem, target = _executable(hook.command, root, imports)
         where = f"{hook.agent} {hook.event} hook in {hook.path}"
@@ -287,35 +286,26 @@ def check_agents(root: Path, home: Path | None = None) -> list[Finding]:
                     ),
                 )
             )
-    return findings + _copilot_trust(found)
+    return findings + _trust(found)
 
 
-# Either makes `copilot -p` load a repository's hooks without the folder's trust.
-COPILOT_REPO_HOOKS_ENV = ("GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS", "COPILOT_ALLOW_ALL")
-
-
-def _copilot_trust(found: list[AgentHook]) -> list[Finding]:
-    """Copilot CLI loads repository hooks in prompt mode only in a trusted folder, and
-    says nothing when it does not (docs/agents.md): a warning, unless this environment
-    opts in or the user-scope hooks, which run everywhere, are installed too."""
-    copilot = [h for h in found if h.agent == "copilot"]
-    project = next((h.path for h in copilot if h.scope == "project"), None)
-    if project is None or any(h.scope == "user" for h in copilot):
-        return []
-    if any(os.environ.get(name) == "true" for name in COPILOT_REPO_HOOKS_ENV):
-        return []
-    return [
-        (
-            "warn",
-            (
-                f"Copilot CLI runs the hooks in {project} in `copilot -p` only in a trusted"
-                " folder (--trust-folder, a folder trusted in its interactive session, or"
-                " GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true); elsewhere it runs without them"
-                " and the loop is not enforced. Hooks installed with `--scope user` run in"
-                " every folder."
-            ),
-        )
-    ]
+def _trust(found: list[AgentHook]) -> list[Finding]:
+    """An agent that runs a project's hooks only in a trusted folder, and says nothing
+    when it does not (Copilot CLI's `copilot -p`: `Agent.project_trust`): a warning,
+    unless this environment opts in or the user-scope hooks, which run everywhere, are
+    installed too."""
+    findings: list[Finding] = []
+    for agent in every().values():
+        if agent.project_trust is None:
+            continue
+        variables, warning = agent.project_trust
+        mine = [h for h in found if h.agent == agent.name]
+        project = next((h.path for h in mine if h.scope == "project"), None)
+        if project is None or any(h.scope == "user" for h in mine):
+            continue
+        if not any(os.environ.get(name) == "true" for name in variables):
+            findings.append(("warn", warning.format(path=project)))
+    return findings
 
 
 def _setting(
@@ -325,15 +315,15 @@ def _setting(
     file's `env` (local, then project, then user: the first that sets it wins), else
     the environment; None when nothing sets it."""
     for scope in ("local", "project", "user"):
-        path = install.settings_path(scope, root, home)
+        path = hooks_path("claude", scope, root, home)
         try:
-            data = install.read_settings(path)
+            data = read_file("claude", path)
         except RalphstateError:
             continue
         env = data.get("env") if data else None
         if isinstance(env, dict) and name in env:
             value = env[name]
-            return (value if isinstance(value, str) else install.json_value(value)), f"{path}"
+            return (value if isinstance(value, str) else json_value(value)), f"{path}"
     if name in environ:
         return environ[name], "the environment"
     return None
@@ -349,34 +339,34 @@ def check_tasks(
     """Whether Claude Code's task tools are on in this project's configuration, and
     whether the task hooks are installed: one line each."""
     env = os.environ if environ is None else environ
-    found = [h for h in install.find_installed(root, home) if h.event in install.TASK_EVENTS]
-    events = [e for e in install.TASK_EVENTS if any(h.event == e for h in found)]
-    tools = _setting(root, home, env, install.TASKS_ENV)
-    off = _setting(root, home, env, install.TASKS_OFF_ENV)
+    found = [h for h in find_installed(root, home, "claude") if h.event in claude.TASK_EVENTS]
+    events = [e for e in claude.TASK_EVENTS if any(h.event == e for h in found)]
+    tools = _setting(root, home, env, claude.TASKS_ENV)
+    off = _setting(root, home, env, claude.TASKS_OFF_ENV)
     unused = "warn" if events else "ok"  # off only matters when the task hooks are there
-    if tools is not None and _is(tools[0], install.TRUTHY):
-        said = f"{install.TASKS_ENV}={tools[0]} in {tools[1]}"
-        if off is not None and _is(off[0], install.FALSY):
+    if tools is not None and _is(tools[0], claude.TRUTHY):
+        said = f"{claude.TASKS_ENV}={tools[0]} in {tools[1]}"
+        if off is not None and _is(off[0], claude.FALSY):
             line = (
                 "ok",
                 (
-                    f"the todo tools are on ({said}), and {install.TASKS_OFF_ENV}={off[0]} in"
+                    f"the todo tools are on ({said}), and {claude.TASKS_OFF_ENV}={off[0]} in"
                     f" {off[1]} gives TodoWrite instead of TaskCreate and TaskUpdate"
                 ),
             )
         else:
             line = ("ok", f"the task tools are on ({said}): TaskCreate and TaskUpdate")
-    elif tools is not None and _is(tools[0], install.FALSY):
+    elif tools is not None and _is(tools[0], claude.FALSY):
         line = (
             unused,
-            f"the task tools are turned off ({install.TASKS_ENV}={tools[0]} in {tools[1]})",
+            f"the task tools are turned off ({claude.TASKS_ENV}={tools[0]} in {tools[1]})",
         )
     else:
         line = (
             unused,
             (
                 "the task tools are not turned on in this project's configuration (no"
-                f" {install.TASKS_ENV} in the environment or a settings file's env; only older"
+                f" {claude.TASKS_ENV} in the environment or a settings file's env; only older"
                 " models have them without it); `ralphstate install --tasks` turns them on"
             ),
         )
@@ -405,8 +395,8 @@ def check_tasks(
                     ),
                 )
             )
-    if len(events) < len(install.TASK_EVENTS):
-        missing = [e for e in install.TASK_EVENTS if e not in events]
+    if len(events) < len(claude.TASK_EVENTS):
+        missing = [e for e in claude.TASK_EVENTS if e not in events]
         findings.append(
             (
                 "warn",
@@ -433,7 +423,7 @@ def run(start: Path, home: Path | None = None) -> list[Finding]:
     try:
         hooks = check_hooks(root, home)
         agents = check_agents(root, home)
-        if agents and not install.find_installed(root, home):
+        if agents and not find_installed(root, home, "claude"):
             # Another agent keeps the loop; Claude Code's missing hooks are no fault.
             hooks = [("ok", "no Claude Code hooks installed (`ralphstate install` adds them)")]
         findings += hooks + agents + check_tasks(root, home)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import claude
+from ralphstate.install.agents import find_installed, hook_command, hooks_path
 from ralphstate.install.command import command_target
 from ralphstate.storage import fsio
 from ralphstate.storage.git import run_git, toplevel
@@ -28,7 +28,7 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
     if uninstall:
         if scope == "local" and hooks and _project_hooks(root):
             # The default scope was the project file before: its hooks are still there.
-            shared = _shown(claude.settings_path("project", root), root)
+            shared = _shown(hooks_path("claude", "project", root), root)
             note = (
                 f"note: {shared} still has ralphstate's hooks, which keep running;"
                 " `ralphstate install --scope project --uninstall` removes them"
@@ -37,7 +37,7 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
         return []
     if scope == "project":
         what = "these hooks" if hooks else "this status line"
-        python = command_target(claude.hook_command("Stop")) or "this Python"
+        python = command_target(hook_command("Stop")) or "this Python"
         note = (
             f"note: {_shown(path, root)} is shared with everyone who clones the project, and"
             f" {what} name this machine's Python ({python}), which is not there on another"
@@ -49,7 +49,7 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
     lines = _keep_out_of_git(path, root)
     if hooks and _project_hooks(root):
         lines.append(
-            f"note: {_shown(claude.settings_path('project', root), root)} still has"
+            f"note: {_shown(hooks_path('claude', 'project', root), root)} still has"
             " ralphstate's hooks, which run besides these (each stop judged twice) and fail"
             " on a machine without this Python; `ralphstate install --scope project"
             " --uninstall` removes them"
@@ -59,7 +59,7 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
 
 def _project_hooks(root: Path) -> bool:
     """The shared project file has ralphstate's hooks."""
-    return any(h.scope == "project" for h in claude.find_installed(root))
+    return any(h.scope == "project" for h in find_installed(root, agent="claude"))
 
 
 def _shown(path: Path, root: Path) -> str:

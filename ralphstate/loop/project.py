@@ -13,7 +13,7 @@ from ralphstate.storage.store import Store
 
 def current_session() -> tuple[str | None, str | None]:
     """(agent, session id) of the agent session this command runs in, read from the
-    variables each agent gives its shell commands (`adapters.session_from_env`)."""
+    variables each agent gives its shell commands (`agents.table.session_from_env`)."""
     from ralphstate.agents.table import session_from_env
 
     return session_from_env(os.environ)
@@ -21,9 +21,9 @@ def current_session() -> tuple[str | None, str | None]:
 
 def claude_pid() -> str | None:
     """The Claude Code process this command runs under (its Bash tool), if any."""
-    from ralphstate.agents.table import CLAUDE
+    from ralphstate.agents.table import get
 
-    return CLAUDE.process_id(os.environ)
+    return get("claude").process_id(os.environ)
 
 
 def project_root(start: str | os.PathLike[str]) -> Path:
@@ -36,9 +36,9 @@ def project_root(start: str | os.PathLike[str]) -> Path:
     look for the loop from there: so a `.loop/` or a `.claude/` below the git top does
     not move the project (`hooks_view` says when a loop there goes unseen), and the
     `.claude/` every home directory holds marks no project."""
-    from ralphstate.agents.table import AGENTS
+    from ralphstate.agents.table import every
 
-    for agent in AGENTS.values():
+    for agent in every().values():
         named = agent.project_dir(os.environ)
         if named and within(start, named):
             return Path(named).absolute()

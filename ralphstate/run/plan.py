@@ -206,16 +206,22 @@ def resolve_argv(argv: list[str], root: Path) -> list[str]:
 
 
 def with_budget(argv: list[str], dollars: float | None) -> list[str]:
-    """Claude Code in print mode gets what is left of the cost budget as its own
-    `--max-budget-usd`, unless the command already sets one."""
+    """An agent that can stop itself at a cost (Claude Code in print mode:
+    `Agent.cost_cap`) gets what is left of the cost budget as its own option, unless
+    the command already sets one."""
     if dollars is None or not argv:
         return argv
+    from ralphstate.agents import table
+
     name = Path(argv[0]).name.lower()
-    if name not in ("claude", "claude.exe") or not ({"-p", "--print"} & set(argv)):
-        return argv
-    if any(a == "--max-budget-usd" or a.startswith("--max-budget-usd=") for a in argv):
-        return argv
-    return [*argv, "--max-budget-usd", f"{max(dollars, 0.01):.2f}"]
+    for agent in table.every().values():
+        cap = agent.cost_cap
+        if cap is None or name not in cap.programs or not (set(cap.modes) & set(argv)):
+            continue
+        if any(a == cap.option or a.startswith(cap.option + "=") for a in argv):
+            return argv
+        return [*argv, cap.option, f"{max(dollars, 0.01):.2f}"]
+    return argv
 
 
 def preview(store: Store, plan: Plan) -> dict[str, Any]:

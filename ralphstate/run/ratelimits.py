@@ -2,7 +2,8 @@
 or a billing problem, and when it may try again.
 
 The table below is what the clients print (recorded samples in
-tests/fixtures/outputs/, docs/run.md "Usage and rate limits"). Only an iteration that
+tests/fixtures/outputs/, docs/run.md "Usage and rate limits"): each agent's own words
+(`Agent.limit_patterns`), then the API's, which any of them may print. Only an iteration that
 failed (non-zero exit, or the agent's own report says error) is looked at, so an agent
 that merely talks about rate limits in its work is never taken for one.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from ralphstate.agents import table
 from ralphstate.run.usage import Usage
 
 # usage_limit: the plan's quota is used up until a reset; rate_limit: too many requests
@@ -58,28 +60,15 @@ def _rx(text: str) -> re.Pattern[str]:
     return re.compile(text, re.IGNORECASE)
 
 
+# The kinds by name, for the agents' rows (a name that is no kind fails at import).
+_KINDS: dict[str, LimitKind] = {kind: kind for kind in LIMIT_KINDS}
 # What each client prints; the first row that matches wins, so the specific rows
 # (a usage limit with its reset) come before the general ones.
 TABLE: tuple[_Row, ...] = (
-    # Claude Code, subscription plans: "Claude AI usage limit reached|1767261600" (older),
-    # "You've hit your limit · resets 3pm (Europe/Berlin)", "5-hour limit reached ∙ resets 3pm".
-    _Row("claude", "usage_limit", _rx(r"usage limit reached\|\d{9,11}")),
-    _Row("claude", "usage_limit", _rx(r"(hit your limit|limit reached)\s*[·∙•-]\s*resets")),
-    # Claude Code: "Credit balance is too low", API key without credit.
-    _Row("claude", "billing", _rx(r"credit balance is too low")),
-    # Codex: "You've hit your usage limit. ... try again at Jan 1st, 2027 10:00 AM."
-    _Row("codex", "usage_limit", _rx(r"hit your usage limit")),
-    # Codex: "Quota exceeded. Check your plan and billing details." (the API's
-    # insufficient_quota: no credit left), and "Selected model is at capacity. Please
-    # try a different model." (the stream failed with server_is_overloaded).
-    _Row("codex", "billing", _rx(r"quota exceeded\. check your plan and billing")),
-    _Row("codex", "overloaded", _rx(r"selected model is at capacity")),
-    # Gemini CLI: "You have exhausted your capacity ... Your quota will reset after 2h14m."
-    # and, on the API's per-day quota, "You have exhausted your daily quota on this model."
-    _Row(
-        "gemini",
-        "usage_limit",
-        _rx(r"quota will reset after|exhausted your (daily )?(capacity|quota)"),
+    *(
+        _Row(agent.name, _KINDS[kind], _rx(pattern))
+        for agent in table.every().values()
+        for kind, pattern in agent.limit_patterns
     ),
     # Any of them: the API's own error kinds, as Claude Code -p JSON reports them
     # (`api_error_type`) or the text says them.

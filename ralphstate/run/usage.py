@@ -2,15 +2,10 @@
 on, read from the end of its output in the agent's own machine-readable format.
 
 Each agent prints this only with its JSON output switched on (docs/run.md, "What each
-iteration cost"):
-
-- Claude Code `-p --output-format json` (or `stream-json --verbose`): a `result`
-  object with `total_cost_usd`, `usage` (input, cache and output tokens), `is_error`,
-  `api_error_status`, `api_error_type` and `result` (the error text);
-- Codex `exec --json`: `turn.completed` events with `usage`, and `turn.failed` or
-  `error` events with the message;
-- Gemini CLI `--output-format json`: one (indented) object with `stats.models.*.tokens`
-  and, on a failure, `error`.
+iteration cost"): Claude Code's `-p --output-format json`, Codex's `exec --json`,
+Gemini CLI's `--output-format json`. The JSON objects at the end of the output are
+found here; each agent's module reads its own (`Agent.run_report`), asked in the
+table's order.
 
 Only the last `limits.RUN_USAGE_TAIL_BYTES` of the output are read; an agent that
 reports nothing gets None (its iteration has a duration only).
@@ -19,11 +14,11 @@ reports nothing gets None (its iteration has a duration only).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ralphstate.agents import table
 from ralphstate.core import limits
 
 # How many places in the tail are tried as the start of a JSON object.
@@ -82,98 +77,13 @@ def objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    if not math.isfinite(value) or value < 0:
-        return 0
-    return int(value)
-
-
-def _money(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
-
-
-def _claude(obj: dict[str, Any]) -> Usage | None:
-    if obj.get("type") != "result" or not isinstance(obj.get("usage"), dict):
-        return None
-    usage = obj["usage"]
-    tokens = sum(
-        _count(usage.get(key))
-        for key in (
-            "input_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-            "output_tokens",
-        )
-    )
-    error = kind = None
-    if obj.get("is_error") is True:
-        result = obj.get("result")
-        error = result if isinstance(result, str) else "error"
-        found = obj.get("api_error_type") or obj.get("api_error_status") or obj.get("subtype")
-        kind = str(found) if found is not None else None
-    return Usage("claude", tokens, _money(obj.get("total_cost_usd")), error, kind)
-
-
-def _codex(found: list[dict[str, Any]]) -> Usage | None:
-    tokens, seen, error = 0, False, None
-    for obj in found:
-        kind = obj.get("type")
-        if kind == "turn.completed" and isinstance(obj.get("usage"), dict):
-            usage = obj["usage"]
-            tokens += _count(usage.get("input_tokens")) + _count(usage.get("output_tokens"))
-            seen = True
-        elif kind == "turn.failed" and isinstance(obj.get("error"), dict):
-            message = obj["error"].get("message")
-            if error is None and isinstance(message, str):
-                error = message
-            seen = True
-        elif kind == "error" and isinstance(obj.get("message"), str):
-            error = error or obj["message"]
-            seen = True
-    if not seen:
-        return None
-    return Usage("codex", tokens, None, error, "turn.failed" if error else None)
-
-
-def _gemini(obj: dict[str, Any]) -> Usage | None:
-    stats = obj.get("stats")
-    failure = obj.get("error")
-    if not isinstance(stats, dict) and not isinstance(failure, dict):
-        return None
-    tokens = 0
-    models = stats.get("models") if isinstance(stats, dict) else None
-    if isinstance(models, dict):
-        for model in models.values():
-            counted = model.get("tokens") if isinstance(model, dict) else None
-            if isinstance(counted, dict):
-                tokens += _count(counted.get("total"))
-    error = kind = None
-    if isinstance(failure, dict):
-        message = failure.get("message")
-        error = message if isinstance(message, str) else "error"
-        found = failure.get("code") or failure.get("type")
-        kind = str(found) if found is not None else None
-    return Usage("gemini", tokens, None, error, kind)
-
-
 def parse(text: str) -> Usage | None:
     """The figures an agent's output ends with, or None when it reports none."""
     found = objects(text)
-    for obj in found:  # last first: the final report wins
-        usage = _claude(obj)
-        if usage is not None:
-            return usage
-    codex = _codex(found)
-    if codex is not None:
-        return codex
-    for obj in found:
-        usage = _gemini(obj)
-        if usage is not None:
-            return usage
+    for agent in table.every().values():
+        report = agent.run_report(found) if agent.run_report is not None else None
+        if report is not None:
+            return Usage(agent.name, *report)
     return None
 
 

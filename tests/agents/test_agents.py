@@ -13,11 +13,11 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.agents import copilot, cursor, gemini
 from ralphstate.agents import table as adapters
 from ralphstate.agents.transcripts import last_reply, newest_reply
 from ralphstate.core import state as st
 from ralphstate.core.decide import OUTCOMES, StopFacts, decide_stop
-from ralphstate.hooks import notify
 from tests.helpers import FIXTURES, loops, run_process
 
 AGENT_FIXTURES = FIXTURES / "agents"
@@ -53,7 +53,9 @@ CONTEXT_SHAPES: dict[str, Callable[[str, str], dict[str, Any]]] = {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ctx}
     },
 }
-AGENTS = list(adapters.AGENTS)
+AGENTS = list(adapters.NAMES)
+# How each agent's transcript entries are judged, for the readers' own tests.
+REPLY = {"copilot": copilot.reply, "cursor": cursor.reply, "gemini": gemini.reply}
 
 
 def fixture_input(name: str, event: str, root: Path, message: str | None) -> dict[str, Any]:
@@ -191,7 +193,9 @@ def test_stop_table(
         assert expected.reason
         assert out == block(expected.reason)
     elif expected.system_message:
-        if name in notify.AGENTS and OUTCOMES[expected.rule].notice:  # a desktop notification
+        if (
+            adapters.get(name).terminal_sequence and OUTCOMES[expected.rule].notice
+        ):  # a desktop notification
             assert out is not None and out.pop("terminalSequence").startswith("\x1b]9;")
         assert out == notice(expected.system_message)
     else:
@@ -320,14 +324,14 @@ def test_last_reply_is_read_from_the_transcript_tail(tmp_path: Path, kind: str) 
     path = tmp_path / "t.jsonl"
     write = write_copilot_transcript if kind == "copilot" else write_cursor_transcript
     write(path, "Done. " + MARK)
-    assert last_reply(str(path), kind) == "Done. " + MARK
+    assert last_reply(str(path), REPLY[kind]) == "Done. " + MARK
     write(path, None)
-    assert last_reply(str(path), kind) is None
-    assert last_reply(str(tmp_path / "missing.jsonl"), kind) is None
-    assert last_reply(str(tmp_path), kind) is None  # a directory
+    assert last_reply(str(path), REPLY[kind]) is None
+    assert last_reply(str(tmp_path / "missing.jsonl"), REPLY[kind]) is None
+    assert last_reply(str(tmp_path), REPLY[kind]) is None  # a directory
     # The first piece of a bounded tail may be half a line; it is skipped.
     write(path, "x" * 50)
-    assert last_reply(str(path), kind, max_bytes=path.stat().st_size - 1) == "x" * 50
+    assert last_reply(str(path), REPLY[kind], max_bytes=path.stat().st_size - 1) == "x" * 50
 
 
 def test_copilot_reply_is_the_one_before_this_hooks_own_start_event(tmp_path: Path) -> None:
@@ -339,9 +343,15 @@ def test_copilot_reply_is_the_one_before_this_hooks_own_start_event(tmp_path: Pa
     later = {"type": "assistant.message", "data": {"content": "a later reply"}}
     with path.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(later) + "\n")
-    assert last_reply(str(path), "copilot", anchor=stamp, wait=5) == "Done. " + MARK
+    assert (
+        last_reply(str(path), copilot.reply, anchor=copilot.hook_start(stamp), wait=5)
+        == "Done. " + MARK
+    )
     # An anchor that never appears: after the wait, the newest reply there is.
-    assert last_reply(str(path), "copilot", anchor=1, wait=0.01) == "a later reply"
+    assert (
+        last_reply(str(path), copilot.reply, anchor=copilot.hook_start(1), wait=0.01)
+        == "a later reply"
+    )
 
 
 @pytest.mark.parametrize("name", AGENTS)
@@ -376,8 +386,8 @@ def test_gemini_newest_reply_is_read_from_its_transcript(
         lines = lines[: 1 + next(i for i, line in enumerate(lines) if upto in line)]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert newest_reply(str(path), "gemini") == expected
-    assert newest_reply(str(tmp_path / "missing.jsonl"), "gemini") == (False, None)
+    assert newest_reply(str(path), gemini.reply) == expected
+    assert newest_reply(str(tmp_path / "missing.jsonl"), gemini.reply) == (False, None)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ralphstate.agents.transcript import last_assistant_text
+from ralphstate.agents.claude import last_assistant_text
 from ralphstate.core import limits
 
 SESSION = "3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"

@@ -11,6 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ralphstate.agents.table import get
 from ralphstate.agents.transcript_usage import count
 from ralphstate.core import fields
 from tests.helpers import FIXTURES
@@ -45,7 +46,7 @@ def read(
     started: str | None = STARTED,
     bound: int = 4 * 1024 * 1024,
 ) -> tuple[int, fields.TranscriptUsage]:
-    found = count(str(path), kind, session, since, started, bound)
+    found = count(str(path), get(kind).usage_format, session, since, started, bound)
     assert found is not None
     return found
 
@@ -268,4 +269,4 @@ def test_a_transcript_that_cannot_be_read_gives_none(tmp_path: Path, what: str) 
     elif what == "unknown kind":
         path.write_bytes(CLAUDE.read_bytes())
     kind = "codex" if what == "unknown kind" else "claude"
-    assert count(str(path), kind, SESSION, None, None) is None
+    assert count(str(path), get(kind).usage_format, SESSION, None, None) is None

@@ -13,11 +13,11 @@ from typing import Any, get_args
 import orjson
 import pytest
 
-from ralphstate.agents.table import AGENTS, HOOKS
+from ralphstate.agents.claude import EVENTS
+from ralphstate.agents.table import HOOKS, NAMES
 from ralphstate.core import render, restore
 from ralphstate.core import state as st
 from ralphstate.core import text as core_text
-from ralphstate.install.claude import EVENTS
 from tests.helpers import REPO, run_process
 
 DOCS = REPO / "docs"
@@ -248,7 +248,7 @@ def test_the_readme_run_exit_codes_name_a_failed_commit() -> None:
 @pytest.mark.parametrize("text", [STATE_FILE, DESIGN], ids=["state-file.md", "design.md"])
 def test_the_owner_agent_row_names_every_agent(text: str) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `ownerAgent` |"))
-    assert set(AGENTS) <= set(re.findall(r"`(\w+)`", row))
+    assert set(NAMES) <= set(re.findall(r"`(\w+)`", row))
 
 
 def test_the_goal_table_names_every_agent_ralphstate_gates() -> None:

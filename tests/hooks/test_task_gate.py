@@ -191,7 +191,7 @@ def test_the_input_claude_code_really_sends_is_gated(root: Path) -> None:
 def test_the_command_install_writes_exits_2(root: Path) -> None:
     """`install --tasks`' TaskCompleted command (`entry.main`, which ends the process
     with `os._exit`), run by sh as Claude Code runs it."""
-    from ralphstate.install.claude import hook_command
+    from ralphstate.install.agents import hook_command
 
     make_loop(root, {"tests pass": FAIL})
     data = {"session_id": SID, "cwd": str(root), "task_id": "1", "task_subject": "tests pass"}

@@ -17,31 +17,47 @@ from typing import Any
 import pytest
 
 import ralphstate
+from ralphstate.agents import claude as inst
+from ralphstate.agents.base import TIMEOUTS
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import claude as inst
 from ralphstate.install import command as command_module
 from ralphstate.install import settings
-from ralphstate.install.claude import (
-    InstalledHook,
-    command_target,
-    find_installed,
-    hook_command,
-    install,
-    settings_path,
-)
+from ralphstate.install.agents import AgentHook, hook_command, hooks_path, install_agent, read_file
+from ralphstate.install.agents import find_installed as find_any
 from ralphstate.install.command import (
     HOOK_CODE,
     SUBCOMMANDS,
     command_script,
+    command_target,
     command_words,
+    own_subcommand,
     powershell_command,
     runs_hook_code,
 )
+from ralphstate.install.settings import InstallResult
 from ralphstate.storage import fsio
 from tests.helpers import REPO
 
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
+
+
+def install(scope: str, root: Path, **options: Any) -> InstallResult:
+    """`install` for Claude Code, the default agent."""
+    return install_agent("claude", scope, root, **options)
+
+
+def settings_path(scope: str, root: Path, home: Path | None = None) -> Path:
+    return hooks_path("claude", scope, root, home)
+
+
+def find_installed(root: Path, home: Path | None = None) -> list[AgentHook]:
+    return find_any(root, home, "claude")
+
+
+def InstalledHook(scope: str, path: Path, event: str, command: str) -> AgentHook:
+    return AgentHook("claude", scope, path, event, command)
+
 
 STOP = hook_command("Stop")
 START = hook_command("SessionStart")
@@ -50,7 +66,7 @@ FAIL = hook_command("StopFailure")
 
 
 def ours(command: str) -> dict[str, Any]:
-    timeout = inst.TIMEOUTS["Stop"] if command == STOP else 30
+    timeout = TIMEOUTS["stop"] if command == STOP else 30
     return {"type": "command", "command": command, "timeout": timeout}
 
 
@@ -170,7 +186,7 @@ def test_hook_command_has_this_interpreter_import_the_hook_in_isolated_mode(
     # every hook: the task list's (`install --tasks`) and the others
     assert {*inst.EVENTS.values(), *inst.TASK_EVENTS.values()} == set(SUBCOMMANDS)
     for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
-        assert inst.own_subcommand(hook_command(event)) == sub
+        assert own_subcommand(hook_command(event)) == sub
         assert runs_hook_code(hook_command(event))
 
 
@@ -210,7 +226,7 @@ def test_hook_command_for_powershell(
         "--agent",
         "gemini",
     ]
-    assert inst.own_subcommand(command) == "stop"
+    assert own_subcommand(command) == "stop"
     assert runs_hook_code(command)
 
 
@@ -269,7 +285,7 @@ def test_a_python_that_cannot_import_the_hook_isolated_gets_the_console_script(
         f"& '{shown}' hook pre-compact --agent copilot"
     )
     for event, sub in inst.EVENTS.items():
-        assert inst.own_subcommand(hook_command(event)) == sub
+        assert own_subcommand(hook_command(event)) == sub
         assert not runs_hook_code(hook_command(event))
 
 
@@ -333,7 +349,7 @@ def test_an_isolated_python_that_finds_another_ralphstate_gets_the_console_scrip
         command_module.imports_isolated.cache_clear()
     assert not runs_hook_code(command)
     assert command.endswith(" hook stop")
-    assert inst.own_subcommand(command) == "stop"
+    assert own_subcommand(command) == "stop"
 
 
 def test_a_program_that_says_nothing_of_ralphstate_does_not_import_it(tmp_path: Path) -> None:
@@ -382,7 +398,7 @@ def test_hook_command_survives_a_real_shell_with_awkward_paths(
     monkeypatch.setattr(sys, "executable", str(python))
     command = hook_command("Stop", agent="codex")
     assert command_target(command) == str(python)
-    assert inst.own_subcommand(command) == "stop"
+    assert own_subcommand(command) == "stop"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     done = subprocess.run(
@@ -574,7 +590,7 @@ def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
     form: str, sub: str
 ) -> None:
     command = form.format(sub=f"{sub} --agent codex")
-    assert inst.own_subcommand(command) == sub
+    assert own_subcommand(command) == sub
     match = launcher()._OWN.search(command)
     assert match is not None and sub in match.groups()
 
@@ -588,7 +604,7 @@ def test_the_commands_this_version_writes_are_recognised_by_the_launcher() -> No
 
 @pytest.mark.parametrize("command", NOT_OURS)
 def test_other_commands_are_not_ours_here_nor_for_the_launcher(command: str) -> None:
-    assert inst.own_subcommand(command) is None
+    assert own_subcommand(command) is None
     assert launcher()._OWN.search(command) is None
 
 
@@ -652,7 +668,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
     assert path.read_bytes() == original
 
     again = install("project", tmp_path, uninstall=True)
-    assert again == inst.InstallResult(path, False, ["no ralphstate hooks to remove"])
+    assert again == InstallResult(path, False, ["no ralphstate hooks to remove"])
     assert path.read_bytes() == original
 
 
@@ -1090,10 +1106,10 @@ def test_find_installed_with_nothing(tmp_path: Path) -> None:
 
 def test_read_settings_names_the_problem(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
-    assert inst.read_settings(path) is None
+    assert read_file("claude", path) is None
     path.write_text("[]")
     with pytest.raises(RalphstateError, match="does not hold a JSON object"):
-        inst.read_settings(path)
+        read_file("claude", path)
 
 
 # ---------------------------------------------------------------- the plugin
@@ -1125,9 +1141,7 @@ def test_plugin_hooks_run_the_launcher_for_each_event() -> None:
                 f"python3 {launch} {sub} || {{ [ $? -eq 2 ] && exit 2; python {launch} {sub}"
                 f" || {{ [ $? -eq 2 ] && exit 2; py -3 {launch} {sub}; }}; }}"
             )
-        group["hooks"] = [
-            {"type": "command", "command": command, "timeout": inst.TIMEOUTS.get(event, 30)}
-        ]
+        group["hooks"] = [{"type": "command", "command": command, "timeout": TIMEOUTS.get(sub, 30)}]
         expected[event] = [group]
     assert config["hooks"] == expected
 

@@ -9,27 +9,20 @@ from typing import Any
 
 import pytest
 
-from ralphstate.agents import table
-from ralphstate.install import claude as install
-from ralphstate.install.agents import (
-    AGENT_NAMES,
-    CURSOR_LOOP_LIMIT,
-    TARGETS,
-    find_installed,
-    hooks_path,
-)
-from ralphstate.install.command import HOOK_CODE
+from ralphstate.agents import cursor, table
+from ralphstate.install.agents import find_installed, hook_command, hooks_path
+from ralphstate.install.command import HOOK_CODE, command_target, own_subcommand
 from tests.helpers import Result
 
 # The agents with a hook file of their own: every agent of the adapters' table but
 # Claude Code, whose settings are `install`'s (tests/install/test_install.py), and
 # opencode, whose plugin is a file of ralphstate's (tests/install/test_install_opencode.py).
-OTHERS = [name for name in table.AGENTS if name not in ("claude", "opencode")]
+OTHERS = [name for name in table.NAMES if name not in ("claude", "opencode")]
 
 
 def cmd(sub: str, agent: str) -> str:
     event = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}[sub]
-    return install.hook_command(event, agent=agent)
+    return hook_command(event, agent=agent)
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -50,7 +43,7 @@ def grouped(sub: str, agent: str, timeout: int, matcher: bool | str, name: bool 
 
 
 def powershell(sub: str, agent: str) -> str:
-    program = install.command_target(cmd(sub, agent))
+    program = command_target(cmd(sub, agent))
     assert program is not None
     return f"& '{program}' -I -c '{HOOK_CODE}' {sub} --agent {agent}"
 
@@ -82,7 +75,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "version": 1,
             "hooks": {
-                "stop": [{"command": cmd("stop", "cursor"), "loop_limit": CURSOR_LOOP_LIMIT}]
+                "stop": [{"command": cmd("stop", "cursor"), "loop_limit": cursor.LOOP_LIMIT}]
             },
         },
     ),
@@ -111,23 +104,29 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def test_every_agent_of_the_table_has_an_install_target_and_no_other() -> None:
-    assert tuple(table.AGENTS) == AGENT_NAMES
-    assert AGENT_NAMES[0] == "claude"  # the default of `install --agent`
-    assert sorted(TARGETS) == sorted(OTHERS)
-    assert all(TARGETS[name].agent == name for name in TARGETS)
+    agents = table.every()
+    assert table.NAMES[0] == "claude"  # the default of `install --agent`
+    assert all(agents[name].name == name for name in agents)
+    for agent in agents.values():  # handlers for a hook file, or a plugin of ours
+        hook_file = agent.hook_file
+        plugin = hook_file.shape == "plugin"
+        assert hook_file.shape in ("grouped", "flat", "plugin")
+        assert (hook_file.handler is None, hook_file.plugin is not None) == (plugin, plugin)
+    files = [name for name in agents if agents[name].hook_file.shape != "plugin"]
+    assert sorted(files) == sorted([*OTHERS, "claude"])
     assert sorted(EXPECTED) == sorted(OTHERS)  # each one's file is pinned below
 
 
-@pytest.mark.parametrize("agent", AGENT_NAMES)
+@pytest.mark.parametrize("agent", table.NAMES)
 def test_every_agent_installs_and_uninstalls_through_the_command_line(
     rs: Any, project: Path, home: Path, agent: str
 ) -> None:
     def stop_hooks() -> list[str]:
         if agent == "claude":
-            found = [(h.command, h.path) for h in install.find_installed(project, home)]
+            found = [(h.command, h.path) for h in find_installed(project, home, "claude")]
         else:
             found = [(h.command, h.path) for h in find_installed(project, home) if h.agent == agent]
-        return [str(path) for command, path in found if install.own_subcommand(command) == "stop"]
+        return [str(path) for command, path in found if own_subcommand(command) == "stop"]
 
     first = rs("install", "--agent", agent)
     assert first.code == 0, first.err
@@ -148,7 +147,7 @@ def test_install_writes_the_agents_file_and_a_second_run_changes_nothing(
     assert result.out.splitlines()[-1] == f"updated: {path}"
     assert read(path) == expected
     for handler in _handlers(read(path)):
-        program = install.command_target(handler.get("command") or handler["bash"])
+        program = command_target(handler.get("command") or handler["bash"])
         assert program is not None and Path(program).is_absolute()
     written = path.read_bytes()
     again = rs("install", "--agent", agent)
@@ -376,7 +375,7 @@ def test_doctor_reports_every_configured_agent(rs: Any, project: Path, home: Pat
     assert result.code == 0, result.out
     lines = result.out.splitlines()
     assert "ok   no Claude Code hooks installed (`ralphstate install` adds them)" in lines
-    program = install.command_target(cmd("stop", "codex"))
+    program = command_target(cmd("stop", "codex"))
     codex = project / ".codex" / "hooks.json"
     copilot = home / ".copilot" / "hooks" / "ralphstate.json"
     for event in ("Stop", "SessionStart", "PreCompact"):

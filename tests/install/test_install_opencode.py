@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from ralphstate.agents import opencode
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import opencode
-from ralphstate.install.agents import find_installed
+from ralphstate.install.agents import find_installed, install_agent
 from ralphstate.install.command import HOOK_CODE
 from tests.install.test_settings_lossless import save_at_the_last_moment
 
@@ -110,13 +110,13 @@ def test_a_save_at_the_last_moment_is_kept_by_install_and_uninstall(
     with monkeypatch.context() as patched:
         save_at_the_last_moment(patched, path, lambda: path.write_text(saved, encoding="utf-8"))
         with pytest.raises(RalphstateError, match="changed while ralphstate was updating it"):
-            opencode.install("project", project, home=home)
+            install_agent("opencode", "project", project, home=home)
     assert path.read_text(encoding="utf-8") == saved
     with monkeypatch.context() as patched:
         save_at_the_last_moment(patched, path, lambda: path.write_text(saved + "//\n"))
         with pytest.raises(RalphstateError, match="changed while ralphstate was updating it"):
-            opencode.install("project", project, uninstall=True, home=home)
+            install_agent("opencode", "project", project, uninstall=True, home=home)
     assert path.read_text(encoding="utf-8") == saved + "//\n"
     assert [p.name for p in path.parent.iterdir()] == ["ralphstate.ts"]
-    assert opencode.install("project", project, uninstall=True, home=home).changed is True
+    assert install_agent("opencode", "project", project, uninstall=True, home=home).changed is True
     assert not path.exists()

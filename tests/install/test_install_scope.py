@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ralphstate.install.claude import hook_command
+from ralphstate.install.agents import hook_command
 from ralphstate.install.command import command_target
 
 PYTHON = command_target(hook_command("Stop"))

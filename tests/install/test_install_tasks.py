@@ -9,11 +9,18 @@ from typing import Any
 
 import pytest
 
+from ralphstate.agents import claude as inst
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.limits import STOP_HOOK_TIMEOUT
-from ralphstate.install import claude as inst
-from ralphstate.install.claude import hook_command, install
+from ralphstate.install.agents import hook_command, install_agent
+from ralphstate.install.settings import InstallResult
 from tests.helpers import run_process
+
+
+def install(scope: str, root: Path, **options: Any) -> InstallResult:
+    """`install` for Claude Code, the default agent."""
+    return install_agent("claude", scope, root, **options)
+
 
 POST = hook_command("PostToolUse")
 DONE = hook_command("TaskCompleted")

@@ -15,9 +15,10 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.agents.base import TIMEOUTS
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.install import claude as inst
+from ralphstate.install.agents import hook_command, install_agent
 from ralphstate.storage import trust
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
@@ -289,17 +290,17 @@ def test_session_start_for_a_cloned_loop_mentions_its_checks(project: Path, tmp_
 
 
 def test_install_gives_the_stop_hook_room_for_verification(tmp_path: Path) -> None:
-    assert inst.TIMEOUTS["Stop"] > limits.STOP_VERIFY_BUDGET
+    assert TIMEOUTS["stop"] > limits.STOP_VERIFY_BUDGET
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
-    stop = {"type": "command", "command": inst.hook_command("Stop"), "timeout": 30}
+    stop = {"type": "command", "command": hook_command("Stop"), "timeout": 30}
     path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [stop]}]}}))
-    result = inst.install("project", tmp_path)
+    result = install_agent("claude", "project", tmp_path)
     assert "raised the Stop hook's timeout to 180s (was 30)" in result.actions
     hooks = json.loads(path.read_text())["hooks"]
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 180
     assert hooks["SessionStart"][0]["hooks"][0]["timeout"] == 30
-    assert inst.install("project", tmp_path).changed is False
+    assert install_agent("claude", "project", tmp_path).changed is False
 
 
 def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
@@ -307,7 +308,7 @@ def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
-    inst.install("project", tmp_path)
+    install_agent("claude", "project", tmp_path)
     data = json.loads(path.read_text())
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30
     path.write_text(json.dumps(data))

@@ -1,0 +1,70 @@
+"""Codex CLI: Claude Code's shapes.
+
+Its hooks live in `.codex/hooks.json` (project) or `$CODEX_HOME/hooks.json` (user,
+`~/.codex` when unset), grouped as Claude Code's are. `last_assistant_message` is always
+sent (null for a reply without text), so its own transcript is never read. It gives its
+shell commands the session in `CODEX_SESSION_ID` (and `CODEX_THREAD_ID`). Under
+`ralphstate run`, `exec --json` prints `turn.completed` events with `usage`, and
+`turn.failed` or `error` events with the message.
+"""
+
+from __future__ import annotations
+
+from ralphstate.agents.base import Agent, HookFile, command_handler, tokens
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ralphstate.agents.base import Report
+
+
+def report(found: list[dict[str, Any]]) -> Report | None:
+    """Every turn's tokens (input + output), and the error a turn failed on."""
+    spent, seen, error = 0, False, None
+    for obj in found:
+        kind = obj.get("type")
+        if kind == "turn.completed" and isinstance(obj.get("usage"), dict):
+            usage = obj["usage"]
+            spent += tokens(usage.get("input_tokens")) + tokens(usage.get("output_tokens"))
+            seen = True
+        elif kind == "turn.failed" and isinstance(obj.get("error"), dict):
+            message = obj["error"].get("message")
+            if error is None and isinstance(message, str):
+                error = message
+            seen = True
+        elif kind == "error" and isinstance(obj.get("message"), str):
+            error = error or obj["message"]
+            seen = True
+    if not seen:
+        return None
+    return spent, None, error, "turn.failed" if error else None
+
+
+AGENT = Agent(
+    name="codex",
+    title="Codex CLI",
+    session_key="session_id",
+    message_key="last_assistant_message",
+    transcript_key=None,
+    cwd_key="cwd",
+    session_env=("CODEX_SESSION_ID", "CODEX_THREAD_ID"),
+    hook_file=HookFile(
+        "grouped",
+        project=".codex/hooks.json",
+        user=("CODEX_HOME", ".codex", "hooks.json"),
+        events={"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-compact"},
+        handler=command_handler,
+        matcher_events=frozenset({"SessionStart", "PreCompact"}),
+    ),
+    run_report=report,
+    limit_patterns=(
+        # "You've hit your usage limit. ... try again at Jan 1st, 2027 10:00 AM."
+        ("usage_limit", r"hit your usage limit"),
+        # "Quota exceeded. Check your plan and billing details." (the API's
+        # insufficient_quota: no credit left), and "Selected model is at capacity. Please
+        # try a different model." (the stream failed with server_is_overloaded).
+        ("billing", r"quota exceeded\. check your plan and billing"),
+        ("overloaded", r"selected model is at capacity"),
+    ),
+)
