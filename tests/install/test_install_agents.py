@@ -14,10 +14,12 @@ from ralphstate.install.agents import find_installed, hook_command, hooks_path
 from ralphstate.install.command import HOOK_CODE, command_target, own_subcommand
 from tests.helpers import Result
 
-# The agents with a hook file of their own: every agent of the adapters' table but
-# Claude Code, whose settings are `install`'s (tests/install/test_install.py), and
-# opencode, whose plugin is a file of ralphstate's (tests/install/test_install_opencode.py).
-OTHERS = [name for name in table.NAMES if name not in ("claude", "opencode")]
+# The agents with a hook file of their own: every agent of the table but Claude Code,
+# whose settings have tests of their own (tests/install/test_install.py), and those whose
+# hooks are a plugin of ralphstate's (opencode: tests/install/test_install_opencode.py).
+OTHERS = [
+    name for name in table.NAMES if name != "claude" and table.get(name).hook_file.shape != "plugin"
+]
 
 
 def cmd(sub: str, agent: str) -> str:
