@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as hs
 
 from ralphstate.agents import table as adapters
-from ralphstate.agents.base import Agent
 from ralphstate.agents.claude import last_assistant_text
+from ralphstate.agents.contract import Agent
 from ralphstate.core import limits, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop

@@ -24,7 +24,7 @@ ends with a `result` object: `total_cost_usd`, `usage`, `is_error`,
 
 from __future__ import annotations
 
-from ralphstate.agents.base import (
+from ralphstate.agents.contract import (
     GO_ON,
     PROMPT,
     Agent,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import os
     from typing import Any
 
-    from ralphstate.agents.base import HookInput, Report, Verdict
+    from ralphstate.agents.contract import HookInput, Report, Verdict
 
 # Claude Code event name -> `ralphstate hook` subcommand, in the order they are written.
 EVENTS = {

@@ -10,13 +10,13 @@ shell commands the session in `CODEX_SESSION_ID` (and `CODEX_THREAD_ID`). Under
 
 from __future__ import annotations
 
-from ralphstate.agents.base import Agent, HookFile, command_handler, tokens
+from ralphstate.agents.contract import Agent, HookFile, command_handler, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ralphstate.agents.base import Report
+    from ralphstate.agents.contract import Report
 
 
 def report(found: list[dict[str, Any]]) -> Report | None:

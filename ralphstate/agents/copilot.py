@@ -13,11 +13,11 @@ hook's `hook.start` (matched by the input's `timestamp`), waited for a little.
 
 from __future__ import annotations
 
-from ralphstate.agents.base import GO_ON, PROMPT, Agent, HookFile
+from ralphstate.agents.contract import GO_ON, PROMPT, Agent, HookFile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ralphstate.agents.base import Handler, HookCommand, HookInput, Verdict
+    from ralphstate.agents.contract import Handler, HookCommand, HookInput, Verdict
     from ralphstate.agents.transcripts import Anchor
 
 # Seconds the Stop hook waits for its own `hook.start` in the events file.

@@ -8,11 +8,11 @@ flat shape, each with a `loop_limit`. Its agent transcripts have one message a l
 
 from __future__ import annotations
 
-from ralphstate.agents.base import GO_ON, PROMPT, Agent, HookFile, text_of
+from ralphstate.agents.contract import GO_ON, PROMPT, Agent, HookFile, text_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ralphstate.agents.base import Handler, HookCommand, HookInput, Verdict
+    from ralphstate.agents.contract import Handler, HookCommand, HookInput, Verdict
 
 # Cursor's cap on follow-up messages from one stop hook in a conversation; the loop's
 # own `maxIterations` still applies below it. A value the person set is kept.

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from ralphstate.agents.base import (
+from ralphstate.agents.contract import (
     GO_ON,
     PROMPT,
     Agent,
@@ -37,7 +37,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ralphstate.agents.base import Handler, HookCommand, HookInput, Report, Verdict
+    from ralphstate.agents.contract import Handler, HookCommand, HookInput, Report, Verdict
 
 
 def _handler(command: HookCommand) -> Handler:

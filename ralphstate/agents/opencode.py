@@ -13,7 +13,7 @@ opencode's PATH; any fault of the subprocess lets the session rest. opencode sho
 
 from __future__ import annotations
 
-from ralphstate.agents.base import Agent, HookFile, Plugin, timeout
+from ralphstate.agents.contract import Agent, HookFile, Plugin, timeout
 
 FILE_NAME = "ralphstate.ts"
 HEADER = "// ralphstate: the loop gate for opencode."

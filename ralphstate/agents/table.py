@@ -1,7 +1,7 @@
 """Every agent ralphstate knows, and every hook it has: the one table of both.
 
 An agent is a module of this package named as the agent is (`claude`, `codex`, ...),
-whose `AGENT` fills the contract of `agents.base`; `NAMES` lists them, Claude Code
+whose `AGENT` fills the contract of `agents.contract`; `NAMES` lists them, Claude Code
 first (the default of every `--agent`). A module is imported when its agent is asked
 for: the hook process, which serves one agent, imports that one alone (docs/design.md,
 "The hot path"). tests/agents/test_table.py holds `NAMES` against the modules and
@@ -16,11 +16,11 @@ TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ralphstate.agents.base import Agent
+    from ralphstate.agents.contract import Agent
 
 NAMES = ("claude", "codex", "gemini", "cursor", "copilot", "opencode")
 # The hooks ralphstate has, by the name `ralphstate hook NAME` and the installed
-# command take; each agent maps its own events onto them (`base.HookFile.events`).
+# command take; each agent maps its own events onto them (`contract.HookFile.events`).
 HOOKS = (
     "stop",
     "session-start",

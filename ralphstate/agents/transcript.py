@@ -14,12 +14,12 @@ from pathlib import Path
 
 import orjson
 
-from ralphstate.agents.base import GO_ON
+from ralphstate.agents.contract import GO_ON
 from ralphstate.core import limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ralphstate.agents.base import ReplyJudge
+    from ralphstate.agents.contract import ReplyJudge
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 

@@ -10,7 +10,7 @@ grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
 
 - A reply written on several lines (each content block, or again once its tool calls
   ran) is counted once, by the most any of its lines says.
-- Replies older than the loop (`startedAt`, to the second) are not counted (`base.older`).
+- Replies older than the loop (`startedAt`, to the second) are not counted (`contract.older`).
 - When another session counted last (this one owns the loop again, after /clear or an
   adopt), no reply written at or before the newest reply counted so far (`countedAt`,
   the transcript's own timestamp) is counted: this session's earlier stops counted it.
@@ -39,7 +39,7 @@ from ralphstate.core import limits
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
 if TYPE_CHECKING:
-    from ralphstate.agents.base import UsageFormat
+    from ralphstate.agents.contract import UsageFormat
     from ralphstate.core.fields import TranscriptUsage
 
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)

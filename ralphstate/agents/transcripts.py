@@ -19,7 +19,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ralphstate.agents.base import ReplyJudge
+    from ralphstate.agents.contract import ReplyJudge
 
     # Whether an entry is the one the agent writes as this very hook starts.
     Anchor = Callable[[dict[str, object]], bool]

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import limits, render
 from ralphstate.core import state as st
 from ralphstate.core.errors import NoLoop, RalphstateError

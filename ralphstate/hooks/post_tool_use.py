@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import ownership, tasklist
 from ralphstate.core import state as st
 from ralphstate.core.limits import MAX_TASK_ID_CHARS

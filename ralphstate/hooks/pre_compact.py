@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import clock, ownership
 from ralphstate.core import state as st
 from ralphstate.hooks import base

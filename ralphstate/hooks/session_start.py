@@ -12,7 +12,7 @@ import copy
 import os
 from collections.abc import Callable
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import ownership, render, restore
 from ralphstate.core import state as st
 from ralphstate.core.text import count

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision

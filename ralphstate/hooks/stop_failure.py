@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core import clock, limits, ownership
 from ralphstate.core import state as st
 from ralphstate.hooks import base

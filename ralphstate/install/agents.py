@@ -2,7 +2,7 @@
 its plugin; and the hooks `doctor` finds.
 
 Every agent is installed the same way, from what its module says of its hook file
-(`agents.base.HookFile`): a hook file is edited by `install.hookfile`, a plugin of
+(`agents.contract.HookFile`): a hook file is edited by `install.hookfile`, a plugin of
 ralphstate's own written by `install.plugin`, with the same guarantees
 (`install.settings`): everything else in the file is kept, our entries are recognised
 by their command (`install.command`: `... stop --agent codex`) and replaced in place, a
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphstate.agents import table
-from ralphstate.agents.base import Agent, HookCommand, timeout
+from ralphstate.agents.contract import Agent, HookCommand, timeout
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import DEFAULT_AGENT
 from ralphstate.install import hookfile, plugin, settings, taskenv

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ralphstate.agents import claude
-from ralphstate.agents.base import TIMEOUTS
+from ralphstate.agents.contract import TIMEOUTS
 from ralphstate.agents.table import every
 from ralphstate.core import ownership, queries
 from ralphstate.core import state as st

@@ -1,7 +1,7 @@
 """One agent's hook file, edited: ralphstate's hooks added, updated or removed, and the
 rest of the file kept as it is, in its order.
 
-The file's shape is the agent's (`agents.base.HookFile`): "grouped", Claude Code's
+The file's shape is the agent's (`agents.contract.HookFile`): "grouped", Claude Code's
 `{"hooks": {EVENT: [{"matcher"?, "hooks": [HANDLER]}]}}`, or "flat",
 `{"version": 1, "hooks": {EVENT: [HANDLER]}}`. Our entries are recognised by their
 command (`install.command`: `... stop --agent codex`, or an older version's form) and
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ralphstate.agents.base import HookFile
+from ralphstate.agents.contract import HookFile
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import settings
 from ralphstate.install.command import own_subcommand

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ralphstate.agents.base import Agent, Plugin
+from ralphstate.agents.contract import Agent, Plugin
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install.command import HOOK_CODE, hook_program, quote
 from ralphstate.install.settings import InstallResult

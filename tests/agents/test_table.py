@@ -10,7 +10,7 @@ from typing import get_args
 
 import ralphstate.agents
 from ralphstate.agents import table
-from ralphstate.agents.base import Agent
+from ralphstate.agents.contract import Agent
 from ralphstate.core.state import DEFAULT_AGENT, AgentName
 from tests.conftest import LEAKY_ENV
 

@@ -372,7 +372,7 @@ def test_the_reply_is_read_only_when_a_rule_needs_it(
 ) -> None:
     """A transcript read (or Copilot's wait for its events file) is paid only by a stop
     that looks for the marker: not by one on a paused loop."""
-    from ralphstate.agents.base import Agent
+    from ralphstate.agents.contract import Agent
     from ralphstate.hooks.entry import run_hook
 
     reads: list[str] = []

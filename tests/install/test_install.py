@@ -18,7 +18,7 @@ import pytest
 
 import ralphstate
 from ralphstate.agents import claude as inst
-from ralphstate.agents.base import TIMEOUTS
+from ralphstate.agents.contract import TIMEOUTS
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import command as command_module
 from ralphstate.install import settings

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.agents.base import TIMEOUTS
+from ralphstate.agents.contract import TIMEOUTS
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.install.agents import hook_command, install_agent
