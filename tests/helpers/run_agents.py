@@ -12,7 +12,8 @@ into state.json), replay (prints
 `replay-N.out` or else `replay.out` from $FAKE_AGENT_DIR, a real client's recorded
 output, and exits with `replay-N.exit` or `replay.exit`, 0 without). Behaviours join
 with `+`: `progress+replay` replays after making progress, `replay+progress` before
-(so an iteration that replays a failure exits before it makes progress).
+(so an iteration that replays a failure exits before it makes progress); `+slow` makes
+any of them take 0.3 s more.
 """
 
 from __future__ import annotations
@@ -56,6 +57,9 @@ def note(signum, frame):
 
 
 behaviours = behaviour.split("+")
+if "slow" in behaviours:  # takes a moment before anything else, whatever the machine
+    behaviours.remove("slow")
+    time.sleep(0.3)
 replay_first = behaviours[0] == "replay"
 behaviour = next((b for b in behaviours if b != "replay"), "replay")
 

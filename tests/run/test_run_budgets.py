@@ -56,7 +56,7 @@ def test_a_runs_budget_is_its_own_and_never_the_loops(rs: Any, project: Path, pa
 
 def test_a_runs_duration_budget_goes_with_the_run(rs: Any, project: Path, agents: Path) -> None:
     make_loop(rs, criteria=("a", "b", "c"))
-    agent = run_agents.command(run_agents.write(agents.parent / "agents"), "stdin", "progress")
+    agent = run_agents.command(run_agents.write(agents.parent / "agents"), "stdin", "progress+slow")
     out = result(run(project, "--agent", agent, "--max-duration", "0.1s", "--json"))
     assert (out["reason"], out["iterations"]) == ("budget", 1)
     assert out["detail"].startswith("duration ") and " of this run's 0.1s" in out["detail"]
