@@ -54,9 +54,9 @@ EVENTS = {
     "PreCompact": "pre-compact",
     "StopFailure": "stop-failure",
 }
-# With `install --tasks`: the hooks on Claude Code's task list (docs/design.md, "The task
-# gate"): PostToolUse mirrors the task tools' calls into the loop's steps, TaskCompleted
-# keeps a task open while its criterion's check fails.
+# With `install --tasks`: the hooks on Claude Code's task list
+# (docs/explanation/design.md, "The task gate"): PostToolUse mirrors the task tools' calls
+# into the loop's steps, TaskCompleted keeps a task open while its criterion's check fails.
 TASK_EVENTS = {"PostToolUse": "post-tool-use", "TaskCompleted": "task-completed"}
 # A matcher other than "" for an event: the tools whose calls run the hook.
 MATCHERS = {"PostToolUse": "TaskCreate|TaskUpdate|TodoWrite"}

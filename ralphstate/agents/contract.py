@@ -7,7 +7,7 @@ commands, its hook file (`HookFile`), what its output under `ralphstate run` rep
 (tokens, cost, the error it ended on) and the words it prints when it hits a limit.
 `install`, `run`, `doctor` and the hooks read these and know no agent by name.
 
-This module is on the hook's no-loop path (docs/design.md, "The hot path"), with the
+This module is on the hook's no-loop path (docs/explanation/design.md, "The hot path"), with the
 agent's own module: they import nothing at run time but each other and `core.limits`,
 and what they need to read a transcript only when it is read.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ralphstate.core import limits
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any

@@ -91,7 +91,7 @@ AGENT = Agent(
         own_file=True,
     ),
     # Either makes `copilot -p` load a repository's hooks without the folder's trust,
-    # which it otherwise needs, and says nothing when it is missing (docs/agents.md).
+    # which it otherwise needs, and says nothing when it is missing (docs/how-to/other-agents.md).
     project_trust=(
         ("GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS", "COPILOT_ALLOW_ALL"),
         (

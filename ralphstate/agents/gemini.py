@@ -137,7 +137,7 @@ AGENT = Agent(
         matcher_events=frozenset({"SessionStart", "PreCompress"}),
         # Gemini CLI fires PreCompress with `trigger: "auto"` before every model call,
         # whether or not it then compresses: the checkpoint is taken at `/compress` only,
-        # so no process starts and nothing is written at each call (docs/agents.md).
+        # so no process starts and nothing is written at each call (docs/how-to/other-agents.md).
         matchers={"PreCompress": "manual"},
     ),
     run_report=report,

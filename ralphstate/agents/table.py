@@ -3,7 +3,7 @@
 An agent is a module of this package named as the agent is (`claude`, `codex`, ...),
 whose `AGENT` fills the contract of `agents.contract`; `NAMES` lists them, Claude Code
 first (the default of every `--agent`). A module is imported when its agent is asked
-for: the hook process, which serves one agent, imports that one alone (docs/design.md,
+for: the hook process, which serves one agent, imports that one alone (docs/explanation/design.md,
 "The hot path"). tests/agents/test_table.py holds `NAMES` against the modules and
 against `core.state.AgentName`.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

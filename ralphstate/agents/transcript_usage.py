@@ -6,7 +6,7 @@ that only grow) has a `UsageFormat`: its module's judge says which reply a line 
 to and its tokens (`agents.claude`, `agents.gemini`). The Stop hook reads only the bytes
 appended since the last stop, from the offset kept in the state (`transcriptUsage`),
 at most `MAX_TRANSCRIPT_USAGE_BYTES` a stop, and only whole lines: its cost does not
-grow with the transcript. The rules (docs/design.md, "Tokens inside a session"):
+grow with the transcript. The rules (docs/explanation/design.md, "Tokens inside a session"):
 
 - A reply written on several lines (each content block, or again once its tool calls
   ran) is counted once, by the most any of its lines says.
@@ -37,7 +37,7 @@ import orjson
 
 from ralphstate.core import limits
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from ralphstate.agents.contract import UsageFormat
     from ralphstate.core.fields import TranscriptUsage

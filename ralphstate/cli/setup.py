@@ -18,7 +18,8 @@ from ralphstate.cli.options import SETTINGS
     default=None,
     help="local: .claude/settings.local.json, yours alone (kept out of git);"
     " project: .claude/settings.json, shared with the repository; user:"
-    " ~/.claude/settings.json. Other agents: project or user (docs/agents.md)."
+    " ~/.claude/settings.json. Other agents: project or user (see"
+    " docs/how-to/other-agents.md)."
     "  [default: local; user with --statusline; project for other agents]",
 )
 @click.option(

@@ -1,4 +1,4 @@
-"""What a loop has spent, and the budgets it is held to (docs/run.md, "Budgets"): the
+"""What a loop has spent, and the budgets it is held to (docs/how-to/overnight.md, "Budgets"): the
 sums, what is left, the first budget reached as a person reads it, and the durations
 they are written in (`8h`, `1h30m`)."""
 
@@ -32,7 +32,7 @@ def dollars(amount: float) -> str:
     return f"${amount:.2f}" if amount >= 1 else f"${amount:.4f}"
 
 
-# Budgets (docs/run.md, "Budgets"). The loop's are `maxCost`, `maxTokens` and
+# Budgets (docs/how-to/overnight.md, "Budgets"). The loop's are `maxCost`, `maxTokens` and
 # `maxDuration` in the state, measured from its `usage`; a run's are its options (or its
 # configuration file's), measured from what that run spent, and never written here.
 BUDGET_KEYS = ("maxCost", "maxTokens", "maxDuration")

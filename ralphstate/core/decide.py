@@ -1,7 +1,7 @@
 """The Stop decision: a pure function of the state and the facts of one stop.
 
-The rules of docs/design.md ("The Stop decision") in the order of `Rule`; the first
-that applies wins, and no other module repeats them. What each rule does (block or
+The rules in the order of `Rule` (listed in docs/explanation/hooks.md, "The Stop hook"); the
+first that applies wins, and no other module repeats them. What each rule does (block or
 allow, the pause and its reason, what the person reads and hears, the report's colour)
 is one row of `OUTCOMES`: the hook, the notification, the report and the docs read it
 there. Faults (no state, a state that does not parse, bad input) are handled by the
@@ -43,7 +43,7 @@ AMBER, PURPLE, GREEN = "#d98b1c", "#a05cc7", "#2e9e4f"
 
 
 # Plain classes, not dataclasses, for what is made at import: the Stop hook imports
-# this module at every stop of a loop (docs/design.md, "The hot path").
+# this module at every stop of a loop (docs/explanation/design.md, "The hot path").
 class Outcome:
     """What a Stop rule does. `when` and `says` are its row in the docs: when it
     applies, and what the agent (a block's reason) or the person (a `systemMessage`)
@@ -79,7 +79,7 @@ class Outcome:
     @property
     def does(self) -> str:
         """What the rule does, in a few words: with `says` and `notice`, its entry in the
-        docs' numbered list of the rules (docs/design.md, "The Stop decision")."""
+        docs' numbered list of the rules (docs/explanation/hooks.md, "The Stop hook")."""
         if self.block:
             return "Block (`iteration` + 1)"
         if self.pause is not None:

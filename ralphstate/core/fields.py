@@ -54,7 +54,7 @@ TASK_STATUSES: tuple[TaskStatus, ...] = ("pending", "in_progress", "completed")
 
 
 class Task(TypedDict):
-    """One task of the agent's task list (`taskList[i]`, docs/design.md "Task tools"):
+    """One task of the agent's task list (`taskList[i]`, docs/explanation/design.md "Task tools"):
     the list it is in (the session, or the list Claude Code was told to share) and its id
     there (null for a TodoWrite item, which has none), its subject, its status, the step
     it is mirrored to (null: none, a task file without that box), and whether the mirror
@@ -78,7 +78,7 @@ class Usage(TypedDict):
 
 class TranscriptUsage(TypedDict):
     """How far the Stop hook has counted a session's transcript (`transcriptUsage`;
-    docs/design.md, "Tokens inside a session")."""
+    docs/explanation/design.md, "Tokens inside a session")."""
 
     session: str
     file: str

@@ -15,10 +15,10 @@ MAX_HOOK_INPUT_BYTES = 4 * 1024 * 1024
 MAX_STATE_BYTES = 2 * 1024 * 1024
 # The most of a markdown task file (`tasksFile`) that is read; a bigger one is refused.
 MAX_TASKS_FILE_BYTES = 1024 * 1024
-# The agent's task list as the loop mirrors it (`taskList`, docs/design.md "Task tools"):
-# how many tasks are kept, and the longest subject and id kept of each (a longer subject
-# is clipped, a task whose id is longer is not mirrored, a longer shared list's name is
-# not used).
+# The agent's task list as the loop mirrors it (`taskList`, docs/explanation/design.md,
+# "Task tools"): how many tasks are kept, and the longest subject and id kept of each (a
+# longer subject is clipped, a task whose id is longer is not mirrored, a longer shared
+# list's name is not used).
 MAX_MIRRORED_TASKS = 100
 MAX_TASK_SUBJECT_CHARS = 300
 MAX_TASK_ID_CHARS = 100

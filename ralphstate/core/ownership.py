@@ -1,4 +1,4 @@
-"""Who a loop belongs to: the one home of the ownership rules (docs/design.md,
+"""Who a loop belongs to: the one home of the ownership rules (docs/explanation/design.md,
 "Ownership").
 
 A loop is owned by one session of one agent (`sessionId`, `ownerAgent`). The hooks

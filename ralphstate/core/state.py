@@ -9,7 +9,7 @@ check, and the records fields hold, are in `fields`; what the state answers is i
 
 Schema versions:
 - (none): the seed's format, before `version` existed; read as version 1.
-- 1: the table in docs/design.md ("The state"), in `State` below.
+- 1: the table in docs/explanation/design.md ("The state"), in `State` below.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ DEFAULT_AGENT: AgentName = "claude"
 
 
 class State(TypedDict):
-    """A normalised state.json (docs/design.md, "The state"). Keys a file has beyond
+    """A normalised state.json (docs/explanation/design.md, "The state"). Keys a file has beyond
     these are kept as they are and written back after them."""
 
     version: int
@@ -77,7 +77,7 @@ class State(TypedDict):
     lastProgress: str | None
     # ralphstate: run the checks before the Stop hook allows a claimed completion;
     # per-criterion check timeouts (seconds); what backs each criterion's status.
-    # null: the default, on; false only when the person turned it off (docs/design.md).
+    # null: the default, on; false only when the person turned it off (docs/explanation/design.md).
     verifyOnStop: bool | None
     checkTimeouts: dict[str, float]
     evidence: dict[str, fields.Evidence]

@@ -1,4 +1,4 @@
-"""The agent's task list, mirrored into the loop's steps (docs/design.md, "Task tools").
+"""The agent's task list, mirrored into the loop's steps (docs/explanation/design.md, "Task tools").
 
 Claude Code's task tools keep the model's plan in a list that neither the Stop hook can
 read nor a new session keeps. After each call of one (`TaskCreate`, `TaskUpdate`, or

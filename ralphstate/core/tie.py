@@ -1,4 +1,5 @@
-"""Which of a loop's criteria an agent's task is tied to (docs/design.md, "The task gate").
+"""Which of a loop's criteria an agent's task is tied to (docs/explanation/design.md,
+"The task gate").
 
 A task (its subject and its description) is tied to a criterion when
 

@@ -14,7 +14,8 @@ Style = Any  # a callable like click.style(text, fg=...)
 
 
 # A loop in progress (or paused) that this machine never made nor adopted: the hooks
-# leave it alone (docs/design.md, "Ownership"), which `status`, `watch` and `doctor` say.
+# leave it alone (docs/explanation/design.md, "Ownership"), which `status`, `watch` and
+# `doctor` say.
 UNKNOWN_HERE = (
     "this loop was not created or adopted on this machine; the hooks ignore it until you"
     " run `ralphstate adopt`"

@@ -4,7 +4,7 @@ Hygiene for every hook: stdin is read once and bounded; stdout is one JSON
 object or nothing; the exit code is 0, but for TaskCompleted's refusal of a task whose
 criterion's check fails (exit 2, its reason on stderr: `faults.Refused`); a fault is one
 line on stderr and an entry in the log, and never blocks (fail open: `hooks.faults`).
-Nothing heavy is imported before a loop is known to exist (docs/design.md, "The hot
+Nothing heavy is imported before a loop is known to exist (docs/explanation/design.md, "The hot
 path"): each hook is a module of its own, named after it (`hooks.stop`,
 `hooks.session_start`, ...), imported only when there may be a loop, and so is
 `hooks.faults`, unless something went wrong.
@@ -19,7 +19,7 @@ from ralphstate.agents import table as adapters
 from ralphstate.core import limits
 from ralphstate.storage import paths
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from typing import NoReturn
 

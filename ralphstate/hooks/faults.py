@@ -1,7 +1,7 @@
 """What a hook does when something goes wrong: it fails open.
 
 A fault is one line on stderr and an entry in the log, and the hook allows: it never
-blocks and never crashes its caller (docs/design.md, "Failure rules"). The one exit
+blocks and never crashes its caller (docs/explanation/design.md, "Failure rules"). The one exit
 that is not 0 is a refusal by a hook of REFUSING (TaskCompleted's refusal of a task
 whose criterion's check fails): exit 2, its reason on stderr. `hooks.entry` imports
 this module only when a hook raised, or a loop is there.

@@ -1,4 +1,5 @@
-"""PostToolUse: the agent's task tools mirrored into the loop (docs/design.md, "Task tools").
+"""PostToolUse: the agent's task tools mirrored into the loop (docs/explanation/design.md,
+"Task tools").
 
 Runs after every call of a task tool (`TaskCreate`, `TaskUpdate`, `TodoWrite`), so it
 holds to the Stop hook's speed: no transcript is read, nothing is imported that the

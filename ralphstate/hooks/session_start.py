@@ -1,5 +1,5 @@
 """SessionStart: the loop restored into a new, resumed, cleared or compacted session
-(docs/design.md, "Ownership").
+(docs/explanation/design.md, "Ownership").
 
 A session that may take the loop takes it (decided again under the state lock, so two
 sessions cannot both take it) and is given the loop as context; a loop of another

@@ -9,7 +9,7 @@ prints one short line for the loop of that project,
 (the cost is Claude Code's own `cost.total_cost_usd` for the session), or
 `loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
 complete, or cancelled). It runs as often as a hook and is held to the no-loop hook's
-cost: nothing is imported before a loop is known to exist (docs/design.md, "The hot
+cost: nothing is imported before a loop is known to exist (docs/explanation/design.md, "The hot
 path"), and any fault prints nothing.
 
 `--wrap ORIGINAL` (written by `ralphstate install --statusline` over a status line the
@@ -27,7 +27,7 @@ import sys
 from ralphstate.core import limits
 from ralphstate.storage import paths
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from ralphstate.core.state import State
 
@@ -148,7 +148,7 @@ def _number_after(data: bytes, key: bytes) -> float | None:
 def _start(data: bytes) -> str | None:
     """Where to look for the loop: the input's project directory, else its current
     directory, else this process's. The input is not parsed whole: importing a JSON
-    parser would cost more than the rest of the no-loop path (docs/design.md, "The hot
+    parser would cost more than the rest of the no-loop path (docs/explanation/design.md, "The hot
     path"); the strings are read where their keys are."""
     for key in (b'"project_dir"', b'"current_dir"', b'"cwd"'):
         found = _string_after(data, key)

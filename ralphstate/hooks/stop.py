@@ -1,5 +1,5 @@
 """Stop: the loop holds the agent until its criteria are verified and it says so
-(docs/design.md, "The Stop decision").
+(docs/explanation/design.md, "The Stop decision").
 
 The rules are `core.decide.decide_stop`'s; this module does everything impure around
 them. It loads the loop, gathers the stop's facts (`decide.StopFacts`: the reply, what
@@ -134,7 +134,7 @@ def _spent(
 ) -> decide.Spent | None:
     """The tokens this session's transcript shows since the last stop, and where the
     reading stopped: for an in-progress loop this session owns or may adopt, of an agent
-    whose transcript gives them (docs/design.md, "Tokens inside a session"). None when
+    whose transcript gives them (docs/explanation/design.md, "Tokens inside a session"). None when
     there is nothing to count or the transcript cannot be read (the stop decides as
     ever; the log says so)."""
     if agent.usage_format is None or state["status"] != "in_progress":

@@ -9,7 +9,7 @@ limits.STOP_VERIFY_BUDGET, never with verify-on-stop turned off) and their resul
 recorded as `ralphstate verify` records them (`criteriaStatus`, `evidence`, a `check`
 event with `by: task`). A failing check refuses the completion: `faults.Refused`, exit 2,
 the reason on stderr, which Claude Code feeds to the model. Anything else lets the task
-be completed, a fault included (docs/design.md, "The task gate").
+be completed, a fault included (docs/explanation/design.md, "The task gate").
 """
 
 from __future__ import annotations

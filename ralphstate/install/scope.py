@@ -6,7 +6,8 @@ In a git repository that does not already ignore the local file, its path is add
 the repository's own exclude file (`.git/info/exclude`, which is never committed), as
 Claude Code does with the global excludes when it writes that file itself. A project-scope
 install left from before is left alone (it is a shared file) and named, with the command
-that removes it (README, `ralphstate install`).
+that removes it (docs/reference/commands.md,
+`ralphstate install`).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ SETTINGS: dict[str, Setting] = {
         _default_or_bool,
         lambda value: "default (on)" if value is None else "true" if value else "false",
     ),
-    # The loop's budgets (a run's own are its options: docs/run.md, "Budgets").
+    # The loop's budgets (a run's own are its options: docs/how-to/overnight.md, "Budgets").
     "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),
     "max-tokens": Setting("maxTokens", _tokens, _shown(str)),
     "max-duration": Setting("maxDuration", _duration, _shown(budgets.span)),

@@ -1,4 +1,5 @@
-"""A markdown task file as the loop's backlog (`tasksFile`, docs/design.md "The task file").
+"""A markdown task file as the loop's backlog (`tasksFile`, docs/explanation/design.md,
+"The task file").
 
 The loop's steps are the file's checkboxes: a line `- [ ] text` or `- [x] text` (also
 `*`, `+`, `1.` or `1)` as the marker, at any indentation: a nested box is a step of its

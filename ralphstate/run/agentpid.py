@@ -6,7 +6,7 @@ it running. `.loop/runs/agent.json` names it while it runs: its process id (also
 process group's) and its start time as the system gives it, so a process id the system
 has since handed to another process is not taken for the agent. A run refuses to start
 while that agent still runs (`still_running`). What an agent leaves running in the
-background after it ended is not the agent, and stops no run (docs/run.md).
+background after it ended is not the agent, and stops no run (docs/reference/run.md).
 
 On Windows nothing is recorded: a process there is not part of a group that outlives
 it in the same way, and the runner ends the agent's tree itself (`taskkill /T`).

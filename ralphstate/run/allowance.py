@@ -1,7 +1,7 @@
 """The budgets a `ralphstate run` keeps to: the loop's own (`maxCost`, `maxTokens`,
 `maxDuration`, spent across every run and session) and this run's (`--max-cost`,
 `--max-tokens`, `--max-duration`), measured from what the loop's `usage` was when the
-run began (docs/run.md, "Budgets")."""
+run began (docs/how-to/overnight.md, "Budgets")."""
 
 from __future__ import annotations
 

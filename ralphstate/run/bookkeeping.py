@@ -80,7 +80,7 @@ def begin(ctx: Context, allowance: Allowance) -> st.State:
             "maxIterations": state["maxIterations"],
             "pid": os.getpid(),
         }
-        # This run's budget, and the loop's (docs/run.md, "Budgets").
+        # This run's budget, and the loop's (docs/how-to/overnight.md, "Budgets").
         started.update(allowance.given(state))
         if plan.fallbacks:
             started["fallbacks"] = plan.fallbacks

@@ -5,7 +5,7 @@ The work tree's changes are judged without the loop's own directory: `.loop/` (t
 state, history, run logs) is never what makes a tree dirty. A commit stages what
 `git add -A` would, except the run logs (`.loop/runs/`) and lock files, and runs the
 repository's hooks as a person's commit would; a commit that fails is reported, not
-retried (docs/run.md, "Git").
+retried (docs/how-to/git.md, "Git").
 """
 
 from __future__ import annotations

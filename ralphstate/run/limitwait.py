@@ -1,7 +1,7 @@
 """An iteration that stopped on a usage or rate limit: it is uncounted (its spending
 and the error stay), and when the run waits the limit out (`--on-limit wait`), the
 person's notifier hears of it, the wait is shown as a countdown, and the time waited
-counts toward the duration budgets (docs/run.md, "Limits")."""
+counts toward the duration budgets (docs/how-to/overnight.md, "Usage and rate limits")."""
 
 from __future__ import annotations
 

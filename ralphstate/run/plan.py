@@ -32,7 +32,7 @@ class Plan:
     grace: float
     context: list[Path]
     sources: list[str] = field(default_factory=list)
-    # Git (docs/run.md, "Git"): commit after each iteration that changed the tree; the
+    # Git (docs/how-to/git.md, "Git"): commit after each iteration that changed the tree; the
     # branch to run on; whether a dirty tree may be taken along.
     commit: bool = False
     branch: str | None = None

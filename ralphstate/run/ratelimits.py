@@ -2,7 +2,7 @@
 or a billing problem, and when it may try again.
 
 The table below is what the clients print (recorded samples in
-tests/fixtures/outputs/, docs/run.md "Usage and rate limits"): each agent's own words
+tests/fixtures/outputs/, docs/how-to/overnight.md, "Usage and rate limits"): each agent's own words
 (`Agent.limit_patterns`), then the API's, which any of them may print. Only an iteration that
 failed (non-zero exit, or the agent's own report says error) is looked at, so an agent
 that merely talks about rate limits in its work is never taken for one.

@@ -41,7 +41,7 @@ IterationDecision = Literal[
 ]
 
 
-# What a person does after each kind of budget pause (docs/run.md, "Budgets").
+# What a person does after each kind of budget pause (docs/how-to/overnight.md, "Budgets").
 RUN_BUDGET_SPENT = (
     "This run's budget is spent (`ralphstate status` shows what the loop has spent); run"
     " `ralphstate run` again to continue, with a budget of its own if you give it one."

@@ -1,7 +1,7 @@
 """What one agent process reported about itself: tokens, cost, and the error it ended
 on, read from the end of its output in the agent's own machine-readable format.
 
-Each agent prints this only with its JSON output switched on (docs/run.md, "What each
+Each agent prints this only with its JSON output switched on (docs/reference/run.md, "What each
 iteration cost"): Claude Code's `-p --output-format json`, Codex's `exec --json`,
 Gemini CLI's `--output-format json`. The JSON objects at the end of the output are
 found here; each agent's module reads its own (`Agent.run_report`), asked in the

@@ -1,5 +1,5 @@
 """Loops side by side: a git worktree per loop, each on its own branch with its own
-`.loop/` (docs/run.md, "Worktrees").
+`.loop/` (docs/how-to/git.md, "Worktrees").
 
     ralphstate worktree add NAME       # ../REPO-worktrees/NAME on branch NAME
     ralphstate run --worktree NAME     # the same when missing, then the run in it

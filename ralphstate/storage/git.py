@@ -1,5 +1,5 @@
 """What git says about the project a loop lives in: the commit, the branch, and a
-hash of the tree the work is on (docs/design.md, "Evidence tied to code").
+hash of the tree the work is on (docs/how-to/checks.md, "Evidence tied to code").
 
 Every function here reads; none changes the repository's index, branch or history.
 Each git command runs with a timeout (`limits.GIT_TIMEOUT`) and only the first

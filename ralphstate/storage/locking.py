@@ -9,7 +9,7 @@ to a marker file, `<lock>.soft`, made with `O_EXCL` and holding its owner's proc
 id, host and start time; a marker whose owner on this host is no longer running (or
 an empty one old enough that its writer must have died before writing it) is stale and
 taken over. An empty lock file left by an earlier process never counts as held.
-(docs/hardening.md, "Locks without flock")
+(docs/explanation/hardening.md, "Locks without flock")
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import os
 
 from ralphstate.core.errors import RalphstateError
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: docs/design.md, "The hot path"
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
     from pathlib import Path
 

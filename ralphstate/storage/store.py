@@ -124,7 +124,8 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         check_safe(self.paths)
-        # only a change pays for the lock (and filelock): reading takes none (design.md)
+        # only a change pays for the lock (and filelock): reading takes none
+        # (docs/explanation/design.md, "Reading is tolerant, writing is stable")
         from ralphstate.storage import locking
 
         held = locking.hold(self.paths.lock, self.lock_timeout)
@@ -337,7 +338,7 @@ def _line(at: str, event: Event, iteration: int, loop_id: str | None) -> Event:
 
 
 def of_loop(entries: list[Event], loop_id: str | None) -> list[Event]:
-    """The entries of one loop (docs/design.md, "history.jsonl"): those naming its id;
+    """The entries of one loop (docs/explanation/design.md, "history.jsonl"): those naming its id;
     for a loop from before ids, those since the newest `init` that name no loop."""
     if loop_id:
         return [e for e in entries if e.get("loop") == loop_id]

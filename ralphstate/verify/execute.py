@@ -93,7 +93,7 @@ class CheckResult:
 
 
 def code_fields(code: git.Snapshot | None) -> fields.Evidence:
-    """The evidence's tie to the code: `commit`, `dirty` and `tree` (docs/verify.md)."""
+    """The evidence's tie to the code: `commit`, `dirty` and `tree` (docs/how-to/checks.md)."""
     if code is None:
         return {}
     return {"commit": code.commit, "dirty": code.dirty, "tree": code.tree}
