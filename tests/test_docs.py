@@ -16,6 +16,7 @@ COMMANDS = REPO / "docs" / "reference" / "commands.md"
 # The hooks are named where their decisions are told.
 HOOKS_PAGE = REPO / "docs" / "explanation" / "hooks.md"
 CLI_REFERENCE = REPO / "docs" / "reference" / "cli.md"
+CONTRIBUTING = REPO / "CONTRIBUTING.md"
 # `ralphstate hook ...` is dispatched before click (the hot path); it is documented too.
 HOOKS = ("stop", "session-start", "pre-compact")
 
@@ -84,3 +85,20 @@ def test_the_generated_reference_shows_every_command(path: tuple[str, ...]) -> N
     name = " ".join(("ralphstate", *path))
     assert f"\n## `{name}`\n\n```text\n" in text
     assert f"Usage: {name} " in text or f"usage: {name} " in text
+
+
+# A word in backticks that names a file or directory of this repository by its path
+# (`ralphstate/core/decide.py`, `tests/e2e/codex`, `.ci/run`).
+REPO_PATH = re.compile(r"[\w.-]+(/[\w.-]+)+/?")
+
+
+def test_every_file_contributing_names_exists() -> None:
+    """The recipes name every file a change touches; each of those files is there. A
+    placeholder (`<name>`) or a pattern (`*`) is no file, and is left out."""
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    words = [word for span in re.findall(r"`([^`\n]+)`", text) for word in span.split()]
+    named = {word.strip("'\"(),;:") for word in words}
+    paths = sorted(word for word in named if REPO_PATH.fullmatch(word))
+    assert "ralphstate/agents/table.py" in paths and "tests/core/test_decide.py" in paths
+    missing = [path for path in paths if not (REPO / path).exists()]
+    assert missing == []

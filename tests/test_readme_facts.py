@@ -14,7 +14,7 @@ from tests.helpers import REPO, run_process
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 DOCS = REPO / "docs"
-PAGES = [REPO / name for name in ("README.md", "SECURITY.md", "CHANGELOG.md")]
+PAGES = [REPO / name for name in ("README.md", "SECURITY.md", "CHANGELOG.md", "CONTRIBUTING.md")]
 PAGES += sorted(DOCS.rglob("*.md"))
 STATE_FILE = (DOCS / "reference" / "state-file.md").read_text(encoding="utf-8")
 HOOKS = (DOCS / "explanation" / "hooks.md").read_text(encoding="utf-8")
