@@ -7,8 +7,8 @@ the same command Claude Code runs at every stop.
 
 from __future__ import annotations
 
+import locale
 import os
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -18,11 +18,13 @@ from pathlib import Path
 import orjson
 
 from ralphstate.agents.table import every
+from ralphstate.storage import children
 
 SESSION = "demo-session-0001"
 SPEC = "Add a --json flag to the report command"
 CRITERIA = ["tests pass", "README documents --json"]
 STEPS = ["add the flag", "write tests", "update README"]
+OUTPUT_BYTES = 1024 * 1024  # of each command's stdout and stderr, the most kept
 
 # What the agent does in each turn: commands it runs, then its final reply.
 SCRIPT: list[tuple[list[list[str]], str]] = [
@@ -50,6 +52,13 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return textwrap.indent(text, prefix, lambda line: True)
 
 
+def _text(output: bytes) -> str:
+    """A command's output as text, read as Python reads a child's in text mode: in the
+    locale's encoding, with universal newlines."""
+    text = output.decode(locale.getpreferredencoding(False))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def run(echo: Callable[[str], None]) -> int:
     with tempfile.TemporaryDirectory(prefix="ralphstate-demo-") as tmp:
         root = Path(tmp) / "project"
@@ -73,17 +82,16 @@ def run(echo: Callable[[str], None]) -> int:
         )
 
         def cli(args: list[str]) -> str:
-            done = subprocess.run(
+            done = children.run(
                 [sys.executable, "-m", "ralphstate", *args],
                 cwd=root,
                 env=env,
-                capture_output=True,
-                text=True,
-                check=False,
+                timeout=None,
+                limit=OUTPUT_BYTES,
             )
-            if done.returncode != 0:
-                raise RuntimeError(done.stderr.strip())
-            return done.stdout.strip()
+            if done.code != 0:
+                raise RuntimeError(_text(done.err).strip())
+            return _text(done.out).strip()
 
         def shown(args: list[str]) -> str:
             return "ralphstate " + " ".join(a if " " not in a else f'"{a}"' for a in args)
@@ -117,15 +125,15 @@ def run(echo: Callable[[str], None]) -> int:
                     "transcript_path": str(root / "transcript.jsonl"),
                 }
             )
-            done = subprocess.run(
+            done = children.run(
                 [sys.executable, "-m", "ralphstate", "hook", "stop"],
                 cwd=root,
                 env=env,
                 input=data,
-                capture_output=True,
-                check=False,
+                timeout=None,
+                limit=OUTPUT_BYTES,
             )
-            out = orjson.loads(done.stdout) if done.stdout.strip() else {}
+            out = orjson.loads(done.out) if done.out.strip() else {}
             if out.get("decision") == "block":
                 echo("[stop hook] blocks; the model reads:")
                 echo(_indent("Stop hook feedback:\n" + out["reason"]))

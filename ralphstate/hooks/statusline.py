@@ -40,6 +40,7 @@ USAGE = (
 )
 MAX_NEXT = 40
 WRAPPED_TIMEOUT = 10.0
+WRAPPED_OUTPUT_BYTES = 64 * 1024  # of the wrapped command's output, the most kept
 SEPARATOR = " · "
 
 
@@ -202,22 +203,20 @@ def _string_after(data: bytes, key: bytes) -> str | None:
 def _wrapped(original: str, data: bytes) -> str | None:
     """What the person's own status line command prints for `data` (stripped of its
     final newline), None when it prints nothing or cannot run."""
-    import subprocess
+    from ralphstate.storage import children
 
     command = wrapped_command(original)
     if not command:
         return None
     try:
-        done = subprocess.run(
-            shell_words(command),
-            input=data,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            timeout=WRAPPED_TIMEOUT,
+        done = children.run(
+            shell_words(command), input=data, timeout=WRAPPED_TIMEOUT, limit=WRAPPED_OUTPUT_BYTES
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
-    text = done.stdout.decode("utf-8", "replace").rstrip("\r\n")
+    if done.code is None:  # killed at its timeout
+        return None
+    text = done.out.decode("utf-8", "replace").rstrip("\r\n")
     return text or None
 
 

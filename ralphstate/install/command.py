@@ -32,13 +32,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 
 from ralphstate.agents.table import HOOKS
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import children
 
 # The `ralphstate hook` subcommands, one per event an agent reports.
 SUBCOMMANDS = HOOKS
@@ -49,6 +49,7 @@ IMPORT_CHECK = (
     "import ralphstate; from ralphstate.hooks.entry import main; print(ralphstate.__file__)"
 )
 CHECK_TIMEOUT = 30.0  # seconds for `install`'s check; `doctor` allows less
+CHECK_OUTPUT_BYTES = 64 * 1024  # of its stdout and stderr, the last kept
 # How the path of the hook script development builds ran ends (a legacy form).
 HOOK_SCRIPT = ("ralphstate", "hooks", "__main__.py")
 _CONSOLE_SCRIPT = "ralphstate.exe" if os.name == "nt" else "ralphstate"
@@ -82,20 +83,17 @@ def isolated_import(python: str, timeout: float = CHECK_TIMEOUT) -> tuple[str | 
     ralphstate it imports). A program that exits 0 without naming a ralphstate package
     (not a Python, or not this one) cannot."""
     try:
-        done = subprocess.run(
-            [python, "-I", "-c", IMPORT_CHECK],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
+        done = children.run(
+            [python, "-I", "-c", IMPORT_CHECK], timeout=timeout, limit=CHECK_OUTPUT_BYTES, tail=True
         )
-    except subprocess.TimeoutExpired:
-        return f"it did not answer within {timeout:g}s", ""
     except OSError as exc:
         return exc.strerror or str(exc), ""
-    if done.returncode != 0:
-        lines = done.stderr.decode(errors="replace").strip().splitlines()
-        return (lines[-1].strip() if lines else f"exit code {done.returncode}"), ""
-    found = done.stdout.decode(errors="replace").strip()
+    if done.code is None:
+        return f"it did not answer within {timeout:g}s", ""
+    if done.code != 0:
+        lines = done.err.decode(errors="replace").strip().splitlines()
+        return (lines[-1].strip() if lines else f"exit code {done.code}"), ""
+    found = done.out.decode(errors="replace").strip()
     if Path(found).name not in ("__init__.py", "__init__.pyc") or Path(found).parent.name != (
         "ralphstate"
     ):

@@ -29,13 +29,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Any, Literal
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: the status line runs `run`
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+    from typing import IO, Any, Literal
+
+    Stage = Literal["interrupt", "terminate", "kill"]
 
 WINDOWS = sys.platform == "win32"
-Stage = Literal["interrupt", "terminate", "kill"]
 # How long a reader may go on after the child ended (something it started, outside its
 # group, can hold the pipe open).
 READ_AFTER_EXIT = 5.0
@@ -208,6 +211,23 @@ def read(
     return thread
 
 
+def write(stream: IO[bytes], data: bytes) -> threading.Thread:
+    """A started daemon thread that writes `data` to `stream` and closes it, so a child
+    that reads slowly, or not at all, never blocks its parent; one that ends without
+    reading it all is not an error."""
+
+    def feed() -> None:
+        with contextlib.suppress(OSError):  # BrokenPipeError: it stopped reading
+            try:
+                stream.write(data)
+            finally:
+                stream.close()
+
+    thread = threading.Thread(target=feed, name="ralphstate-child-input", daemon=True)
+    thread.start()
+    return thread
+
+
 def finish_reading(thread: threading.Thread, stream: IO[bytes], timeout: float) -> bool:
     """Wait up to `timeout` seconds for `thread` to read `stream` to its end, then close
     the stream; False (and the stream left to the thread) when it is still reading:
@@ -223,14 +243,16 @@ def finish_reading(thread: threading.Thread, stream: IO[bytes], timeout: float) 
 # -- one command, its answer kept --------------------------------------------------
 
 
-@dataclass
 class Finished:
     """How a command `run` waited for ended: its exit code (None: it was killed at its
-    timeout) and the first bytes of its stdout and stderr."""
+    timeout) and the bytes kept of its stdout and stderr."""
 
-    code: int | None
-    out: bytes
-    err: bytes
+    __slots__ = ("code", "err", "out")
+
+    def __init__(self, code: int | None, out: bytes, err: bytes) -> None:
+        self.code = code
+        self.out = out
+        self.err = err
 
 
 def run(
@@ -238,16 +260,25 @@ def run(
     *,
     cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
-    timeout: float,
+    input: bytes | None = None,
+    timeout: float | None,
     limit: int,
+    tail: bool = False,
 ) -> Finished:
-    """Run `args` with stdin closed until it ends, or kill its group at `timeout`
-    seconds. The first `limit` bytes of stdout and of stderr are kept, the rest read and
-    dropped. OSError when it cannot be started. An interrupt (KeyboardInterrupt) leaves
-    the command to finish on its own, outside the terminal's group."""
-    child = start(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """Run `args` until it ends, or kill its group at `timeout` seconds (None: no
+    limit). Its stdin carries `input`, else it is closed. The first `limit` bytes of
+    stdout and of stderr are kept (with `tail`, the last), the rest read and dropped.
+    OSError when it cannot be started. An interrupt (KeyboardInterrupt) leaves the
+    command to finish on its own, outside the terminal's group."""
+    stdin = subprocess.DEVNULL if input is None else subprocess.PIPE
+    child = start(
+        args, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert child.stdout is not None and child.stderr is not None
-    out, err = Kept(limit), Kept(limit)
+    if input is not None:
+        assert child.stdin is not None
+        write(child.stdin, input)
+    out, err = Kept(limit, tail=tail), Kept(limit, tail=tail)
     readers = [
         (read(child.stdout, out.take), child.stdout),
         (read(child.stderr, err.take), child.stderr),

@@ -62,6 +62,22 @@ def test_run_keeps_the_start_of_stdout_and_of_stderr(tmp_path: Path) -> None:
     assert (done.code, done.out, done.err) == (0, b"a" * 10, b"b" * 10)
 
 
+def test_run_feeds_its_input_and_keeps_the_tail_when_asked(tmp_path: Path) -> None:
+    code = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read()[::-1])"
+    data = b"begin" + b"x" * 200_000  # more than a pipe holds: written while it is read
+    done = children.run([PY, "-c", code], input=data, timeout=60, limit=5, tail=True)
+    assert (done.code, done.out, done.err) == (0, b"nigeb", b"")
+    done = children.run([PY, "-c", code], input=b"abc", timeout=None, limit=5)
+    assert (done.code, done.out) == (0, b"cba")
+
+
+def test_input_a_child_never_reads_is_no_error_and_no_hang() -> None:
+    started = time.monotonic()
+    done = children.run([PY, "-c", "pass"], input=b"x" * 1_000_000, timeout=60, limit=10)
+    assert (done.code, done.out) == (0, b"")
+    assert time.monotonic() - started < 30
+
+
 def test_a_program_that_cannot_start_is_an_os_error(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         children.run(["no-such-program-here"], cwd=tmp_path, timeout=5, limit=10)
