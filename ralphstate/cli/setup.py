@@ -100,8 +100,8 @@ def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, unins
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
 
 
-@click.command(context_settings=SETTINGS)
-def doctor() -> None:
+@click.command("doctor", context_settings=SETTINGS)
+def doctor_command() -> None:
     """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
 
     \b
@@ -109,9 +109,9 @@ def doctor() -> None:
       ralphstate doctor
     """
     from ralphstate.core.text import visible
-    from ralphstate.install import doctor as doctor_
+    from ralphstate.install import doctor
 
-    findings = doctor_.run(Path.cwd())
+    findings = doctor.run(Path.cwd())
     colours = {"ok": "green", "warn": "yellow", "fail": "red"}
     for level, text in findings:
         output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")
@@ -119,8 +119,8 @@ def doctor() -> None:
         raise SystemExit(1)
 
 
-@click.command(context_settings=SETTINGS)
-def demo() -> None:
+@click.command("demo", context_settings=SETTINGS)
+def demo_command() -> None:
     """Play a short scripted session through the real hooks, in a scratch directory.
 
     Shows each stop decision and the reason exactly as the model reads it; needs no
@@ -130,6 +130,6 @@ def demo() -> None:
     Example:
       ralphstate demo
     """
-    from ralphstate.cli import demo as demo_
+    from ralphstate.cli import demo
 
-    demo_.run(output.text)
+    demo.run(output.text)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as _dt
-import time as _time
+import datetime as dt
+import time
 
 
-def now() -> _dt.datetime:
+def now() -> dt.datetime:
     """The current time, timezone-aware UTC."""
-    return _dt.datetime.now(_dt.timezone.utc)
+    return dt.datetime.now(dt.timezone.utc)
 
 
 def sleep(seconds: float) -> None:
     """Wait; the seam through which tests pass time without sleeping."""
-    _time.sleep(max(0.0, seconds))
+    time.sleep(max(0.0, seconds))
 
 
 def now_iso() -> str:
@@ -21,16 +21,16 @@ def now_iso() -> str:
     return now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def parse_iso(text: object) -> _dt.datetime | None:
+def parse_iso(text: object) -> dt.datetime | None:
     """Parse a timestamp written by `now_iso` (or by hand); None when it is not one."""
     if not isinstance(text, str) or not text:
         return None
     try:
-        value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
     if value.tzinfo is None:
-        value = value.replace(tzinfo=_dt.timezone.utc)
+        value = value.replace(tzinfo=dt.timezone.utc)
     return value
 
 

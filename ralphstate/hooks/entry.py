@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ralphstate.agents import table as adapters
+from ralphstate.agents import table
 from ralphstate.core import limits
 from ralphstate.storage import paths
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ralphstate.hooks.base import Handler, HookInput, Output
 
 USAGE = (
-    f"usage: ralphstate hook {'|'.join(adapters.HOOKS)} [--agent NAME]\n"
+    f"usage: ralphstate hook {'|'.join(table.HOOKS)} [--agent NAME]\n"
     "Run by the agent's hooks with the hook input as JSON on stdin; prints one JSON"
     " object or nothing, and exits 0 (task-completed exits 2 to refuse a task).\n"
     "\n"
@@ -115,12 +115,12 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
     """The hook `event`'s answer to its input on stdin; None when there is no loop here,
     the common case: then nothing more is read or imported."""
     try:
-        agent = adapters.get(_option(options, "--agent") or "claude")
+        agent = table.get(_option(options, "--agent") or "claude")
     except KeyError as exc:
         raise _fault(str(exc.args[0])) from None
-    if event not in adapters.HOOKS:
+    if event not in table.HOOKS:
         named = f"unknown hook {event!r}" if event else "no hook named"
-        raise _fault(f"{named}; expected one of {', '.join(adapters.HOOKS)}")
+        raise _fault(f"{named}; expected one of {', '.join(table.HOOKS)}")
     data = _read_stdin()
     if detach and event in DETACHED and not os.environ.get(FOREGROUND):
         _detach()

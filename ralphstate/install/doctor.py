@@ -15,8 +15,7 @@ from ralphstate.core import ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
-from ralphstate.core.text import count as plural
-from ralphstate.core.text import noun, short_id
+from ralphstate.core.text import count, noun, short_id
 from ralphstate.core.views import UNKNOWN_HERE
 from ralphstate.install.agents import AgentHook, find_installed, hooks_path, read_file
 from ralphstate.install.command import (
@@ -157,8 +156,8 @@ def _too_short(timeout: object, needed: int) -> bool:
 
 
 def _check_findings(store: Store, state: st.State) -> list[Finding]:
-    count = len(state["checks"])
-    if not count:
+    checks = len(state["checks"])
+    if not checks:
         return []
     from ralphstate.storage import trust
 
@@ -168,12 +167,12 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
         else ""
     )
     if trust.is_trusted(store.paths, state):
-        return [("ok", f"{plural(count, 'check')}, trusted on this machine, {when}")]
+        return [("ok", f"{count(checks, 'check')}, trusted on this machine, {when}")]
     return [
         (
             "warn",
             (
-                f"the loop's {plural(count, 'check')} {'is' if count == 1 else 'are'}"
+                f"the loop's {count(checks, 'check')} {'is' if checks == 1 else 'are'}"
                 f" {NOT_TRUSTED}, so nothing runs them; review"
                 " them (`ralphstate status`) and run `ralphstate trust`"
             ),
