@@ -1,7 +1,7 @@
 """Re-record the agents' own outputs in tests/fixtures/outputs/ with the pinned clients.
 
 Run by hand after upgrading a client (its pin in tests/e2e/*/package.json), then run
-`pytest tests/run/test_usage.py tests/run/test_limits.py` and read the diff:
+`pytest tests/run/test_usage.py tests/run/test_ratelimits.py` and read the diff:
 
     python tests/e2e/record_outputs.py            # every recording
     python tests/e2e/record_outputs.py gemini_    # the ones whose file name starts so
