@@ -122,7 +122,7 @@ def hook(python: str, event: str) -> tuple[str, list[str]]:
     """The command `ralphstate install` writes for `event` (`"PYTHON" -I -c "CODE"
     stop`, one simple command), and the process it starts: its words as sh splits them."""
     code = f"from ralphstate.install.agents import hook_command; print(hook_command({event!r}))"
-    line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    line = subprocess.run([python, "-I", "-c", code], check=True, capture_output=True, text=True)
     command = line.stdout.strip()
     return command, shlex.split(command)
 
@@ -131,7 +131,7 @@ def post_tool_use(python: str) -> list[str]:
     """The process of the PostToolUse hook's command (`"PYTHON" -I -c "CODE"
     post-tool-use`), as the install writes every hook's."""
     code = "from ralphstate.install import command; print(command.shell_command('post-tool-use'))"
-    line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    line = subprocess.run([python, "-I", "-c", code], check=True, capture_output=True, text=True)
     return shlex.split(line.stdout.strip())
 
 
@@ -144,7 +144,7 @@ def task_created(root: Path, i: int) -> bytes:
 def statusline(python: str) -> list[str]:
     """The process of the command `ralphstate install --statusline` writes."""
     code = "from ralphstate.install.statusline_setup import command; print(command())"
-    line = subprocess.run([python, "-c", code], check=True, capture_output=True, text=True)
+    line = subprocess.run([python, "-I", "-c", code], check=True, capture_output=True, text=True)
     return shlex.split(line.stdout.strip())
 
 
