@@ -35,7 +35,7 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
     \b
     Example:
       ralphstate report
-      ralphstate report --markdown > pr-body.md
+      ralphstate report --markdown -o /tmp/pr-body.md
       ralphstate report --html -o loop.html
     """
     if markdown and as_html:
