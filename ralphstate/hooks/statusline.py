@@ -129,13 +129,9 @@ def render(loop: State, cost: float | None = None) -> str | None:
 def _number_after(data: bytes, key: bytes) -> float | None:
     """The JSON number that follows `key` in `data`, or None (read as `_string_after`
     reads strings: the input is not parsed whole)."""
-    at = data.find(key)
-    if at < 0:
+    rest = _value_after(data, key)
+    if rest is None:
         return None
-    rest = data[at + len(key) :].lstrip()
-    if not rest.startswith(b":"):
-        return None
-    rest = rest[1:].lstrip()
     end = 0
     while end < len(rest) and end < 32 and rest[end : end + 1] in b"0123456789.eE+-":
         end += 1
@@ -158,19 +154,25 @@ def _start(data: bytes) -> str | None:
     return os.getcwd()
 
 
-_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
-def _string_after(data: bytes, key: bytes) -> str | None:
-    """The JSON string value that follows `key` (a key in quotes) in `data`, or None."""
+def _value_after(data: bytes, key: bytes) -> bytes | None:
+    """What follows the colon after the first `key` (a key in quotes) in `data`, its
+    leading whitespace dropped; None when `key` is missing or no colon follows it."""
     at = data.find(key)
     if at < 0:
         return None
     rest = data[at + len(key) :].lstrip()
     if not rest.startswith(b":"):
         return None
-    rest = rest[1:].lstrip()
-    if not rest.startswith(b'"'):
+    return rest[1:].lstrip()
+
+
+_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _string_after(data: bytes, key: bytes) -> str | None:
+    """The JSON string value that follows `key` (a key in quotes) in `data`, or None."""
+    rest = _value_after(data, key)
+    if rest is None or not rest.startswith(b'"'):
         return None
     text = rest[1:].decode("utf-8", "replace")
     out: list[str] = []
