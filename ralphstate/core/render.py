@@ -76,6 +76,12 @@ def cap(text: str, size: int) -> str:
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
+def _tail_share(count: int) -> int:
+    """Each of `count` shown checks' part of `limits.MAX_REASON_OUTPUT_CHARS` for its
+    output's tail, at least 200 characters."""
+    return max(200, limits.MAX_REASON_OUTPUT_CHARS // max(1, count))
+
+
 def _output_tail(text: str, size: int) -> list[str]:
     """The end of a check's output, at most `size` characters, indented."""
     if len(text) > size:
@@ -93,7 +99,7 @@ def check_failures(failures: Sequence[CheckFailure]) -> list[str]:
         )
     ]
     shown = failures[: limits.MAX_LIST_ITEMS]
-    share = max(200, limits.MAX_REASON_OUTPUT_CHARS // max(1, len(shown)))
+    share = _tail_share(len(shown))
     for failure in shown:
         lines.append(
             f"- {clip(failure.criterion)}: `{clip(failure.command, 200)}` {failure.summary}"
@@ -114,7 +120,7 @@ def task_refused(failures: Sequence[CheckFailure]) -> str:
     (`visible`); all the tails together within `limits.MAX_REASON_OUTPUT_CHARS`."""
     lines: list[str] = []
     shown = failures[: limits.MAX_LIST_ITEMS]
-    share = max(200, limits.MAX_REASON_OUTPUT_CHARS // max(1, len(shown)))
+    share = _tail_share(len(shown))
     for failure in shown:
         lines.append(
             f"ralphstate: this task stays open: the check of criterion"
