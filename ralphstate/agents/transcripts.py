@@ -50,13 +50,11 @@ def last_reply(
         time.sleep(0.05)
 
 
-def newest_reply(
-    path: str, judge: ReplyJudge, max_bytes: int = limits.MAX_TRANSCRIPT_TAIL_BYTES
-) -> tuple[bool, str | None]:
+def newest_reply(path: str, judge: ReplyJudge) -> tuple[bool, str | None]:
     """(found, text) of the newest reply `judge` finds in the transcript at `path`:
     found is False when the file cannot be read or its tail holds neither a reply nor
     the prompt that opened it, so the caller knows the transcript did not answer."""
-    return _scan(path, judge, max_bytes, None, decided=True)
+    return _scan(path, judge, limits.MAX_TRANSCRIPT_TAIL_BYTES, None, decided=True)
 
 
 def _scan(

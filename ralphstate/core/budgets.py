@@ -35,7 +35,6 @@ def dollars(amount: float) -> str:
 # Budgets (docs/how-to/overnight.md, "Budgets"). The loop's are `maxCost`, `maxTokens` and
 # `maxDuration` in the state, measured from its `usage`; a run's are its options (or its
 # configuration file's), measured from what that run spent, and never written here.
-BUDGET_KEYS = ("maxCost", "maxTokens", "maxDuration")
 LOOPS = "the loop's"
 RUNS = "this run's"
 

@@ -123,14 +123,11 @@ def kill(child: subprocess.Popen[bytes]) -> None:
     send(child, "kill")
 
 
-def stop(
-    child: subprocess.Popen[bytes],
-    grace: float,
-    stages: Sequence[Stage] = ("terminate", "kill"),
-) -> None:
-    """Stop the child's group in `stages`, `grace` seconds apart: each stage goes to the
-    whole group, the next only when something in it still runs `grace` seconds later.
-    The child is reaped when it ends within the last grace period."""
+def stop(child: subprocess.Popen[bytes], grace: float) -> None:
+    """Stop the child's group: terminate, then kill, `grace` seconds apart; each stage goes
+    to the whole group, the kill only when something in it still runs `grace` seconds
+    later. The child is reaped when it ends within the last grace period."""
+    stages: tuple[Stage, ...] = ("terminate", "kill")
     for stage in stages:
         send(child, stage)
         if _ended(child, grace):
