@@ -106,7 +106,7 @@ def ready(data: "str | os.PathLike[str]", version: str) -> "str | None":
     venv = os.path.join(data, "venv")
     try:
         with open(os.path.join(venv, VERSION_MARKER), encoding="utf-8") as f:
-            built = f.read()
+            built = f.read(MAX_MANIFEST_BYTES)
     except (OSError, ValueError):
         return None
     python = venv_python(venv)
@@ -116,7 +116,7 @@ def ready(data: "str | os.PathLike[str]", version: str) -> "str | None":
 def failed(data: "str | os.PathLike[str]", version: str) -> bool:
     try:
         with open(os.path.join(data, "build-failed"), encoding="utf-8") as f:
-            return f.read() == version
+            return f.read(MAX_MANIFEST_BYTES) == version
     except (OSError, ValueError):
         return False
 

@@ -60,6 +60,8 @@ _compiled: "list[re.Pattern[str]]" = []
 # ralphstate's own bound on hook input (ralphstate.core.limits.MAX_HOOK_INPUT_BYTES): one
 # byte more is read, so the hook can tell an oversized input and refuse it.
 MAX_INPUT_BYTES = 4 * 1024 * 1024
+# The largest settings file read (ralphstate.core.limits.MAX_SETTINGS_BYTES).
+MAX_SETTINGS_BYTES = 1024 * 1024
 
 
 def run(argv: "list[str]") -> "NoReturn":
@@ -173,7 +175,9 @@ def _own_events(path: str, name: str) -> "set[str]":
     found: set[str] = set()
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_SETTINGS_BYTES + 1)
+        if len(raw) > MAX_SETTINGS_BYTES:  # ralphstate refuses such a file too
+            return found
         groups = loads(raw.decode("utf-8-sig"))["hooks"][name]  # type: ignore[index]
     except Exception:  # noqa: BLE001 - missing or odd settings: nothing installed there
         return found
@@ -291,7 +295,7 @@ def _pyvenv_version(venv: str) -> str:
     """`3.11` from the environment's pyvenv.cfg (`version = 3.11.7`), "" if unknown."""
     try:
         with open(os.path.join(venv, "pyvenv.cfg"), encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            lines = f.read(plugin_env.MAX_MANIFEST_BYTES).splitlines()
     except (OSError, ValueError):
         return ""
     for line in lines:

@@ -392,3 +392,23 @@ def test_the_launcher_runs_on_python_3_8() -> None:
                 assert isinstance(annotation, (ast.Constant, ast.Name)), shown
                 assert isinstance(getattr(annotation, "value", ""), (str, type(None))), shown
         assert "__future__" not in {getattr(node, "module", None) for node in tree.body}
+
+
+def test_a_settings_file_is_read_within_ralphstates_bound(tmp_path: Path) -> None:
+    """The settings files are read at most MAX_SETTINGS_BYTES; a larger one, which
+    ralphstate itself refuses, names no hook of ralphstate's."""
+    from ralphstate.core import limits
+
+    spec = importlib.util.spec_from_file_location("launch", REPO / "hooks" / "launch.py")
+    assert spec is not None and spec.loader is not None
+    launch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch)
+    assert launch.MAX_SETTINGS_BYTES == limits.MAX_SETTINGS_BYTES
+    command = "python3 -I -c 'from ralphstate.hooks.entry import main; main()' stop"
+    settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}}
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings), encoding="utf-8")
+    assert launch._own_events(str(path), "Stop") == {"stop"}
+    padded = json.dumps(settings) + " " * limits.MAX_SETTINGS_BYTES
+    path.write_text(padded, encoding="utf-8")
+    assert launch._own_events(str(path), "Stop") == set()
