@@ -1,0 +1,90 @@
+"""Who made a change to a loop: the person, an agent session, or an iteration of
+`ralphstate run` (docs/explanation/proof.md, "Actors").
+
+ralphstate tells them apart by the variables each agent gives the commands its shell
+runs (`agents.table.session_from_env`), by `CLAUDECODE` and `CLAUDE_CODE_CHILD_SESSION`
+(set in every process Claude Code starts), and by `RALPHSTATE_RUNNER` (set by
+`ralphstate run` in the agents it starts). A command with none of them runs in the
+person's own shell. The history, `log` and the report name the actor of each change.
+
+An actor is a small dict, as it is written in the history and in the ledger:
+`{"kind": "person"}`, `{"kind": "agent", "agent": NAME, "session": ID}` (the session
+when the agent says it), or `{"kind": "run", "agent": NAME, "session": ID}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ralphstate.core.ownership import ENV_RUNNER
+
+Actor = dict[str, str]
+AgentSession = tuple[str | None, str | None]
+
+# Variables that say "a process Claude Code started", whatever its session.
+_INSIDE_CLAUDE = ("CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SESSION_ID")
+
+PERSON: Actor = {"kind": "person"}
+
+
+def from_env(environ: Mapping[str, str], found: AgentSession = (None, None)) -> Actor:
+    """The actor whose process has the environment `environ`, in which the agents'
+    variables found the agent session `found` (`agents.table.session_from_env`)."""
+    agent, session = found
+    if agent is None and any(environ.get(name) for name in _INSIDE_CLAUDE):
+        agent = "claude"
+    runner = bool(environ.get(ENV_RUNNER))
+    if agent is None and not runner:
+        return dict(PERSON)
+    actor: Actor = {"kind": "run" if runner else "agent", "agent": agent or "unknown"}
+    if session:
+        actor["session"] = session
+    return actor
+
+
+_current: list[Actor] = []
+
+
+def set_current(actor: Actor) -> None:
+    """Make `actor` the one this process's changes are recorded as: the command line sets
+    it from the environment and the agents' variables, a hook from the session it serves."""
+    _current[:] = [actor]
+
+
+def current() -> Actor:
+    """The actor of this process: as `set_current` made it, else read from the
+    environment without the agents' own session variables."""
+    if _current:
+        return dict(_current[0])
+    import os
+
+    return from_env(os.environ)
+
+
+def session(agent: str, session_id: str | None) -> Actor:
+    """The actor of a hook: the agent session whose event it handles."""
+    actor: Actor = {"kind": "agent", "agent": agent}
+    if session_id:
+        actor["session"] = session_id
+    return actor
+
+
+def is_person(actor: object) -> bool:
+    return isinstance(actor, dict) and actor.get("kind") == "person"
+
+
+def describe(actor: object) -> str:
+    """The actor in a few words: "you", "claude session 1a2b3c4d", "ralphstate run
+    (claude)"; "a hand edit" for a change no ralphstate command made."""
+    if not isinstance(actor, dict):
+        return "someone unknown"
+    kind = actor.get("kind")
+    if kind == "person":
+        return "you"
+    if kind == "edit":
+        return "a hand edit of state.json"
+    agent = str(actor.get("agent") or "an agent")
+    sid = actor.get("session")
+    if kind == "run":
+        return f"ralphstate run ({agent})"
+    return f"{agent} session {str(sid)[:8]}" if sid else f"a {agent} session"
