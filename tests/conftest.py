@@ -11,6 +11,7 @@ from hypothesis import settings
 
 from ralphstate.__main__ import main
 from ralphstate.agents import table
+from ralphstate.core import actor
 from tests.helpers import Result
 
 # Property tests: by default a fixed seed and a small budget, so every run of the suite
@@ -23,6 +24,9 @@ settings.load_profile("ci")
 LEAKY_ENV = (
     # Every agent's session, process and project variables (`Agent.variables`).
     *table.variables(),
+    # What Claude Code sets in every process it starts (core/actor.py).
+    "CLAUDECODE",
+    "CLAUDE_CODE_CHILD_SESSION",
     "RALPHSTATE_DIR",
     "RALPHSTATE_RUNNER",
     "RALPHSTATE_HOME",
@@ -40,6 +44,7 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     """A private RALPHSTATE_HOME; platformdirs must never be asked for real paths."""
     for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
+    actor.reset()  # a hook run in this process earlier set its own
     home = tmp_path_factory.mktemp("ralphstate-home")
     monkeypatch.setenv("RALPHSTATE_HOME", str(home))
 

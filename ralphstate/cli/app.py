@@ -57,6 +57,10 @@ def cli() -> None:
     Install: ralphstate install
     Record:  ralphstate criteria set "tests pass" true
     """
+    from ralphstate.core import actor
+    from ralphstate.loop.project import current_actor
+
+    actor.find_with(current_actor)
 
 
 def _escape_unencodable_output() -> None:

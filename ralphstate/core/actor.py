@@ -14,7 +14,7 @@ when the agent says it), or `{"kind": "run", "agent": NAME, "session": ID}`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ralphstate.core.ownership import ENV_RUNNER
 
@@ -25,6 +25,15 @@ AgentSession = tuple[str | None, str | None]
 _INSIDE_CLAUDE = ("CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SESSION_ID")
 
 PERSON: Actor = {"kind": "person"}
+# Every variable an agent sets for its shell commands begins with one of these
+# (tests/core/test_actor.py holds them against `agents.table.variables`): a process whose
+# environment has none runs in the person's shell, and no agent module is imported.
+AGENT_PREFIXES = ("CLAUDE", "CODEX", "GEMINI", "CURSOR", "COPILOT", "OPENCODE", ENV_RUNNER)
+
+
+def maybe_agent(environ: Mapping[str, str]) -> bool:
+    """Whether `environ` may be an agent's: some variable begins as an agent's do."""
+    return any(name.upper().startswith(AGENT_PREFIXES) for name in environ)
 
 
 def from_env(environ: Mapping[str, str], found: AgentSession = (None, None)) -> Actor:
@@ -43,28 +52,46 @@ def from_env(environ: Mapping[str, str], found: AgentSession = (None, None)) -> 
 
 
 _current: list[Actor] = []
+_finder: list[Callable[[], Actor]] = []
 
 
 def set_current(actor: Actor) -> None:
-    """Make `actor` the one this process's changes are recorded as: the command line sets
-    it from the environment and the agents' variables, a hook from the session it serves."""
+    """Make `actor` the one this process's changes are recorded as (a hook: the session
+    it serves)."""
     _current[:] = [actor]
 
 
+def find_with(finder: Callable[[], Actor]) -> None:
+    """Have `finder` tell this process's actor when one is first asked for (the command
+    line: from the environment and the agents' variables, `loop.project.current_actor`)."""
+    _current.clear()
+    _finder[:] = [finder]
+
+
+def reset() -> None:
+    """Forget the actor set or found: the next is read from the environment."""
+    _current.clear()
+    _finder.clear()
+
+
 def current() -> Actor:
-    """The actor of this process: as `set_current` made it, else read from the
-    environment without the agents' own session variables."""
-    if _current:
-        return dict(_current[0])
-    import os
+    """The actor of this process: as set or found, else read from the environment
+    without the agents' own session variables."""
+    if not _current:
+        if _finder:
+            _current.append(_finder[0]())
+        else:
+            import os
 
-    return from_env(os.environ)
+            return from_env(os.environ)
+    return dict(_current[0])
 
 
-def session(agent: str, session_id: str | None) -> Actor:
-    """The actor of a hook: the agent session whose event it handles."""
-    actor: Actor = {"kind": "agent", "agent": agent}
-    if session_id:
+def session(agent: str, session_id: object, runner: bool = False) -> Actor:
+    """The actor of a hook: the agent session whose event it handles (inside an
+    iteration of `ralphstate run` with `runner`)."""
+    actor: Actor = {"kind": "run" if runner else "agent", "agent": agent}
+    if isinstance(session_id, str) and session_id:
         actor["session"] = session_id
     return actor
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
+from ralphstate.core.actor import describe
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
 from ralphstate.core.text import short_id, visible
@@ -205,7 +206,9 @@ def history_line(entry: dict[str, Any]) -> str:
     """One history entry: a line of its details, then each multi-line text (a check's
     output) as its own indented lines, as it was printed; control characters shown as
     `\\xNN`."""
-    details = {k: v for k, v in entry.items() if k not in ("at", "event", "iteration", "loop")}
+    details = {
+        k: v for k, v in entry.items() if k not in ("at", "event", "iteration", "loop", "actor")
+    }
     long = {k: v for k, v in details.items() if isinstance(v, str) and "\n" in v}
     text = " ".join(
         f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
@@ -213,7 +216,8 @@ def history_line(entry: dict[str, Any]) -> str:
         if k not in long
     )
     at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
-    lines = [f"{at}  #{it!s:<3} {name!s:<16} {text}".rstrip()]
+    who = f"[{describe(entry['actor'])}] " if "actor" in entry else ""
+    lines = [f"{at}  #{it!s:<3} {name!s:<16} {who}{text}".rstrip()]
     for key, value in long.items():
         lines.append(f"    {key}:")
         lines += [f"      {line}".rstrip() for line in value.strip("\n").split("\n")]

@@ -64,6 +64,10 @@ def telling(event: str) -> Callable[[Handler], Handler]:
 
     def wrap(handler: Handler) -> Handler:
         def run(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+            from ralphstate.core import actor, ownership
+
+            runner = bool(os.environ.get(ownership.ENV_RUNNER))
+            actor.set_current(actor.session(agent.name, agent.session_id(hook_input), runner))
             try:
                 return handler(agent, hook_input, loop)
             except Unusable as exc:

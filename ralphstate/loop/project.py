@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ralphstate.core import actor
+from ralphstate.core.actor import Actor
 from ralphstate.core.errors import NoLoop
 from ralphstate.storage.paths import find, git_top, within
 from ralphstate.storage.store import Store
@@ -17,6 +19,15 @@ def current_session() -> tuple[str | None, str | None]:
     from ralphstate.agents.table import session_from_env
 
     return session_from_env(os.environ)
+
+
+def current_actor() -> Actor:
+    """Who runs this command: the person, an agent session, or a `ralphstate run`
+    iteration (`core.actor`). The agents' modules are imported only when some variable
+    looks like an agent's."""
+    if not actor.maybe_agent(os.environ):
+        return dict(actor.PERSON)
+    return actor.from_env(os.environ, current_session())
 
 
 def claude_pid() -> str | None:

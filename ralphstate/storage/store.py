@@ -20,7 +20,7 @@ from typing import BinaryIO, TypeVar
 
 import orjson
 
-from ralphstate.core import clock, limits
+from ralphstate.core import actor, clock, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
 from ralphstate.storage import fsio
@@ -334,6 +334,7 @@ def _line(at: str, event: Event, iteration: int, loop_id: str | None) -> Event:
     if loop_id:
         line["loop"] = loop_id
     line.update(event)
+    line.setdefault("actor", actor.current())
     return line
 
 
@@ -400,7 +401,7 @@ def bounded(line: Event) -> bytes:
     data = orjson.dumps(cut) + b"\n"
     if len(data) <= limits.MAX_HISTORY_LINE_BYTES:
         return data
-    keep = ("at", "event", "iteration", "loop")
+    keep = ("at", "event", "iteration", "loop", "actor")
     return orjson.dumps({k: _clip(line[k]) for k in keep if k in line} | {"clipped": True}) + b"\n"
 
 

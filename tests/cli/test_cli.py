@@ -145,6 +145,7 @@ def test_init(project: Path, rs: Any) -> None:
             "criteria": 2,
             "steps": 1,
             "session": None,
+            "actor": {"kind": "person"},
         }
     ]
     entry = registered(project)
@@ -701,15 +702,15 @@ def test_log(project: Path, rs: Any) -> None:
     lines = result.out.splitlines()
     assert len(lines) == 4
     assert lines[0].startswith(
-        "2026-01-02T03:04:05Z  #0   init             spec='Build it' criteria=1 steps=1"
+        "2026-01-02T03:04:05Z  #0   init             [you] spec='Build it' criteria=1 steps=1"
     )
     assert lines[1].startswith(
-        "2026-01-02T03:05:05Z  #0   criterion_set    criterion='tests pass' value=True"
+        "2026-01-02T03:05:05Z  #0   criterion_set    [you] criterion='tests pass' value=True"
     )
     assert lines[1].endswith(" note='84 passed'")
     assert lines[2:] == [
-        "2026-01-02T03:06:05Z  #0   step_done        step='write it'",
-        "2026-01-02T03:07:05Z  #0   paused           reason='user'",
+        "2026-01-02T03:06:05Z  #0   step_done        [you] step='write it'",
+        "2026-01-02T03:07:05Z  #0   paused           [you] reason='user'",
     ]
     assert rs("log", "-n", "2").out == "".join(result.out.splitlines(keepends=True)[-2:])
     as_json = rs("log", "-n", "2", "--json")
@@ -721,6 +722,7 @@ def test_log(project: Path, rs: Any) -> None:
             "iteration": 0,
             "loop": loop_id,
             "step": "write it",
+            "actor": {"kind": "person"},
         },
         {
             "at": "2026-01-02T03:07:05Z",
@@ -728,6 +730,7 @@ def test_log(project: Path, rs: Any) -> None:
             "iteration": 0,
             "loop": loop_id,
             "reason": "user",
+            "actor": {"kind": "person"},
         },
     ]
 

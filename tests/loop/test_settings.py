@@ -75,6 +75,7 @@ def test_each_setting_changes_the_running_loop_with_a_history_line(
             "key": field,
             "value": value,
             "from": before[field],  # type: ignore[literal-required]
+            "actor": {"kind": "person"},
         }
     ]
     again = rs("config", key, text)  # the same value again: nothing written
