@@ -18,6 +18,7 @@ from typing import Literal
 from ralphstate.core import budgets, fields, ownership, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
+from ralphstate.core.proof import Pending, paused_review
 
 # In the order they are asked: the first that applies wins (OUTCOMES says what each does).
 Rule = Literal[
@@ -31,6 +32,7 @@ Rule = Literal[
     "unmet",
     "no_criteria",
     "no_marker",
+    "review",
     "verify",
     "untrusted_checks",
     "complete",
@@ -143,6 +145,14 @@ OUTCOMES: dict[Rule, Outcome] = {
         "the reason asks for the marker, once the work is really done",
         block=True,
     ),
+    "review": Outcome(
+        "a claimed completion whose contract (criteria, checks, settings, guards) was"
+        " weakened, or whose guarded files changed, since a person approved them",
+        "a `systemMessage` naming each change and who made it, and `ralphstate review`",
+        pause="review",
+        notice="loop paused: what proves it changed, and needs your review",
+        colour=PURPLE,
+    ),
     "verify": Outcome(
         "a claimed completion (every criterion met, the marker said) with"
         " verify-on-stop on, or with evidence proven on other code than the work tree"
@@ -194,12 +204,13 @@ class Checked:
 class _Read:
     """What a stop has read so far, shared by its decisions (`StopFacts.given`)."""
 
-    __slots__ = ("replied", "reply", "stale")
+    __slots__ = ("replied", "reply", "review", "stale")
 
     def __init__(self) -> None:
         self.replied = False
         self.reply: str | None = None
         self.stale: Sequence[str] | None = None  # None: not asked
+        self.review: Pending | None = None  # None: not asked
 
 
 class StopFacts:
@@ -222,6 +233,7 @@ class StopFacts:
         "_known",
         "_read",
         "_reply",
+        "_review",
         "_stale",
         "agent",
         "checked",
@@ -241,10 +253,12 @@ class StopFacts:
         stale: Sequence[str] | Callable[[st.State], Sequence[str]] = (),
         spent: Spent | None = None,
         checked: Checked | None = None,
+        review: Pending | Callable[[st.State], Pending] | None = None,
     ) -> None:
         self.session_id, self.agent, self.runner = session_id, agent, runner
         self.spent, self.checked = spent, checked
         self._reply, self._known, self._stale = reply, known_here, stale
+        self._review = review
         self._read = _Read()
 
     def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:
@@ -270,6 +284,14 @@ class StopFacts:
         if read.stale is None:
             read.stale = self._stale(state) if callable(self._stale) else self._stale
         return read.stale
+
+    def review(self, state: st.State) -> Pending:
+        """What a person must review before this completion counts (core/proof.py)."""
+        read = self._read
+        if read.review is None:
+            given = self._review
+            read.review = (given(state) if callable(given) else given) or Pending([])
+        return read.review
 
     @property
     def stale_found(self) -> Sequence[str] | None:
@@ -312,6 +334,10 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
         return _block(made, unmet, missing, (fingerprint, changed), facts.checked)
+    pending = facts.review(new)
+    if pending.changes:  # what proves it changed: a person looks before it counts
+        new["lastProgress"] = fingerprint
+        return made.done("review", paused_review(pending), {"changes": pending.changes[:20]})
     checked = facts.checked
     if checked is not None and checked.untrusted:  # waits for a person to trust and resume
         new["lastProgress"] = fingerprint

@@ -37,7 +37,15 @@ STATUSES: tuple[Status, ...] = ("in_progress", "paused", "complete", "cancelled"
 ACTIVE: tuple[Status, ...] = ("in_progress", "paused")
 # Why ralphstate itself pauses a loop; `ralphstate pause --reason` may write any text.
 PauseReason = Literal[
-    "max_iterations", "stall", "untrusted_checks", "user", "budget", "agent_errors", "step_retries"
+    "max_iterations",
+    "stall",
+    "untrusted_checks",
+    "user",
+    "budget",
+    "agent_errors",
+    "step_retries",
+    "review",
+    "agent",
 ]
 # The agents whose sessions can own a loop: a module each in agents/, named by
 # agents/table.py (tests/agents/test_table.py holds the two lists together).

@@ -22,11 +22,12 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
+from ralphstate.core.proof import Pending
 from ralphstate.hooks import base, notify
 from ralphstate.hooks.base import HookInput, Output, Verified
 from ralphstate.hooks.faults import Fault, Unusable, note
 from ralphstate.storage import paths, registry
-from ralphstate.storage.store import Event
+from ralphstate.storage.store import Event, Store
 
 Change = Callable[[st.State, list[Event]], Decision]
 
@@ -50,6 +51,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         runner=runner,
         known_here=lambda current: registry.knows(loop, current),
         stale=lambda current: _stale(loop, current),
+        review=lambda current: _review(store, current),
     )
     boxes = _task_boxes(loop, state)
     spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
@@ -64,6 +66,12 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
+    if decision.rule == "not_in_progress" and state["status"] in ("complete", "cancelled"):
+        from ralphstate.hooks import outside
+
+        told = outside.notice(store, state)
+        if told is not None:
+            return notify.attach(agent.render_notice(told), agent.name, told, os.environ)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
 
 
@@ -190,6 +198,18 @@ def _with_tasks(state: st.State, boxes: list[Any] | None) -> None:
         from ralphstate.loop import taskfile
 
         taskfile.apply(state, boxes)
+
+
+def _review(store: Store, state: st.State) -> Pending:
+    """What a person must review before this claimed completion counts; a fault in
+    finding it (git, the ledger) asks for the review rather than let it pass."""
+    from ralphstate.verify import review
+
+    try:
+        return review.pending(store, state)
+    except Exception as exc:  # noqa: BLE001 - the review must not crash the hook
+        note("stop", f"could not compare the loop's proof with the approved one ({exc})")
+        return Pending([f"the proof could not be compared with the approved one ({exc})"])
 
 
 def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:

@@ -78,24 +78,49 @@ def init(
     registry.check_writable()
     if boxes is not None:
         taskfile.apply(new, boxes)
-    backup = store.create(
-        new,
-        [
-            {
-                "event": "init",
-                "spec": spec[:200],
-                "criteria": len(criteria),
-                "steps": len(steps),
-                "session": new["sessionId"],
-            }
-        ],
-        backup=force or store.exists(),  # a finished loop is replaced, but kept
-    )
+    event: dict[str, object] = {
+        "event": "init",
+        "spec": spec[:200],
+        "criteria": len(criteria),
+        "steps": len(steps),
+        "session": new["sessionId"],
+    }
+    replaced = _unfinished(store) if force else None
+    if replaced is not None:  # `init --force` over a loop not yet over ends that loop
+        event["replaced"] = replaced
+    backup = store.create(new, [event], backup=force or store.exists())
+    _begin_ledger(loop, new)
     _register(loop, new)
     ignore_local_files(loop)
     # A template's checks are not trusted here until a person has read them (init shows
     # them) and run `ralphstate trust`: a template may have come with a repository.
     return store, new, backup
+
+
+def _unfinished(store: Store) -> dict[str, object] | None:
+    """The loop `init --force` replaces, when it was not over: its id and status."""
+    try:
+        old = store.load()
+    except RalphstateError:
+        return None
+    if old["status"] not in st.ACTIVE:
+        return None
+    return {"loop": old["loopId"], "status": old["status"], "spec": old["spec"][:120]}
+
+
+def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
+    """The new loop in the ledger: who started it and its contract as it starts. A
+    ledger that cannot be written is said; the loop starts all the same (its contract
+    is then taken as it is the first time ralphstate sees it)."""
+    from ralphstate.core import actor, proof
+    from ralphstate.storage import ledger
+
+    try:
+        ledger.begin(loop, new, actor.current(), proof.contract_of(new))
+    except RalphstateError as exc:
+        import sys
+
+        sys.stderr.write(f"ralphstate: warning: {str(exc).rstrip('.')}.\n")
 
 
 def _limits(

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import contextlib
 
-from ralphstate.core import clock, ownership, queries
+from ralphstate.core import actor, clock, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import claude_pid, current_session
-from ralphstate.storage import registry
+from ralphstate.storage import ledger, registry
 from ralphstate.storage.store import Change, Event, Store
 
 
@@ -26,7 +26,11 @@ def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:
 
 def pause(store: Store, reason: str) -> tuple[st.State, bool]:
     """Pause the loop; (the state, whether it changed). A paused loop stays as it is,
-    its reason too: `pause` twice is not a mistake, as `resume` twice is not."""
+    its reason too: `pause` twice is not a mistake, as `resume` twice is not. An agent's
+    own pause without a reason of its own is recorded as the agent's (`agent`), never
+    as the person's (`user`)."""
+    if reason == "user" and not actor.is_person(actor.current()):
+        reason = "agent"
 
     def fn(state: st.State, events: list[Event]) -> bool:
         if state["status"] == "paused":
@@ -65,7 +69,11 @@ def resume(store: Store, more: int | None) -> tuple[st.State, bool]:
             extra = 10
         if extra:
             state["maxIterations"] = max(state["maxIterations"], state["iteration"]) + extra
-        if state["status"] == "complete" and not queries.unmet(state):
+        if (
+            state["status"] == "complete"
+            and not queries.unmet(state)
+            and not ledger.ended_outside(store.paths, state)
+        ):
             raise RalphstateError(
                 "the loop is complete; set a criterion back to false first"
                 " (ralphstate criteria set NAME false) or start a new loop."

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from ralphstate.core import clock
+from ralphstate.core import actor, clock
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import State
 from ralphstate.storage import home, jsonstore
@@ -119,11 +119,15 @@ def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[s
 
     Only when nothing but those criteria's checks changed: a check that came with the
     file and is armed by the change (`criteria add` of its name) is not carried, and
-    leaves the checks untrusted. Checks that were not trusted before stay untrusted; a
-    failure to write the store only leaves them untrusted (status and doctor say so)."""
+    leaves the checks untrusted. Nor when an agent session or a run made the change:
+    only a person's change keeps the checks trusted. Checks that were not trusted
+    before stay untrusted; a failure to write the store only leaves them untrusted
+    (status and doctor say so)."""
     after = armed(state)
     if before == after or not _trusts(paths, before):
         return
+    if not actor.is_person(actor.current()):
+        return  # an agent's change to a check is not the person's: it waits for trust
     for name in set(before) | set(after):
         if name not in changed and before.get(name) != after.get(name):
             return

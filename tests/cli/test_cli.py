@@ -15,7 +15,7 @@ import pytest
 from freezegun import freeze_time
 
 from ralphstate.core import state as st
-from ralphstate.storage import registry
+from ralphstate.storage import ledger, registry
 from ralphstate.storage.paths import LoopPaths
 
 NOW = "2026-01-02T03:04:05Z"
@@ -980,8 +980,9 @@ def make(kind: str, project: Path, rs: Any) -> None:
         rs("pause")
     elif kind == "cancelled":
         rs("cancel")
-    elif kind == "complete":
+    elif kind == "complete":  # as ralphstate itself completes it: its ledger knows
         edit(project, status="complete", criteriaStatus={"tests pass": True, "lint clean": True})
+        ledger.note_status(LoopPaths(project, project / ".loop"), state_of(project))
 
 
 def tree(root: Path, home: Path) -> dict[str, bytes]:

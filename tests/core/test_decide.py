@@ -372,8 +372,9 @@ def test_runaway_agent_is_released_at_max_iterations() -> None:
     assert state["iteration"] == 4 and state["status"] == "paused"
 
 
-# The pause reasons no Stop rule gives: a person's `ralphstate pause`, and `ralphstate run`.
-PAUSED_ELSEWHERE = ("user", "agent_errors", "step_retries")
+# The pause reasons no Stop rule gives: `ralphstate pause` (the person's or an agent's),
+# and `ralphstate run`.
+PAUSED_ELSEWHERE = ("user", "agent_errors", "step_retries", "agent")
 
 
 def test_every_rule_has_one_outcome_in_the_order_the_rules_are_asked() -> None:

@@ -117,7 +117,9 @@ def test_an_old_loop_with_a_failing_check_is_verified_on_stop(project: Path) -> 
 def test_untrusted_checks_pause_a_claimed_completion_by_default(claimed: Path, rs: Any) -> None:
     path = claimed / ".loop" / "state.json"
     raw = orjson.loads(path.read_bytes())
-    raw["checks"]["tests pass"] = PASS  # a hand edit: not trusted any more
+    # A hand edit that adds a check to a claim-only criterion: the contract only gains,
+    # so no review, but the new check is not trusted until a person trusts it.
+    raw["checks"]["docs written"] = PASS
     path.write_bytes(orjson.dumps(raw))
     out = stop(claimed)
     assert out is not None and "decision" not in out
@@ -125,6 +127,19 @@ def test_untrusted_checks_pause_a_claimed_completion_by_default(claimed: Path, r
         "paused",
         "untrusted_checks",
     )
+
+
+def test_a_hand_edited_check_pauses_for_review_and_runs_nothing(claimed: Path, rs: Any) -> None:
+    path = claimed / ".loop" / "state.json"
+    raw = orjson.loads(path.read_bytes())
+    raw["checks"]["tests pass"] = PASS  # a hand edit replaces the approved check
+    path.write_bytes(orjson.dumps(raw))
+    out = stop(claimed)
+    assert out is not None and "decision" not in out
+    assert (load(claimed)["status"], load(claimed)["pauseReason"]) == ("paused", "review")
+    assert "the check of 'tests pass' was replaced" in out["systemMessage"]
+    assert "a hand edit of state.json" in out["systemMessage"]
+    assert "ralphstate review" in out["systemMessage"]
 
 
 def test_the_restored_context_tells_proofs_from_claims(claimed: Path, rs: Any) -> None:

@@ -169,7 +169,7 @@ def test_every_blocking_stop_rule_is_an_iteration_and_every_pausing_one_a_pause(
     ]
     assert [(m.what, m.detail) for m in told.pauses] == [("budget", "by the Stop hook")]
     assert story_.HOOK_ITERATIONS == ("unmet", "no_criteria", "no_marker")
-    assert story_.HOOK_PAUSES == ("max_iterations", "stall", "budget", "untrusted_checks")
+    assert story_.HOOK_PAUSES == ("max_iterations", "stall", "budget", "review", "untrusted_checks")
 
 
 def test_the_text_report() -> None:

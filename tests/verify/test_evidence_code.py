@@ -100,8 +100,11 @@ def claim(root: Path) -> tuple[dict[str, Any] | None, str]:
 
 def owned_verified_loop(rs: Any, repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", SID)
-    verified_loop(rs, repo)
+    assert rs("init", "Keep the value", "-c", "value is one").code == 0
     monkeypatch.delenv("CLAUDE_CODE_SESSION_ID")
+    # the person gives the check: an agent's would wait for the person's trust
+    assert rs("criteria", "check", "value is one", VALUE_IS_1).code == 0
+    assert rs("verify").code == 0
     # Verify-on-stop off, so that only the staleness of the evidence runs a check.
     assert rs("config", "verify-on-stop", "false").code == 0
     state = load(repo)
@@ -162,9 +165,9 @@ def test_stale_checks_that_are_not_trusted_pause_and_never_run(
     marker = repo / "ran.txt"
     raw["checks"]["value is one"] = FAIL + " && " + py(f"open({str(marker)!r}, 'w')")
     raw["evidence"]["value is one"]["command"] = raw["checks"]["value is one"]
-    path.write_bytes(orjson.dumps(raw))  # a hand edit: the checks are no longer trusted
+    path.write_bytes(orjson.dumps(raw))  # a hand edit: the approved check was replaced
     (repo / "app.py").write_text("VALUE = 5\n")
     claim(repo)
     state = load(repo)
-    assert (state["status"], state["pauseReason"]) == ("paused", "untrusted_checks")
+    assert (state["status"], state["pauseReason"]) == ("paused", "review")
     assert not marker.exists()

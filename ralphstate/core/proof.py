@@ -1,0 +1,232 @@
+"""The contract: what proves a loop done, and which changes to it weaken the proof
+(docs/explanation/proof.md, "The approved contract").
+
+The contract is the person's: the criteria, each criterion's check and timeout,
+verify-on-stop, `noCriteria`, the guarded paths (`guards`), clean-room verification
+(`cleanVerify`) and the criteria that must fail before they pass (`expectFail`).
+ralphstate keeps the contract as a person last approved it, outside the project
+(storage/ledger.py). A change that weakens it counts for completion only once a person
+approves it; a change that only adds to it (a new criterion, a check for a claim-only
+criterion, a new guard) needs no approval. These functions are pure: they compare.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ralphstate.core import state as st
+from ralphstate.core.text import visible
+
+Contract = dict[str, Any]
+
+
+def contract_of(state: st.State) -> Contract:
+    """The loop's contract as its state holds it now."""
+    criteria = list(state["criteria"])
+    checks = {c: state["checks"][c] for c in criteria if c in state["checks"]}
+    timeouts = {c: state["checkTimeouts"][c] for c in checks if c in state["checkTimeouts"]}
+    raw: dict[str, Any] = dict(state)
+    guards = raw.get("guards")
+    expect = raw.get("expectFail") or []
+    return {
+        "criteria": criteria,
+        "checks": checks,
+        "checkTimeouts": timeouts,
+        "verifyOnStop": state["verifyOnStop"] is not False,
+        "noCriteria": bool(state["noCriteria"]),
+        "guards": None if guards is None else sorted(guards),
+        "cleanVerify": raw.get("cleanVerify") is not False,
+        "expectFail": sorted(c for c in expect if c in criteria),
+    }
+
+
+def _q(name: object) -> str:
+    return f"'{visible(str(name))}'"
+
+
+def weakenings(approved: Contract, current: Contract) -> list[str]:
+    """One sentence for each way `current` proves less than `approved`; [] when it
+    proves at least as much."""
+    now_criteria = set(current.get("criteria", []))
+    found = [
+        f"criterion {_q(name)} was removed (or renamed)"
+        for name in approved.get("criteria", [])
+        if name not in now_criteria
+    ]
+    old_checks: dict[str, str] = approved.get("checks", {})
+    new_checks: dict[str, str] = current.get("checks", {})
+    old_limits: dict[str, float] = approved.get("checkTimeouts", {})
+    new_limits: dict[str, float] = current.get("checkTimeouts", {})
+    for name, command in old_checks.items():
+        if name not in now_criteria:
+            continue
+        if name not in new_checks:
+            found.append(f"the check of {_q(name)} (`{visible(command)}`) was removed")
+        elif new_checks[name] != command:
+            found.append(
+                f"the check of {_q(name)} was replaced: `{visible(command)}` became"
+                f" `{visible(new_checks[name])}`"
+            )
+        elif old_limits.get(name) != new_limits.get(name):
+            found.append(f"the check timeout of {_q(name)} was changed")
+    found += _switches(approved, current)
+    return found
+
+
+def _switches(approved: Contract, current: Contract) -> list[str]:
+    found = []
+    if approved.get("verifyOnStop", True) and not current.get("verifyOnStop", True):
+        found.append("verify-on-stop was turned off")
+    if not approved.get("noCriteria") and current.get("noCriteria"):
+        found.append("noCriteria was turned on (the marker alone would end the loop)")
+    if approved.get("cleanVerify", True) and not current.get("cleanVerify", True):
+        found.append("clean-room verification was turned off")
+    old_guards, new_guards = approved.get("guards"), current.get("guards")
+    if old_guards is not None:
+        if new_guards is None:
+            found.append("guarded files were turned off")
+        else:
+            dropped = [g for g in old_guards if g not in new_guards]
+            found += [f"guard `{visible(g)}` was dropped" for g in dropped]
+    now_expect = set(current.get("expectFail", []))
+    for name in approved.get("expectFail", []):
+        if name not in now_expect and name in current.get("criteria", []):
+            found.append(f"{_q(name)} no longer has to fail before it passes")
+    return found
+
+
+def differences(approved: Contract, current: Contract) -> list[str]:
+    """Every difference, weakening or not, as lines of a review: `- ` for what the
+    approved contract had, `+ ` for what the loop has now."""
+    lines: list[str] = []
+    for key in sorted(set(approved) | set(current)):
+        old, new = approved.get(key), current.get(key)
+        if old == new:
+            continue
+        lines.append(f"{key}:")
+        if isinstance(old, dict) or isinstance(new, dict):
+            old_d, new_d = old or {}, new or {}
+            for name in sorted(set(old_d) | set(new_d), key=str):
+                if old_d.get(name) != new_d.get(name):
+                    if name in old_d:
+                        lines.append(f"  - {_q(name)}: {visible(str(old_d[name]))}")
+                    if name in new_d:
+                        lines.append(f"  + {_q(name)}: {visible(str(new_d[name]))}")
+        elif isinstance(old, list) or isinstance(new, list):
+            old_l, new_l = list(old or []), list(new or [])
+            lines += [f"  - {visible(str(x))}" for x in old_l if x not in new_l]
+            lines += [f"  + {visible(str(x))}" for x in new_l if x not in old_l]
+            if old is None or new is None:
+                lines.append(
+                    f"  ({'none' if old is None else 'some'} before, "
+                    f"{'none' if new is None else 'some'} now)"
+                )
+        else:
+            lines += [f"  - {visible(str(old))}", f"  + {visible(str(new))}"]
+    return lines
+
+
+def restored(state: st.State, approved: Contract) -> None:
+    """Put the approved contract back into `state` (`review --revert`): criteria that
+    come back start unmet, and a check that comes back has no evidence."""
+    current = contract_of(state)
+    kept = set(state["criteria"])
+    for name in approved.get("criteria", []):
+        if name not in kept:
+            state["criteria"].append(name)
+            state["criteriaStatus"][name] = False
+    for name, command in approved.get("checks", {}).items():
+        if current["checks"].get(name) != command:
+            state["checks"][name] = command
+            state["evidence"].pop(name, None)
+            state["criteriaStatus"][name] = False
+    for name in approved.get("checks", {}):
+        limit = approved.get("checkTimeouts", {}).get(name)
+        if limit is None:
+            state["checkTimeouts"].pop(name, None)
+        else:
+            state["checkTimeouts"][name] = limit
+    if approved.get("verifyOnStop", True):
+        state["verifyOnStop"] = None
+    if not approved.get("noCriteria"):
+        state["noCriteria"] = False
+    if approved.get("cleanVerify", True) and "cleanVerify" in state:
+        state["cleanVerify"] = None  # type: ignore[typeddict-unknown-key]
+    raw: dict[str, Any] = state  # type: ignore[assignment]
+    if approved.get("guards") is not None:
+        raw["guards"] = sorted(set(raw.get("guards") or []) | set(approved["guards"]))
+    if approved.get("expectFail"):
+        raw["expectFail"] = sorted(set(raw.get("expectFail") or []) | set(approved["expectFail"]))
+
+
+class Pending:
+    """What a person must review before the loop may complete: one sentence per change
+    (`changes`; none: nothing to review), who made them (`by`, as a person reads it),
+    the new test files that need no review but are named (`new_tests`), and the guarded
+    files whose diff the review shows (`files`)."""
+
+    __slots__ = ("by", "changes", "files", "new_tests")
+
+    def __init__(
+        self,
+        changes: list[str],
+        by: list[str] | None = None,
+        new_tests: list[str] | None = None,
+        files: list[str] | None = None,
+    ) -> None:
+        self.changes = changes
+        self.by = by or []
+        self.new_tests = new_tests or []
+        self.files = files or []
+
+
+def guard_pending(found: Any) -> Pending:
+    """The review a comparison of the guarded files asks for (storage/guards.py
+    `Changes`: `changed`, `deleted`, `new_config`, `new_tests`)."""
+    changes = [f"guarded file `{visible(f)}` was changed" for f in found.changed]
+    changes += [f"guarded file `{visible(f)}` was deleted" for f in found.deleted]
+    changes += [f"new file `{visible(f)}` can change how the tests run" for f in found.new_config]
+    files = [*found.changed, *found.deleted, *found.new_config]
+    by = ["edits in the work tree"] if changes else []
+    return Pending(changes, by, list(found.new_tests), files)
+
+
+def paused_review(pending: Pending, shown: int = 6) -> str:
+    """For the person: the loop claims completion, but its proof changed since they
+    approved it; what changed, by whom, and the one command that reviews it."""
+    listed = "; ".join(pending.changes[:shown])
+    more = len(pending.changes) - shown
+    if more > 0:
+        listed += f"; and {more} more"
+    who = ", ".join(pending.by) if pending.by else "someone unknown"
+    return (
+        "ralphstate: the agent claims the loop is done, but what proves it changed since"
+        f" you approved it, so the loop is paused for your review: {listed} (by {who})."
+        " Run `ralphstate review` to see the diff, then approve or revert."
+    )
+
+
+def carried(approved: Contract, before: Contract, after: Contract) -> Contract:
+    """The approved contract with a person's own change (`before` to `after`, made by a
+    ralphstate command) applied: what the person does is approved, and only that (an
+    agent's earlier change still waits for review)."""
+    new = dict(approved)
+    for key in set(before) | set(after):
+        old, now = before.get(key), after.get(key)
+        if old == now:
+            continue
+        if isinstance(old, dict) and isinstance(now, dict):
+            kept = dict(new.get(key) or {})
+            for name in set(old) | set(now):
+                if old.get(name) != now.get(name):
+                    if name in now:
+                        kept[name] = now[name]
+                    else:
+                        kept.pop(name, None)
+            new[key] = kept
+        elif isinstance(old, list) and isinstance(now, list):
+            items = [x for x in (new.get(key) or []) if x in now or x not in old]
+            new[key] = items + [x for x in now if x not in old and x not in items]
+        else:
+            new[key] = now
+    return new

@@ -1,0 +1,161 @@
+"""What ralphstate knows about a loop outside the project's files
+(docs/explanation/proof.md, "The ledger").
+
+The agent can edit every file of the project, `.loop/state.json` included. What proves
+a loop done must not live only there: ralphstate keeps, per loop directory, a small
+JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
+
+- `loop`: the id of the loop the entry is about (a new `init` starts a new entry);
+- `author`: who started the loop (an actor, core/actor.py);
+- `approved`, `approvedBy`, `approvedAt`: the contract (core/proof.py) as it was when
+  the loop started, or as a person last approved it;
+- `guardTree`: the git tree holding the guarded files as approved;
+- `status`: the status ralphstate itself last wrote: a `complete` in state.json that
+  ralphstate did not write ended the loop outside it;
+- `firsts`, `failedOnce`: each check's first result, and the checks that have failed
+  at least once (red before green);
+- `told`: what the person was already told about, so a notice is given once.
+
+The file is read without a lock (bounded, an unusable one reads as empty), changed
+under its own lock (storage/jsonstore.py). The person's user can still edit it: an
+agent that goes that far is out of reach without a sandbox (SECURITY.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import clock
+from ralphstate.core import state as st
+from ralphstate.core.actor import Actor
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import home, jsonstore
+from ralphstate.storage.paths import LoopPaths
+
+Entry = dict[str, Any]
+
+
+def path_of(paths: LoopPaths) -> Path:
+    key = jsonstore.key(paths)
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return home.data_dir() / "loops" / f"{name}.json"
+
+
+def read(paths: LoopPaths) -> Entry | None:
+    """The loop directory's entry; None when there is none (or no home to keep one)."""
+    try:
+        return jsonstore.read(path_of(paths)).get(jsonstore.key(paths))
+    except home.NoHome:
+        return None
+
+
+def of_loop(paths: LoopPaths, state: st.State) -> Entry | None:
+    """The entry, when it is about the loop `state` is (its id)."""
+    entry = read(paths)
+    if entry is None or entry.get("loop") != state.get("loopId"):
+        return None
+    return entry
+
+
+def change(paths: LoopPaths, edit: Callable[[Entry], None]) -> None:
+    """Apply `edit` to the loop directory's entry (an empty dict when there is none);
+    RalphstateError when the file cannot be written."""
+    key = jsonstore.key(paths)
+
+    def apply(loops: dict[str, Entry]) -> None:
+        entry = loops.get(key) or {}
+        edit(entry)
+        loops.clear()
+        loops[key] = entry
+
+    try:
+        jsonstore.change(path_of(paths), "the loop's ledger", apply)
+    except home.NoHome as exc:
+        raise RalphstateError(str(exc)) from None
+
+
+def begin(paths: LoopPaths, state: st.State, author: Actor, contract: dict[str, Any]) -> None:
+    """A new loop: its author, its contract as it starts (approved by its author), and
+    the status ralphstate wrote."""
+    now = clock.now_iso()
+
+    def edit(entry: Entry) -> None:
+        entry.clear()
+        entry.update(
+            loop=state["loopId"],
+            author=author,
+            approved=contract,
+            approvedBy=author,
+            approvedAt=now,
+            status=state["status"],
+        )
+
+    change(paths, edit)
+
+
+def approve(
+    paths: LoopPaths, state: st.State, by: Actor, contract: dict[str, Any], guard_tree: str | None
+) -> None:
+    """A person approved `contract` (and the guarded files as the tree `guard_tree`)."""
+    now = clock.now_iso()
+
+    def edit(entry: Entry) -> None:
+        if entry.get("loop") != state["loopId"]:
+            entry.clear()
+            entry.update(loop=state["loopId"], author={"kind": "unknown"}, status=state["status"])
+        entry.update(approved=contract, approvedBy=by, approvedAt=now)
+        entry["guardTree"] = guard_tree
+        entry.pop("told", None)
+
+    change(paths, edit)
+
+
+def note_status(paths: LoopPaths, state: st.State) -> None:
+    """Remember the status ralphstate just wrote for this loop."""
+
+    def edit(entry: Entry) -> None:
+        if entry.get("loop") not in (None, state["loopId"]):
+            return  # another loop's entry: `init` starts the new one
+        entry["loop"] = state["loopId"]
+        entry["status"] = state["status"]
+
+    change(paths, edit)
+
+
+def told(paths: LoopPaths, state: st.State, what: str) -> bool:
+    """Record that the person was told `what` about this loop; False when they already
+    were (or it cannot be recorded: then they are told again next time)."""
+    entry = of_loop(paths, state)
+    if entry is not None and what in (entry.get("told") or []):
+        return False
+
+    def edit(e: Entry) -> None:
+        e["told"] = [*(e.get("told") or []), what][-20:]
+
+    try:
+        change(paths, edit)
+    except RalphstateError:
+        return True
+    return True
+
+
+def ended_outside(paths: LoopPaths, state: st.State) -> bool:
+    """The loop is complete or cancelled, but ralphstate did not write that: it ended
+    outside ralphstate (a hand edit of state.json), and nothing verified it."""
+    if state["status"] not in ("complete", "cancelled"):
+        return False
+    entry = of_loop(paths, state)
+    return entry is not None and entry.get("status") in st.ACTIVE
+
+
+def in_progress_gone(paths: LoopPaths) -> str | None:
+    """The id of the loop whose state.json is gone while ralphstate last knew it not
+    over (deleted during the loop); None otherwise."""
+    entry = read(paths)
+    if entry is None or entry.get("status") not in st.ACTIVE or os.path.lexists(paths.state):
+        return None
+    return str(entry.get("loop") or "")

@@ -1,0 +1,192 @@
+"""What a person must review before a loop may complete: its contract against the one
+they approved, and its guarded files against the approved tree
+(docs/explanation/proof.md).
+
+`pending` gathers it for the Stop hook, `ralphstate run`, `status` and `review`; it
+reads the ledger (storage/ledger.py), the history's tail (who made each change) and,
+for a loop with guards, asks git. `approve` and `revert` are the person's answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from ralphstate.core import actor, proof
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import ledger
+from ralphstate.storage.store import Event, Store
+
+REPLACED = (
+    "state.json holds another loop than the one ralphstate started here (its loop id"
+    " changed outside ralphstate)"
+)
+# History events that change the contract: who made them is named in the review.
+CONTRACT_EVENTS = frozenset(
+    {
+        "check_set",
+        "check_removed",
+        "criterion_removed",
+        "criterion_renamed",
+        "criteria_removed",
+        "criteria_set",
+        "config",
+        "guard_added",
+        "guard_removed",
+    }
+)
+
+
+def pending(store: Store, state: st.State) -> proof.Pending:
+    """What changed in the loop's proof since a person approved it (nothing to review:
+    `Pending.changes` is empty). A loop this machine has no record of is taken as it is
+    now (a loop from before the ledger, or one whose record was lost: said by `status`);
+    a state.json that is another loop than the one ralphstate started here is itself a
+    change to review."""
+    paths = store.paths
+    entry = ledger.read(paths)
+    current = proof.contract_of(state)
+    if entry is None or (entry.get("loop") is None and state.get("loopId") is None):
+        _adopt(store, state, current)
+        return proof.Pending([])
+    if entry.get("loop") != state.get("loopId"):
+        return proof.Pending(
+            [REPLACED],
+            ["a hand edit of state.json"],
+        )
+    approved = entry.get("approved")
+    if not isinstance(approved, dict):
+        _adopt(store, state, current)
+        return proof.Pending([])
+    changes = proof.weakenings(approved, current)
+    guard = _guard_changes(store, state, entry)
+    if not changes and current != approved and not guard.changes:
+        _extend(store, state, current)  # only additions: they stand without a review
+    by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
+    return proof.Pending([*changes, *guard.changes], [*by, *guard.by], guard.new_tests, guard.files)
+
+
+def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proof.Pending:
+    """The guarded files changed since the approved tree (the guards module decides)."""
+    raw: dict[str, Any] = dict(state)
+    guards = raw.get("guards")
+    tree = entry.get("guardTree")
+    if not guards or not isinstance(tree, str):
+        return proof.Pending([])
+    guarded = _guards()
+    if guarded is None:
+        return proof.Pending([])
+    found = guarded.compare(store.paths, tree, list(guards))
+    if found is None:
+        return proof.Pending(
+            ["the guarded files could not be compared with the approved ones (git failed)"],
+            [],
+        )
+    return proof.guard_pending(found)
+
+
+def _adopt(store: Store, state: st.State, contract: proof.Contract) -> None:
+    """Record the contract of a loop the ledger does not know, as it is now."""
+    with contextlib.suppress(RalphstateError):  # next time again: nothing is lost
+        ledger.approve(store.paths, state, {"kind": "unknown"}, contract, None)
+
+
+def _extend(store: Store, state: st.State, contract: proof.Contract) -> None:
+    """Additions to the contract stand: the approved contract becomes the current one."""
+
+    def edit(entry: dict[str, Any]) -> None:
+        if entry.get("loop") == state.get("loopId"):
+            entry["approved"] = contract
+
+    with contextlib.suppress(RalphstateError):
+        ledger.change(store.paths, edit)
+
+
+def _actors(store: Store, state: st.State, since: str) -> list[str]:
+    """Who changed the contract since `since`, from the history; a change no history
+    line recorded was a hand edit of state.json."""
+    from ralphstate.storage.store import of_loop
+
+    try:
+        entries = of_loop(store.history(500), state.get("loopId"))
+    except RalphstateError:
+        entries = []
+    names: list[str] = []
+    for entry in entries:
+        if entry.get("event") in CONTRACT_EVENTS and str(entry.get("at") or "") >= since:
+            name = actor.describe(entry.get("actor"))
+            if name not in names:
+                names.append(name)
+    return names or [actor.describe({"kind": "edit"})]
+
+
+def approve(store: Store, by: actor.Actor) -> st.State:
+    """The person approves the loop's contract and guarded files as they are now, and
+    trusts its checks on this machine. A loop paused for review completes when every
+    criterion stands met, else goes on."""
+    from ralphstate.storage import trust
+
+    state = store.load()
+    tree = _guard_tree(store, state)
+    ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
+    trust.record(store.paths, state)
+
+    def change(current: st.State, events: list[Event]) -> st.State:
+        events.append({"event": "approved", "contract": proof.contract_of(current)})
+        if current["status"] == "paused" and current["pauseReason"] == "review":
+            from ralphstate.core import queries
+
+            done = not queries.unmet(current)
+            current["status"] = "complete" if done else "in_progress"
+            current["pauseReason"] = None
+            events.append({"event": "complete" if done else "resumed", "after": "review"})
+        return current
+
+    return store.update(change)
+
+
+def revert(store: Store) -> st.State:
+    """Put the approved contract back into state.json, and the guarded files as they
+    were approved back into the work tree; a loop paused for review goes on."""
+    state = store.load()
+    entry = ledger.of_loop(store.paths, state)
+    approved = (entry or {}).get("approved")
+    if not isinstance(approved, dict):
+        raise RalphstateError("there is no approved contract to go back to for this loop.")
+    tree = (entry or {}).get("guardTree")
+    if isinstance(tree, str) and state.get("guards"):
+        guarded = _guards()
+        found = guarded.compare(store.paths, tree, list(state["guards"])) if guarded else None  # type: ignore[typeddict-item]
+        if guarded and found is not None and (found.changed or found.deleted):
+            guarded.restore(store.paths, tree, [*found.changed, *found.deleted])
+
+    def change(current: st.State, events: list[Event]) -> st.State:
+        proof.restored(current, approved)
+        if current["status"] == "paused" and current["pauseReason"] == "review":
+            current["status"], current["pauseReason"] = "in_progress", None
+        events.append({"event": "reverted", "contract": approved})
+        return current
+
+    return store.update(change)
+
+
+def _guard_tree(store: Store, state: st.State) -> str | None:
+    raw: dict[str, Any] = dict(state)
+    if not raw.get("guards"):
+        return None
+    guarded = _guards()
+    if guarded is None:
+        return None
+    tree = guarded.snapshot(store.paths, list(raw["guards"]))
+    return tree if isinstance(tree, str) else None
+
+
+def _guards() -> Any:
+    """storage/guards.py, the git side of guarded files."""
+    import importlib
+
+    try:
+        return importlib.import_module("ralphstate.storage.guards")
+    except ImportError:
+        return None
