@@ -35,6 +35,7 @@ COMMANDS = {
     "demo": "ralphstate.cli.setup:demo_command",
     "verify": "ralphstate.cli.verify:verify_command",
     "trust": "ralphstate.cli.verify:trust_command",
+    "review": "ralphstate.cli.approval:review_command",
     "config": "ralphstate.cli.verify:config",
     "run": "ralphstate.cli.run:run_command",
     "watch": "ralphstate.cli.run:watch_command",

@@ -182,8 +182,11 @@ def status(as_json: bool) -> None:
     from ralphstate.storage import registry
 
     known = registry.knows(store.paths, state)
+    from ralphstate.loop import review
+
+    proof = review.summary(store, state)
     if as_json:
-        output.json({**state, "knownHere": known})
+        output.json({**state, "knownHere": known, "proof": proof})
         return
     from ralphstate.core import views
     from ralphstate.storage import trust
@@ -196,6 +199,8 @@ def status(as_json: bool) -> None:
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
     output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
+    for line in review.summary_lines(proof):
+        output.text(line)
     for line in views.unknown_here(state, known, output.style):
         output.text(line)
     if problem:

@@ -110,8 +110,12 @@ def describe(actor: object) -> str:
         return "you"
     if kind == "edit":
         return "a hand edit of state.json"
-    agent = str(actor.get("agent") or "an agent")
+    agent = str(actor.get("agent") or "")
     sid = actor.get("session")
     if kind == "run":
-        return f"ralphstate run ({agent})"
+        return f"ralphstate run ({agent or 'an agent'})"
+    if kind == "unknown":
+        return "no record (the loop was first seen as it was)"
+    if not agent:
+        return "an agent session"
     return f"{agent} session {str(sid)[:8]}" if sid else f"a {agent} session"

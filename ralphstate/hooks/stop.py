@@ -203,7 +203,7 @@ def _with_tasks(state: st.State, boxes: list[Any] | None) -> None:
 def _review(store: Store, state: st.State) -> Pending:
     """What a person must review before this claimed completion counts; a fault in
     finding it (git, the ledger) asks for the review rather than let it pass."""
-    from ralphstate.verify import review
+    from ralphstate.loop import review
 
     try:
         return review.pending(store, state)

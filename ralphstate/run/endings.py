@@ -38,6 +38,10 @@ def finish(
 ) -> Outcome:
     """Write the ending into the state and history; a second Ctrl-C cuts it short.
     `over`: whose budget was reached, for the reason `budget`."""
+    if outcome == "complete":
+        held = _review(ctx)
+        if held is not None:  # what proves it changed: a person looks before it counts
+            outcome, reason, detail = "paused", "review", held
     details = finished(ctx, outcome, reason=reason)
     if detail:
         details["detail"] = detail
@@ -61,8 +65,28 @@ def finish(
     return ended(ctx, outcome, reason)
 
 
+def _review(ctx: Context) -> str | None:
+    """What a person must review before the run's completion counts, in one line;
+    None when the proof is as they approved it."""
+    from ralphstate.loop import review
+
+    try:
+        state = ctx.store.load()
+        pending = review.pending(ctx.store, state)
+    except RalphstateError as exc:
+        return f"the proof could not be compared with the approved one ({exc})"
+    if not pending.changes:
+        return None
+    by = ", ".join(pending.by)
+    return clip(f"{'; '.join(pending.changes)} (by {by})", 300)
+
+
 def stopped(ctx: Context, state: st.State) -> Outcome:
-    """The loop was paused, cancelled or completed from outside the run."""
+    """The loop was paused, cancelled or completed from outside the run: by the person,
+    by the agent's own command (named), or by a hand edit of state.json, which ends the
+    run as `ended_outside`, never as complete."""
+    from ralphstate.storage import ledger
+
     ctx.state = state
     status = state["status"]
     outcomes: dict[str, RunOutcome] = {
@@ -71,12 +95,40 @@ def stopped(ctx: Context, state: st.State) -> Outcome:
         "complete": "complete",
     }
     outcome = outcomes[status]
+    if ledger.ended_outside(ctx.store.paths, state):
+        outcome = "ended_outside"  # ralphstate did not write that status
     reason = state["pauseReason"] if status == "paused" else None
     if queries.is_blocked(reason):
         ctx.detail = (reason or "")[len(queries.BLOCKED) + 1 :].strip() or None
         reason = queries.BLOCKED
+    elif status == "cancelled" or reason == "agent":
+        ctx.detail = _by_agent(ctx, state)
     ctx.note([finished(ctx, outcome, reason=reason, by="outside")], state)
     return ended(ctx, outcome, reason)
+
+
+def gone(ctx: Context) -> Outcome:
+    """state.json was deleted while the run went on: the run ends `ended_outside`."""
+    ctx.detail = "state.json was deleted during the run"
+    ctx.state = None
+    return ended(ctx, "ended_outside", None)
+
+
+def _by_agent(ctx: Context, state: st.State) -> str | None:
+    """ "by claude session 1a2b3c4d" when the agent's own command paused or cancelled
+    the loop; None when a person did."""
+    from ralphstate.core import actor
+    from ralphstate.storage.store import of_loop
+
+    try:
+        entries = of_loop(ctx.store.history(50), state["loopId"])
+    except RalphstateError:
+        return None
+    for entry in reversed(entries):
+        if entry.get("event") in ("paused", "cancelled"):
+            who = entry.get("actor")
+            return None if actor.is_person(who) else f"by {actor.describe(who)}"
+    return None
 
 
 def failed(ctx: Context, message: str) -> Outcome:

@@ -8,11 +8,19 @@ from typing import Any, Literal
 
 from ralphstate.core import budgets, queries
 from ralphstate.core import state as st
+from ralphstate.core.render import proofs
 from ralphstate.core.text import count, noun, visible
 
 # How a `ralphstate run` ended, and what it exits with for each.
-RunOutcome = Literal["complete", "paused", "cancelled", "error"]
-EXIT_CODES: dict[RunOutcome, int] = {"complete": 0, "paused": 3, "cancelled": 1, "error": 1}
+RunOutcome = Literal["complete", "paused", "cancelled", "error", "ended_outside"]
+EXIT_CODES: dict[RunOutcome, int] = {
+    "complete": 0,
+    "paused": 3,
+    "cancelled": 1,
+    "error": 1,
+    # state.json said complete (or was deleted) without ralphstate: nothing verified it.
+    "ended_outside": 5,
+}
 # A loop paused as blocked on a person (`ralphstate pause --blocked`).
 EXIT_BLOCKED = 4
 # What the runner decided after one iteration: go on, end, or what ended it from outside
@@ -115,8 +123,10 @@ class Outcome:
         if self.reason:
             reason = visible(self.reason)
             head += f" ({reason}: {visible(self.detail)})" if self.detail else f" ({reason})"
+        proved = proofs(self.state) if self.state is not None and met else ""
+        shown = f" ({proved})" if proved else ""
         line = (
-            f"{head} · {met}/{total} {noun(total, 'criterion')} · {done}/{steps}"
+            f"{head} · {met}/{total} {noun(total, 'criterion')}{shown} · {done}/{steps}"
             f" {noun(steps, 'step')} · {count(n, 'iteration')} · {format_duration(self.duration)}"
         )
         tokens, cost = self.spent()
@@ -140,14 +150,34 @@ class Outcome:
             " look at .loop/runs/, then `ralphstate run` again.",
             "blocked": "Blocked on a person: read the reason with `ralphstate status`,"
             " act on it, then `ralphstate run` again.",
+            "review": "What proves the loop done changed since you approved it: see"
+            " `ralphstate review`, approve or revert, then `ralphstate run` again.",
+            "agent": "The agent paused the loop itself; no check proved it done. See"
+            " `ralphstate status`, then `ralphstate run` again.",
         }.get(self.reason or "")
         if self.outcome == "paused" and hint is None:
             hint = (
                 "The loop was paused from outside the run; run `ralphstate run` again to continue."
             )
         if self.outcome == "cancelled":
-            hint = "The loop was cancelled while the run was going."
+            hint = "The loop was cancelled while the run was going" + (
+                f" ({visible(self.detail)})." if self.detail else "."
+            )
+        if self.outcome == "ended_outside":
+            hint = (
+                "The loop ended outside ralphstate (state.json was edited or deleted by hand,"
+                " not by a ralphstate command): it is NOT verified. See `ralphstate status`."
+            )
         return [line, hint] if hint else [line]
+
+    def standing(self) -> dict[str, list[str]]:
+        """The met criteria by what backs them: `verified` by a check, `claimed`."""
+        state = self.state
+        if state is None:
+            return {"verified": [], "claimed": []}
+        met = [c for c in state["criteria"] if queries.met(state, c)]
+        verified = [c for c in met if queries.standing(state, c) == "verified"]
+        return {"verified": verified, "claimed": [c for c in met if c not in verified]}
 
     def spent(self) -> tuple[int | None, float | None]:
         """This run's tokens and cost over the iterations that reported them."""
@@ -163,7 +193,7 @@ class Outcome:
             "reason": self.reason,
             "exitCode": self.exit_code,
             "iterations": len(self.iterations),
-            "criteria": {"met": met, "total": total, "unmet": unmet},
+            "criteria": {"met": met, "total": total, "unmet": unmet, **self.standing()},
             "steps": {"done": done, "total": steps},
             "durations": {
                 "total": round(self.duration, 3),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
-from ralphstate.core.errors import RalphstateError
+from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.run import (
     agentpid,
     agentrun,
@@ -118,6 +118,8 @@ class _Run:
             return endings.finish(self.ctx, "paused", "user")
         except bookkeeping.Stopped as stop:
             return endings.stopped(self.ctx, stop.state)
+        except NoLoop:
+            return endings.gone(self.ctx)
         except RalphstateError as exc:
             return endings.failed(self.ctx, str(exc))
 

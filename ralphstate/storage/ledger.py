@@ -23,15 +23,15 @@ agent that goes that far is out of reach without a sandbox (SECURITY.md).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import clock
+from ralphstate.core import actor, clock, proof
 from ralphstate.core import state as st
-from ralphstate.core.actor import Actor
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import home, jsonstore
 from ralphstate.storage.paths import LoopPaths
@@ -78,7 +78,7 @@ def change(paths: LoopPaths, edit: Callable[[Entry], None]) -> None:
         raise RalphstateError(str(exc)) from None
 
 
-def begin(paths: LoopPaths, state: st.State, author: Actor, contract: dict[str, Any]) -> None:
+def begin(paths: LoopPaths, state: st.State, author: actor.Actor, contract: dict[str, Any]) -> None:
     """A new loop: its author, its contract as it starts (approved by its author), and
     the status ralphstate wrote."""
     now = clock.now_iso()
@@ -98,7 +98,11 @@ def begin(paths: LoopPaths, state: st.State, author: Actor, contract: dict[str, 
 
 
 def approve(
-    paths: LoopPaths, state: st.State, by: Actor, contract: dict[str, Any], guard_tree: str | None
+    paths: LoopPaths,
+    state: st.State,
+    by: actor.Actor,
+    contract: dict[str, Any],
+    guard_tree: str | None,
 ) -> None:
     """A person approved `contract` (and the guarded files as the tree `guard_tree`)."""
     now = clock.now_iso()
@@ -124,6 +128,28 @@ def note_status(paths: LoopPaths, state: st.State) -> None:
         entry["status"] = state["status"]
 
     change(paths, edit)
+
+
+def after_write(paths: LoopPaths, status: str, contract: dict[str, Any], state: st.State) -> None:
+    """What ralphstate just wrote, from `status` and `contract`: the status it wrote
+    (a status it did not write is recognised later), and a person's own change to
+    the contract, approved by making it (core/proof.py `carried`); an agent's waits for
+    review. A ledger that cannot be written costs only that recognition."""
+    after = proof.contract_of(state)
+    by_person = actor.is_person(actor.current())
+
+    def edit(entry: Entry) -> None:
+        if entry.get("loop") not in (None, state["loopId"]):
+            return  # another loop's entry: `init` starts the new one
+        entry["loop"] = state["loopId"]
+        if state["status"] != status:
+            entry["status"] = state["status"]
+        approved = entry.get("approved")
+        if after != contract and by_person and isinstance(approved, dict):
+            entry["approved"] = proof.carried(approved, contract, after)
+
+    with contextlib.suppress(RalphstateError):
+        change(paths, edit)
 
 
 def told(paths: LoopPaths, state: st.State, what: str) -> bool:

@@ -185,39 +185,15 @@ class Store:
                 fsio.remove_stale_temps(self.paths.dir, self.paths.state.stem)
                 if self._write(new, data):
                     self._log(events, state)
-                    if state["status"] != status:
-                        self._note_status(state)
-                    self._note_contract(contract, state)
+                    if state["status"] != status or proof.contract_of(state) != contract:
+                        from ralphstate.storage import ledger
+
+                        ledger.after_write(self.paths, status, contract, state)
                     return value
             raise RalphstateError(
                 f"{self.paths.display(self.paths.state)} kept changing while being updated;"
                 " nothing was written. Try again."
             )
-
-    def _note_status(self, state: st.State) -> None:
-        """Tell the ledger the status ralphstate wrote: a status it did not write is
-        recognised later (storage/ledger.py). A ledger that cannot be written costs only
-        that recognition."""
-        from ralphstate.storage import ledger
-
-        with contextlib.suppress(RalphstateError):
-            ledger.note_status(self.paths, state)
-
-    def _note_contract(self, before: proof.Contract, state: st.State) -> None:
-        """A person's own change to the contract, made by this command, is approved by
-        making it (core/proof.py `carried`); an agent's waits for review."""
-        after = proof.contract_of(state)
-        if after == before or not actor.is_person(actor.current()):
-            return
-        from ralphstate.storage import ledger
-
-        def edit(entry: ledger.Entry) -> None:
-            approved = entry.get("approved")
-            if entry.get("loop") == state["loopId"] and isinstance(approved, dict):
-                entry["approved"] = proof.carried(approved, before, after)
-
-        with contextlib.suppress(RalphstateError):
-            ledger.change(self.paths, edit)
 
     def _check_readable(self, state: st.State) -> None:
         """Refuse to write a state that reading would refuse (a `resume --more` past the

@@ -84,9 +84,12 @@ def describe(state: st.State, name: str) -> str:
 
 def trust_checks(store: Store, run: dict[str, object] | None = None) -> st.State:
     """Trust the loop's current checks (and the run settings `run`, see `trust.record`)
-    on this machine, and say so in history."""
-    state = store.load()
-    trust.record(store.paths, state, run)
+    on this machine, approving its contract and guarded files as they are now
+    (verify/review.py `approve`), and say so in history."""
+    from ralphstate.core import actor
+    from ralphstate.loop import review
+
+    state = review.approve(store, actor.current(), run)
     armed = trust.armed(state)
     event: Event = {
         "event": "trusted",

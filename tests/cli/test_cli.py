@@ -381,6 +381,7 @@ def test_status(loop: Path, rs: Any) -> None:
             "  [x] write it",
             "  [>] test it  (next)",
             "  [ ] ship it",
+            f"proof: as approved by you at {NOW}",
         ],
     )
 
@@ -410,9 +411,11 @@ def test_status_json_is_the_normalised_state(project: Path, rs: Any) -> None:
     result = rs("status", "--json")
     assert (result.code, result.err) == (0, "")
     shown = json.loads(result.out)
-    assert shown == {**state_of(project), "knownHere": False}  # written by hand, not by init
+    assert list(shown) == [*st.FIELD_ORDER, "extra", "knownHere", "proof"]
+    proof = shown.pop("proof")  # no ledger record: written by hand, not by init
+    assert (proof["approvedBy"], proof["review"], proof["endedOutside"]) == (None, [], False)
+    assert shown == {**state_of(project), "knownHere": False}
     assert shown["remainingSteps"] == ["a"]
-    assert list(shown) == [*st.FIELD_ORDER, "extra", "knownHere"]
 
 
 @pytest.mark.parametrize(

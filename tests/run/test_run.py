@@ -76,7 +76,13 @@ def test_an_agent_that_makes_progress_completes_the_loop(
     assert out["reason"] is None
     assert out["exitCode"] == 0
     assert out["iterations"] == 2
-    assert out["criteria"] == {"met": 2, "total": 2, "unmet": []}
+    assert out["criteria"] == {
+        "met": 2,
+        "total": 2,
+        "unmet": [],
+        "verified": [],
+        "claimed": ["tests pass", "docs written"],
+    }
     assert out["steps"] == {"done": 0, "total": 1}
     assert len(out["durations"]["iterations"]) == 2
     assert [r["log"] for r in out["runs"]] == [
@@ -93,7 +99,7 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "agent 2: progress",
         "docs written: met",
         "[2/20] 2/2 criteria · 0/1 step · T · exit 0",
-        "complete · 2/2 criteria · 0/1 step · 2 iterations · T",
+        "complete · 2/2 criteria (2 claimed) · 0/1 step · 2 iterations · T",
     ]
 
     final = state(project)
@@ -159,7 +165,7 @@ def test_without_json_progress_and_agent_output_go_to_stdout(
         "agent 1: progress",
         "tests pass: met",
         "[1/20] 1/1 criterion · 0/1 step · T · exit 0",
-        "complete · 1/1 criterion · 0/1 step · 1 iteration · T",
+        "complete · 1/1 criterion (1 claimed) · 0/1 step · 1 iteration · T",
     ]
     assert done.err == ""
 
@@ -171,7 +177,7 @@ def test_a_loop_whose_criteria_are_all_met_completes_without_running_the_agent(
     rs("criteria", "set", "tests pass", "true")
     done = rs("run", "--agent", run_agents.command(script, "stdin", "crash"))
     assert done.code == 0
-    assert plain(done.out) == ["complete · 1/1 criterion · 0/1 step · 0 iterations · T"]
+    assert plain(done.out) == ["complete · 1/1 criterion (1 claimed) · 0/1 step · 0 iterations · T"]
     assert run_agents.prompts(agents) == []
     assert state(project)["status"] == "complete"
     again = rs("run", "--agent", run_agents.command(script, "stdin", "crash"), "--json")

@@ -591,7 +591,7 @@ def test_the_notifier_hears_the_completion_with_the_event_on_stdin(
     assert (event["event"], event["outcome"], event["iterations"]) == ("complete", "complete", 1)
     assert event["criteria"] == {"met": 1, "total": 1}
     assert event["spec"] == "Build the parser"
-    assert event["summary"].startswith("complete · 1/1 criterion · 0/1 step")
+    assert event["summary"].startswith("complete · 1/1 criterion (1 claimed) · 0/1 step")
     assert event["env"] == ["complete", event["summary"]]
 
 
@@ -726,7 +726,7 @@ def test_the_documented_notify_recipes_get_the_summary_and_the_event(
         assert done.returncode == 0, done.stderr
         assert "notify:" not in done.stderr.decode()
     desktop, mac, phone = [orjson.loads(line) for line in record.read_bytes().splitlines()]
-    said = "complete · 1/1 criterion · 0/1 step · 1 iteration · "
+    said = "complete · 1/1 criterion (1 claimed) · 0/1 step · 1 iteration · "
     assert desktop["argv"][:2] == ["notify-send", "ralphstate"]
     assert desktop["argv"][2].startswith(said) and len(desktop["argv"]) == 3
     assert mac["argv"][:4] == ["terminal-notifier", "-title", "ralphstate", "-message"]

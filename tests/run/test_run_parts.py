@@ -267,7 +267,13 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
         "reason": "stall",
         "exitCode": 3,
         "iterations": 1,
-        "criteria": {"met": 1, "total": 3, "unmet": ["lint clean", "docs"]},
+        "criteria": {
+            "met": 1,
+            "total": 3,
+            "unmet": ["lint clean", "docs"],
+            "verified": [],
+            "claimed": ["tests pass"],
+        },
         "steps": {"done": 1, "total": 2},
         "durations": {"total": 75.25, "iterations": [12.346]},
         "runs": [
@@ -288,7 +294,7 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
         "usage": {"tokens": None, "cost": None},
     }
     assert outcome.summary() == [
-        "paused (stall) · 1/3 criteria · 1/2 steps · 1 iteration · 1m15s",
+        "paused (stall) · 1/3 criteria (1 claimed) · 1/2 steps · 1 iteration · 1m15s",
         (
             "No progress in the last iterations: look at `ralphstate status` and .loop/runs/,"
             " then `ralphstate run` again."
@@ -297,7 +303,7 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
     done = runresult.Outcome("complete", None, [], state, 0.5)
     assert (done.exit_code, done.summary()) == (
         0,
-        ["complete · 1/3 criteria · 1/2 steps · 0 iterations · 0.5s"],
+        ["complete · 1/3 criteria (1 claimed) · 1/2 steps · 0 iterations · 0.5s"],
     )
     failed = runresult.Outcome("error", None, [], None, 1.0, error="boom")
     assert failed.exit_code == 1

@@ -38,7 +38,7 @@ CONTRACT_EVENTS = frozenset(
 )
 
 
-def pending(store: Store, state: st.State) -> proof.Pending:
+def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     """What changed in the loop's proof since a person approved it (nothing to review:
     `Pending.changes` is empty). A loop this machine has no record of is taken as it is
     now (a loop from before the ledger, or one whose record was lost: said by `status`);
@@ -48,7 +48,8 @@ def pending(store: Store, state: st.State) -> proof.Pending:
     entry = ledger.read(paths)
     current = proof.contract_of(state)
     if entry is None or (entry.get("loop") is None and state.get("loopId") is None):
-        _adopt(store, state, current)
+        if adopt:
+            _adopt(store, state, current)
         return proof.Pending([])
     if entry.get("loop") != state.get("loopId"):
         return proof.Pending(
@@ -57,11 +58,12 @@ def pending(store: Store, state: st.State) -> proof.Pending:
         )
     approved = entry.get("approved")
     if not isinstance(approved, dict):
-        _adopt(store, state, current)
+        if adopt:
+            _adopt(store, state, current)
         return proof.Pending([])
     changes = proof.weakenings(approved, current)
     guard = _guard_changes(store, state, entry)
-    if not changes and current != approved and not guard.changes:
+    if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
     return proof.Pending([*changes, *guard.changes], [*by, *guard.by], guard.new_tests, guard.files)
@@ -114,6 +116,8 @@ def _actors(store: Store, state: st.State, since: str) -> list[str]:
         entries = []
     names: list[str] = []
     for entry in entries:
+        if actor.is_person(entry.get("actor")):
+            continue  # a person's own change was approved by making it
         if entry.get("event") in CONTRACT_EVENTS and str(entry.get("at") or "") >= since:
             name = actor.describe(entry.get("actor"))
             if name not in names:
@@ -121,16 +125,17 @@ def _actors(store: Store, state: st.State, since: str) -> list[str]:
     return names or [actor.describe({"kind": "edit"})]
 
 
-def approve(store: Store, by: actor.Actor) -> st.State:
+def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None) -> st.State:
     """The person approves the loop's contract and guarded files as they are now, and
-    trusts its checks on this machine. A loop paused for review completes when every
-    criterion stands met, else goes on."""
+    trusts its checks (and the run settings `run`, see `trust.record`) on this
+    machine. A loop paused for review completes when every criterion stands met, else
+    goes on."""
     from ralphstate.storage import trust
 
     state = store.load()
+    trust.record(store.paths, state, run)
     tree = _guard_tree(store, state)
     ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
-    trust.record(store.paths, state)
 
     def change(current: st.State, events: list[Event]) -> st.State:
         events.append({"event": "approved", "contract": proof.contract_of(current)})
@@ -190,3 +195,62 @@ def _guards() -> Any:
         return importlib.import_module("ralphstate.storage.guards")
     except ImportError:
         return None
+
+
+def files_diff(store: Store, state: st.State, files: list[str]) -> str:
+    """The diff of the guarded `files` from their approved content to now, bounded."""
+    entry = ledger.of_loop(store.paths, state) or {}
+    tree = entry.get("guardTree")
+    guarded = _guards()
+    if not isinstance(tree, str) or guarded is None:
+        return ""
+    text = guarded.diff(store.paths, tree, files, 64 * 1024)
+    return text if isinstance(text, str) else ""
+
+
+def summary(store: Store, state: st.State) -> dict[str, Any]:
+    """What `status` says about the loop's proof: who approved it, what waits for
+    review, whether it ended outside ralphstate, and who ended it."""
+    entry = ledger.of_loop(store.paths, state) or {}
+    outside = ledger.ended_outside(store.paths, state)
+    pending = pending_or_none(store, state)
+    return {
+        "approvedBy": actor.describe(entry["approvedBy"]) if "approvedBy" in entry else None,
+        "approvedAt": entry.get("approvedAt"),
+        "author": actor.describe(entry["author"]) if "author" in entry else None,
+        "review": pending.changes if pending else [],
+        "reviewBy": pending.by if pending else [],
+        "newTests": pending.new_tests if pending else [],
+        "endedOutside": outside,
+    }
+
+
+def pending_or_none(store: Store, state: st.State) -> proof.Pending | None:
+    """`pending` for a loop not over; None for one that is (nothing will complete it)."""
+    if state["status"] not in st.ACTIVE:
+        return None
+    return pending(store, state, adopt=False)
+
+
+def summary_lines(found: dict[str, Any]) -> list[str]:
+    """`summary` as `status` prints it."""
+    lines = []
+    if found["endedOutside"]:
+        lines.append(
+            "ENDED OUTSIDE RALPHSTATE, NOT VERIFIED: state.json says it is over, but no"
+            " ralphstate command ended it (a hand edit)."
+        )
+    if found["review"]:
+        who = ", ".join(found["reviewBy"]) or "someone unknown"
+        lines.append(
+            f"proof: NEEDS YOUR REVIEW ({len(found['review'])} change(s) by {who}); it cannot"
+            " complete until you run `ralphstate review`:"
+        )
+        lines += [f"  - {c}" for c in found["review"][:10]]
+    elif found["approvedBy"]:
+        lines.append(f"proof: as approved by {found['approvedBy']} at {found['approvedAt']}")
+    if found["author"] and found["author"] != "you":
+        lines.append(f"started by: {found['author']}")
+    if found["newTests"]:
+        lines.append(f"new test files since approval: {len(found['newTests'])}")
+    return lines
