@@ -98,7 +98,20 @@ def line_for(data: bytes) -> str | None:
         return None
     from ralphstate.core import state as st
 
-    return render(st.parse(raw), _number_after(data, b'"total_cost_usd"'))
+    loop = st.parse(raw)
+    if loop["status"] in ("complete", "cancelled"):
+        return _ended(loop_dir, loop)
+    return render(loop, _number_after(data, b'"total_cost_usd"'))
+
+
+def _ended(loop_dir: str, loop: State) -> str | None:
+    """A finished loop shows nothing, unless it ended outside ralphstate (a hand edit
+    of state.json): then the line says it is not verified (storage/ledger.py)."""
+    from ralphstate.storage import ledger
+
+    if ledger.ended_outside(paths.at(loop_dir), loop):
+        return f"loop {loop['status']} outside ralphstate: NOT verified"
+    return None
 
 
 def render(loop: State, cost: float | None = None) -> str | None:
@@ -107,8 +120,12 @@ def render(loop: State, cost: float | None = None) -> str | None:
     from ralphstate.core.text import visible
 
     criteria = loop["criteria"]
-    verified = sum(1 for c in criteria if loop["criteriaStatus"].get(c))
+    met = [c for c in criteria if loop["criteriaStatus"].get(c)]
+    evidence = loop["evidence"]
+    verified = sum(1 for c in met if evidence.get(c, {}).get("result") == "verified")
     counts = f"{verified}/{len(criteria)} verified"
+    if len(met) > verified:
+        counts += f", {len(met) - verified} claimed"
     if loop["status"] == "paused":
         reason = loop["pauseReason"] or "user"
         return SEPARATOR.join([f"loop paused ({visible(reason)})", counts])

@@ -3,7 +3,10 @@ work tree holds now (to tell stale evidence), each read once and bounded."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ralphstate.core import limits
+from ralphstate.core import state as st
 from ralphstate.report.story import Story, gather
 from ralphstate.storage import git
 from ralphstate.storage.store import Store, of_loop
@@ -22,4 +25,41 @@ def story(store: Store) -> Story:
     if any(e.get("tree") for e in state["evidence"].values()):
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
-    return gather(state, history, str(store.paths.root), tree, cut)
+    told = gather(state, history, str(store.paths.root), tree, cut)
+    told.proof = proof_lines(store, state, history)
+    return told
+
+
+# History events that change who stands behind the proof, and how a report says them.
+_PROOF_EVENTS = {
+    "approved": "approved the loop's proof",
+    "reverted": "reverted the loop's proof to the approved one",
+    "trusted": "trusted the checks",
+    "ended_outside": "state.json was set to {status} outside ralphstate (not verified)",
+    "cancelled": "cancelled the loop",
+    "paused": "paused the loop",
+    "review": "a completion paused for review",
+}
+
+
+def proof_lines(store: Store, state: st.State, history: list[dict[str, Any]]) -> list[str]:
+    """The report's proof section: the summary `status` prints, then who approved,
+    reverted or ended what, when."""
+    from ralphstate.core import actor
+    from ralphstate.loop import review
+
+    lines = review.summary_lines(review.summary(store, state))
+    for entry in history:
+        name = str(entry.get("event"))
+        said = _PROOF_EVENTS.get(name)
+        if said is None:
+            continue
+        who = entry.get("actor")
+        if name == "paused" and (
+            actor.is_person(who) or entry.get("reason") not in (None, "agent")
+        ):
+            continue  # a person's pause is in the pauses; an agent's own is said here
+        text = said.format(status=entry.get("status", "?"))
+        by = "" if name in ("ended_outside", "review") else f"{actor.describe(who)} "
+        lines.append(f"{entry.get('at', '?')} #{entry.get('iteration', '?')}: {by}{text}")
+    return lines

@@ -92,6 +92,9 @@ def html(story: Story) -> str:
         "<h2>Criteria</h2>",
         _criteria(story.criteria),
     ]
+    if story.proof:
+        items = "".join(f"<li>{_e(line)}</li>" for line in story.proof)
+        parts += ["<h2>Proof</h2>", f'<div class="card"><ul>{items}</ul></div>']
     if state["steps"]:
         done = set(state["completedSteps"])
         items = "".join(

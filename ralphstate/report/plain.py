@@ -53,6 +53,8 @@ def text(story: Story) -> str:
         tail = str(c.evidence.get("outputTail") or "")
         if tail and c.standing == "failing":
             lines += [f"      | {visible(line)}" for line in tail.splitlines()[-10:]]
+    if story.proof:
+        lines += ["", "proof:", *[f"  {visible(line)}" for line in story.proof]]
     if state["steps"]:
         lines += ["", "steps:"]
         done = set(state["completedSteps"])
@@ -109,6 +111,8 @@ def markdown(story: Story) -> str:
                 f"  {fence}",
                 "  </details>",
             ]
+    if story.proof:
+        lines += ["", "### Proof", "", *[f"- {_md(line)}" for line in story.proof]]
     if state["steps"]:
         lines += ["", "### Steps", ""]
         done = set(state["completedSteps"])

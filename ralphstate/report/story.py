@@ -71,6 +71,9 @@ class Story:
     turns: list[tuple[str, int, bool]] = field(default_factory=list)
     stale_known: bool = False  # whether the work tree's tree was known (git)
     history_cut: bool = False  # only the newest history lines were read
+    # What backs the proof: who approved it, what waits for review, endings outside
+    # ralphstate, approvals and the agent's own exits (loop/review.py, the history).
+    proof: list[str] = field(default_factory=list)
 
     @property
     def met(self) -> int:

@@ -58,7 +58,7 @@ def test_a_running_loop_is_one_line(root: Path, tmp_path: Path) -> None:
     )
     # Run from elsewhere: the input's project directory is where the loop is looked for.
     assert line(root, cwd=tmp_path) == (
-        "loop 3/20 · 2/5 verified · next: wire the button · $0.42\n".encode()
+        "loop 3/20 · 0/5 verified, 2 claimed · next: wire the button · $0.42\n".encode()
     )
 
 
@@ -72,9 +72,34 @@ def test_a_finished_loop_prints_nothing(root: Path, status: str) -> None:
     assert line(root) == b""
 
 
+@pytest.mark.parametrize("status", ["complete", "cancelled"])
+def test_a_loop_ended_by_a_hand_edit_says_it_is_not_verified(root: Path, status: str) -> None:
+    from ralphstate.core import state as st
+    from ralphstate.storage import ledger
+    from ralphstate.storage.paths import LoopPaths
+
+    make_loop(root, loopId="0123456789abcdef")
+    loop = LoopPaths(root, root / ".loop")
+    ledger.note_status(loop, st.parse((root / ".loop" / "state.json").read_bytes()))
+    make_loop(root, loopId="0123456789abcdef", status=status)  # a hand edit ends it
+    assert line(root) == f"loop {status} outside ralphstate: NOT verified\n".encode()
+
+
+def test_a_verified_criterion_is_told_from_a_claimed_one(root: Path) -> None:
+    verified = {"result": "verified", "command": "true", "at": "2026-01-01T00:00:00Z"}
+    make_loop(
+        root,
+        criteria=["a", "b", "c"],
+        criteriaStatus={"a": True, "b": True},
+        checks={"a": "true"},
+        evidence={"a": verified},
+    )
+    assert line(root).startswith("loop 0/20 · 1/3 verified, 1 claimed · ".encode())
+
+
 def test_a_paused_loop_says_why(root: Path) -> None:
     make_loop(root, status="paused", pauseReason="stall", criteriaStatus={"tests pass": True})
-    assert line(root) == "loop paused (stall) · 1/2 verified\n".encode()
+    assert line(root) == "loop paused (stall) · 0/2 verified, 1 claimed\n".encode()
 
 
 def test_no_steps_left_no_next(root: Path) -> None:
@@ -267,7 +292,7 @@ def test_the_captured_input_with_a_loop_is_its_line(root: Path, tmp_path: Path) 
     )
     # Run from elsewhere: the captured project directory is where the loop is found.
     assert line(root, captured_input(root), cwd=tmp_path) == (
-        "loop 4/20 · 1/2 verified · next: wire the button · $0.00\n".encode()
+        "loop 4/20 · 0/2 verified, 1 claimed · next: wire the button · $0.00\n".encode()
     )
 
 
