@@ -73,6 +73,19 @@ from ralphstate.loop.project import hooks_view, locate
     help="A loop without criteria, which the completion marker alone ends (without this,"
     " a loop with no criteria cannot complete until some are added).",
 )
+@click.option(
+    "--guard",
+    "guard",
+    multiple=True,
+    metavar="PATH",
+    help="Guard these files too (a git pathspec relative to the project root; repeat):"
+    " changing them needs your review before the loop can complete.",
+)
+@click.option(
+    "--no-guard",
+    is_flag=True,
+    help="Guard no files (by default the tests git tracks are guarded).",
+)
 def init(
     spec: str,
     criteria: tuple[str, ...],
@@ -87,6 +100,8 @@ def init(
     verify_on_stop: bool | None,
     here: bool,
     no_criteria: bool,
+    guard: tuple[str, ...],
+    no_guard: bool,
 ) -> None:
     """Start a loop at the project root (.loop/state.json), where the hooks look.
 
@@ -94,6 +109,10 @@ def init(
     this directory is in it, else the top of the git work tree, else this directory;
     --here starts it in this directory. Inside a Claude Code session the loop is owned
     by that session.
+
+    The loop guards the tests git tracks (test directories, test files, test
+    configuration, files the checks name): a completion after they changed waits for
+    your review. It says which; --guard adds, --no-guard opts out.
 
     \b
     Example:
@@ -123,6 +142,8 @@ def init(
         no_criteria=no_criteria,
         here=here,
         task=task,
+        guard=list(guard),
+        no_guard=no_guard,
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
@@ -135,6 +156,9 @@ def init(
         f"{count(len(new['criteria']), 'criterion')}, {count(len(new['steps']), 'step')},"
         f" max {count(new['maxIterations'], 'iteration')}{owner}"
     )
+    from ralphstate.storage import testfiles
+
+    output.text(testfiles.summary(store.paths.root, new["guards"]))
     if not new["criteria"]:
         from ralphstate.core.render import NO_CRITERIA
 
@@ -199,6 +223,9 @@ def status(as_json: bool) -> None:
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
     output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
+    from ralphstate.storage import testfiles
+
+    output.text(testfiles.status_line(store.paths.root, state["guards"]))
     for line in review.summary_lines(proof):
         output.text(line)
     for line in views.unknown_here(state, known, output.style):

@@ -15,6 +15,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
+from ralphstate.storage.store import Store
 from ralphstate.verify import checks, execute
 
 EXIT_INTERRUPTED = 130
@@ -154,8 +155,8 @@ def trust_command() -> None:
 
 @click.command(context_settings=SETTINGS)
 @click.argument("key", required=False)
-@click.argument("value", required=False)
-def config(key: str | None, value: str | None) -> None:
+@click.argument("values", metavar="[VALUE]...", nargs=-1)
+def config(key: str | None, values: tuple[str, ...]) -> None:
     """Show the loop's settings, or show or change one; each change is a history line.
 
     \b
@@ -172,6 +173,9 @@ def config(key: str | None, value: str | None) -> None:
       max-tokens        the loop's token budget, or none: the loop pauses once
                         its usage reaches it (inside a session too)
       max-duration      the loop's time budget (8h, 90m, 1h30m), or none
+      guard             the guarded files: `guard add PATH...`, `guard remove
+                        PATH...` (git pathspecs relative to the project root),
+                        `guard off`, `guard on` (the default set)
 
     \b
     Example:
@@ -181,19 +185,41 @@ def config(key: str | None, value: str | None) -> None:
       ralphstate config continue-message ""
       ralphstate config max-cost 20
       ralphstate config max-duration none
+      ralphstate config guard add e2e/
     """
     from ralphstate.loop import configure
 
     store = locate()
-    if key is None:
+    if key == "guard":
+        _config_guard(store, values)
+    elif key is None:
         state = store.load()
         for name in configure.SETTINGS:
             output.text(f"{name}: {configure.summary(state, name)}")
-    elif value is None:
+        output.text(f"guard: {configure.guards_shown(state['guards'])}")
+    elif not values:
         output.text(configure.get(store.load(), key))
+    elif len(values) > 1:
+        configure.setting(key)  # an unknown key says so first
+        raise RalphstateError(f"{key} takes one value; quote a value that has spaces.")
     else:
-        shown, changed = configure.change(store, key, value)
+        shown, changed = configure.change(store, key, values[0])
         output.text(f"{key}: {shown}" + ("" if changed else " (unchanged)"))
+
+
+def _config_guard(store: Store, values: tuple[str, ...]) -> None:
+    """`config guard`: the guards, one a line; `config guard ACTION [PATH]...` changes them."""
+    from ralphstate.loop import configure
+    from ralphstate.storage import testfiles
+
+    if not values:
+        guards = store.load()["guards"]
+        for line in [visible(g) for g in guards] if guards else [configure.guards_shown(guards)]:
+            output.text(line)
+        return
+    guards, changed = configure.change_guards(store, values[0], list(values[1:]))
+    unchanged = "" if changed else " (unchanged)"
+    output.text(testfiles.status_line(store.paths.root, guards) + unchanged)
 
 
 @click.command("check", context_settings=SETTINGS)

@@ -17,6 +17,8 @@ from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import (
     MAX_CHECK_TIMEOUT,
     MAX_ERRORS,
+    MAX_GUARD_CHARS,
+    MAX_GUARDS,
     MAX_MIRRORED_TASKS,
     MAX_PROBLEM_CHARS,
     MAX_STATE_DEPTH,
@@ -236,6 +238,25 @@ def verification(raw: dict[str, Any]) -> dict[str, Any]:
         raise Invalid(f"'noCriteria' must be true or false, not {no_criteria!r}")
     found["noCriteria"] = bool(no_criteria)
     return found
+
+
+def guards(raw: dict[str, Any]) -> list[str] | None:
+    """The guarded files' pathspecs (`guards`): null (not guarded), or at most MAX_GUARDS
+    of them, each some text of at most MAX_GUARD_CHARS characters."""
+    value = raw.get("guards")
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(v, str) and v.strip() for v in value)
+        or len(value) > MAX_GUARDS
+        or any(len(v) > MAX_GUARD_CHARS for v in value)
+    ):
+        raise Invalid(
+            f"'guards' must be null or a list of at most {MAX_GUARDS} paths, each some text"
+            f" of at most {MAX_GUARD_CHARS} characters"
+        )
+    return list(dict.fromkeys(value))
 
 
 def errors(raw: dict[str, Any]) -> list[Any]:

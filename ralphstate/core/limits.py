@@ -122,5 +122,10 @@ MAX_GIT_OUTPUT_BYTES = 256 * 1024
 # Stop hook may take twice around its checks: 2 x 20 + STOP_VERIFY_BUDGET stays below
 # STOP_HOOK_TIMEOUT.
 GIT_SNAPSHOT_SECONDS = 20.0
+# The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
+# guard, the longest one, and the most of a guarded files' diff `review` shows.
+MAX_GUARDS = 200
+MAX_GUARD_CHARS = 1000
+MAX_GUARD_DIFF_BYTES = 64 * 1024
 # How many of the newest history lines `ralphstate report` reads.
 MAX_REPORT_HISTORY_LINES = 20_000

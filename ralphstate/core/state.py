@@ -112,6 +112,9 @@ class State(TypedDict):
     # ralphstate: where the Stop hook stopped reading the session's transcript for its
     # tokens (agents/transcript_usage.py); null until a stop has read one.
     transcriptUsage: fields.TranscriptUsage | None
+    # ralphstate: the guarded files, git pathspecs relative to the project root whose
+    # changes a person reviews (storage/guarded.py); null: not guarded.
+    guards: list[str] | None
 
 
 Raw = dict[str, Any]
@@ -182,6 +185,7 @@ def _defaults() -> Raw:
         "tasksFile": None,
         "taskList": [],
         "transcriptUsage": None,
+        "guards": None,
     }
 
 
@@ -264,6 +268,7 @@ def _normalise(raw: Raw) -> State:
         state[key] = fields.opt_str(raw, key)
     state["tasksFile"] = fields.tasks_file(raw)
     state["taskList"] = fields.task_list(raw)
+    state["guards"] = fields.guards(raw)
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     fields.spending(raw, state)

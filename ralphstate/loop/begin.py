@@ -38,10 +38,13 @@ def init(
     start: str | os.PathLike[str] | None = None,
     here: bool = False,
     task: Path | None = None,
+    guard: list[str] | None = None,
+    no_guard: bool = False,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop at the project root of `start` (the current directory), or in
     `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
-    one. `no_criteria`: a loop without criteria, which the marker alone ends."""
+    one. `no_criteria`: a loop without criteria, which the marker alone ends. `guard`
+    adds pathspecs to the guarded files; `no_guard` guards none."""
     base = Path.cwd() if start is None else Path(start)
     loop = for_init(base if here else project_root(base))
     store = Store(loop)
@@ -55,6 +58,7 @@ def init(
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
     _check_names(criteria, steps, no_criteria)
     _set_extras(extra, continue_message, verify_on_stop, no_criteria)
+    extra["guards"] = _guards(loop, extra, guard or [], no_guard)
     agent, session_id = current_session()
     try:
         new = st.new(
@@ -164,6 +168,26 @@ def _set_extras(
         extra["verifyOnStop"] = verify_on_stop
     if no_criteria:
         extra["noCriteria"] = True
+
+
+def _guards(
+    loop: LoopPaths, extra: dict[str, Any], added: list[str], off: bool
+) -> list[str] | None:
+    """The guarded files (docs/explanation/proof.md, "Guarded files"): the default set,
+    with the template's guards and `--guard`'s added; none with `--no-guard`. A
+    template cannot guard fewer: it may have come with the repository."""
+    if off:
+        if added:
+            raise RalphstateError("give --guard or --no-guard, not both.")
+        return None
+    from ralphstate.storage import testfiles
+
+    try:
+        mine = [testfiles.checked(path) for path in added]
+    except testfiles.BadGuard as exc:
+        raise RalphstateError(f"--guard: {exc}.") from None
+    found = testfiles.default_guards(loop.root, dict(extra.get("checks") or {}))
+    return list(dict.fromkeys([*found, *(extra.get("guards") or []), *mine]))
 
 
 def _task_steps(

@@ -208,3 +208,70 @@ def change(store: Store, key: str, text: str) -> tuple[str, bool]:
 
     changed = store.update(fn)
     return found.show(value), changed
+
+
+# `config guard ACTION [PATH]...`: what each action does to the guarded files.
+GUARD_ACTIONS = ("add", "remove", "off", "on")
+
+
+def guards_shown(guards: list[str] | None) -> str:
+    """The guards on one line, as `config` lists them."""
+    if guards is None:
+        return "off"
+    return ", ".join(visible(g) for g in guards) if guards else "(none)"
+
+
+def change_guards(store: Store, action: str, paths: list[str]) -> tuple[list[str] | None, bool]:
+    """`config guard add PATH...`, `remove PATH...`, `off` or `on` (the default set, when
+    the loop guards nothing): the guards after it, and whether they changed. Each change
+    is a `guard_added` or `guard_removed` line in the history."""
+    from ralphstate.storage import testfiles
+
+    if action not in GUARD_ACTIONS:
+        raise RalphstateError(
+            f"config guard takes {', '.join(GUARD_ACTIONS)}, not {visible(action)[:40]!r}."
+        )
+    if (action in ("add", "remove")) != bool(paths):
+        need = "one PATH or more" if action in ("add", "remove") else "no PATH"
+        raise RalphstateError(f"config guard {action} takes {need}.")
+    try:
+        given = [testfiles.checked(path) for path in paths]
+    except testfiles.BadGuard as exc:
+        raise RalphstateError(f"{exc}.") from None
+    defaults: list[str] = []
+    if action == "on":
+        state = store.load()
+        defaults = testfiles.default_guards(store.paths.root, dict(state["checks"]))
+
+    def fn(state: st.State, events: list[Event]) -> tuple[list[str] | None, bool]:
+        before = state["guards"]
+        now = _guards_after(before, action, given, defaults)
+        if now == before:
+            return now, False
+        state["guards"] = now
+        gone = [g for g in before or [] if g not in (now or [])]
+        new = [g for g in now or [] if g not in (before or [])]
+        if gone or now is None:
+            events.append({"event": "guard_removed", "paths": gone, "off": now is None})
+        if new or before is None:
+            events.append({"event": "guard_added", "paths": new, "on": before is None})
+        return now, True
+
+    return store.update(fn)
+
+
+def _guards_after(
+    guards: list[str] | None, action: str, given: list[str], defaults: list[str]
+) -> list[str] | None:
+    if action == "off":
+        return None
+    if action == "on":
+        return defaults if guards is None else guards
+    if action == "add":
+        return list(dict.fromkeys([*(guards or []), *given]))
+    missing = [g for g in given if g not in (guards or [])]
+    if missing:
+        raise RalphstateError(
+            f"{visible(missing[0])!r} is not guarded; the guards are: {guards_shown(guards)}."
+        )
+    return [g for g in guards or [] if g not in given]

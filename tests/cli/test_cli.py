@@ -48,6 +48,10 @@ def edit(project: Path, **changes: Any) -> None:
     path.write_bytes(orjson.dumps(raw))
 
 
+# What `init` says about the guarded files of a project outside git (every test here).
+NOT_GUARDED = "not guarding any files: the project is not in a git repository\n"
+
+
 def assert_lines_start(out: str, expected: list[str]) -> None:
     """Each line starts as expected (other features may annotate a line's end)."""
     lines = out.splitlines()
@@ -108,7 +112,7 @@ def test_init(project: Path, rs: Any) -> None:
     )
     assert (result.code, result.err) == (0, "")
     assert result.out == (
-        "started a loop in .loop/state.json: 2 criteria, 1 step, max 30 iterations\n"
+        "started a loop in .loop/state.json: 2 criteria, 1 step, max 30 iterations\n" + NOT_GUARDED
     )
     state = state_of(project)
     expected = {
@@ -156,7 +160,8 @@ def test_init(project: Path, rs: Any) -> None:
 def test_init_defaults(project: Path, rs: Any) -> None:
     assert rs("init", "Just a spec").out == (
         "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
-        "no criteria: the loop cannot complete until some are added"
+        + NOT_GUARDED
+        + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
     )
@@ -176,7 +181,7 @@ def test_init_inside_a_session_is_owned_by_it(
     result = rs("init", "Build it", "-c", "tests pass")
     assert result.out == (
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations,"
-        " owned by session 0d8e6f1b…\n"
+        " owned by session 0d8e6f1b…\n" + NOT_GUARDED
     )
     assert state_of(project)["sessionId"] == "0d8e6f1b-2c47-4c3e-9a52-5f0c2a9e7b1d"
     entry = registered(project)
@@ -203,7 +208,8 @@ def test_init_in_ralphstate_dir(project: Path, rs: Any, monkeypatch: pytest.Monk
     monkeypatch.setenv("RALPHSTATE_DIR", str(target))
     assert rs("init", "There").out == (
         f"started a loop in {target / 'state.json'}: 0 criteria, 0 steps, max 20 iterations\n"
-        "no criteria: the loop cannot complete until some are added"
+        + NOT_GUARDED
+        + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
     )
@@ -235,7 +241,8 @@ def test_init_replaces_a_finished_loop_keeping_a_copy(loop: Path, rs: Any, statu
     assert result.out == (
         "kept the old state as .loop/state.20260102T030405.json.bak\n"
         "started a loop in .loop/state.json: 0 criteria, 0 steps, max 20 iterations\n"
-        "no criteria: the loop cannot complete until some are added"
+        + NOT_GUARDED
+        + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
     )
@@ -250,6 +257,7 @@ def test_init_force_replaces_an_unfinished_loop_keeping_a_copy(loop: Path, rs: A
     assert result.out == (
         "kept the old state as .loop/state.20260102T030405.json.bak\n"
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
+        + NOT_GUARDED
     )
     assert (loop / ".loop" / "state.20260102T030405.json.bak").read_bytes() == before
     assert state_of(loop)["criteria"] == ["x"]
@@ -344,7 +352,7 @@ def test_init_from_a_markdown_template(project: Path, rs: Any) -> None:
     template.write_text(MARKDOWN)
     result = rs("init", "--from", "TASK.md")
     assert result.out == (
-        "started a loop in .loop/state.json: 2 criteria, 3 steps, max 20 iterations\n"
+        "started a loop in .loop/state.json: 2 criteria, 3 steps, max 20 iterations\n" + NOT_GUARDED
     )
     state = state_of(project)
     assert state["spec"] == "Export the filtered invoices as CSV from the report page."
@@ -381,6 +389,7 @@ def test_status(loop: Path, rs: Any) -> None:
             "  [x] write it",
             "  [>] test it  (next)",
             "  [ ] ship it",
+            "guarded: no files (not a git repository)",
             f"proof: as approved by you at {NOW}",
         ],
     )

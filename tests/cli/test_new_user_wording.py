@@ -145,7 +145,8 @@ def test_init_and_status_cut_the_session_id_the_same_way(
     project: Path, rs: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "0a1b2c3d-4e5f")
-    assert rs("init", "Build it", "-c", "a").out.endswith(", owned by session 0a1b2c3d…\n")
+    first = rs("init", "Build it", "-c", "a").out.splitlines()[0]
+    assert first.endswith(", owned by session 0a1b2c3d…")
     assert " · owner 0a1b2c3d… · " in rs("status").out
 
 

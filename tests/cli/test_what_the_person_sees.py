@@ -33,6 +33,7 @@ def test_one_of_each_is_counted_in_the_singular(project: Path, rs: Any) -> None:
     done = rs("init", "Build it", "-c", "tests pass", "-s", "write it", "--max-iterations", "1")
     assert done.out == (
         "started a loop in .loop/state.json: 1 criterion, 1 step, max 1 iteration\n"
+        "not guarding any files: the project is not in a git repository\n"
     )
     assert rs("criteria", "check", "tests pass", PASS).code == 0
     assert rs("verify").out.endswith("\nthe one check passed\n")

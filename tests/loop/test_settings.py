@@ -42,6 +42,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "max-cost: none\n"
         "max-tokens: none\n"
         "max-duration: none\n"
+        "guard: (none)\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 

@@ -501,6 +501,7 @@ def test_init_force_keeps_a_copy_of_a_corrupt_file(project: Path, rs: Any) -> No
     assert first.out == (
         "kept the old state as .loop/state.20260203T040506.json.bak\n"
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
+        "not guarding any files: the project is not in a git repository\n"
     )
     assert (path.parent / "state.20260203T040506.json.bak").read_bytes() == b"{bad"
     replaced = path.read_bytes()
