@@ -162,7 +162,8 @@ def revert(store: Store) -> st.State:
     tree = (entry or {}).get("guardTree")
     if isinstance(tree, str) and state.get("guards"):
         guarded = _guards()
-        found = guarded.compare(store.paths, tree, list(state["guards"])) if guarded else None  # type: ignore[typeddict-item]
+        guards = list(state["guards"] or [])
+        found = guarded.compare(store.paths, tree, guards) if guarded else None
         if guarded and found is not None and (found.changed or found.deleted):
             guarded.restore(store.paths, tree, [*found.changed, *found.deleted])
 
@@ -188,11 +189,11 @@ def _guard_tree(store: Store, state: st.State) -> str | None:
 
 
 def _guards() -> Any:
-    """storage/guards.py, the git side of guarded files."""
+    """storage/guarded.py, the git side of guarded files."""
     import importlib
 
     try:
-        return importlib.import_module("ralphstate.storage.guards")
+        return importlib.import_module("ralphstate.storage.guarded")
     except ImportError:
         return None
 

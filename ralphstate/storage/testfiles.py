@@ -301,25 +301,28 @@ def _files(root: Path, guards: list[str]) -> str:
     return f"{files} ({names})"
 
 
+def _guarding(root: Path, guards: list[str] | None) -> str:
+    """`off`, `no git`, `none`, or the files the guards name (`_files`)."""
+    if guards is None:
+        return "off"
+    if toplevel(root) is None:
+        return "no git"
+    return _files(root, guards) if guards else "none"
+
+
 def summary(root: Path, guards: list[str] | None) -> str:
     """`init`'s line about the guarded files."""
-    if guards is None:
-        return "not guarding any files (--no-guard): changing the tests needs no review"
-    if toplevel(root) is None:
-        return "not guarding any files: the project is not in a git repository"
-    if not guards:
-        return (
-            "guarding no files: git tracks no tests here yet;"
-            " `ralphstate config guard add PATH` guards some"
-        )
-    files = _files(root, guards)
-    return f"guarding {files}: changing them needs your review; --no-guard to opt out."
+    files = _guarding(root, guards)
+    return {
+        "off": "not guarding any files (--no-guard): changing the tests needs no review",
+        "no git": "not guarding any files: the project is not in a git repository",
+        "none": "guarding no files: git tracks no tests here yet;"
+        " `ralphstate config guard add PATH` guards some",
+    }.get(files, f"guarding {files}: changing them needs your review; --no-guard to opt out.")
 
 
 def status_line(root: Path, guards: list[str] | None) -> str:
     """`status`'s line: `guarded: 3 files (tests/, …)`, or why nothing is."""
-    if guards is None:
-        return "guarded: off"
-    if toplevel(root) is None:
-        return "guarded: no files (not a git repository)"
-    return f"guarded: {_files(root, guards)}" if guards else "guarded: no files"
+    files = _guarding(root, guards)
+    shown = {"no git": "no files (not a git repository)", "none": "no files"}
+    return f"guarded: {shown.get(files, files)}"
