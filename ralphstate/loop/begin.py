@@ -186,6 +186,9 @@ def _guards(
         mine = [testfiles.checked(path) for path in added]
     except testfiles.BadGuard as exc:
         raise RalphstateError(f"--guard: {exc}.") from None
+    refused = testfiles.refusal(loop.root, mine)
+    if refused:
+        raise RalphstateError(f"--guard: {refused.rstrip('.')}.")
     found = testfiles.default_guards(loop.root, dict(extra.get("checks") or {}))
     return list(dict.fromkeys([*found, *(extra.get("guards") or []), *mine]))
 

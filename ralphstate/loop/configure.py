@@ -238,6 +238,9 @@ def change_guards(store: Store, action: str, paths: list[str]) -> tuple[list[str
         given = [testfiles.checked(path) for path in paths]
     except testfiles.BadGuard as exc:
         raise RalphstateError(f"{exc}.") from None
+    refused = testfiles.refusal(store.paths.root, given) if action == "add" else None
+    if refused:
+        raise RalphstateError(f"{refused.rstrip('.')}.")
     defaults: list[str] = []
     if action == "on":
         state = store.load()

@@ -128,6 +128,18 @@ def checked(spec: str) -> str:
     return spec
 
 
+def refusal(root: Path, guards: list[str]) -> str | None:
+    """What git says against these guards in `root` (a path outside the repository),
+    or None when it takes them, or cannot be asked (no repository, no git)."""
+    if not guards:
+        return None
+    done = run_git(["ls-files", "-z", "--", *guards], root)
+    if done is None or done.ok or toplevel(root) is None:
+        return None
+    said = done.err.strip().splitlines()
+    return said[0].removeprefix("fatal: ") if said else "git refuses it"
+
+
 def negated(spec: str) -> str:
     """The exclusion of a guard (`checked`): every file but those it names."""
     words, path = magic(spec)

@@ -81,6 +81,10 @@ def test_guard_adds_and_no_guard_opts_out(repo: Path, rs: Any) -> None:
     [
         (["--guard", "x", "--no-guard"], "give --guard or --no-guard, not both."),
         (["--guard", ":!tests/"], "--guard: ':!tests/' excludes files; a guard names the files"),
+        (
+            ["--guard", "../elsewhere"],
+            "--guard: ../elsewhere: '../elsewhere' is outside repository",
+        ),
     ],
 )
 def test_init_refuses_guards_it_cannot_keep(
@@ -136,6 +140,7 @@ def test_config_guard_changes_the_guards_with_a_history_line_each(repo: Path, rs
         (["add"], "config guard add takes one PATH or more."),
         (["off", "tests/"], "config guard off takes no PATH."),
         (["drop", "x"], "config guard takes add, remove, off, on, not 'drop'."),
+        (["add", "../x"], "../x: '../x' is outside repository at '{repo}'."),
         (
             ["add", ":(exclude)x"],
             "':(exclude)x' excludes files; a guard names the files it guards.",
@@ -148,6 +153,7 @@ def test_config_guard_refuses_with_one_sentence_and_changes_nothing(
     assert rs("init", "Fix add").code == 0
     before = (repo / ".loop" / "state.json").read_bytes()
     done = rs("config", "guard", *args)
+    problem = problem.format(repo=repo)
     assert (done.code, done.out, done.err) == (1, "", f"ralphstate: {problem}\n")
     assert (repo / ".loop" / "state.json").read_bytes() == before
 
