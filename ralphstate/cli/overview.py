@@ -222,10 +222,10 @@ def status(as_json: bool) -> None:
 
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
-    output.text(views.status(state, str(store.paths.root), output.style, trusted, tree))
     from ralphstate.storage import testfiles
 
-    output.text(testfiles.status_line(store.paths.root, state["guards"]))
+    guarded = testfiles.status_line(store.paths.root, state["guards"])
+    output.text(views.status(state, str(store.paths.root), output.style, trusted, tree, guarded))
     for line in review.summary_lines(proof):
         output.text(line)
     for line in views.unknown_here(state, known, output.style):

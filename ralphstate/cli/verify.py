@@ -196,7 +196,8 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
         state = store.load()
         for name in configure.SETTINGS:
             output.text(f"{name}: {configure.summary(state, name)}")
-        output.text(f"guard: {configure.guards_shown(state['guards'])}")
+            if name == "verify-on-stop":  # what proves the loop done, together
+                output.text(f"guard: {configure.guards_shown(state['guards'])}")
     elif not values:
         output.text(configure.get(store.load(), key))
     elif len(values) > 1:

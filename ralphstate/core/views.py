@@ -115,10 +115,12 @@ def status(
     style: Style = _plain,
     trusted: bool | None = None,
     tree: str | None = None,
+    guarded: str | None = None,
 ) -> str:
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
-    marks verified criteria proven on another tree `stale` (None: not known)."""
+    marks verified criteria proven on another tree `stale` (None: not known);
+    `guarded` is the line about the guarded files, after the checks (None: none)."""
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
@@ -153,6 +155,8 @@ def status(
         shown = _standing(state, name, style, name in stale)
         lines.append(f"  {mark} {visible(name)}{shown}")
     lines += _checks(state, trusted, style)
+    if guarded is not None:
+        lines.append(guarded)
     steps = state["steps"]
     if steps:
         source = f" (the boxes of {visible(state['tasksFile'])})" if state["tasksFile"] else ""

@@ -28,7 +28,10 @@ import shlex
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage.git import run_git, toplevel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ralphstate.storage.git import Done
 
 # Directories whose tracked files are tests, at any depth.
 TEST_DIRS = ("tests", "test", "spec", "specs", "__tests__", "testing", "e2e")
@@ -83,6 +86,20 @@ _MAGIC = {"top", "literal", "glob", "icase"}
 _WILD = set("*?[\\")
 
 
+def _toplevel(root: Path) -> Path | None:
+    # storage/git.py is imported when git is asked: it loads subprocess, which `status`
+    # of a loop that guards nothing never needs (tests/test_imports.py).
+    from ralphstate.storage.git import toplevel
+
+    return toplevel(root)
+
+
+def _run_git(args: list[str], root: Path, timeout: float = limits.GIT_TIMEOUT) -> Done | None:
+    from ralphstate.storage.git import run_git
+
+    return run_git(args, root, timeout=timeout)
+
+
 class BadGuard(ValueError):
     """A pathspec that cannot be a guard: the text says why."""
 
@@ -133,8 +150,8 @@ def refusal(root: Path, guards: list[str]) -> str | None:
     or None when it takes them, or cannot be asked (no repository, no git)."""
     if not guards:
         return None
-    done = run_git(["ls-files", "-z", "--", *guards], root)
-    if done is None or done.ok or toplevel(root) is None:
+    done = _run_git(["ls-files", "-z", "--", *guards], root)
+    if done is None or done.ok or _toplevel(root) is None:
         return None
     said = done.err.strip().splitlines()
     return said[0].removeprefix("fatal: ") if said else "git refuses it"
@@ -177,7 +194,7 @@ def tracked(
     was cut at its bound; None when git fails or `root` is not in a repository."""
     if not [s for s in specs if "exclude" not in magic(s)[0]]:
         return [], False
-    done = run_git(["ls-files", "-z", "--", *specs], root, timeout=timeout)
+    done = _run_git(["ls-files", "-z", "--", *specs], root, timeout=timeout)
     if done is None or not done.ok:
         return None
     return split_names(done.out)
@@ -281,7 +298,7 @@ def default_guards(root: Path, checks: dict[str, str]) -> list[str]:
     """The guarded set a new loop starts with: the test directories, the test-named
     files and the test configuration outside them (as globs), and the tracked files the
     checks name. [] outside a git repository (`summary` says so)."""
-    if toplevel(root) is None:
+    if _toplevel(root) is None:
         return []
     dirs = _test_dirs(root)
     if dirs is None:
@@ -313,11 +330,12 @@ def _files(root: Path, guards: list[str]) -> str:
     return f"{files} ({names})"
 
 
-def _guarding(root: Path, guards: list[str] | None) -> str:
-    """`off`, `no git`, `none`, or the files the guards name (`_files`)."""
+def _guarding(root: Path, guards: list[str] | None, ask: bool = True) -> str:
+    """`off`, `no git`, `none`, or the files the guards name (`_files`). Without `ask`,
+    git is not asked about no guards at all."""
     if guards is None:
         return "off"
-    if toplevel(root) is None:
+    if (guards or ask) and _toplevel(root) is None:
         return "no git"
     return _files(root, guards) if guards else "none"
 
@@ -334,7 +352,8 @@ def summary(root: Path, guards: list[str] | None) -> str:
 
 
 def status_line(root: Path, guards: list[str] | None) -> str:
-    """`status`'s line: `guarded: 3 files (tests/, …)`, or why nothing is."""
-    files = _guarding(root, guards)
+    """`status`'s line: `guarded: 3 files (tests/, …)`, or why nothing is (git runs
+    only when there are guards: `status` starts no process for less)."""
+    files = _guarding(root, guards, ask=False)
     shown = {"no git": "no files (not a git repository)", "none": "no files"}
     return f"guarded: {shown.get(files, files)}"

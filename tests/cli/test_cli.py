@@ -385,11 +385,11 @@ def test_status(loop: Path, rs: Any) -> None:
             "criteria 1/2 (1 claimed):",
             "  [ ] tests pass",
             "  [x] lint clean",
+            "guarded: no files",
             "steps 1/3:",
             "  [x] write it",
             "  [>] test it  (next)",
             "  [ ] ship it",
-            "guarded: no files (not a git repository)",
             f"proof: as approved by you at {NOW}",
         ],
     )

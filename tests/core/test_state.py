@@ -554,19 +554,19 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             ),
             f"  {c[0]}: pytest -q",
             f"  {c[1]}: ruff check .",
+            "guarded: no files (not a git repository)",
             "steps 3/5:",
             f"  [x] {s[0]}",
             f"  [x] {s[1]}",
             f"  [x] {s[2]}",
             f"  [>] {s[3]}  (next)",
             f"  [ ] {s[4]}",
-            "guarded: no files (not a git repository)",
             views.UNKNOWN_HERE,  # copied here, as a clone brings it
         ],
     )
-    view = views.status(state, str(root), trusted=False)
-    guarded = "guarded: no files (not a git repository)"
-    assert result.out == f"{view}\n{guarded}\n{views.UNKNOWN_HERE}\n"
+    guarded = "guarded: no files (not a git repository)"  # tests/, outside git
+    view = views.status(state, str(root), trusted=False, guarded=guarded)
+    assert result.out == f"{view}\n{views.UNKNOWN_HERE}\n"
 
     as_json = rs("status", "--json")
     assert as_json.code == 0

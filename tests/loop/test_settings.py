@@ -39,10 +39,10 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "continue-message: (none)\n"
         "spec: Build the parser…\n"
         "verify-on-stop: default (on)\n"
+        "guard: (none)\n"
         "max-cost: none\n"
         "max-tokens: none\n"
         "max-duration: none\n"
-        "guard: (none)\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
