@@ -340,6 +340,10 @@ def _guarding(root: Path, guards: list[str] | None, ask: bool = True) -> str:
     return _files(root, guards) if guards else "none"
 
 
+def _them(files: str) -> str:
+    return "it" if files.startswith("1 file ") else "them"
+
+
 def summary(root: Path, guards: list[str] | None) -> str:
     """`init`'s line about the guarded files."""
     files = _guarding(root, guards)
@@ -348,7 +352,10 @@ def summary(root: Path, guards: list[str] | None) -> str:
         "no git": "not guarding any files: the project is not in a git repository",
         "none": "guarding no files: git tracks no tests here yet;"
         " `ralphstate config guard add PATH` guards some",
-    }.get(files, f"guarding {files}: changing them needs your review; --no-guard to opt out.")
+    }.get(
+        files,
+        f"guarding {files}: changing {_them(files)} needs your review; --no-guard to opt out.",
+    )
 
 
 def status_line(root: Path, guards: list[str] | None) -> str:

@@ -146,6 +146,9 @@ def test_outside_git_nothing_is_guarded_and_init_says_so(tmp_path: Path) -> None
     assert testfiles.summary(tmp_path, []) == (
         "not guarding any files: the project is not in a git repository"
     )
+    assert testfiles.summary(tmp_path, None) == (
+        "not guarding any files (--no-guard): changing the tests needs no review"
+    )
     assert testfiles.status_line(tmp_path, ["tests/"]) == (
         "guarded: no files (not a git repository)"
     )
@@ -196,6 +199,17 @@ def test_the_words_of_a_check_that_could_name_a_file(command: str, words: list[s
 
 
 # -- compare -----------------------------------------------------------------------------
+
+
+def test_one_guarded_file_is_it_and_none_says_how_to_add_some(repo: Path) -> None:
+    assert testfiles.summary(repo, ["pytest.ini"]) == (
+        "guarding 1 file (pytest.ini): changing it needs your review; --no-guard to opt out."
+    )
+    assert testfiles.summary(repo, []) == (
+        "guarding no files: git tracks no tests here yet; `ralphstate config guard add PATH`"
+        " guards some"
+    )
+    assert testfiles.status_line(repo, []) == "guarded: no files"
 
 
 def test_nothing_changed_is_nothing_and_the_same_content_is_the_same_tree(repo: Path) -> None:
