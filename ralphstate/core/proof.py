@@ -181,7 +181,7 @@ class Pending:
 
 
 def guard_pending(found: Any) -> Pending:
-    """The review a comparison of the guarded files asks for (storage/guards.py
+    """The review a comparison of the guarded files asks for (storage/guarded.py
     `Changes`: `changed`, `deleted`, `new_config`, `new_tests`)."""
     changes = [f"guarded file `{visible(f)}` was changed" for f in found.changed]
     changes += [f"guarded file `{visible(f)}` was deleted" for f in found.deleted]

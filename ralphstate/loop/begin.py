@@ -119,8 +119,13 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
     from ralphstate.core import actor, proof
     from ralphstate.storage import ledger
 
+    tree = None
+    if new.get("guards"):  # the guarded files as the loop starts: changing them is seen
+        from ralphstate.storage import guarded
+
+        tree = guarded.snapshot(loop, list(new["guards"] or []))
     try:
-        ledger.begin(loop, new, actor.current(), proof.contract_of(new))
+        ledger.begin(loop, new, actor.current(), proof.contract_of(new), tree)
     except RalphstateError as exc:
         import sys
 

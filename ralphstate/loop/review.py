@@ -164,8 +164,8 @@ def revert(store: Store) -> st.State:
         guarded = _guards()
         guards = list(state["guards"] or [])
         found = guarded.compare(store.paths, tree, guards) if guarded else None
-        if guarded and found is not None and (found.changed or found.deleted):
-            guarded.restore(store.paths, tree, [*found.changed, *found.deleted])
+        if guarded and found is not None and (found.changed or found.deleted or found.new_config):
+            guarded.restore(store.paths, tree, [*found.changed, *found.deleted, *found.new_config])
 
     def change(current: st.State, events: list[Event]) -> st.State:
         proof.restored(current, approved)
@@ -189,13 +189,11 @@ def _guard_tree(store: Store, state: st.State) -> str | None:
 
 
 def _guards() -> Any:
-    """storage/guarded.py, the git side of guarded files."""
-    import importlib
+    """storage/guarded.py, the git side of guarded files (it starts git: imported only
+    for a loop that guards some)."""
+    from ralphstate.storage import guarded
 
-    try:
-        return importlib.import_module("ralphstate.storage.guarded")
-    except ImportError:
-        return None
+    return guarded
 
 
 def files_diff(store: Store, state: st.State, files: list[str]) -> str:

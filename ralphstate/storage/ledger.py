@@ -78,9 +78,15 @@ def change(paths: LoopPaths, edit: Callable[[Entry], None]) -> None:
         raise RalphstateError(str(exc)) from None
 
 
-def begin(paths: LoopPaths, state: st.State, author: actor.Actor, contract: dict[str, Any]) -> None:
-    """A new loop: its author, its contract as it starts (approved by its author), and
-    the status ralphstate wrote."""
+def begin(
+    paths: LoopPaths,
+    state: st.State,
+    author: actor.Actor,
+    contract: dict[str, Any],
+    guard_tree: str | None = None,
+) -> None:
+    """A new loop: its author, its contract as it starts (approved by its author), the
+    guarded files as they are (the tree `guard_tree`), and the status ralphstate wrote."""
     now = clock.now_iso()
 
     def edit(entry: Entry) -> None:
@@ -92,6 +98,7 @@ def begin(paths: LoopPaths, state: st.State, author: actor.Actor, contract: dict
             approvedBy=author,
             approvedAt=now,
             status=state["status"],
+            guardTree=guard_tree,
         )
 
     change(paths, edit)
