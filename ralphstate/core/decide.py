@@ -18,7 +18,7 @@ from typing import Literal
 from ralphstate.core import budgets, fields, ownership, queries, render
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
-from ralphstate.core.proof import Pending, paused_review
+from ralphstate.core.proof import Pending, completion_note, paused_review
 
 # In the order they are asked: the first that applies wins (OUTCOMES says what each does).
 Rule = Literal[
@@ -345,7 +345,7 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     if checked is None and (verifies_on_stop(new) or facts.stale(new)):
         return Decision("verify")
     new["lastProgress"] = fingerprint
-    return made.done("complete", render.completed(new))
+    return made.done("complete", render.completed(new) + completion_note(pending))
 
 
 def _block(

@@ -165,7 +165,7 @@ class Pending:
     the new test files that need no review but are named (`new_tests`), and the guarded
     files whose diff the review shows (`files`)."""
 
-    __slots__ = ("by", "changes", "files", "new_tests")
+    __slots__ = ("approved", "by", "changes", "files", "new_tests")
 
     def __init__(
         self,
@@ -173,11 +173,27 @@ class Pending:
         by: list[str] | None = None,
         new_tests: list[str] | None = None,
         files: list[str] | None = None,
+        approved: list[str] | None = None,
     ) -> None:
         self.changes = changes
         self.by = by or []
         self.new_tests = new_tests or []
         self.files = files or []
+        # Changes to the proof a person approved during the loop, as a person reads them.
+        self.approved = approved or []
+
+
+def completion_note(pending: Pending) -> str:
+    """What a completion message adds about the proof: the changes a person approved
+    on the way, and the new test files (named, never a reason to pause)."""
+    parts = []
+    if pending.approved:
+        parts.append(f" Approved changes to its proof: {'; '.join(pending.approved[:5])}.")
+    if pending.new_tests:
+        shown = ", ".join(f"`{visible(t)}`" for t in pending.new_tests[:5])
+        more = f" and {len(pending.new_tests) - 5} more" if len(pending.new_tests) > 5 else ""
+        parts.append(f" New test files: {shown}{more}.")
+    return "".join(parts)
 
 
 def guard_pending(found: Any) -> Pending:

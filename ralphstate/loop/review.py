@@ -66,7 +66,23 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
-    return proof.Pending([*changes, *guard.changes], [*by, *guard.by], guard.new_tests, guard.files)
+    return proof.Pending(
+        [*changes, *guard.changes],
+        [*by, *guard.by],
+        guard.new_tests,
+        guard.files,
+        _approvals(entry),
+    )
+
+
+def _approvals(entry: dict[str, Any]) -> list[str]:
+    """The changes a person approved during the loop, as a completion names them."""
+    said = []
+    for record in entry.get("approvals") or []:
+        if isinstance(record, dict) and actor.is_person(record.get("by")):
+            changes = "; ".join(str(c) for c in (record.get("changes") or [])[:3])
+            said.append(f"{changes} (approved by you at {record.get('at')})")
+    return said
 
 
 def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proof.Pending:

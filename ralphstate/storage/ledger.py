@@ -118,6 +118,12 @@ def approve(
         if entry.get("loop") != state["loopId"]:
             entry.clear()
             entry.update(loop=state["loopId"], author={"kind": "unknown"}, status=state["status"])
+        before = entry.get("approved")
+        changed = proof.weakenings(before, contract) if isinstance(before, dict) else []
+        if changed or (guard_tree and guard_tree != entry.get("guardTree")):
+            what = changed or ["the guarded files as they are"]
+            record = {"by": by, "at": now, "changes": what[:20]}
+            entry["approvals"] = [*(entry.get("approvals") or []), record][-20:]
         entry.update(approved=contract, approvedBy=by, approvedAt=now)
         entry["guardTree"] = guard_tree
         entry.pop("told", None)

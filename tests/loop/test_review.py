@@ -57,6 +57,9 @@ def test_an_agents_removed_check_pauses_the_claim_and_the_person_approves(
     assert rs("review", "--approve").code == 0
     assert load(loop)["status"] == "complete"  # every criterion stood met
     assert "Nothing to review" in rs("review").out
+    (approval,) = ledger.read(LoopPaths(loop, loop / ".loop"))["approvals"]  # type: ignore[index]
+    assert approval["by"] == {"kind": "person"}
+    assert "was removed" in approval["changes"][0]
 
 
 def test_revert_puts_the_approved_check_back(
