@@ -88,13 +88,15 @@ def ralphstate(root: Path, env: dict[str, str], *args: str) -> subprocess.Comple
 
 
 class Person:
-    """The person at their own shell in the project."""
+    """The person at their own shell in the project (`env`: that shell's environment,
+    by default the test's own without an agent variable)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.root = root
+        self.env = env
 
     def rs(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = ralphstate(self.root, person_env(), *args)
+        done = ralphstate(self.root, person_env() if self.env is None else self.env, *args)
         if ok:
             assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done
@@ -103,8 +105,8 @@ class Person:
         return self.rs("status").stdout
 
 
-def make_project(root: Path) -> Path:
-    """The project in `root`, committed, its test really failing, and the person's loop
+def make_project(root: Path, person: Person | None = None) -> Path:
+    """The project in `root`, committed, its test really failing, and the loop `person`
     started and trusted. Returns `root`."""
     for name, text in FILES.items():
         path = root / name
@@ -115,7 +117,7 @@ def make_project(root: Path) -> Path:
     git(root, "commit", "-q", "-m", "calc: add works, mul to write")
     failing = subprocess.run(CHECK, shell=True, cwd=root, capture_output=True, text=True)
     assert failing.returncode != 0 and "test_mul" in failing.stdout, failing.stdout
-    person = Person(root)
+    person = person or Person(root)
     person.rs("init", SPEC, "-c", CRITERION)
     person.rs("criteria", "check", CRITERION, CHECK)
     person.rs("trust")
