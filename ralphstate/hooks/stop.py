@@ -66,7 +66,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
-    if decision.rule == "not_in_progress" and state["status"] in ("complete", "cancelled"):
+    if decision.rule == "not_in_progress":  # ended outside, or by the agent itself
         from ralphstate.hooks import outside
 
         told = outside.notice(store, state)
