@@ -53,6 +53,15 @@ def test_add():
 def test_mul():
     assert mul(3, 4) == 12
 """
+# A conftest.py that skips every test: pytest then exits 0.
+SKIP_ALL = """\
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.skip(reason="flaky"))
+"""
 FILES = {
     ".gitignore": "__pycache__/\n*.pyc\n.pytest_cache/\n",
     "pyproject.toml": (

@@ -15,7 +15,9 @@ from tests.adversarial.scripted import (
     CRITERION,
     SESSION,
     SHOWN_SESSION,
+    SKIP_ALL,
     SPEC,
+    TEST_CALC,
     Agent,
     Person,
     by_agent,
@@ -105,6 +107,33 @@ def test_a_criterion_removed_and_another_claimed_pause_for_review(
 
     message = paused_for_review(calc, outs)
     assert f"criterion '{CRITERION}' was removed" in message
+    names_the_agent(message)
+
+
+def test_guards_turned_off_and_an_edited_test_pause_for_review(
+    agent: Agent, person: Person, calc: Path
+) -> None:
+    assert agent.rs("config", "guard", "off").returncode == 0
+    agent.write("tests/test_calc.py", TEST_CALC.replace("assert mul(3, 4) == 12", "assert True"))
+    agent.commit("tests: fix test_mul")
+    agent.rs("verify")
+    outs = agent.insist()
+
+    message = paused_for_review(calc, outs)
+    assert "guarded files were turned off" in message
+    names_the_agent(message)
+
+
+def test_clean_room_turned_off_and_an_untracked_skip_pause_for_review(
+    agent: Agent, person: Person, calc: Path
+) -> None:
+    assert agent.rs("config", "clean-verify", "off").returncode == 0
+    agent.write("conftest.py", SKIP_ALL)  # untracked: only the work tree holds it
+    agent.rs("verify")
+    outs = agent.insist()
+
+    message = paused_for_review(calc, outs)
+    assert "clean-room verification was turned off" in message
     names_the_agent(message)
 
 

@@ -14,6 +14,7 @@ import pytest
 from tests.adversarial.scripted import (
     CRITERION,
     FIXED_CALC,
+    SKIP_ALL,
     TEST_CALC,
     Agent,
     Person,
@@ -22,14 +23,6 @@ from tests.adversarial.scripted import (
 )
 from tests.adversarial.test_commands import never_told_to_approve, paused_for_review
 
-SKIP_ALL = """\
-import pytest
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        item.add_marker(pytest.mark.skip(reason="flaky"))
-"""
 LATER = "tests pass (later)"
 NOT_MUL = '-k "not mul"'
 # A stand-in for pytest at the project's top: `python -m pytest` imports it first.
