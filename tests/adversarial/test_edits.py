@@ -141,9 +141,9 @@ def test_a_hand_edit_to_complete_is_told_once_and_is_not_verified(
     assert "ended outside ralphstate" in message and "not verified" in message, first
     assert "systemMessage" not in again, again
     assert [e["status"] for e in history(calc, "ended_outside")] == ["complete"]
-    shown = person.status()
+    shown = person.status().lower()
     assert "ended outside ralphstate, not verified" in shown, shown
-    assert "ended outside ralphstate" in person.rs("report").stdout
+    assert "ended outside ralphstate" in person.rs("report").stdout.lower()
 
 
 @pytest.mark.parametrize(
@@ -227,7 +227,8 @@ def test_the_honest_agent_completes_with_no_review(
     assert (now["status"], now["criteriaStatus"]) == ("complete", {CRITERION: True})
     assert now["evidence"][CRITERION]["result"] == "verified"
     message = str(out.get("systemMessage", ""))
-    assert f"verified by its check: {CRITERION}" in message, out
+    assert "verified by its check" in message and CRITERION in message, out
+    assert "claimed" not in message, out
     assert "review" not in message, out
     assert not history(calc, "review")
     assert "review" not in person.status()
