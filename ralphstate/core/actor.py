@@ -113,7 +113,8 @@ def describe(actor: object) -> str:
     agent = str(actor.get("agent") or "")
     sid = actor.get("session")
     if kind == "run":
-        return f"ralphstate run ({agent or 'an agent'})"
+        known = agent and agent != "unknown"
+        return f"the agent of ralphstate run ({agent})" if known else "the agent of ralphstate run"
     if kind == "unknown":
         return "no record (the loop was first seen as it was)"
     if not agent:

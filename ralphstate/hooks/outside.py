@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import contextlib
 
-from ralphstate.core import actor
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import ledger
-from ralphstate.storage.store import Store, of_loop
-
-# How far back the history is read for the event that ended the loop.
-_TAIL = 50
+from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.store import Store
 
 
 def notice(store: Store, state: st.State) -> str | None:
@@ -32,9 +29,9 @@ def notice(store: Store, state: st.State) -> str | None:
             " `ralphstate status` shows what ralphstate knows; `ralphstate resume` puts it"
             " back in progress."
         )
-    if state["status"] not in ("paused", "cancelled"):
-        return None
-    ended = _agent_ending(store, state)
+    from ralphstate.loop.review import agent_ending
+
+    ended = agent_ending(store, state)
     if ended is None:
         return None
     who, what, at = ended
@@ -46,27 +43,38 @@ def notice(store: Store, state: st.State) -> str | None:
     )
 
 
-def _agent_ending(store: Store, state: st.State) -> tuple[str, str, str] | None:
-    """(who, "cancelled" or "paused", when) when the newest pause or cancel of this
-    loop was an agent's own command."""
-    try:
-        entries = of_loop(store.history(_TAIL), state.get("loopId"))
-    except RalphstateError:
-        return None
-    for entry in reversed(entries):
-        if entry.get("event") in ("paused", "cancelled"):
-            who = entry.get("actor")
-            if actor.is_person(who) or not isinstance(who, dict):
-                return None
-            if entry.get("reason") not in (None, "agent"):
-                return None  # a pause the agent said it needs a person for, or the hooks'
-            return actor.describe(who), str(entry["event"]), str(entry.get("at") or "")
-    return None
-
-
 def _record(store: Store, state: st.State) -> None:
     from ralphstate.storage.store import append_history
 
     event: dict[str, object] = {"event": "ended_outside", "status": state["status"]}
     with contextlib.suppress(RalphstateError):
         append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])
+
+
+def gone(loop: LoopPaths) -> str | None:
+    """The one-time message for a loop whose state.json was deleted while it was not
+    over (ralphstate last wrote it in progress or paused); None otherwise."""
+    loop_id = ledger.in_progress_gone(loop)
+    if loop_id is None:
+        return None
+
+    def edit(entry: ledger.Entry) -> None:
+        entry["status"] = "deleted"  # told once: the next stop finds nothing to tell
+
+    try:
+        ledger.change(loop, edit)
+    except RalphstateError:
+        return None
+    with contextlib.suppress(RalphstateError):
+        from ralphstate.storage.store import append_history
+
+        append_history(
+            loop.history,
+            [{"event": "ended_outside", "status": "deleted"}],
+            0,
+            loop_id=loop_id or None,
+        )
+    return (
+        "ralphstate: the loop's state.json was deleted outside ralphstate while the loop was"
+        " not over: it ended outside ralphstate, not verified. `ralphstate init` starts a new one."
+    )

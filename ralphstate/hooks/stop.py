@@ -37,8 +37,11 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if not agent.turn_finished(hook_input):
         return None  # the person stopped this turn: never hold it open
     found = base.load(loop)
-    if found is None:
-        return None
+    if found is None:  # no loop; unless one was deleted while it ran: said once
+        from ralphstate.hooks import outside
+
+        told = outside.gone(loop)
+        return None if told is None else agent.render_notice(told)
     store, state = found
     session_id = agent.session_id(hook_input)
     if session_id is None:

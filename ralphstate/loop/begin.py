@@ -124,8 +124,16 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
         from ralphstate.storage import guarded
 
         tree = guarded.snapshot(loop, list(new["guards"] or []))
+    author = actor.current()
+    contract = proof.contract_of(new)
+    prior = ledger.read(loop)
+    kept = None
+    if not actor.is_person(author) and prior and prior.get("status") in (*st.ACTIVE, "deleted"):
+        # An agent's new loop over one not yet over (init --force, or state.json
+        # deleted): the person's approved proof stays the measure of the new one.
+        kept = prior
     try:
-        ledger.begin(loop, new, actor.current(), proof.contract_of(new), tree)
+        ledger.begin(loop, new, author, contract, tree, kept)
     except RalphstateError as exc:
         import sys
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from ralphstate.core import actor
 from ralphstate.core.actor import Actor
 from ralphstate.core.errors import NoLoop
-from ralphstate.storage.paths import find, git_top, within
+from ralphstate.storage.paths import LoopPaths, find, git_top, within
 from ralphstate.storage.store import Store
 
 
@@ -88,6 +88,20 @@ def locate(start: str | os.PathLike[str] | None = None) -> Store:
     if not store.exists():
         raise NoLoop(
             f"no loop here: {loop.display(loop.state)} does not exist"
-            " (start one with `ralphstate init`)."
+            f"{_deleted(loop)} (start one with `ralphstate init`)."
         )
     return store
+
+
+def _deleted(loop: LoopPaths) -> str:
+    """ ", deleted outside ralphstate while its loop ran: it ended NOT verified" when the
+    ledger last knew a loop here not over; "" otherwise."""
+    from ralphstate.storage import ledger
+
+    entry = ledger.read(loop) or {}
+    if entry.get("status") in ("in_progress", "paused", "deleted"):
+        return (
+            ": it was deleted outside ralphstate while its loop was not over, so that loop"
+            " ended NOT verified"
+        )
+    return ""

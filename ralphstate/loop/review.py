@@ -66,6 +66,10 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
+    if changes and entry.get("replaced"):
+        who = actor.describe(entry.get("author"))
+        replaced = "(`init --force`, or `init` after a deleted state.json)"
+        by = [f"{who}, who started a new loop over yours {replaced}"]
     return proof.Pending(
         [*changes, *guard.changes],
         [*by, *guard.by],
@@ -237,7 +241,16 @@ def summary(store: Store, state: st.State) -> dict[str, Any]:
         "reviewBy": pending.by if pending else [],
         "newTests": pending.new_tests if pending else [],
         "endedOutside": outside,
+        "endedByAgent": _ending_said(store, state),
     }
+
+
+def _ending_said(store: Store, state: st.State) -> str | None:
+    ended = agent_ending(store, state)
+    if ended is None:
+        return None
+    who, what, at = ended
+    return f"{what} by the agent itself ({who}) at {at}; no check proved it done"
 
 
 def pending_or_none(store: Store, state: st.State) -> proof.Pending | None:
@@ -245,6 +258,29 @@ def pending_or_none(store: Store, state: st.State) -> proof.Pending | None:
     if state["status"] not in st.ACTIVE:
         return None
     return pending(store, state, adopt=False)
+
+
+def agent_ending(store: Store, state: st.State) -> tuple[str, str, str] | None:
+    """(who, "cancelled" or "paused", when) when the newest pause or cancel of this
+    loop was an agent's own command (a pause it gave a reason of its own, such as
+    `--blocked`, is not: it asks for a person)."""
+    from ralphstate.storage.store import of_loop
+
+    if state["status"] not in ("paused", "cancelled"):
+        return None
+    try:
+        entries = of_loop(store.history(50), state.get("loopId"))
+    except RalphstateError:
+        return None
+    for entry in reversed(entries):
+        if entry.get("event") in ("paused", "cancelled"):
+            who = entry.get("actor")
+            if actor.is_person(who) or not isinstance(who, dict):
+                return None
+            if entry.get("reason") not in (None, "agent"):
+                return None
+            return actor.describe(who), str(entry["event"]), str(entry.get("at") or "")
+    return None
 
 
 def summary_lines(found: dict[str, Any]) -> list[str]:
@@ -255,6 +291,8 @@ def summary_lines(found: dict[str, Any]) -> list[str]:
             "ENDED OUTSIDE RALPHSTATE, NOT VERIFIED: state.json says it is over, but no"
             " ralphstate command ended it (a hand edit)."
         )
+    if found.get("endedByAgent"):
+        lines.append(f"{found['endedByAgent']}.")
     if found["review"]:
         who = ", ".join(found["reviewBy"]) or "someone unknown"
         lines.append(

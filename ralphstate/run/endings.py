@@ -65,7 +65,7 @@ def finish(
     return ended(ctx, outcome, reason)
 
 
-def _review(ctx: Context) -> str | None:
+def _review(ctx: Context, unreadable: bool = True) -> str | None:
     """What a person must review before the run's completion counts, in one line;
     None when the proof is as they approved it."""
     from ralphstate.loop import review
@@ -73,8 +73,10 @@ def _review(ctx: Context) -> str | None:
     try:
         state = ctx.store.load()
         pending = review.pending(ctx.store, state)
-    except RalphstateError as exc:
-        return f"the proof could not be compared with the approved one ({exc})"
+    except RalphstateError as exc:  # a completion that cannot be compared waits for a person
+        return (
+            f"the proof could not be compared with the approved one ({exc})" if unreadable else None
+        )
     if not pending.changes:
         return None
     by = ", ".join(pending.by)
@@ -134,6 +136,9 @@ def _by_agent(ctx: Context, state: st.State) -> str | None:
 def failed(ctx: Context, message: str) -> Outcome:
     """The run broke: say so in history and pause the loop (when its file can still
     be written), so no hook keeps a session on a loop whose run stopped."""
+    held = _review(ctx, unreadable=False)
+    if held is not None:  # a weakened proof (say, an agent's untrusted check) is the cause
+        return finish(ctx, "paused", "review", held)
     event = finished(ctx, "error", error=message)
     reason = clip(f"ralphstate run stopped: {message}", 200)
 

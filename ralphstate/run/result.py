@@ -123,6 +123,8 @@ class Outcome:
         if self.reason:
             reason = visible(self.reason)
             head += f" ({reason}: {visible(self.detail)})" if self.detail else f" ({reason})"
+        elif self.detail:
+            head += f" ({visible(self.detail)})"
         proved = proofs(self.state) if self.state is not None and met else ""
         shown = f" ({proved})" if proved else ""
         line = (
@@ -160,13 +162,11 @@ class Outcome:
                 "The loop was paused from outside the run; run `ralphstate run` again to continue."
             )
         if self.outcome == "cancelled":
-            hint = "The loop was cancelled while the run was going" + (
-                f" ({visible(self.detail)})." if self.detail else "."
-            )
+            hint = "The loop was cancelled while the run was going."
         if self.outcome == "ended_outside":
             hint = (
                 "The loop ended outside ralphstate (state.json was edited or deleted by hand,"
-                " not by a ralphstate command): it is NOT verified. See `ralphstate status`."
+                " not by a ralphstate command): it is not verified. See `ralphstate status`."
             )
         return [line, hint] if hint else [line]
 

@@ -176,6 +176,8 @@ class _Run:
         try:
             bookkeeping.tasks(ctx, ended.state)
             ended.state = ctx.store.load()
+        except NoLoop:
+            raise  # state.json deleted: the run ends `ended_outside`
         except RalphstateError as exc:
             ended.facts = dataclasses.replace(ended.facts, error=str(exc))
             return

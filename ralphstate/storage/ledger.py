@@ -84,9 +84,12 @@ def begin(
     author: actor.Actor,
     contract: dict[str, Any],
     guard_tree: str | None = None,
+    kept: Entry | None = None,
 ) -> None:
     """A new loop: its author, its contract as it starts (approved by its author), the
-    guarded files as they are (the tree `guard_tree`), and the status ralphstate wrote."""
+    guarded files as they are (the tree `guard_tree`), and the status ralphstate wrote.
+    With `kept` (the entry of the loop it replaces, not over), the approved contract
+    and guarded files stay that loop's: an agent's new loop is measured by them."""
     now = clock.now_iso()
 
     def edit(entry: Entry) -> None:
@@ -100,6 +103,10 @@ def begin(
             status=state["status"],
             guardTree=guard_tree,
         )
+        if kept is not None and isinstance(kept.get("approved"), dict):
+            for key in ("approved", "approvedBy", "approvedAt", "guardTree"):
+                entry[key] = kept.get(key)
+            entry["replaced"] = kept.get("loop")
 
     change(paths, edit)
 

@@ -58,6 +58,9 @@ CONFIG_FILES = (
     "noxfile.py",
     "sitecustomize.py",
     "usercustomize.py",
+    # a module named as the test runner shadows it (`python -m pytest` runs it instead)
+    "pytest.py",
+    "py.py",
     "*.pth",
     "jest.config.*",
     "vitest.config.*",

@@ -41,7 +41,8 @@ def test_the_actor_comes_from_the_environment(
 def test_describe_names_each_actor() -> None:
     assert actor.describe({"kind": "person"}) == "you"
     assert actor.describe(actor.session("claude", "1a2b3c4d5e6f")) == "claude session 1a2b3c4d"
-    assert actor.describe(actor.session("codex", None, runner=True)) == "ralphstate run (codex)"
+    run = actor.session("codex", None, runner=True)
+    assert actor.describe(run) == "the agent of ralphstate run (codex)"
     assert actor.describe(None) == "someone unknown"
 
 
