@@ -218,6 +218,7 @@ def compare(
             if listed is None:
                 return None
             found.new_config += [repo.relative(p) for p in listed]
+    found.changed += _runner_settings(repo, approved_tree, found.tree)
     # Untracked and not ignored, by the repository's own index.
     others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards, *_config_specs()]
     listed = _listing(repo.git(others, git_env()), found)
@@ -225,6 +226,30 @@ def compare(
         return None
     _sort(found, listed, [_ADDED] * len(listed))
     found.new_config = list(dict.fromkeys(found.new_config))
+    return found
+
+
+# A file that may hold a test runner's settings among much else: a change to it counts
+# as a change to the tests only when it holds (or held) them.
+_RUNNER_SETTINGS = {"pyproject.toml": ("[tool.pytest", "[tool.coverage")}
+
+
+def _runner_settings(repo: _Repo, approved: str, now: str) -> list[str]:
+    """The pyproject.toml files changed since `approved` that hold pytest's settings,
+    before or after: `addopts = "-k 'not slow'"` there deselects tests."""
+    spec = [f":(glob)**/{name}" for name in _RUNNER_SETTINGS]
+    done = repo.git(["diff-tree", "-r", "-z", "--name-only", approved, now, "--", *spec], git_env())
+    if done is None or not done.ok:
+        return []
+    found = []
+    for path in [p for p in done.out.split("\0") if p]:
+        marks = _RUNNER_SETTINGS.get(path.rsplit("/", 1)[-1], ())
+        texts = []
+        for tree in (approved, now):
+            shown = repo.git(["cat-file", "-p", f"{tree}:{path}"], git_env())
+            texts.append(shown.out if shown is not None and shown.ok else "")
+        if any(mark in text for mark in marks for text in texts):
+            found.append(repo.relative(path))
     return found
 
 

@@ -415,3 +415,32 @@ def test_restore_puts_back_the_approved_files_and_removes_new_ones(repo: Path) -
     assert not (repo / "src" / "conftest.py").exists()
     assert compared(repo, guards, tree) == {"newTests": ["tests/test_export.py"]}
     assert (repo / ".git" / "index").read_bytes() == index
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "counts"),
+    [
+        ("[project]\nname = 'x'\n", "[project]\nname = 'x'\ndependencies = ['a']\n", False),
+        (
+            "[project]\nname = 'x'\n",
+            "[project]\nname = 'x'\n[tool.pytest.ini_options]\naddopts = '-k \"not a\"'\n",
+            True,
+        ),
+        (
+            "[tool.pytest.ini_options]\naddopts = '-q'\n",
+            "[tool.pytest.ini_options]\naddopts = '-q'\n[project]\ndependencies = ['a']\n",
+            True,
+        ),
+    ],
+)
+def test_a_pyproject_counts_when_it_holds_pytests_settings(
+    repo: Path, before: str, after: str, counts: bool
+) -> None:
+    (repo / "pyproject.toml").write_text(before)
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-qm", "pyproject")
+    guards, tree = approved(repo)
+    (repo / "pyproject.toml").write_text(after)
+    found = guarded.compare(at(repo), tree, guards)
+    assert found is not None
+    assert ("pyproject.toml" in found.changed) is counts
