@@ -238,7 +238,8 @@ def _runner_settings(repo: _Repo, approved: str, now: str) -> list[str]:
     """The pyproject.toml files changed since `approved` that hold pytest's settings,
     before or after: `addopts = "-k 'not slow'"` there deselects tests."""
     spec = [f":(glob)**/{name}" for name in _RUNNER_SETTINGS]
-    done = repo.git(["diff-tree", "-r", "-z", "--name-only", approved, now, "--", *spec], git_env())
+    args = ["diff-tree", "-r", "-z", "--name-only", "--diff-filter=M", approved, now]
+    done = repo.git([*args, "--", *spec], git_env())
     if done is None or not done.ok:
         return []
     found = []

@@ -282,9 +282,12 @@ def test_new_configuration_is_found_tracked_and_untracked_and_ignored_files_neve
 
 def test_configuration_that_was_there_at_approval_is_not_new_even_unguarded(repo: Path) -> None:
     guards, tree = approved(repo, ["tests/"])  # pyproject.toml, tox.ini: not guarded
-    write(repo, "pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n")
+    write(repo, "pyproject.toml", "[project]\nname = 'shop'\n")
     (repo / "tox.ini").unlink()
     assert compared(repo, guards, tree) == {}
+    # but a pyproject.toml that comes to hold pytest's settings changes how tests run
+    write(repo, "pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-q'\n")
+    assert compared(repo, guards, tree) == {"changed": ["pyproject.toml"]}
 
 
 def test_a_test_made_a_link_or_executable_is_a_change(repo: Path) -> None:
