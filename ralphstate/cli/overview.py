@@ -12,6 +12,7 @@ from ralphstate.core import state as st
 from ralphstate.core.text import count, short_id, visible
 from ralphstate.loop import begin, listing
 from ralphstate.loop.project import hooks_view, locate
+from ralphstate.storage.store import Store
 
 
 @click.command(context_settings=SETTINGS)
@@ -86,6 +87,12 @@ from ralphstate.loop.project import hooks_view, locate
     is_flag=True,
     help="Guard no files (by default the tests git tracks are guarded).",
 )
+@click.option(
+    "--expect-fail",
+    is_flag=True,
+    help="Each criterion's check must fail once before a pass counts (red before green);"
+    " the checks the loop has run once now, when they are trusted here.",
+)
 def init(
     spec: str,
     criteria: tuple[str, ...],
@@ -102,6 +109,7 @@ def init(
     no_criteria: bool,
     guard: tuple[str, ...],
     no_guard: bool,
+    expect_fail: bool,
 ) -> None:
     """Start a loop at the project root (.loop/state.json), where the hooks look.
 
@@ -128,6 +136,9 @@ def init(
         from ralphstate.core.marker import check_marker
 
         check_marker(marker)
+    if expect_fail:  # every criterion, with the template's: its check must fail first
+        loaded = dict(loaded or {})
+        loaded["expectFail"] = [*loaded.get("criteria", []), *criteria]
     store, new, backup = begin.init(
         spec,
         list(criteria),
@@ -177,6 +188,10 @@ def init(
             f"the template's {'check' if one else 'checks'} will not run until you review"
             f" {'it' if one else 'them'}, then run `ralphstate trust`"
         )
+    from ralphstate.verify import baseline
+
+    for line in baseline.begin(store, new, expect_fail):
+        output.text(line)
 
 
 @click.command(context_settings=SETTINGS)
@@ -225,7 +240,10 @@ def status(as_json: bool) -> None:
     from ralphstate.storage import testfiles
 
     guarded = testfiles.status_line(store.paths.root, state["guards"])
-    output.text(views.status(state, str(store.paths.root), output.style, trusted, tree, guarded))
+    already = _already(store, state)
+    output.text(
+        views.status(state, str(store.paths.root), output.style, trusted, tree, guarded, already)
+    )
     for line in review.summary_lines(proof):
         output.text(line)
     for line in views.unknown_here(state, known, output.style):
@@ -236,6 +254,14 @@ def status(as_json: bool) -> None:
     if view is not None:
         seen, said = view
         output.text(said if seen else output.style(said, fg="yellow", bold=True))
+
+
+def _already(store: Store, state: st.State) -> list[str]:
+    """The criteria already true before any work, as the loop's ledger says."""
+    from ralphstate.core import redgreen
+    from ralphstate.storage import ledger
+
+    return redgreen.already_true(state, ledger.of_loop(store.paths, state))
 
 
 @click.command(context_settings=SETTINGS)

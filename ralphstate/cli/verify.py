@@ -36,7 +36,8 @@ def result_lines(result: execute.CheckResult) -> list[str]:
     name = visible(result.criterion)
     if result.passed:
         return [f"{output.style('PASS', fg='green')}  {name}  ({took})"]
-    lines = [f"{output.style('FAIL', fg='red')}  {name}  ({took}, {result.summary})"]
+    word = output.style("HELD", fg="yellow") if result.held else output.style("FAIL", fg="red")
+    lines = [f"{word}  {name}  ({took}, {result.summary})"]
     lines += ["    " + line for line in result.output_tail.splitlines()]
     return lines
 
@@ -233,7 +234,15 @@ def _config_guard(store: Store, values: tuple[str, ...]) -> None:
     help=f"Seconds the check may run (default {limits.CHECK_TIMEOUT:g}).",
 )
 @click.option("--remove", is_flag=True, help="Remove the criterion's check.")
-def criteria_check(name: str, command: str | None, timeout: float | None, remove: bool) -> None:
+@click.option(
+    "--expect-fail/--no-expect-fail",
+    default=None,
+    help="The check must fail once before a pass counts (red before green); --no-expect-fail"
+    " takes that back, which a person must approve when an agent does it.",
+)
+def criteria_check(
+    name: str, command: str | None, timeout: float | None, remove: bool, expect_fail: bool | None
+) -> None:
     """Show, set or remove the shell command that verifies a criterion.
 
     NAME may be the criterion's number. The command runs in the project root with
@@ -245,16 +254,19 @@ def criteria_check(name: str, command: str | None, timeout: float | None, remove
     Example:
       ralphstate criteria check "tests pass" "pytest -q"
       ralphstate criteria check "tests pass" --timeout 900
+      ralphstate criteria check "parser handles tabs" "pytest -q -k tabs" --expect-fail
       ralphstate criteria check "tests pass"
       ralphstate criteria check "tests pass" --remove
     """
     store = locate()
-    if remove and (command is not None or timeout is not None):
-        raise RalphstateError("--remove takes no command and no --timeout.")
-    if command is None and timeout is None and not remove:
+    if remove and (command is not None or timeout is not None or expect_fail is not None):
+        raise RalphstateError("--remove takes no command, no --timeout and no --expect-fail.")
+    if command is None and timeout is None and not remove and expect_fail is None:
         output.text(checks.describe(store.load(), name))
         return
-    found, new = checks.set_check(store, name, command, timeout=timeout, remove=remove)
+    found, new = checks.set_check(
+        store, name, command, timeout=timeout, remove=remove, expect_fail=expect_fail
+    )
     output.text(
         f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)
     )

@@ -48,6 +48,9 @@ class Evidence(TypedDict, total=False):
     commit: str | None
     dirty: bool
     tree: str
+    # The criterion's first check result, for this command, passed before the loop did
+    # any work (core/redgreen.py): this proof says nothing about the work.
+    alreadyTrue: bool
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).
@@ -108,6 +111,11 @@ def str_list(raw: dict[str, Any], key: str) -> list[str]:
 def _no_blank(key: str, names: Iterable[str]) -> None:
     if any(not name.strip() for name in names):
         raise Invalid(f"'{key}' holds a blank name; give every item some text, or remove it")
+
+
+def expect_fail(raw: dict[str, Any]) -> list[str]:
+    """`expectFail`: the criteria whose check must fail once before a pass counts."""
+    return str_list(raw, "expectFail")
 
 
 def opt_str(raw: dict[str, Any], key: str) -> str | None:

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from ralphstate.core import limits, queries
+from ralphstate.core import limits, queries, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.text import all_of, count, noun, visible
 
@@ -305,7 +305,10 @@ def completed(state: st.State) -> str:
     verified: list[str] = []
     checked: list[str] = []
     claimed: list[str] = []
+    already = redgreen.already_true(state)
     for name in state["criteria"]:
+        if name in already:
+            continue
         if queries.standing(state, name) == "verified":
             verified.append(name)
         else:
@@ -323,6 +326,8 @@ def completed(state: st.State) -> str:
         parts.append(f"claimed, not verified ({why}): {_names(checked)}")
     if claimed:
         parts.append(f"claimed, without a check: {_names(claimed)}")
+    if already:
+        parts.append(f"already true before any work: {_names(already)}")
     after = count(state["iteration"], "iteration")
     return f"ralphstate: loop complete after {after}; {'; '.join(parts)}."
 

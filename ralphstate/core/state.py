@@ -115,6 +115,9 @@ class State(TypedDict):
     # ralphstate: the guarded files, git pathspecs relative to the project root whose
     # changes a person reviews (storage/guarded.py); null: not guarded.
     guards: list[str] | None
+    # ralphstate: the criteria whose check must fail once before a pass counts (red before
+    # green, core/redgreen.py): a check that passes before it ever failed proves nothing.
+    expectFail: list[str]
 
 
 Raw = dict[str, Any]
@@ -186,6 +189,7 @@ def _defaults() -> Raw:
         "taskList": [],
         "transcriptUsage": None,
         "guards": None,
+        "expectFail": [],
     }
 
 
@@ -269,6 +273,7 @@ def _normalise(raw: Raw) -> State:
     state["tasksFile"] = fields.tasks_file(raw)
     state["taskList"] = fields.task_list(raw)
     state["guards"] = fields.guards(raw)
+    state["expectFail"] = fields.expect_fail(raw)
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     fields.spending(raw, state)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.actor import describe
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
+from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
 from ralphstate.core.text import short_id, visible
 
@@ -34,9 +36,11 @@ def _plain(text: str, **_: Any) -> str:
     return text
 
 
-def _standing(state: st.State, name: str, style: Style, stale: bool = False) -> str:
+def _standing(
+    state: st.State, name: str, style: Style, stale: bool = False, already: bool = False
+) -> str:
     """`  (verified 3m ago)`, `  (failing 1h ago: exit code 1)`, ...; "" for an unmet
-    criterion without a check."""
+    criterion without a check. `already`: its check passed before any work."""
     label = queries.standing(state, name)
     if label is None:
         return ""
@@ -49,6 +53,8 @@ def _standing(state: st.State, name: str, style: Style, stale: bool = False) -> 
         text += f": {visible(evidence['summary'])}"
     if stale:
         text += ", " + style("stale", fg="yellow", bold=True) + ": the code changed since"
+    if already:
+        text += ", " + style(ALREADY, fg="yellow")
     return f"  ({text})"
 
 
@@ -82,6 +88,8 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
     for name in names:
         own = state["checkTimeouts"].get(name)
         limit = f"  (timeout {own:g}s)" if own is not None else ""
+        if name in state["expectFail"]:
+            limit += "  (must fail before a pass counts)"
         lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
     return lines + idle
 
@@ -116,11 +124,13 @@ def status(
     trusted: bool | None = None,
     tree: str | None = None,
     guarded: str | None = None,
+    already: Collection[str] = (),
 ) -> str:
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
     marks verified criteria proven on another tree `stale` (None: not known);
-    `guarded` is the line about the guarded files, after the checks (None: none)."""
+    `guarded` is the line about the guarded files, after the checks (None: none);
+    `already`: the criteria already true before any work (core/redgreen.py)."""
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
@@ -152,7 +162,7 @@ def status(
     for name in state["criteria"]:
         ok = queries.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
-        shown = _standing(state, name, style, name in stale)
+        shown = _standing(state, name, style, name in stale, name in already)
         lines.append(f"  {mark} {visible(name)}{shown}")
     lines += _checks(state, trusted, style)
     if guarded is not None:

@@ -1,5 +1,6 @@
-"""Reading what a report tells: the state, the newest history lines, and the tree the
-work tree holds now (to tell stale evidence), each read once and bounded."""
+"""Reading what a report tells: the state, the newest history lines, the tree the
+work tree holds now (to tell stale evidence) and the loop's ledger (to tell a criterion
+already true before any work), each read once and bounded."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ def story(store: Store) -> Story:
     if any(e.get("tree") for e in state["evidence"].values()):
         code = git.snapshot(store.paths)
         tree = code.tree if code else None
-    told = gather(state, history, str(store.paths.root), tree, cut)
+    from ralphstate.core import redgreen
+    from ralphstate.storage import ledger
+
+    already = redgreen.already_true(state, ledger.of_loop(store.paths, state))
+    told = gather(state, history, str(store.paths.root), tree, cut, already)
     told.proof = proof_lines(store, state, history)
     return told
 

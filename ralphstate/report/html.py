@@ -10,6 +10,7 @@ from collections.abc import Callable
 from html import escape
 
 from ralphstate.core.decide import OUTCOMES
+from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
 from ralphstate.report.story import Criterion, Iteration, Story, money, seconds, short
 
@@ -295,6 +296,8 @@ def _criteria(criteria: list[Criterion]) -> str:
             where = f"<code>{_e(short(evidence['commit']))}</code>"
             where += " (dirty)" if evidence.get("dirty") else ""
         stale = ' <span class="stale">stale: the code changed since</span>' if c.stale else ""
+        if c.already_true:
+            stale += f' <span class="stale">{_e(ALREADY)}</span>'
         took = (
             seconds(evidence["durationMs"] / 1000)
             if isinstance(evidence.get("durationMs"), int)

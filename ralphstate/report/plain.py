@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
 from ralphstate.report.story import Criterion, Story, money, seconds, short
 
@@ -15,6 +16,8 @@ def _evidence(criterion: Criterion) -> str:
         parts[0] += f" {where}" + (" (dirty)" if evidence.get("dirty") else "")
     if criterion.stale:
         parts.append("STALE: the code changed since")
+    if criterion.already_true:
+        parts.append(ALREADY)
     if evidence.get("summary"):
         parts.append(str(evidence["summary"]))
     if isinstance(evidence.get("durationMs"), int):

@@ -5,6 +5,7 @@ render it; none of them reads a file or the network."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -29,6 +30,9 @@ class Criterion:
     check: str | None
     evidence: dict[str, Any]
     stale: bool
+    # Its check passed before the loop did any work (core/redgreen.py): the proof says
+    # nothing about the work.
+    already_true: bool = False
 
 
 @dataclass
@@ -129,9 +133,11 @@ def gather(
     root: str,
     tree: str | None = None,
     history_cut: bool = False,
+    already: Collection[str] = (),
 ) -> Story:
     """The story of the loop `state`, from its `history` (oldest first). `tree` is the
-    id of the tree the work tree holds now (None: not known; nothing is stale)."""
+    id of the tree the work tree holds now (None: not known; nothing is stale);
+    `already`: the criteria already true before any work (core/redgreen.py)."""
     stale = set(queries.stale(state, tree))
     criteria = [
         Criterion(
@@ -141,6 +147,7 @@ def gather(
             state["checks"].get(name),
             dict(state["evidence"].get(name, {})),
             name in stale,
+            name in already,
         )
         for name in state["criteria"]
     ]

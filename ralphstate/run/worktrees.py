@@ -35,6 +35,7 @@ COPIED = (
     "checks",
     "checkTimeouts",
     "verifyOnStop",
+    "expectFail",
     "maxIterations",
     "stallLimit",
     "completionMarker",

@@ -21,39 +21,38 @@ def set_check(
     *,
     timeout: float | None = None,
     remove: bool = False,
+    expect_fail: bool | None = None,
 ) -> tuple[str, st.State]:
     """Give criterion `name` the check `command` and/or `timeout`; or `remove` both.
+    `expect_fail`: the check must fail once before a pass counts (True), or no longer
+    (False); None leaves that as it is.
 
     A new command drops the criterion's evidence (it proved another command); the
     criterion's status is left as it is."""
-    if command is not None and not command.strip():
-        raise RalphstateError("a check needs a command; to drop one use --remove.")
-    if timeout is not None and not 0 < timeout <= limits.MAX_CHECK_TIMEOUT:
-        raise RalphstateError(
-            f"a check timeout is a number of seconds above 0 and at most"
-            f" {limits.MAX_CHECK_TIMEOUT:g}, not {timeout:g}."
-        )
+    _refuse_bad(command, timeout)
     before: dict[str, str] = {}
 
     def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         crit = find_criterion(state, name)
         before.clear()
         before.update(trust.armed(state))
-        old = (state["checks"].get(crit), state["checkTimeouts"].get(crit))
+        old = _setting(state, crit)
+        if expect_fail is not None:
+            _expect(state, crit, expect_fail)
         if remove:
             state["checks"].pop(crit, None)
             state["checkTimeouts"].pop(crit, None)
         else:
             if command is not None:
                 state["checks"][crit] = command
-            elif crit not in state["checks"]:
+            elif timeout is not None and crit not in state["checks"]:
                 raise RalphstateError(
                     f"criterion {crit!r} has no check to give a timeout to;"
                     ' give the command too: ralphstate criteria check NAME "COMMAND".'
                 )
             if timeout is not None:
                 state["checkTimeouts"][crit] = timeout
-        new = (state["checks"].get(crit), state["checkTimeouts"].get(crit))
+        new = _setting(state, crit)
         if new == old:
             return crit, state
         if new[0] != old[0] and state["evidence"].get(crit, {}).get("result") != "claimed":
@@ -61,6 +60,8 @@ def set_check(
         entry: Event = {"event": "check_removed" if remove else "check_set", "criterion": crit}
         if not remove:
             entry.update(command=new[0], timeout=new[1])
+        if new[2] != old[2]:
+            entry["expectFail"] = new[2]
         events.append(entry)
         return crit, state
 
@@ -69,16 +70,45 @@ def set_check(
     return found, new
 
 
+def _refuse_bad(command: str | None, timeout: float | None) -> None:
+    """RalphstateError for a blank command or a timeout out of range."""
+    if command is not None and not command.strip():
+        raise RalphstateError("a check needs a command; to drop one use --remove.")
+    if timeout is not None and not 0 < timeout <= limits.MAX_CHECK_TIMEOUT:
+        raise RalphstateError(
+            f"a check timeout is a number of seconds above 0 and at most"
+            f" {limits.MAX_CHECK_TIMEOUT:g}, not {timeout:g}."
+        )
+
+
+def _setting(state: st.State, criterion: str) -> tuple[str | None, float | None, bool]:
+    """A criterion's check: its command, its timeout, whether it must fail first."""
+    return (
+        state["checks"].get(criterion),
+        state["checkTimeouts"].get(criterion),
+        criterion in state["expectFail"],
+    )
+
+
+def _expect(state: st.State, criterion: str, on: bool) -> None:
+    """Put `criterion` in `expectFail`, or take it out."""
+    kept = [c for c in state["expectFail"] if c != criterion]
+    state["expectFail"] = [*kept, criterion] if on else kept
+
+
 def describe(state: st.State, name: str) -> str:
     """One line: the criterion's check and the timeout it runs under."""
     crit = find_criterion(state, name)
     command = state["checks"].get(crit)
     if command is None:
-        return f"{visible(crit)}: no check"
+        later = "; the check it gets must fail first" if crit in state["expectFail"] else ""
+        return f"{visible(crit)}: no check{later}"
     own = state["checkTimeouts"].get(crit)
     limit = (
         f"timeout {own:g}s" if own is not None else f"timeout {limits.CHECK_TIMEOUT:g}s, default"
     )
+    if crit in state["expectFail"]:
+        limit += "; must fail before a pass counts"
     return f"{visible(crit)}: {visible(command)}  ({limit})"
 
 

@@ -12,8 +12,10 @@ killed when the check times out, when it is interrupted, and when its shell exit
 (so nothing it started in the background outlives it).
 
 Exit code 0 verifies the criterion; anything else, a timeout or a failure to start
-makes it failing. Results go into the state (`criteriaStatus`, `evidence`) and into
-history, one `check` event each. Only trusted checks run (see `trust`).
+makes it failing, and so does a pass that must fail first (`expectFail`: red before
+green, verify/firsts.py, which keeps each check's first result in the loop's ledger).
+Results go into the state (`criteriaStatus`, `evidence`) and into history, one `check`
+event each. Only trusted checks run (see `trust`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ralphstate.core import clock, fields, limits
+from ralphstate.core import clock, fields, limits, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
@@ -36,6 +38,7 @@ from ralphstate.core.text import plain_output
 from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage import children, git, trust
 from ralphstate.storage.store import Event, Store
+from ralphstate.verify import firsts
 
 
 class Untrusted(RalphstateError):
@@ -59,6 +62,11 @@ class CheckResult:
     problem: str | None = None
     # The code it ran on (commit, dirty, tree id); None outside a git repository.
     code: git.Snapshot | None = None
+    # It passed, but its criterion must fail before a pass counts and this command never
+    # failed: it does not count (`passed` is False); `already_true`: the criterion's
+    # first result passed before any work (verify/firsts.py).
+    held: bool = False
+    already_true: bool = False
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -69,6 +77,8 @@ class CheckResult:
         """A few words on how it ended: `exit code 1`, `timed out after 5s`, ..."""
         if self.problem:
             return self.problem
+        if self.held:
+            return redgreen.HELD
         if self.timed_out:
             return f"timed out after {self.timeout:g}s"
         return f"exit code {self.exit_code}"
@@ -86,6 +96,7 @@ class CheckResult:
             "outputTail": self.output_tail,
             "outputBytes": self.output_bytes,
             **code_fields(self.code),
+            **({"alreadyTrue": True} if self.already_true else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -153,7 +164,8 @@ def run_checks(
     With `record`, the results are written to the state (`criteriaStatus` from the
     exit code, `evidence`) and to history (`check` events, `by` says who ran them) in
     one locked update. A result whose criterion or command changed while it ran is
-    not recorded. `progress` is called with each result as it finishes.
+    not recorded. Recorded or not, the results are judged first (`firsts.judge`).
+    `progress` is called with each result as it finishes.
 
     Raises `Untrusted` (a RalphstateError) when the checks are not trusted, and
     RalphstateError for a name that is not a criterion with a check. On
@@ -168,6 +180,7 @@ def run_checks(
         raise Untrusted(untrusted_message(store))
     results: list[CheckResult] = []
     deadline = None if budget is None else time.monotonic() + budget
+    progress = firsts.judging(store, state, progress)  # a pass that must fail first is held
     try:
         for criterion, command in todo:
             limit = timeout if timeout is not None else _own_timeout(state, criterion)
@@ -184,6 +197,8 @@ def run_checks(
         result.code = code
     if record:
         record_results(store, results, by)
+    else:
+        firsts.judge(store, results)
     return results
 
 
@@ -216,7 +231,9 @@ def _run_within(
 
 
 def record_results(store: Store, results: Sequence[CheckResult], by: str = "verify") -> st.State:
-    """Write results to the state and history in one update (see `apply`)."""
+    """Write results to the state and history in one update (see `apply`), once the
+    ledger has recorded and judged them (verify/firsts.py)."""
+    firsts.judge(store, results)
 
     def change(state: st.State, events: list[Event]) -> st.State:
         events += apply(state, results, by)

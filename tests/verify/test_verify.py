@@ -178,8 +178,9 @@ def test_verify_json(project: Path, rs: Any) -> None:
     ]
     assert set(data[0]) == {
         "criterion", "result", "command", "exitCode", "timedOut", "durationMs", "at",
-        "summary", "outputTail", "outputBytes",
+        "summary", "outputTail", "outputBytes", "alreadyTrue",
     }  # fmt: skip
+    assert "alreadyTrue" not in data[1]  # it passed at its first run, before any work
 
 
 def test_a_check_that_cannot_start_fails_and_says_why(project: Path) -> None:
@@ -319,8 +320,11 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
     ]
     rs("verify")
     lines = ageless(rs("status").out).splitlines()
-    assert lines[3:6] == [
-        "  [x] tests pass  (verified N ago)",
+    assert lines[3:6] == [  # it passed at the first run, before any work
+        (
+            "  [x] tests pass  (verified N ago, already true at the start: proves nothing"
+            " about the work)"
+        ),
         "  [x] docs  (claimed N ago)",
         "  [ ] lint  (failing N ago: exit code 3)",
     ]
@@ -418,7 +422,7 @@ def test_criteria_check_sets_shows_and_removes(project: Path, rs: Any) -> None:
             ["a", "x", "--timeout", "-1"],
             "a check timeout is a number of seconds above 0 and at most 86400, not -1.",
         ),
-        (["a", "x", "--remove"], "--remove takes no command and no --timeout."),
+        (["a", "x", "--remove"], "--remove takes no command, no --timeout and no --expect-fail."),
         (["zz", "x"], "no criterion 'zz' in this loop (criteria: 'a')."),
     ],
 )

@@ -1,0 +1,163 @@
+"""Red before green: each check's first result, what it says about the work, and the
+criteria whose check must fail before a pass counts (docs/explanation/proof.md, "Red
+before green").
+
+The first result of each criterion's check, for the command it has now, is kept in the
+loop's ledger (storage/ledger.py), outside the project: `firsts[criterion]` is
+`{"passed", "at", "command", "iteration", "tree", "steps", "by"}` (`steps`: how many
+steps were done, `by`: the kind of actor that ran it), and `failedOnce[criterion]` is
+the command of a check that has failed at least once. A new command starts again.
+
+A criterion is **already true** when its check's first result passed before the loop
+did any work: on the tree the loop started on (git), or, where no tree tells, at
+iteration 0 with no step done since the start, run by the person (an agent's first turn
+is iteration 0 too, and may have done the work). Such a proof says nothing about the
+work. A criterion in `expectFail` counts a pass only once its current command has
+failed. These functions are pure: they read the state and the ledger's entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from ralphstate.core import queries
+from ralphstate.core import state as st
+
+Entry = Mapping[str, Any]
+
+# What a check that passed before it ever failed says, as its summary: the agent reads
+# it in a block's reason or a refused task, the person in `verify` and `status`.
+HELD = (
+    "passed before it ever failed, so it proves nothing yet: this criterion's check must"
+    " fail once (on the code without the work) before a pass counts"
+)
+# How `status` and the report mark a criterion already true at the start.
+ALREADY = "already true at the start: proves nothing about the work"
+# The most first results the ledger keeps for names that are no longer criteria.
+MAX_GONE = 50
+
+
+class Outcome(NamedTuple):
+    """One check's result as the ledger keeps it: `passed` as its exit code said."""
+
+    criterion: str
+    command: str
+    passed: bool
+    tree: str | None
+
+
+def _table(entry: Entry | None, key: str) -> dict[str, Any]:
+    value = (entry or {}).get(key)
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def expect_fail(state: st.State, entry: Entry | None = None) -> list[str]:
+    """The criteria whose check must fail before a pass counts: the state's
+    `expectFail`, with the approved contract's (a hand edit that drops one does not
+    make a pass count), in the criteria's order."""
+    named = set(state["expectFail"])
+    approved = (entry or {}).get("approved")
+    if isinstance(approved, dict):
+        named |= {n for n in approved.get("expectFail") or [] if isinstance(n, str)}
+    return [c for c in state["criteria"] if c in named]
+
+
+def counts(state: st.State, entry: Entry | None, criterion: str, command: str) -> bool:
+    """Whether a pass of `criterion`'s check `command` counts: always, unless the
+    criterion must fail first and that command never failed."""
+    if criterion not in expect_fail(state, entry):
+        return True
+    return _table(entry, "failedOnce").get(criterion) == command
+
+
+def has_failed(entry: Entry | None, criterion: str, command: str) -> bool:
+    return _table(entry, "failedOnce").get(criterion) == command
+
+
+def noted(
+    entry: Entry, state: st.State, outcomes: Iterable[Outcome], by: str, at: str
+) -> dict[str, Any]:
+    """`entry` with `outcomes` recorded: the first result of each criterion's current
+    command, and the commands that failed. An outcome whose criterion is gone, or whose
+    check is no longer the command it ran, is left out."""
+    firsts, failed = _table(entry, "firsts"), _table(entry, "failedOnce")
+    for outcome in outcomes:
+        name, command = outcome.criterion, outcome.command
+        if name not in state["criteria"] or state["checks"].get(name) != command:
+            continue
+        first = firsts.get(name)
+        if not isinstance(first, dict) or first.get("command") != command:
+            firsts[name] = {
+                "passed": outcome.passed,
+                "at": at,
+                "command": command,
+                "iteration": state["iteration"],
+                "tree": outcome.tree,
+                "steps": len(state["completedSteps"]),
+                "by": by,
+            }
+        if not outcome.passed:
+            failed[name] = command
+    new = dict(entry)
+    new["firsts"] = _bounded(firsts, state)
+    new["failedOnce"] = _bounded(failed, state)
+    return new
+
+
+def _bounded(table: dict[str, Any], state: st.State) -> dict[str, Any]:
+    """Every criterion's entry, and at most MAX_GONE of names no longer criteria."""
+    criteria = set(state["criteria"])
+    gone = [name for name in table if name not in criteria]
+    for name in gone[: max(0, len(gone) - MAX_GONE)]:
+        del table[name]
+    return table
+
+
+def _before_work(entry: Entry, first: Mapping[str, Any]) -> bool:
+    """The first result ran before the loop did any work (see the module's docstring)."""
+    start, tree = entry.get("startTree"), first.get("tree")
+    if isinstance(start, str) and isinstance(tree, str):
+        return tree == start
+    steps = first.get("steps")
+    start_steps = entry.get("startSteps")
+    return (
+        first.get("iteration") == 0
+        and isinstance(steps, int)
+        and steps <= (start_steps if isinstance(start_steps, int) else 0)
+        and first.get("by") == "person"
+    )
+
+
+def first_already_true(entry: Entry | None, criterion: str, command: str) -> bool:
+    """The first result of `criterion`'s check `command` passed before any work."""
+    first = _table(entry, "firsts").get(criterion)
+    return (
+        entry is not None
+        and isinstance(first, dict)
+        and first.get("command") == command
+        and first.get("passed") is True
+        and _before_work(entry, first)
+    )
+
+
+def already_true(state: st.State, entry: Entry | None = None) -> list[str]:
+    """The criteria verified by their check now whose check was already true before
+    the loop did any work, in order. `entry`: the loop's ledger entry, which decides;
+    None (no ledger for this loop), as the evidence recorded it (`alreadyTrue`)."""
+    found = []
+    for name in state["criteria"]:
+        command = state["checks"].get(name)
+        evidence = state["evidence"].get(name, {})
+        if (
+            command is None
+            or queries.standing(state, name) != "verified"
+            or evidence.get("command") != command
+        ):
+            continue
+        if entry is None:
+            if evidence.get("alreadyTrue") is True:
+                found.append(name)
+        elif first_already_true(entry, name, command):
+            found.append(name)
+    return found
