@@ -71,8 +71,18 @@ def counts(state: st.State, entry: Entry | None, criterion: str, command: str) -
     return _table(entry, "failedOnce").get(criterion) == command
 
 
-def has_failed(entry: Entry | None, criterion: str, command: str) -> bool:
-    return _table(entry, "failedOnce").get(criterion) == command
+def held(state: st.State, names: Iterable[str]) -> list[str]:
+    """Of `names`, the criteria whose check's last pass was held back (HELD)."""
+    found = []
+    for name in names:
+        evidence = state["evidence"].get(name, {})
+        if (
+            evidence.get("summary") == HELD
+            and evidence.get("command") == state["checks"].get(name)
+            and not queries.met(state, name)
+        ):
+            found.append(name)
+    return found
 
 
 def noted(

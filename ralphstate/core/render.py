@@ -159,6 +159,9 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
         f" {len(unmet)} of {count(total, 'criterion')} not verified yet:"
     )
     lines += [f"- {c}" for c in bounded(unmet)]
+    held = [] if failures else redgreen.held(state, unmet)
+    if held:  # its check passed before it ever failed: said as when the check just ran
+        lines.append(f"The check of {_names(held)} {redgreen.HELD}.")
     remaining = state["remainingSteps"]
     if remaining:
         lines.append(f"Next step: {clip(remaining[0])}")
