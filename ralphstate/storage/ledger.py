@@ -13,7 +13,8 @@ JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
 - `status`: the status ralphstate itself last wrote: a `complete` in state.json that
   ralphstate did not write ended the loop outside it;
 - `firsts`, `failedOnce`: each check's first result, and the checks that have failed
-  at least once (red before green);
+  at least once; `startTree`, `startSteps`: the tree the loop started on and the steps
+  done then (red before green, verify/firsts.py);
 - `told`: what the person was already told about, so a notice is given once.
 
 The file is read without a lock (bounded, an unusable one reads as empty), changed
