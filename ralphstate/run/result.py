@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from ralphstate.core import budgets, queries
 from ralphstate.core import state as st
+from ralphstate.core.redgreen import already_true
 from ralphstate.core.render import proofs
 from ralphstate.core.text import count, noun, visible
 
@@ -126,6 +127,9 @@ class Outcome:
         elif self.detail:
             head += f" ({visible(self.detail)})"
         proved = proofs(self.state) if self.state is not None and met else ""
+        early = already_true(self.state) if self.state is not None and met else []
+        if early:
+            proved += f", {len(early)} already true at the start"
         shown = f" ({proved})" if proved else ""
         line = (
             f"{head} · {met}/{total} {noun(total, 'criterion')}{shown} · {done}/{steps}"
@@ -174,10 +178,15 @@ class Outcome:
         """The met criteria by what backs them: `verified` by a check, `claimed`."""
         state = self.state
         if state is None:
-            return {"verified": [], "claimed": []}
+            return {"verified": [], "claimed": [], "alreadyTrue": []}
         met = [c for c in state["criteria"] if queries.met(state, c)]
         verified = [c for c in met if queries.standing(state, c) == "verified"]
-        return {"verified": verified, "claimed": [c for c in met if c not in verified]}
+        return {
+            "verified": verified,
+            "claimed": [c for c in met if c not in verified],
+            # verified, but their check passed before the loop did any work
+            "alreadyTrue": already_true(state),
+        }
 
     def spent(self) -> tuple[int | None, float | None]:
         """This run's tokens and cost over the iterations that reported them."""

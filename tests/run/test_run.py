@@ -82,6 +82,7 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "unmet": [],
         "verified": [],
         "claimed": ["tests pass", "docs written"],
+        "alreadyTrue": [],
     }
     assert out["steps"] == {"done": 0, "total": 1}
     assert len(out["durations"]["iterations"]) == 2

@@ -273,6 +273,7 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
             "unmet": ["lint clean", "docs"],
             "verified": [],
             "claimed": ["tests pass"],
+            "alreadyTrue": [],
         },
         "steps": {"done": 1, "total": 2},
         "durations": {"total": 75.25, "iterations": [12.346]},
