@@ -29,6 +29,7 @@ EVENTS = {
     "stop-failure": "StopFailure",
     "post-tool-use": "PostToolUse",
     "task-completed": "TaskCompleted",
+    "pre-tool-use": "PreToolUse",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)
@@ -44,8 +45,8 @@ ENV_PROJECT = "CLAUDE_PROJECT_DIR"
 # console script, `python -m ralphstate hook`). Each form names ralphstate: a command
 # that does not is none of them, and the pattern is compiled only for one that does.
 OWN_PATTERN = "|".join(
-    prefix + r"(stop-failure|stop|session-start|pre-compact|post-tool-use|task-completed)"
-    r"(?=[\s\"';]|$)"
+    prefix + r"(stop-failure|stop|session-start|pre-compact|pre-tool-use|post-tool-use"
+    r"|task-completed)(?=[\s\"';]|$)"
     for prefix in (
         (
             r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""
@@ -90,6 +91,8 @@ def main(argv: "list[str]") -> int:
         data = _read_stdin()
         if command not in EVENTS:
             return 0
+        if command == "pre-tool-use" and b"ralphstate" not in data.lower():
+            return 0  # a tool call that names no ralphstate (ralphstate.hooks.entry)
         version = plugin_version()
         if len(data) <= MAX_INPUT_BYTES and _no_loop() and _at_hand(version):
             return 0  # the common case: the hook would find no loop, and say nothing

@@ -11,7 +11,8 @@ Its hooks live in `.claude/settings.json` (project), `.claude/settings.local.jso
 Stop takes no matcher; for SessionStart and PreCompact an empty matcher matches every
 source and trigger. StopFailure runs instead of Stop when a turn ends on an API error
 (a rate limit, an overloaded API, a billing error): the hook records it for the next
-SessionStart.
+SessionStart. PreToolUse, matched to the Bash tool, has the person answer for a command
+that approves what proves the loop done (`hooks.pre_tool_use`).
 
 Its transcript (`~/.claude/projects/<project>/<session>.jsonl`) writes each content
 block of a reply on a line of its own, each repeating the reply's `message.id` and
@@ -43,6 +44,7 @@ from ralphstate.core import limits
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import os
+    from collections.abc import Mapping
     from typing import Any
 
     from ralphstate.agents.contract import HookInput, Report, Verdict
@@ -53,13 +55,15 @@ EVENTS = {
     "SessionStart": "session-start",
     "PreCompact": "pre-compact",
     "StopFailure": "stop-failure",
+    "PreToolUse": "pre-tool-use",
 }
 # With `install --tasks`: the hooks on Claude Code's task list
 # (docs/explanation/design.md, "The task gate"): PostToolUse mirrors the task tools' calls
 # into the loop's steps, TaskCompleted keeps a task open while its criterion's check fails.
 TASK_EVENTS = {"PostToolUse": "post-tool-use", "TaskCompleted": "task-completed"}
 # A matcher other than "" for an event: the tools whose calls run the hook.
-MATCHERS = {"PostToolUse": "TaskCreate|TaskUpdate|TodoWrite"}
+# PreToolUse asks the person before the Bash tool runs an approval (hooks/pre_tool_use.py).
+MATCHERS = {"PostToolUse": "TaskCreate|TaskUpdate|TodoWrite", "PreToolUse": "Bash"}
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 # The variable that turns Claude Code's task tools on (`install --tasks` sets it in the
@@ -70,6 +74,13 @@ ON = "1"
 # How Claude Code reads a variable as true or as false (anything else: not set).
 TRUTHY = ("1", "true", "yes", "on")
 FALSY = ("0", "false", "no", "off")
+# Whether a person can answer this session's permission prompts, as Claude Code tells its
+# hooks: "1" in its interactive terminal and in the IDE and desktop apps, "0" under `-p`
+# and the Agent SDK (docs/explanation/proof.md, "Only a person approves"). A client
+# that does not say is judged by its entry point: those of `-p` and the SDK are headless.
+ATTENDED_ENV = "CLAUDE_CODE_SESSION_ATTENDED"
+ENTRYPOINT_ENV = "CLAUDE_CODE_ENTRYPOINT"
+HEADLESS_ENTRYPOINTS = ("sdk-cli", "sdk-ts", "sdk-py")
 _TOKENS = (
     "input_tokens",
     "cache_creation_input_tokens",
@@ -82,6 +93,16 @@ def _notes(data: dict[str, Any]) -> list[str]:
     if data.get("disableAllHooks") is True:
         return ["note: disableAllHooks is true in this file, so Claude Code runs no hooks"]
     return []
+
+
+def attended(environ: Mapping[str, str]) -> bool:
+    """Whether a person can answer the permission prompts of the session whose hook
+    has the environment `environ`."""
+    said = environ.get(ATTENDED_ENV)
+    if said in ("0", "1"):
+        return said == "1"
+    entry = environ.get(ENTRYPOINT_ENV)
+    return bool(entry) and entry not in HEADLESS_ENTRYPOINTS
 
 
 # -- the transcript ------------------------------------------------------------------

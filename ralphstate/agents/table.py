@@ -28,6 +28,7 @@ HOOKS = (
     "stop-failure",
     "post-tool-use",
     "task-completed",
+    "pre-tool-use",
 )
 
 

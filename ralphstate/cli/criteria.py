@@ -56,13 +56,14 @@ def criteria_add(name: str, check: str | None) -> None:
     new = checklist.criteria_add(store, name, check)
     output.text(f"added criterion '{visible(name)}'")
     if check is None and name in new["checks"]:
+        from ralphstate.loop.person import trust_step
         from ralphstate.storage import trust
 
         if not trust.is_trusted(store.paths, new):
             output.error(
                 f"criterion '{visible(name)}' has a check that came with the file:"
                 f" {visible(new['checks'][name])}; the checks are not trusted until you"
-                " review them (`ralphstate status`) and run `ralphstate trust`."
+                f" review them (`ralphstate status`) and {trust_step()}."
             )
 
 

@@ -183,10 +183,12 @@ def init(
     for name, command in new["checks"].items():  # from the template: shown, not trusted
         output.text(f"check (not trusted yet) {visible(name)}: {visible(command)}")
     if new["checks"]:
+        from ralphstate.loop.person import trust_step
+
         one = len(new["checks"]) == 1
         output.text(
             f"the template's {'check' if one else 'checks'} will not run until you review"
-            f" {'it' if one else 'them'}, then run `ralphstate trust`"
+            f" {'it' if one else 'them'}, then {trust_step()}"
         )
     from ralphstate.verify import baseline
 

@@ -115,16 +115,22 @@ def trust_command() -> None:
     `ralphstate run` (pyproject.toml, .loop/config.toml) are trusted with them:
     `ralphstate run --dry-run` shows them first.
 
+    Only the person may trust: it refuses inside an agent session or a `ralphstate
+    run` iteration, unless you approved the agent's command at Claude Code's
+    permission prompt.
+
     \b
     Example:
       ralphstate status     # read the checks first
       ralphstate run --dry-run
       ralphstate trust
     """
+    from ralphstate.loop.person import require_person
     from ralphstate.run import runconfig
     from ralphstate.storage import trust
 
     store = locate()
+    require_person(store.paths, "`ralphstate trust`")
     configured = runconfig.load(store.paths.root, store.paths.dir)
     settings = runconfig.reviewed(configured, store.paths.root)
     state = checks.trust_checks(store, settings)

@@ -188,8 +188,8 @@ def _check_protocol(state: st.State, trusted: bool) -> list[str]:
     if not trusted:
         return [
             (
-                f"- The loop's checks are {NOT_TRUSTED}, so ralphstate will not run them; the"
-                " person has to review them and run `ralphstate trust`."
+                f"- The loop's checks are {NOT_TRUSTED}, so ralphstate will not run them;"
+                " only the person may trust them: ask them to review and trust them."
             )
         ]
     lines = ["- `ralphstate verify` runs the criteria's checks and records what they prove."]

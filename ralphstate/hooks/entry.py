@@ -122,6 +122,8 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         named = f"unknown hook {event!r}" if event else "no hook named"
         raise _fault(f"{named}; expected one of {', '.join(table.HOOKS)}")
     data = _read_stdin()
+    if event == "pre-tool-use" and b"ralphstate" not in data.lower():
+        return None  # a tool call that names no ralphstate: nothing to ask, nothing read
     if detach and event in DETACHED and not os.environ.get(FOREGROUND):
         _detach()
     hook_input = None
@@ -159,6 +161,10 @@ def _handler(event: str) -> Handler:
         from ralphstate.hooks import post_tool_use
 
         return post_tool_use.handle
+    if event == "pre-tool-use":
+        from ralphstate.hooks import pre_tool_use
+
+        return pre_tool_use.handle
     from ralphstate.hooks import task_completed
 
     return task_completed.handle

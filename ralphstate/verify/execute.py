@@ -136,10 +136,12 @@ def _command(verb: str, name: str, after: str) -> str:
 
 
 def untrusted_message(store: Store) -> str:
+    from ralphstate.loop.person import trust_step
+
     return (
         f"the checks in {store.paths.display(store.paths.state)} are {NOT_TRUSTED}; nothing"
         " was run. Review them (`ralphstate criteria check NAME` or `ralphstate status`),"
-        " then run `ralphstate trust`."
+        f" then {trust_step()}."
     )
 
 

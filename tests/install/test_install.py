@@ -63,6 +63,7 @@ STOP = hook_command("Stop")
 START = hook_command("SessionStart")
 COMPACT = hook_command("PreCompact")
 FAIL = hook_command("StopFailure")
+PRE = hook_command("PreToolUse")
 
 
 def ours(command: str) -> dict[str, Any]:
@@ -100,7 +101,10 @@ INSTALLED: dict[str, Any] = {
     "model": "opus",
     "permissions": {"allow": ["Bash(ralphstate:*)"]},
     "hooks": {
-        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}],
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]},
+            {"matcher": "Bash", "hooks": [ours(PRE)]},
+        ],
         "Stop": [
             {"hooks": [{"type": "command", "command": "notify-send done"}]},
             {"hooks": [ours(STOP)]},
@@ -373,7 +377,7 @@ def test_hook_command_with_an_agent() -> None:
 
 def test_hook_command_refuses_an_unknown_event() -> None:
     with pytest.raises(ValueError):
-        hook_command("PreToolUse")
+        hook_command("UserPromptSubmit")
 
 
 AWKWARD = "a dir $HOME `x` \"q\" \\b 's'"
@@ -621,6 +625,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
         f"added SessionStart hook: {START}",
         f"added PreCompact hook: {COMPACT}",
         f"added StopFailure hook: {FAIL}",
+        f"added PreToolUse hook: {PRE}",
     ]
     assert path.read_text(encoding="utf-8") == dump(
         {
@@ -629,6 +634,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
                 "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
                 "StopFailure": [{"hooks": [ours(FAIL)]}],
+                "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
             }
         }
     )
@@ -649,6 +655,7 @@ def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path
         f"SessionStart hook already installed: {START}",
         f"PreCompact hook already installed: {COMPACT}",
         f"StopFailure hook already installed: {FAIL}",
+        f"PreToolUse hook already installed: {PRE}",
     ]
     assert path.read_bytes() == written
 
@@ -664,6 +671,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
         f"removed SessionStart hook: {START}",
         f"removed PreCompact hook: {COMPACT}",
         f"removed StopFailure hook: {FAIL}",
+        f"removed PreToolUse hook: {PRE}",
     ]
     assert path.read_bytes() == original
 
@@ -773,6 +781,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
         f"updated SessionStart hook: {START} (was: {old['session-start']})",
         f"updated PreCompact hook: {COMPACT} (was: {old['pre-compact']})",
         f"added StopFailure hook: {FAIL}",
+        f"added PreToolUse hook: {PRE}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -780,6 +789,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
         }
     }
     write(
@@ -850,6 +860,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             " pre-compact)"
         ),
         f"added StopFailure hook: {FAIL}",
+        f"added PreToolUse hook: {PRE}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -860,6 +871,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
         }
     }
 
@@ -901,6 +913,7 @@ def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
         "SessionStart",
         "PreCompact",
         "StopFailure",
+        "PreToolUse",
     }
 
 
@@ -1057,7 +1070,13 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
     assert len(calls) == 2
     data = json.loads(path.read_text())
     assert data["permissions"] == {"allow": ["Bash(ls)"]}
-    assert list(data["hooks"]) == ["Stop", "SessionStart", "PreCompact", "StopFailure"]
+    assert list(data["hooks"]) == [
+        "Stop",
+        "SessionStart",
+        "PreCompact",
+        "StopFailure",
+        "PreToolUse",
+    ]
 
 
 # ---------------------------------------------------------------- find_installed
@@ -1083,6 +1102,7 @@ def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
         InstalledHook("project", project, "SessionStart", START),
         InstalledHook("project", project, "PreCompact", COMPACT),
         InstalledHook("project", project, "StopFailure", FAIL),
+        InstalledHook("project", project, "PreToolUse", PRE),
         InstalledHook(
             "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
         ),
@@ -1097,6 +1117,7 @@ def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path)
         ("project", "SessionStart"),
         ("project", "PreCompact"),
         ("project", "StopFailure"),
+        ("project", "PreToolUse"),
     ]
 
 

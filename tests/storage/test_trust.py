@@ -265,9 +265,10 @@ def test_session_start_says_why_and_what_to_run(project: Path, rs: Any) -> None:
     context = out["hookSpecificOutput"]["additionalContext"]
     assert context.endswith(
         "- The loop's checks are not trusted on this machine (changed outside ralphstate, or"
-        " they came with the repository), so ralphstate will not run them; the person has to"
-        " review them and run `ralphstate trust`."
+        " they came with the repository), so ralphstate will not run them; only the person"
+        " may trust them: ask them to review and trust them."
     )
+    assert "ralphstate trust" not in context  # what the model reads never suggests it
 
 
 def test_session_start_for_a_cloned_loop_mentions_its_checks(project: Path, tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""PreToolUse (Claude Code, Bash): the person answers for the agent's approvals
+(docs/explanation/proof.md, "Only a person approves").
+
+Runs before each command of the agent's Bash tool; the entry has already let every
+command that does not name ralphstate go (`hooks.entry`). A command that approves what
+proves the loop done (`core.approval`: `ralphstate trust`, `ralphstate review
+--approve` or `--revert`) is handed to the person: the hook answers `ask`, so Claude Code
+shows its permission prompt, in every permission mode (bypassPermissions and dontAsk
+too), and gives the command a one-time approval (`storage.approvals`) in its
+environment, which `loop.person.require_person` accepts once. Where nobody can answer a
+prompt (`claude -p`, an Agent SDK program, a `ralphstate run` iteration) it answers
+`deny`, with one sentence telling the agent to ask the person. A command that names the
+approval's variable itself is denied.
+
+It fails open as every hook does (`hooks.faults`), and here that means no decision:
+the command then runs without an approval, and `require_person` refuses it. It never
+answers `allow`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ralphstate.agents import claude
+from ralphstate.agents.contract import Agent
+from ralphstate.core import approval, ownership
+from ralphstate.core.text import count
+from ralphstate.hooks.base import HookInput, Output
+from ralphstate.storage import approvals, paths
+
+# Told to the agent (a `deny` reason reaches the model).
+ASK_THE_PERSON = (
+    "Approving what proves this loop done is the person's decision, and nobody can"
+    " answer a permission prompt here: ask the person to approve it themselves."
+)
+NAMED_ITSELF = (
+    f"{approval.APPROVAL_ENV} is set by ralphstate alone, for a command the person"
+    " approved at the permission prompt: run the command without it."
+)
+_WHAT = {
+    "trust": "to trust {checks} to run on this machine and to approve what proves the"
+    " loop done as it is now",
+    "review --approve": "to approve the changes to what proves the loop done",
+    "review --revert": "to put back what proves the loop done as you last approved it",
+}
+
+
+def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+    tool_input = hook_input.get("tool_input")
+    if agent.name != "claude" or hook_input.get("tool_name") != "Bash":
+        return None
+    if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
+        return None
+    command: str = tool_input["command"]
+    if approval.names_approval(command):
+        return _decision("deny", NAMED_ITSELF)
+    found = approval.approving(command)
+    if found is None:
+        return None
+    if os.environ.get(ownership.ENV_RUNNER) or not claude.attended(os.environ):
+        return _decision("deny", ASK_THE_PERSON)
+    token = approvals.mint(loop, agent.session_id(hook_input))
+    asked = {**tool_input, "command": approval.with_approval(command, token)}
+    return _decision("ask", _question(found, loop), asked)
+
+
+def _question(found: str, loop: paths.LoopPaths) -> str:
+    """What the person is asked at the prompt: what the command approves."""
+    checks = "its checks"
+    if found == "trust":
+        import contextlib
+
+        from ralphstate.storage import trust
+        from ralphstate.storage.store import Store
+
+        with contextlib.suppress(Exception):  # a loop it cannot read: asked all the same
+            checks = count(len(trust.armed(Store(loop).load())), "check")
+    what = _WHAT[found].format(checks=checks)
+    return (
+        f"ralphstate: the agent asks {what}. Only you may: say yes if you have read"
+        " them (`ralphstate status`)."
+    )
+
+
+def _decision(decision: str, reason: str, updated: dict[str, object] | None = None) -> Output:
+    out: dict[str, object] = {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    }
+    if updated is not None:
+        out["updatedInput"] = updated
+    return {"hookSpecificOutput": out}
