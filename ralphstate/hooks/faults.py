@@ -14,6 +14,10 @@ import sys
 # The hooks that may refuse what the agent does by exiting 2 with the reason on stderr
 # (Claude Code's TaskCompleted feeds it to the model); every other exit is 0.
 REFUSING = ("task-completed",)
+# The hooks whose fault is no decision rather than an allow: the client goes on as if
+# the hook had not run (PreToolUse: the command then runs without the person's approval,
+# and what needs that approval refuses it).
+UNDECIDED = ("pre-tool-use",)
 
 
 class Fault(Exception):
@@ -55,8 +59,9 @@ def refuse(reason: str) -> int:
 
 
 def complain(event: str, message: str, exc: BaseException | None = None) -> None:
-    """Tell the person on stderr, and the log, what went wrong; the hook allows."""
-    note(event, f"{message}; allowing", exc)
+    """Tell the person on stderr, and the log, what went wrong; the hook allows (or,
+    for a hook of UNDECIDED, decides nothing)."""
+    note(event, f"{message}; {'no decision' if event in UNDECIDED else 'allowing'}", exc)
 
 
 def note(event: str, message: str, exc: BaseException | None = None) -> None:

@@ -24,8 +24,10 @@ import os
 from ralphstate.agents import claude
 from ralphstate.agents.contract import Agent
 from ralphstate.core import approval, ownership
+from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count
 from ralphstate.hooks.base import HookInput, Output
+from ralphstate.hooks.faults import Fault
 from ralphstate.storage import approvals, paths
 
 # Told to the agent (a `deny` reason reaches the model).
@@ -59,7 +61,10 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         return None
     if os.environ.get(ownership.ENV_RUNNER) or not claude.attended(os.environ):
         return _decision("deny", ASK_THE_PERSON)
-    token = approvals.mint(loop, agent.session_id(hook_input))
+    try:
+        token = approvals.mint(loop, agent.session_id(hook_input))
+    except RalphstateError as exc:
+        raise Fault(str(exc).rstrip(".")) from None
     asked = {**tool_input, "command": approval.with_approval(command, token)}
     return _decision("ask", _question(found, loop), asked)
 
