@@ -21,6 +21,10 @@ lowest and the highest, and the goal. The rows:
 - PostToolUse, no loop / a loop: the hook `ralphstate install --tasks` adds, mirroring
   a `TaskCreate` (each run a new task, so every run writes) in the project without a
   loop and in the one with it;
+- PreToolUse, a Bash call / an approval: the hook `ralphstate install` writes for the
+  Bash tool, in the project with a loop: a command that names no ralphstate (let go
+  before the input is parsed), and `ralphstate trust` in a session a person attends
+  (asked: a one-time approval written to the per-user approvals file);
 - TaskCompleted, no loop / a loop: the TaskCompleted hook `ralphstate install --tasks`
   adds, completing a task in the project without a loop, and in the one with it a task
   tied to no criterion (nothing runs: a tied task's time is its check's);
@@ -47,8 +51,9 @@ dependencies. Ratios move by 10-20% with the machine's load; exits 1 when a medi
 misses its goal.
 
 A goal is a ratio, or for the rows whose floor is their dependencies' import (a hook
-that writes the state imports orjson and filelock, a command click too) at most 20%
-above that reference row's median, measured in the same run (`WRITES`, `COMMANDS`).
+that writes the state or a per-user file imports orjson and filelock, a command click
+too) at most 20% above that reference row's median, measured in the same run (`WRITES`,
+`COMMANDS`).
 """
 
 from __future__ import annotations
@@ -88,8 +93,10 @@ class Proc:
         data: bytes | Callable[[int], bytes] = b"",
         expect: str = "",
         verify: Callable[[], str | None] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.verify = verify  # after the runs: what is wrong with their effect, or None
+        self.env = env or {}  # set for this process, over the benchmark's environment
         self.command = command if callable(command) else lambda i: command
         self.data = data if callable(data) else lambda i: data
         self.cwd, self.expect = cwd, expect
@@ -287,6 +294,15 @@ def cases(
         return None if len(made) == runs + 1 else f"{len(made)} tasks mirrored, not {runs + 1}"
 
     loop_task = Proc(mirror, tasks, lambda i: task_created(tasks, i), verify=mirrored)
+    pre = hook(python, "PreToolUse")[1]
+
+    def bash_call(command: str) -> bytes:
+        call = {"tool_name": "Bash", "tool_input": {"command": command, "description": "Run"}}
+        return hook_input(looped, "PreToolUse", **call)
+
+    tests_call = Proc(pre, looped, bash_call("pytest -q"))
+    attended = {"CLAUDE_CODE_SESSION_ATTENDED": "1"}
+    approval = Proc(pre, looped, bash_call("ralphstate trust"), '"ask"', env=attended)
     gate = hook(python, "TaskCompleted")[1]
     done = {"task_id": "1", "task_subject": "Write the parser", "task_description": "It parses."}
     bare_gate = Proc(gate, empty, hook_input(empty, "TaskCompleted", **done))
@@ -306,6 +322,8 @@ def cases(
         ("SessionStart hook", 4.5, restoring, None),
         ("PostToolUse hook, no loop", 1.1, bare_task, None),
         ("PostToolUse hook, a loop", WRITES, loop_task, None),
+        ("PreToolUse hook, a Bash call", 1.1, tests_call, None),
+        ("PreToolUse hook, an approval", WRITES, approval, None),
         ("TaskCompleted hook, no loop", 1.1, bare_gate, None),
         ("TaskCompleted hook, a loop", 4.5, loop_gate, None),
         ("status line, no loop", 1.1, bare_line, None),
@@ -328,7 +346,7 @@ def measure(proc: Proc, baseline: Proc, env: dict[str, str], runs: int) -> list[
     for i in range(runs + 1):
         times = []
         for side in (baseline, proc):
-            side_env = dict(env, CLAUDE_PROJECT_DIR=str(side.cwd))
+            side_env = dict(env, CLAUDE_PROJECT_DIR=str(side.cwd), **side.env)
             took, out = run(side.command(i), side_env, side.cwd, side.data(i))
             if side.expect not in out:
                 sys.exit(f"{shlex.join(side.command(i))}: no {side.expect!r} in {out!r}")

@@ -281,3 +281,27 @@ def test_the_post_tool_use_hook_imports_what_the_stop_hook_does(
         "ralphstate.core.tasklist",
         "ralphstate.hooks.post_tool_use",
     ]
+
+
+def test_the_pre_tool_use_hook_lets_a_bash_call_go_before_importing_anything(
+    project: Path, tmp_path: Path, rs: Any
+) -> None:
+    """It runs before every Bash call: one that names no ralphstate costs what the hook
+    without a loop costs, even in a project with a loop; an approval goes further."""
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+
+    def pre(command: str) -> Probe:
+        data = tmp_path / "pre.json"
+        call = {"tool_name": "Bash", "tool_input": {"command": command}}
+        data.write_bytes(orjson.dumps({"session_id": SESSION, "cwd": str(project), **call}))
+        flags, run, args = installed("pre-tool-use")
+        env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_CODE_SESSION_ATTENDED": "1"}
+        return probe(run, flags=flags, args=args, cwd=project, stdin=data, env=env)
+
+    tests = pre("pytest -q")
+    assert (tests.code, tests.out, tests.err) == (0, b"", b"")
+    assert tests.loaded(NOT_WITHOUT_A_LOOP) == []
+    assert "ralphstate.hooks.pre_tool_use" not in tests.modules
+    trust = pre("ralphstate trust")
+    assert orjson.loads(trust.out)["hookSpecificOutput"]["permissionDecision"] == "ask"
+    assert trust.loaded(("click", "ralphstate.cli")) == []

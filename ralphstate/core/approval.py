@@ -19,7 +19,6 @@ unclosed quote) is judged by its words alone.
 from __future__ import annotations
 
 import re
-import shlex
 
 # The variable that carries a one-time approval (`storage.approvals`) into the command
 # the person approved; a command the agent writes may not name it.
@@ -83,6 +82,8 @@ def _words(command: str) -> list[str] | None:
     it does not parse, or is too long to read this way."""
     if len(command) > MAX_COMMAND_CHARS:
         return None
+    import shlex  # only for a command that names ralphstate
+
     lexer = shlex.shlex(command.replace("`", "\n"), posix=True, punctuation_chars=";&|()<>\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True

@@ -122,8 +122,8 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         named = f"unknown hook {event!r}" if event else "no hook named"
         raise _fault(f"{named}; expected one of {', '.join(table.HOOKS)}")
     data = _read_stdin()
-    if event == "pre-tool-use" and b"ralphstate" not in data.lower():
-        return None  # a tool call that names no ralphstate: nothing to ask, nothing read
+    if event == "pre-tool-use" and not may_approve(data):
+        return None  # a tool call that approves nothing: nothing to ask, nothing read
     if detach and event in DETACHED and not os.environ.get(FOREGROUND):
         _detach()
     hook_input = None
@@ -168,6 +168,22 @@ def _handler(event: str) -> Handler:
     from ralphstate.hooks import task_completed
 
     return task_completed.handle
+
+
+# What the command of a tool call that approves holds, besides "ralphstate": one of
+# these (`core.approval.approving` and `names_approval`; tests/core/test_approval.py
+# holds them together).
+APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
+
+
+def may_approve(data: bytes) -> bool:
+    """Whether a tool call may approve what proves a loop done, told without parsing
+    its input: the input from its first `"tool_input"` on (which holds the tool's input
+    wherever that key comes; the project's and the transcript's paths before it do not
+    count) names ralphstate and an approving word."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return b"ralphstate" in said and any(word in said for word in APPROVING_WORDS)
 
 
 def _fault(message: str) -> Exception:

@@ -22,13 +22,13 @@ from __future__ import annotations
 import os
 
 from ralphstate.agents import claude
-from ralphstate.agents.contract import Agent
-from ralphstate.core import approval, ownership
-from ralphstate.core.errors import RalphstateError
-from ralphstate.core.text import count
-from ralphstate.hooks.base import HookInput, Output
-from ralphstate.hooks.faults import Fault
-from ralphstate.storage import approvals, paths
+from ralphstate.core import approval
+
+TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
+if TYPE_CHECKING:
+    from ralphstate.agents.contract import Agent
+    from ralphstate.hooks.base import HookInput, Output
+    from ralphstate.storage.paths import LoopPaths
 
 # Told to the agent (a `deny` reason reaches the model).
 ASK_THE_PERSON = (
@@ -47,7 +47,7 @@ _WHAT = {
 }
 
 
-def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
+def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | None:
     tool_input = hook_input.get("tool_input")
     if agent.name != "claude" or hook_input.get("tool_name") != "Bash":
         return None
@@ -59,8 +59,14 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     found = approval.approving(command)
     if found is None:
         return None
-    if os.environ.get(ownership.ENV_RUNNER) or not claude.attended(os.environ):
+    from ralphstate.core.ownership import ENV_RUNNER
+
+    if os.environ.get(ENV_RUNNER) or not claude.attended(os.environ):
         return _decision("deny", ASK_THE_PERSON)
+    from ralphstate.core.errors import RalphstateError
+    from ralphstate.hooks.faults import Fault
+    from ralphstate.storage import approvals
+
     try:
         token = approvals.mint(loop, agent.session_id(hook_input))
     except RalphstateError as exc:
@@ -69,12 +75,13 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     return _decision("ask", _question(found, loop), asked)
 
 
-def _question(found: str, loop: paths.LoopPaths) -> str:
+def _question(found: str, loop: LoopPaths) -> str:
     """What the person is asked at the prompt: what the command approves."""
     checks = "its checks"
     if found == "trust":
         import contextlib
 
+        from ralphstate.core.text import count
         from ralphstate.storage import trust
         from ralphstate.storage.store import Store
 

@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from ralphstate.core.approval import APPROVAL_ENV, approving, names_approval, with_approval
+from ralphstate.hooks.entry import may_approve
 
 APPROVING = [
     ("ralphstate trust", "trust"),
@@ -62,12 +64,28 @@ def test_a_command_that_runs_an_approval_is_found(command: str, expected: str) -
     assert approving(command) == expected
 
 
+@pytest.mark.parametrize(("command", "expected"), APPROVING)
+def test_the_hook_entry_lets_no_approval_go_unread(command: str, expected: str) -> None:
+    """The entry lets a Bash call go before parsing it unless its bytes hold the words
+    every approval holds (hooks/entry.py): none of these is let go."""
+    call = {"tool_name": "Bash", "tool_input": {"command": command}}
+    assert may_approve(orjson.dumps({"cwd": "/x", **call}))
+    assert may_approve(orjson.dumps({**call, "cwd": "/x"}))
+
+
+def test_the_hook_entry_does_not_count_the_project_s_path() -> None:
+    call = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
+    assert not may_approve(orjson.dumps({"cwd": "/src/ralphstate/trust", **call}))
+    assert not may_approve(orjson.dumps({"tool_input": {"command": "ralphstate status"}}))
+
+
 @pytest.mark.parametrize("command", NOT_APPROVING)
 def test_a_command_that_runs_none_is_not(command: str) -> None:
     assert approving(command) is None
 
 
 def test_naming_the_approval_variable_is_seen_in_any_case() -> None:
+    assert may_approve(orjson.dumps({"tool_input": {"command": f"{APPROVAL_ENV}=1 sh x"}}))
     assert names_approval(f"{APPROVAL_ENV}=abc ralphstate trust")
     assert names_approval("export ralphstate_approval=abc")
     assert names_approval("sh -c 'echo $RALPHSTATE_APPROVAL'")
