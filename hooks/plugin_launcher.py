@@ -63,6 +63,9 @@ _compiled: "list[re.Pattern[str]]" = []
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 # The largest settings file read (ralphstate.core.limits.MAX_SETTINGS_BYTES).
 MAX_SETTINGS_BYTES = 1024 * 1024
+# What a Bash command that approves holds besides "ralphstate"
+# (ralphstate.hooks.entry.APPROVING_WORDS): a PreToolUse call without them is let go.
+APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
 
 
 def run(argv: "list[str]") -> "NoReturn":
@@ -91,8 +94,8 @@ def main(argv: "list[str]") -> int:
         data = _read_stdin()
         if command not in EVENTS:
             return 0
-        if command == "pre-tool-use" and b"ralphstate" not in data.lower():
-            return 0  # a tool call that names no ralphstate (ralphstate.hooks.entry)
+        if command == "pre-tool-use" and not _may_approve(data):
+            return 0  # a tool call that approves nothing (ralphstate.hooks.entry)
         version = plugin_version()
         if len(data) <= MAX_INPUT_BYTES and _no_loop() and _at_hand(version):
             return 0  # the common case: the hook would find no loop, and say nothing
@@ -122,6 +125,14 @@ def _own() -> "re.Pattern[str]":
 
 
 # -- whether there is anything to do -------------------------------------------------------
+
+
+def _may_approve(data: bytes) -> bool:
+    """ralphstate.hooks.entry.may_approve: what follows the input's first "tool_input"
+    names ralphstate and an approving word."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return b"ralphstate" in said and any(word in said for word in APPROVING_WORDS)
 
 
 def _no_loop() -> bool:

@@ -1445,3 +1445,6 @@ def test_launcher_bound_matches_the_hook_input_limit() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.MAX_INPUT_BYTES == limits.MAX_HOOK_INPUT_BYTES
+    from ralphstate.hooks.entry import APPROVING_WORDS
+
+    assert module.APPROVING_WORDS == APPROVING_WORDS

@@ -278,18 +278,20 @@ def test_without_a_loop_the_hook_is_answered_before_anything_is_imported(
 
 
 @POSIX_ONLY
-def test_a_bash_call_that_names_no_ralphstate_is_answered_before_anything_runs(
+def test_a_bash_call_that_approves_nothing_is_answered_before_anything_runs(
     tmp_path: Path, plugin: Path, data: Path
 ) -> None:
-    """PreToolUse runs before every Bash call: one that does not name ralphstate is let
-    go by the launcher itself, loop or not; an approval is handed over."""
+    """PreToolUse runs before every Bash call: one that approves nothing is let go by
+    the launcher itself, loop or not; an approval is handed over."""
     may_loop(tmp_path)
     fake_env(data)
     call: dict[str, Any] = {"session_id": "s", "tool_name": "Bash"}
-    call["tool_input"] = {"command": "pytest -q", "description": "Run the tests"}
+    call["tool_input"] = {"description": "Run it"}
     launch = plugin / "hooks" / "launch.py"
-    done = hook(launch, "pre-tool-use", env_for(tmp_path, data), json.dumps(call).encode())
-    assert (done.stdout, done.stderr) == (b"", b"")
+    for command in ("pytest -q", "ralphstate status"):
+        call["tool_input"]["command"] = command
+        done = hook(launch, "pre-tool-use", env_for(tmp_path, data), json.dumps(call).encode())
+        assert (done.stdout, done.stderr) == (b"", b"")
     call["tool_input"]["command"] = "ralphstate trust"
     done = hook(launch, "pre-tool-use", env_for(tmp_path, data), json.dumps(call).encode())
     assert json.loads(done.stdout)["argv"][-1] == "pre-tool-use"
