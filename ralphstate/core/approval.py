@@ -188,3 +188,14 @@ def _subcommand(args: list[str]) -> str | None:
             if any(arg == flag or arg.startswith(flag + "=") for arg in args):
                 return f"review {flag}"
     return None
+
+
+def trust_step() -> str:
+    """What to do about checks not trusted on this machine, said to whoever runs this
+    command (`actor.current`): the person runs `ralphstate trust`; an agent asks the
+    person, who alone may."""
+    from ralphstate.core import actor
+
+    if actor.is_person(actor.current()):
+        return "run `ralphstate trust`"
+    return "ask the person to trust them (only they can)"

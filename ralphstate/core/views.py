@@ -8,6 +8,7 @@ from typing import Any
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.actor import describe
+from ralphstate.core.approval import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs
@@ -82,7 +83,7 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
         head.insert(
             0,
             style(NOT_TRUSTED.replace("not", "NOT", 1), fg="red", bold=True)
-            + "; they will not run until you review them and run `ralphstate trust`",
+            + f"; they will not run until you review them and {trust_step()}",
         )
     lines = [f"checks {len(names)}: " + " · ".join(head)]
     for name in names:

@@ -62,12 +62,3 @@ def refusal(what: str, found: actor.Actor) -> str:
             " Claude Code asks them."
         )
     return f"{lead}: ask them to run it in their own terminal."
-
-
-def trust_step() -> str:
-    """What to do about checks not trusted on this machine, said to whoever runs this
-    command: the person runs `ralphstate trust`; an agent asks the person, who alone
-    may."""
-    if actor.is_person(actor.current()):
-        return "run `ralphstate trust`"
-    return "ask the person to trust them (only they can)"

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from ralphstate.core import actor
-from ralphstate.core.approval import APPROVAL_ENV
+from ralphstate.core.approval import APPROVAL_ENV, trust_step
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import person
 from ralphstate.storage import approvals, paths, trust
@@ -136,7 +136,20 @@ def test_an_expired_approval_says_so(
 
 def test_the_person_is_told_to_trust_an_agent_to_ask(monkeypatch: pytest.MonkeyPatch) -> None:
     actor.find_with(lambda: dict(actor.PERSON))
-    assert person.trust_step() == "run `ralphstate trust`"
+    assert trust_step() == "run `ralphstate trust`"
     actor.find_with(lambda: {"kind": "agent", "agent": "claude"})
-    assert "ralphstate trust" not in person.trust_step()
-    assert person.trust_step().startswith("ask the person")
+    assert "ralphstate trust" not in trust_step()
+    assert trust_step().startswith("ask the person")
+
+
+@pytest.mark.parametrize("args", [["status"], ["verify"]])
+def test_what_an_agent_reads_never_suggests_trust(
+    project: Path, loop: paths.LoopPaths, args: list[str]
+) -> None:
+    agent = run_process(args, cwd=project, env=CLAUDE)
+    said = (agent.stdout + agent.stderr).decode()
+    assert "not trusted" in said.lower()
+    assert "ralphstate trust" not in said
+    assert "ask the person to trust them (only they can)" in said
+    person = run_process(args, cwd=project)
+    assert "run `ralphstate trust`" in (person.stdout + person.stderr).decode()
