@@ -56,7 +56,7 @@ def criteria_add(name: str, check: str | None) -> None:
     new = checklist.criteria_add(store, name, check)
     output.text(f"added criterion '{visible(name)}'")
     if check is None and name in new["checks"]:
-        from ralphstate.core.approval import trust_step
+        from ralphstate.core.approving import trust_step
         from ralphstate.storage import trust
 
         if not trust.is_trusted(store.paths, new):

@@ -183,7 +183,7 @@ def init(
     for name, command in new["checks"].items():  # from the template: shown, not trusted
         output.text(f"check (not trusted yet) {visible(name)}: {visible(command)}")
     if new["checks"]:
-        from ralphstate.core.approval import trust_step
+        from ralphstate.core.approving import trust_step
 
         one = len(new["checks"]) == 1
         output.text(

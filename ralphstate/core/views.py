@@ -8,7 +8,7 @@ from typing import Any
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.actor import describe
-from ralphstate.core.approval import trust_step
+from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, proofs

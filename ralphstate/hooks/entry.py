@@ -171,7 +171,7 @@ def _handler(event: str) -> Handler:
 
 
 # What the command of a tool call that approves holds, besides "ralphstate": one of
-# these (`core.approval.approving` and `names_approval`; tests/core/test_approval.py
+# these (`core.approving.approving` and `names_approval`; tests/core/test_approving.py
 # holds them together).
 APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
 

@@ -3,7 +3,7 @@
 
 Runs before each command of the agent's Bash tool; the entry has already let every
 command that does not name ralphstate go (`hooks.entry`). A command that approves what
-proves the loop done (`core.approval`: `ralphstate trust`, `ralphstate review
+proves the loop done (`core.approving`: `ralphstate trust`, `ralphstate review
 --approve` or `--revert`) is handed to the person: the hook answers `ask`, so Claude Code
 shows its permission prompt, in every permission mode (bypassPermissions and dontAsk
 too), and gives the command a one-time approval (`storage.approvals`) in its
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from ralphstate.agents import claude
-from ralphstate.core import approval
+from ralphstate.core import approving
 
 TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ ASK_THE_PERSON = (
     " answer a permission prompt here: ask the person to approve it themselves."
 )
 NAMED_ITSELF = (
-    f"{approval.APPROVAL_ENV} is set by ralphstate alone, for a command the person"
+    f"{approving.APPROVAL_ENV} is set by ralphstate alone, for a command the person"
     " approved at the permission prompt: run the command without it."
 )
 _WHAT = {
@@ -54,9 +54,9 @@ def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | Non
     if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
         return None
     command: str = tool_input["command"]
-    if approval.names_approval(command):
+    if approving.names_approval(command):
         return _decision("deny", NAMED_ITSELF)
-    found = approval.approving(command)
+    found = approving.approving(command)
     if found is None:
         return None
     from ralphstate.core.ownership import ENV_RUNNER
@@ -71,7 +71,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | Non
         token = approvals.mint(loop, agent.session_id(hook_input))
     except RalphstateError as exc:
         raise Fault(str(exc).rstrip(".")) from None
-    asked = {**tool_input, "command": approval.with_approval(command, token)}
+    asked = {**tool_input, "command": approving.with_approval(command, token)}
     return _decision("ask", _question(found, loop), asked)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from ralphstate.core import actor
-from ralphstate.core.approval import APPROVAL_ENV
+from ralphstate.core.approving import APPROVAL_ENV
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import current_actor
 from ralphstate.storage import approvals

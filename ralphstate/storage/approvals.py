@@ -3,7 +3,7 @@ prompt runs as theirs (docs/explanation/proof.md, "Only a person approves").
 
 When the agent's Bash tool is about to run `ralphstate trust` (or `review --approve`),
 the PreToolUse hook `mint`s a token, has Claude Code ask the person, and hands the
-command on with the token in its environment (`core.approval.APPROVAL_ENV`). Only a
+command on with the token in its environment (`core.approving.APPROVAL_ENV`). Only a
 command the person let run carries it; `consume` accepts it once, for the loop and the
 session it was made for, within `TTL_SECONDS`.
 

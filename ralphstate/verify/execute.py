@@ -136,7 +136,7 @@ def _command(verb: str, name: str, after: str) -> str:
 
 
 def untrusted_message(store: Store) -> str:
-    from ralphstate.core.approval import trust_step
+    from ralphstate.core.approving import trust_step
 
     return (
         f"the checks in {store.paths.display(store.paths.state)} are {NOT_TRUSTED}; nothing"

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.core.approval import APPROVAL_ENV
+from ralphstate.core.approving import APPROVAL_ENV
 from ralphstate.hooks.pre_tool_use import ASK_THE_PERSON, NAMED_ITSELF
 from ralphstate.storage import approvals, home, paths
 from tests.helpers import run_process

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from ralphstate.core import actor
-from ralphstate.core.approval import APPROVAL_ENV, trust_step
+from ralphstate.core.approving import APPROVAL_ENV, trust_step
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import person
 from ralphstate.storage import approvals, paths, trust
@@ -153,3 +153,15 @@ def test_what_an_agent_reads_never_suggests_trust(
     assert "ask the person to trust them (only they can)" in said
     person = run_process(args, cwd=project)
     assert "run `ralphstate trust`" in (person.stdout + person.stderr).decode()
+
+
+def test_review_approve_takes_the_same_approval(project: Path, loop: paths.LoopPaths) -> None:
+    done = run_process(["review", "--approve"], cwd=project, env=CLAUDE)
+    assert done.returncode == 1
+    assert "so only the person may run it" in done.stderr.decode()
+    token = approvals.mint(loop, "sess-1")
+    done = run_process(["review", "--approve"], cwd=project, env={**CLAUDE, APPROVAL_ENV: token})
+    assert done.returncode == 0, done.stderr
+    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    assert events[-1]["actor"]["via"] == "permission prompt"

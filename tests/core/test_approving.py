@@ -1,4 +1,4 @@
-"""Which shell commands approve (core/approval.py), and the command the person is asked
+"""Which shell commands approve (core/approving.py), and the command the person is asked
 about, run by a real shell."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ralphstate.core.approval import APPROVAL_ENV, approving, names_approval, with_approval
+from ralphstate.core.approving import APPROVAL_ENV, approving, names_approval, with_approval
 from ralphstate.hooks.entry import may_approve
 
 APPROVING = [
