@@ -88,10 +88,8 @@ def _question(found: str, loop: LoopPaths) -> str:
         with contextlib.suppress(Exception):  # a loop it cannot read: asked all the same
             checks = count(len(trust.armed(Store(loop).load())), "check")
     what = _WHAT[found].format(checks=checks)
-    return (
-        f"ralphstate: the agent asks {what}. Only you may: say yes if you have read"
-        " them (`ralphstate status`)."
-    )
+    read = "them (`ralphstate status`)" if found == "trust" else "the changes (`ralphstate review`)"
+    return f"ralphstate: the agent asks {what}. Only you may: say yes if you have read {read}."
 
 
 def _decision(decision: str, reason: str, updated: dict[str, object] | None = None) -> Output:

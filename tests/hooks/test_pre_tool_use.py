@@ -126,6 +126,7 @@ def test_review_approve_and_revert_ask_too(loop: Path) -> None:
         call = bash_call(loop, f"ralphstate review {flag}")
         kind, reason = decision(hook(loop, call, ATTENDED)[0])
         assert kind == "ask" and words in reason
+        assert reason.endswith("if you have read the changes (`ralphstate review`).")
 
 
 def test_without_a_loop_or_for_another_tool_or_agent_nothing_is_said(
