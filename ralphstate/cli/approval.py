@@ -56,22 +56,10 @@ def review_command(approve: bool, revert: bool, as_json: bool) -> None:
 
 
 def _person_only(store: Any, what: str) -> None:
-    """Refuse an approval from an agent session or a run (loop/person.py when it is
-    there, else the actor of this process)."""
-    import importlib
+    """Refuse an approval from an agent session or a run (loop/person.py)."""
+    from ralphstate.loop.person import require_person
 
-    try:
-        person = importlib.import_module("ralphstate.loop.person")
-    except ImportError:
-        person = None
-    if person is not None:
-        person.require_person(store.paths, f"ralphstate {what}")
-        return
-    if not actor.is_person(actor.current()):
-        raise RalphstateError(
-            f"`ralphstate {what}` decides what proves this loop done, so only the person"
-            " may run it: ask them to run it in their own terminal."
-        )
+    require_person(store.paths, f"ralphstate {what}")
 
 
 def _shown(store: Any, state: Any) -> dict[str, Any]:
