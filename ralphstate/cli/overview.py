@@ -233,19 +233,15 @@ def status(as_json: bool) -> None:
     from ralphstate.storage import trust
 
     trusted = trust.is_trusted(store.paths, state)
-    tree = None
-    if any(e.get("tree") for e in state["evidence"].values()):  # git runs only when it matters
-        from ralphstate.storage import git
-
-        code = git.snapshot(store.paths)
-        tree = code.tree if code else None
+    tree, in_git = _code(store, state)
     from ralphstate.storage import testfiles
 
     guarded = testfiles.status_line(store.paths.root, state["guards"])
     already = _already(store, state)
-    output.text(
-        views.status(state, str(store.paths.root), output.style, trusted, tree, guarded, already)
+    shown = views.status(
+        state, str(store.paths.root), output.style, trusted, tree, guarded, already, in_git
     )
+    output.text(shown)
     for line in review.summary_lines(proof):
         output.text(line)
     for line in views.unknown_here(state, known, output.style):
@@ -264,6 +260,22 @@ def _already(store: Store, state: st.State) -> list[str]:
     from ralphstate.storage import ledger
 
     return redgreen.already_true(state, ledger.of_loop(store.paths, state))
+
+
+def _code(store: Store, state: st.State) -> tuple[str | None, bool | None]:
+    """The tree the work tree holds (None: not known, or no evidence names a tree), and
+    whether the loop is in a git repository (None: no checks, not asked); git runs only
+    when it matters."""
+    has_checks = any(c in state["checks"] for c in state["criteria"])
+    if not has_checks and not any(e.get("tree") for e in state["evidence"].values()):
+        return None, None
+    from ralphstate.storage import git
+
+    if any(e.get("tree") for e in state["evidence"].values()):
+        code = git.snapshot(store.paths)
+        if code is not None:
+            return code.tree, True
+    return None, (git.toplevel(store.paths.root) is not None) if has_checks else None
 
 
 @click.command(context_settings=SETTINGS)

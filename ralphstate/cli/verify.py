@@ -51,15 +51,25 @@ def result_lines(result: execute.CheckResult) -> list[str]:
     help="Seconds each check may run, for this run"
     f" (default: the criterion's own timeout, else {limits.CHECK_TIMEOUT:g}).",
 )
+@click.option(
+    "--clean",
+    is_flag=True,
+    help="Run the checks in a clean room: a temporary worktree of the files git tracks,"
+    " as the work tree holds them (untracked and ignored files left out), removed after.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def verify_command(names: tuple[str, ...], timeout: float | None, as_json: bool) -> None:
+def verify_command(
+    names: tuple[str, ...], timeout: float | None, clean: bool, as_json: bool
+) -> None:
     """Run the criteria's checks now and record what they prove.
 
-    Each check runs in the project root. Exit code 0 records its criterion as met and
-    verified; any other exit code, or a timeout, records it as not met and failing,
-    with the end of its output. Without NAME, every criterion that has a check runs;
-    NAME may be a criterion's number. Exits 1 when a check fails; Ctrl-C stops the
-    running check and records nothing for it.
+    Each check runs in the project root; with --clean, in the same directory of a
+    clean room, which is what the Stop hook and `ralphstate run` use to accept a
+    completion (see `ralphstate config clean-verify`). Exit code 0 records its
+    criterion as met and verified; any other exit code, or a timeout, records it as
+    not met and failing, with the end of its output. Without NAME, every criterion
+    that has a check runs; NAME may be a criterion's number. Exits 1 when a check
+    fails; Ctrl-C stops the running check and records nothing for it.
 
     Only checks trusted on this machine run (see `ralphstate trust`).
 
@@ -67,6 +77,7 @@ def verify_command(names: tuple[str, ...], timeout: float | None, as_json: bool)
     Example:
       ralphstate verify
       ralphstate verify "tests pass" --timeout 300
+      ralphstate verify --clean
     """
     _seconds(timeout)
     store = locate()
@@ -80,7 +91,9 @@ def verify_command(names: tuple[str, ...], timeout: float | None, as_json: bool)
 
     try:
         with execute.terminate_as_interrupt():
-            results = execute.run_checks(store, list(names) or None, timeout, progress=show)
+            results = execute.run_checks(
+                store, list(names) or None, timeout, progress=show, clean=clean
+            )
     except KeyboardInterrupt:
         output.error(
             "interrupted; the running check was stopped and nothing was recorded"
@@ -176,6 +189,11 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       verify-on-stop    true/false/default: run the criteria's checks before the
                         Stop hook allows a claimed completion (default: on;
                         `false` turns it off, and `status` shows that)
+      clean-verify      on/off/default: the checks that accept a completion (the
+                        Stop hook's, `run`'s) run in a clean room, a temporary
+                        worktree of the files git tracks (default: on in a git
+                        repository; `off` runs them in the project, as `status`
+                        shows)
       max-cost          the loop's cost budget in US dollars, or none
       max-tokens        the loop's token budget, or none: the loop pauses once
                         its usage reaches it (inside a session too)
@@ -189,6 +207,7 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       ralphstate config
       ralphstate config max-iterations 40
       ralphstate config verify-on-stop true
+      ralphstate config clean-verify off
       ralphstate config continue-message ""
       ralphstate config max-cost 20
       ralphstate config max-duration none

@@ -51,6 +51,10 @@ class Evidence(TypedDict, total=False):
     # The criterion's first check result, for this command, passed before the loop did
     # any work (core/redgreen.py): this proof says nothing about the work.
     alreadyTrue: bool
+    # The check ran in a clean room (storage/cleanroom.py): a temporary worktree of the
+    # tracked files, whose tree was `cleanTree`; absent: it ran in the project itself.
+    clean: bool
+    cleanTree: str
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).
@@ -223,7 +227,7 @@ def _evidence(raw: dict[str, Any]) -> dict[str, Evidence]:
 
 def verification(raw: dict[str, Any]) -> dict[str, Any]:
     """The spec, the criteria and their status, their checks with timeouts and evidence,
-    `verifyOnStop` and `noCriteria`: checked, in that order."""
+    `verifyOnStop`, `cleanVerify` and `noCriteria`: checked, in that order."""
     spec = raw.get("spec", "")
     if not isinstance(spec, str):
         raise Invalid("'spec' must be a string")
@@ -241,6 +245,10 @@ def verification(raw: dict[str, Any]) -> dict[str, Any]:
         # file since holds): that `false` was the old default, not the person's choice.
         verify_on_stop = None
     found["verifyOnStop"] = verify_on_stop
+    clean = raw.get("cleanVerify")
+    if clean is not None and not isinstance(clean, bool):
+        raise Invalid(f"'cleanVerify' must be true, false or null, not {clean!r}")
+    found["cleanVerify"] = clean
     no_criteria = raw.get("noCriteria", False)
     if no_criteria is not None and not isinstance(no_criteria, bool):
         raise Invalid(f"'noCriteria' must be true or false, not {no_criteria!r}")

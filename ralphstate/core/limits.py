@@ -127,5 +127,12 @@ GIT_SNAPSHOT_SECONDS = 20.0
 MAX_GUARDS = 200
 MAX_GUARD_CHARS = 1000
 MAX_GUARD_DIFF_BYTES = 64 * 1024
+# A clean room (storage/cleanroom.py): the most its making may take (inside a Stop hook,
+# the checks' budget bounds it too), and its removal afterwards: 2 x 20 + STOP_VERIFY_BUDGET
+# + 20 still stays below STOP_HOOK_TIMEOUT. How much of the restored paths' index entries
+# (`git ls-files -s`, some 100 bytes a file) it reads.
+CLEAN_ROOM_SECONDS = 60.0
+CLEAN_ROOM_REMOVE_SECONDS = 20.0
+MAX_RESTORE_INDEX_BYTES = 64 * 1024 * 1024
 # How many of the newest history lines `ralphstate report` reads.
 MAX_REPORT_HISTORY_LINES = 20_000

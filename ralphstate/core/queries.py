@@ -30,6 +30,12 @@ def verify_on_stop(state: State) -> bool:
     return state["verifyOnStop"] is not False
 
 
+def clean_verify(state: State) -> bool:
+    """The checks that accept a completion run in a clean room, where the loop is in a
+    git repository: the default (null) and `true`; only an explicit `false` turns it off."""
+    return state["cleanVerify"] is not False
+
+
 def met(state: State, criterion: str) -> bool:
     return state["criteriaStatus"].get(criterion) is True
 

@@ -316,10 +316,12 @@ def completed(state: st.State) -> str:
             verified.append(name)
         else:
             (checked if name in state["checks"] else claimed).append(name)
-    parts = []
-    if verified:
-        by = "its check" if len(verified) == 1 else "their checks"
-        parts.append(f"verified by {by}: {_names(verified)}")
+    clean = [n for n in verified if state["evidence"].get(n, {}).get("clean")]
+    parts = [
+        f"verified by {'its check' if len(names) == 1 else 'their checks'}{how}: {_names(names)}"
+        for names, how in ((clean, " (clean room)"), ([n for n in verified if n not in clean], ""))
+        if names
+    ]
     if checked:
         why = (
             "verify-on-stop is off"

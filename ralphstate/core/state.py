@@ -87,6 +87,10 @@ class State(TypedDict):
     # per-criterion check timeouts (seconds); what backs each criterion's status.
     # null: the default, on; false only when the person turned it off (docs/explanation/design.md).
     verifyOnStop: bool | None
+    # ralphstate: the checks that accept a completion run in a clean room (a temporary
+    # worktree of the tracked files); null: the default, on wherever the loop is in a git
+    # repository; false only when the person turned it off.
+    cleanVerify: bool | None
     checkTimeouts: dict[str, float]
     evidence: dict[str, fields.Evidence]
     # ralphstate: the agent whose session (`sessionId`) owns the loop: claude, codex, ...
@@ -176,6 +180,7 @@ def _defaults() -> Raw:
         "blocksWithoutProgress": 0,
         "lastProgress": None,
         "verifyOnStop": None,
+        "cleanVerify": None,
         "checkTimeouts": {},
         "evidence": {},
         "ownerAgent": None,

@@ -50,6 +50,8 @@ def _standing(
     evidence = state["evidence"].get(name, {})
     if label in ("verified", "failing", "claimed") and evidence.get("at"):
         text += f" {clock.age(evidence['at'])} ago"
+    if label == "verified" and evidence.get("clean"):
+        text += ", in a clean room"
     if label == "failing" and evidence.get("summary"):
         text += f": {visible(evidence['summary'])}"
     if stale:
@@ -57,6 +59,18 @@ def _standing(
     if already:
         text += ", " + style(ALREADY, fg="yellow")
     return f"  ({text})"
+
+
+def clean_room(state: st.State, in_git: bool, style: Style = _plain) -> str:
+    """Whether the checks that accept a completion run in a clean room, and why not."""
+    if not in_git:
+        return "clean-room verification: not a git repository (the checks run in the project)"
+    setting = {
+        None: "on (the default)",
+        True: "on",
+        False: style("OFF", fg="red", bold=True) + " (ralphstate config clean-verify off)",
+    }
+    return f"clean-room verification: {setting[state['cleanVerify']]}"
 
 
 def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
@@ -126,12 +140,15 @@ def status(
     tree: str | None = None,
     guarded: str | None = None,
     already: Collection[str] = (),
+    in_git: bool | None = None,
 ) -> str:
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
     marks verified criteria proven on another tree `stale` (None: not known);
     `guarded` is the line about the guarded files, after the checks (None: none);
-    `already`: the criteria already true before any work (core/redgreen.py)."""
+    `already`: the criteria already true before any work (core/redgreen.py);
+    `in_git` whether the loop is in a git repository, for the line on clean-room
+    verification (None: not known, not shown)."""
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
@@ -168,6 +185,8 @@ def status(
     lines += _checks(state, trusted, style)
     if guarded is not None:
         lines.append(guarded)
+    if in_git is not None and any(c in state["checks"] for c in state["criteria"]):
+        lines.append(clean_room(state, in_git, style))
     steps = state["steps"]
     if steps:
         source = f" (the boxes of {visible(state['tasksFile'])})" if state["tasksFile"] else ""

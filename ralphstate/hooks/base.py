@@ -110,16 +110,23 @@ class Verified:
         self.untrusted = untrusted
 
 
-def run_checks(store: Store, names: list[str] | None = None) -> Verified:
+def run_checks(
+    store: Store, names: list[str] | None = None, restore: tuple[str, list[str]] | None = None
+) -> Verified:
     """Verify-on-stop, the re-run of stale checks, or a tied task's checks: run the
     loop's trusted checks (`names`, else all) within limits.STOP_VERIFY_BUDGET, outside
-    the state lock. Untrusted checks are never run."""
+    the state lock, in a clean room where the loop is in a git repository (unless its
+    `cleanVerify` is false), with `restore`'s paths in it as that tree holds them.
+    Untrusted checks are never run."""
     from ralphstate.verify import execute
 
+    budget = limits.STOP_VERIFY_BUDGET
     try:
         with execute.terminate_as_interrupt():
             return Verified(
-                execute.run_checks(store, names, budget=limits.STOP_VERIFY_BUDGET, record=False)
+                execute.run_checks(
+                    store, names, budget=budget, record=False, clean=None, restore=restore
+                )
             )
     except execute.Untrusted:
         return Verified([], untrusted=True)

@@ -43,6 +43,14 @@ def _default_or_bool(text: str) -> bool | None:
     return None if text.strip().lower() == "default" else parse_bool(text)
 
 
+def _on_off(text: str) -> bool | None:
+    """`on`/`off` (or a boolean the person chose), or `default` (null: on)."""
+    word = text.strip().lower()
+    if word in ("on", "off"):
+        return word == "on"
+    return _default_or_bool(text)
+
+
 def _count(name: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
@@ -154,6 +162,11 @@ SETTINGS: dict[str, Setting] = {
         "verifyOnStop",
         _default_or_bool,
         lambda value: "default (on)" if value is None else "true" if value else "false",
+    ),
+    "clean-verify": Setting(
+        "cleanVerify",
+        _on_off,
+        lambda value: "default (on)" if value is None else "on" if value else "off",
     ),
     # The loop's budgets (a run's own are its options: docs/how-to/overnight.md, "Budgets").
     "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),

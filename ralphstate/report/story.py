@@ -233,7 +233,8 @@ def _green(
         return
     if name == "check":
         now = event.get("result") == "verified"
-        how = f"verified by its check ({event.get('by', 'verify')})"
+        room = ", clean room" if event.get("clean") else ""
+        how = f"verified by its check ({event.get('by', 'verify')}{room})"
     else:
         now = event.get("value") is True
         how = "claimed"

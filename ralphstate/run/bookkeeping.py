@@ -41,9 +41,11 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     """The run's one verification point, after every iteration (and before the
     first, when every criterion already reads as met).
 
-    A criterion with a check (`checks`) is verified by running it: `verify.run_checks`
-    records pass or fail in `criteriaStatus` and `evidence`. A criterion without one
-    counts as verified when `criteriaStatus` says so. Returns the state afterwards.
+    A criterion with a check (`checks`) is verified by running it, in a clean room
+    where the loop is in a git repository (unless its `cleanVerify` is false):
+    `verify.run_checks` records pass or fail in `criteriaStatus` and `evidence`. A
+    criterion without one counts as verified when `criteriaStatus` says so. Returns the
+    state afterwards.
     """
     if not state["checks"]:
         return state
@@ -52,7 +54,7 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     def said(result: Any) -> None:
         report.line(progress.check_line(result))
 
-    execute.run_checks(store, by="run", progress=said)
+    execute.run_checks(store, by="run", progress=said, clean=None)
     return store.load()
 
 

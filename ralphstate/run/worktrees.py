@@ -36,6 +36,7 @@ COPIED = (
     "checkTimeouts",
     "verifyOnStop",
     "expectFail",
+    "cleanVerify",
     "maxIterations",
     "stallLimit",
     "completionMarker",

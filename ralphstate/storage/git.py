@@ -52,20 +52,24 @@ def run_git(
     *,
     env: dict[str, str] | None = None,
     timeout: float = limits.GIT_TIMEOUT,
+    input: bytes | None = None,
+    limit: int = limits.MAX_GIT_OUTPUT_BYTES,
 ) -> Done | None:
-    """`git ARGS` in `cwd`; None when git cannot be started or does not finish in time.
+    """`git ARGS` in `cwd`, its stdin `input` (else closed); None when git cannot be
+    started or does not finish in time.
 
     git runs in a process group of its own, killed whole at the timeout (a hook or
     filter git starts is stopped with it). stdout and stderr are read as they come and
-    only their first `limits.MAX_GIT_OUTPUT_BYTES` are kept, so a command that prints a
-    lot costs no memory."""
+    only their first `limit` bytes are kept, so a command that prints a lot costs no
+    memory."""
     try:
         done = children.run(
             ["git", *args],
             cwd=cwd,
             env=env if env is not None else git_env(),
+            input=input,
             timeout=timeout,
-            limit=limits.MAX_GIT_OUTPUT_BYTES,
+            limit=limit,
         )
     except OSError:
         return None
@@ -131,6 +135,26 @@ def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> S
     index last saw them are not read again (untracked files that are not ignored are
     read every time). All its git commands share `budget` seconds; past it, None.
     """
+    found = _snapshot(paths, budget, tracked=False)
+    return None if found is None else found[0]
+
+
+def tracked_snapshot(
+    paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS
+) -> tuple[Snapshot, str] | None:
+    """`snapshot`, and the id of the tree of the tracked files alone, as the work tree
+    holds them (`git add -u`: their edits and deletions in, untracked and ignored files
+    out, the loop's directory left out), both from the same temporary index: the tree
+    a clean room checks out (`storage/cleanroom.py`). None as for `snapshot`."""
+    found = _snapshot(paths, budget, tracked=True)
+    if found is None or found[1] is None:
+        return None
+    return found[0], found[1]
+
+
+def _snapshot(
+    paths: LoopPaths, budget: float, *, tracked: bool
+) -> tuple[Snapshot, str | None] | None:
     root = paths.root
     deadline = time.monotonic() + budget
 
@@ -157,17 +181,23 @@ def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> S
         spec = loop_pathspec(paths, top)
         # `git add` refuses (exit 1) an exclude pathspec that names an ignored directory,
         # so everything is staged and the loop's directory taken out afterwards.
-        steps = [["add", "--all", "--", ":/"]]
         left_out = _excluded(spec)
-        if left_out:  # tracked files of the loop's directory leave the scratch index too
-            steps.append(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out])
-        tree = ""
-        for args in [*steps, ["write-tree"]]:
-            done = run_git(args, root, env=env, timeout=left()) if left() > 0 else None
-            if done is None or not done.ok:
-                return None
-            tree = done.out.strip()
-        if not tree:
+        drop = [["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out]]
+        drop = drop if left_out else []  # tracked files of the loop's directory leave too
+        stages = [[["add", "--all", "--", ":/"], *drop, ["write-tree"]]]
+        if tracked:  # first the tracked files alone, then the rest joins them
+            stages.insert(0, [["add", "--update", "--", ":/"], *drop, ["write-tree"]])
+        trees = []
+        for steps in stages:
+            out = ""
+            for args in steps:
+                done = run_git(args, root, env=env, timeout=left()) if left() > 0 else None
+                if done is None or not done.ok:
+                    return None
+                out = done.out
+            trees.append(out.strip())  # what the last step, `write-tree`, said
+        tree = trees[-1]
+        if not all(trees):
             return None
         dirty = tree != EMPTY_TREE
         if commit is not None:
@@ -180,7 +210,8 @@ def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> S
             if diff is None or diff.code not in (0, 1):
                 return None
             dirty = diff.code == 1
-        return Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001)))
+        code = Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001)))
+        return code, trees[0] if tracked else None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

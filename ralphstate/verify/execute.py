@@ -4,8 +4,10 @@
     results = run_checks(store, ["tests pass"], timeout=60, budget=120)
 
 Each check is a shell command line run by the platform's shell in the project root
-(the directory holding `.loop/`), with stdin closed and stdout and stderr read
-together as it runs; only the tail is kept (`limits.MAX_CHECK_OUTPUT_BYTES`,
+(the directory holding `.loop/`), or in the same directory of a clean room (a
+temporary worktree of the files git tracks: `verify/isolation.py`), with stdin closed
+and stdout and stderr read together as it runs; only the tail is kept
+(`limits.MAX_CHECK_OUTPUT_BYTES`,
 `MAX_CHECK_OUTPUT_LINES`), so a check that prints gigabytes costs no memory. Each
 runs in its own process group (a new session on POSIX), and the whole group is
 killed when the check times out, when it is interrupted, and when its shell exits
@@ -37,8 +39,9 @@ from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.text import plain_output
 from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage import children, git, trust
+from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store
-from ralphstate.verify import firsts
+from ralphstate.verify import firsts, isolation
 
 
 class Untrusted(RalphstateError):
@@ -67,6 +70,8 @@ class CheckResult:
     # first result passed before any work (verify/firsts.py).
     held: bool = False
     already_true: bool = False
+    # The id of the tree of the clean room it ran in; None: it ran in the project.
+    clean_tree: str | None = None
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -97,6 +102,7 @@ class CheckResult:
             "outputBytes": self.output_bytes,
             **code_fields(self.code),
             **({"alreadyTrue": True} if self.already_true else {}),
+            **({"clean": True, "cleanTree": self.clean_tree} if self.clean_tree else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -154,8 +160,11 @@ def run_checks(
     record: bool = True,
     progress: Progress | None = None,
     by: str = "verify",
+    clean: bool | None = False,
+    restore: tuple[str, list[str]] | None = None,
 ) -> list[CheckResult]:
-    """Run the loop's checks in the project root and record what they proved.
+    """Run the loop's checks in the project root, or in a clean room, and record what
+    they proved.
 
     `names`: criteria (names or 1-based numbers) to check; None runs every criterion
     that has a check, and returns [] when none has. `timeout` (seconds) overrides
@@ -168,6 +177,11 @@ def run_checks(
     one locked update. A result whose criterion or command changed while it ran is
     not recorded. Recorded or not, the results are judged first (`firsts.judge`).
     `progress` is called with each result as it finishes.
+
+    `clean`: True runs the checks in a clean room (`storage/cleanroom.py`: the tracked
+    files as the work tree holds them, with `restore`'s paths as its tree holds them);
+    None does so where the loop is in a git repository and its `cleanVerify` is not
+    false, and runs them in the project root elsewhere; False, in the project root.
 
     Raises `Untrusted` (a RalphstateError) when the checks are not trusted, and
     RalphstateError for a name that is not a criterion with a check. On
@@ -183,10 +197,15 @@ def run_checks(
     results: list[CheckResult] = []
     deadline = None if budget is None else time.monotonic() + budget
     progress = firsts.judging(store, state, progress)  # a pass that must fail first is held
+    room = isolation.room(store.paths, state, clean, restore, deadline)
+    said: list[str | None] = []  # what a failure in the room says of untracked files
     try:
         for criterion, command in todo:
             limit = timeout if timeout is not None else _own_timeout(state, criterion)
-            result = _run_within(criterion, command, str(store.paths.root), limit, deadline)
+            cwd = str(room.cwd if room else store.paths.root)
+            result = _run_within(criterion, command, cwd, limit, deadline)
+            if room is not None:
+                _in_room(result, room, store.paths, said)
             results.append(result)
             if progress is not None:
                 progress(result)
@@ -194,14 +213,33 @@ def run_checks(
         if record and results:
             record_results(store, results, by)
         raise
-    code = git.snapshot(store.paths)  # the tree the checks ran on, as they left it
-    for result in results:
-        result.code = code
+    finally:
+        if room is not None:
+            isolation.close(room)
+    if room is None:
+        code = git.snapshot(store.paths)  # the tree the checks ran on, as they left it
+        for result in results:
+            result.code = code
     if record:
         record_results(store, results, by)
     else:
         firsts.judge(store, results)
     return results
+
+
+def _in_room(
+    result: CheckResult, room: isolation.Room, paths: LoopPaths, said: list[str | None]
+) -> None:
+    """A result of the clean room gets the code it ran on (the work tree when the room
+    was made) and the room's tree; a failure says which untracked files the room left
+    out, when there are some (looked up at the first failure, kept in `said`)."""
+    result.code, result.clean_tree = room.code, room.tree
+    if result.passed:
+        return
+    if not said:
+        said.append(isolation.left_out(paths))
+    if said[0]:
+        result.output_tail = f"{result.output_tail}\n{said[0]}".lstrip("\n")
 
 
 def _own_timeout(state: st.State, criterion: str) -> float:

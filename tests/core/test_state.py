@@ -555,6 +555,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             f"  {c[0]}: pytest -q",
             f"  {c[1]}: ruff check .",
             "guarded: no files (not a git repository)",
+            "clean-room verification: not a git repository (the checks run in the project)",
             "steps 3/5:",
             f"  [x] {s[0]}",
             f"  [x] {s[1]}",
@@ -565,7 +566,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
         ],
     )
     guarded = "guarded: no files (not a git repository)"  # tests/, outside git
-    view = views.status(state, str(root), trusted=False, guarded=guarded)
+    view = views.status(state, str(root), trusted=False, guarded=guarded, in_git=False)
     assert result.out == f"{view}\n{views.UNKNOWN_HERE}\n"
 
     as_json = rs("status", "--json")

@@ -40,6 +40,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "spec: Build the parser…\n"
         "verify-on-stop: default (on)\n"
         "guard: (none)\n"
+        "clean-verify: default (on)\n"
         "max-cost: none\n"
         "max-tokens: none\n"
         "max-duration: none\n"
@@ -56,6 +57,8 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         ("continue-message", "Read PLAN.md first.", "continueMessage", "Read PLAN.md first.", None),
         ("spec", "Build the lexer", "spec", "Build the lexer", "Build the lexer"),
         ("max-tokens", "200000", "maxTokens", 200000, "200000"),
+        ("clean-verify", "off", "cleanVerify", False, "off"),
+        ("clean-verify", "ON", "cleanVerify", True, "on"),
     ],
 )
 def test_each_setting_changes_the_running_loop_with_a_history_line(
@@ -98,7 +101,8 @@ FRAME = "a marker cannot hold <loop-state>, which frames the loop's restored sta
 TICK = "a marker cannot hold a backtick: in backticks it is code, where it does not count."
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
-    " continue-message, spec, verify-on-stop, max-cost, max-tokens, max-duration."
+    " continue-message, spec, verify-on-stop, clean-verify, max-cost, max-tokens,"
+    " max-duration."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),

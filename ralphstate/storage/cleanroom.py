@@ -1,0 +1,278 @@
+"""The clean room: a temporary detached worktree of the code being verified, where the
+checks run instead of the project's work tree (docs/explanation/proof.md,
+"Clean-room verification").
+
+    room = cleanroom.open_room(paths)          # None outside a git repository
+    try:
+        ...                                    # run the checks in room.cwd
+    finally:
+        cleanroom.close(room)
+
+Its tree is the project's tracked files as the work tree holds them now: their
+uncommitted edits and deletions in, untracked and ignored files out, the loop's own
+directory out (`git.tracked_snapshot`, in a temporary index: the repository's own is
+never touched). `restore` (a tree id and pathspecs relative to the project root) puts
+those paths back as that tree holds them: a file the tree has comes back, one it lacks
+is taken out. The tree goes into a commit (`git commit-tree`, its parent HEAD) that
+`git worktree add --detach` checks out in a new temporary directory, with none of the
+repository's hooks; inside, HEAD and the index are that commit, so `git status` there
+is clean.
+
+The repository keeps nothing of it once `close` ran but an unreferenced commit, which
+git collects as it does any other. A room whose process was killed before `close` is
+removed by the next `open_room` in the same repository: the room's directory names the
+process that made it (`owner`), and a room whose process is gone is removed, and its
+worktree entry pruned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import git, process
+from ralphstate.storage.paths import LoopPaths
+
+# Each room is a directory of the system's temporary directory named PREFIX + pid + ...
+PREFIX = "ralphstate-clean-"
+# The file in it that says which process made it: "PID START" (START "-" when not known).
+OWNER = "owner"
+MESSAGE = "ralphstate clean room"
+# Who the room's commit names: verifying needs nobody's git identity.
+_IDENTITY = {
+    f"GIT_{who}_{what}": value
+    for who in ("AUTHOR", "COMMITTER")
+    for what, value in (("NAME", "ralphstate"), ("EMAIL", "ralphstate@localhost"))
+}
+
+
+class CleanRoomError(RalphstateError):
+    """The clean room could not be made; nothing ran in it."""
+
+
+@dataclass
+class Room:
+    """A clean room that exists: where it is, and the code it holds."""
+
+    repo: Path  # the project root, where git is asked about the room
+    scratch: Path  # the temporary directory that holds the worktree and `owner`
+    top: Path  # the worktree
+    cwd: Path  # the project root inside the worktree: where the checks run
+    tree: str  # the id of the tree it was made with, restored paths included
+    code: git.Snapshot  # the work tree when the room was made, as `git.snapshot` sees it
+
+
+def open_room(
+    paths: LoopPaths,
+    *,
+    budget: float = limits.CLEAN_ROOM_SECONDS,
+    restore: tuple[str, list[str]] | None = None,
+) -> Room | None:
+    """A new clean room of the project `paths` is in; None outside a git repository.
+
+    All its git commands share `budget` seconds. Raises CleanRoomError (and leaves
+    nothing behind) when git fails or the budget runs out."""
+    deadline = time.monotonic() + budget
+
+    def left() -> float:
+        return deadline - time.monotonic()
+
+    root = paths.root
+    top = git.toplevel(root, left())
+    if top is None:
+        return None
+    clear_leftovers(root, max(min(left(), limits.CLEAN_ROOM_REMOVE_SECONDS), 0.001))
+    found = git.tracked_snapshot(paths, max(min(left(), limits.GIT_SNAPSHOT_SECONDS), 0.001))
+    if found is None:
+        raise CleanRoomError(_failed("read the tree of the tracked files", budget, left()))
+    code, tree = found
+    scratch = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    where = scratch / (top.name or "project")
+    try:
+        started = process.start_time(os.getpid()) or "-"
+        (scratch / OWNER).write_text(f"{os.getpid()} {started}\n", encoding="ascii")
+        if restore is not None and restore[1]:
+            tree = _restored(root, scratch, tree, restore, left)
+        commit = _commit(root, tree, code.commit, budget, left())
+        hooks = scratch / "hooks"  # empty: the repository's hooks do not run
+        hooks.mkdir()
+        add = ["worktree", "add", "--detach", "--quiet", str(where), commit]
+        _git(["-c", f"core.hooksPath={hooks}", *add], root, "check out the room", budget, left())
+        inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
+        cwd = where if inside == os.curdir else where / inside
+        cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet
+        return Room(Path(root), scratch, where, cwd, tree, code)
+    except BaseException:
+        _remove(Path(root), scratch, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
+        raise
+
+
+def close(room: Room, timeout: float = limits.CLEAN_ROOM_REMOVE_SECONDS) -> None:
+    """Remove the room: its worktree (whatever the checks left in it) and its entry in
+    the repository, within `timeout` seconds of git. Never raises but for an interrupt;
+    what it could not remove, the next `open_room` does."""
+    _remove(room.repo, room.scratch, room.top, timeout)
+
+
+def _failed(what: str, budget: float, left: float) -> str:
+    if left <= 0:
+        return f"could not make the clean room within {budget:g}s (it was to {what})"
+    return f"could not make the clean room: git failed to {what}"
+
+
+def _git(
+    args: list[str],
+    cwd: Path | str,
+    what: str,
+    budget: float,
+    left: float,
+    *,
+    env: dict[str, str] | None = None,
+    input: bytes | None = None,
+    limit: int = limits.MAX_GIT_OUTPUT_BYTES,
+) -> str:
+    """git's output; CleanRoomError naming `what` when it fails or has no time left."""
+    done = git.run_git(args, cwd, env=env, timeout=left, input=input, limit=limit)
+    if left <= 0 or done is None or not done.ok:
+        said = (done.err.strip().splitlines() or [""])[-1] if done is not None else ""
+        detail = f" ({said[: limits.MAX_PROBLEM_CHARS]})" if said else ""
+        raise CleanRoomError(_failed(what, budget, left) + detail)
+    return done.out
+
+
+def _commit(root: Path | str, tree: str, parent: str | None, budget: float, left: float) -> str:
+    """A commit of `tree` whose parent is `parent` (HEAD), for `git worktree add`."""
+    args = ["commit-tree", tree, "-m", MESSAGE, *(["-p", parent] if parent else [])]
+    env = git.git_env(**_IDENTITY)
+    return _git(args, root, "commit the tree", budget, left, env=env).strip()
+
+
+def _restored(
+    root: Path | str,
+    scratch: Path,
+    tree: str,
+    restore: tuple[str, list[str]],
+    left: Callable[[], float],
+) -> str:
+    """`tree` with the paths of `restore` (a tree id and pathspecs relative to `root`)
+    as that tree holds them: the id of the new tree. Both trees are read into indexes
+    of the room's own; the pathspecs are git's, matched by git."""
+    source, specs = restore
+    budget = limits.CLEAN_ROOM_SECONDS
+    room = git.git_env(GIT_INDEX_FILE=str(scratch / "index"))
+    approved = git.git_env(GIT_INDEX_FILE=str(scratch / "approved"))
+    what = "restore the approved paths"
+    _git(["read-tree", tree], root, what, budget, left(), env=room)
+    # Out first (a file the approved tree lacks stays out), then the approved ones in.
+    drop = ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *specs]
+    _git(drop, root, what, budget, left(), env=room)
+    _git(["read-tree", source], root, what, budget, left(), env=approved)
+    entries = _git(
+        ["ls-files", "--stage", "-z", "--full-name", "--", *specs],
+        root,
+        what,
+        budget,
+        left(),
+        env=approved,
+        limit=limits.MAX_RESTORE_INDEX_BYTES,
+    )
+    if len(entries) >= limits.MAX_RESTORE_INDEX_BYTES:
+        raise CleanRoomError(
+            f"could not make the clean room: the paths to restore take more than"
+            f" {limits.MAX_RESTORE_INDEX_BYTES:,} bytes of index entries"
+        )
+    if entries:
+        data = entries.encode()
+        add = ["update-index", "-z", "--index-info"]
+        _git(add, root, what, budget, left(), env=room, input=data)
+    return _git(["write-tree"], root, what, budget, left(), env=room).strip()
+
+
+# -- removing ----------------------------------------------------------------------
+
+
+def _remove(repo: Path, scratch: Path, where: Path, timeout: float) -> None:
+    """The worktree at `where` out of the repository and off the disk, then `scratch`."""
+    deadline = time.monotonic() + timeout
+    gone = False
+    if where.exists():
+        done = git.run_git(["worktree", "remove", "--force", str(where)], repo, timeout=timeout)
+        gone = done is not None and done.ok
+    if not gone:  # never added, or git could not: off the disk, then out of git's list
+        _rmtree(where)
+        git.run_git(["worktree", "prune"], repo, timeout=max(deadline - time.monotonic(), 0.001))
+    _rmtree(scratch)
+
+
+def _rmtree(path: Path) -> None:
+    """Remove `path` and all in it, read-only directories a check left included."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not path.exists():
+        return
+    for base, dirs, _ in os.walk(path):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                (Path(base) / name).chmod(0o700)
+    with contextlib.suppress(OSError):
+        path.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def clear_leftovers(repo: Path | str, timeout: float) -> list[Path]:
+    """Remove the clean rooms of this repository whose process is gone (killed before it
+    could remove its room); the worktrees removed."""
+    deadline = time.monotonic() + timeout
+    done = git.run_git(["worktree", "list", "--porcelain"], repo, timeout=max(timeout, 0.001))
+    if done is None or not done.ok:
+        return []
+    found = []
+    for line in done.out.splitlines():
+        if not line.startswith("worktree "):
+            continue
+        where = Path(line[len("worktree ") :])
+        if where.parent.name.startswith(PREFIX) and _abandoned(where.parent):
+            _remove(Path(repo), where.parent, where, max(deadline - time.monotonic(), 0.001))
+            found.append(where)
+    return found
+
+
+def _abandoned(scratch: Path) -> bool:
+    """The room in `scratch` belongs to no running process."""
+    if not scratch.exists():
+        return True  # the system cleaned its temporary directory: only the entry is left
+    try:
+        pid_text, _, started = (scratch / OWNER).read_text(encoding="ascii").strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        return True  # every room has its owner before git knows of it
+    if pid == os.getpid():
+        return False
+    if sys.platform == "win32":  # pragma: no cover - no way to ask: left to the system
+        return False
+    if started and started != "-":
+        return not process.running(pid, started)
+    return not process.exists(pid)
+
+
+def untracked(paths: LoopPaths, timeout: float = limits.GIT_TIMEOUT) -> list[str]:
+    """The untracked files of the work tree that git does not ignore (a directory of
+    them as one `dir/`), as git names them from the project root; the loop's own
+    directory left out. [] when git cannot say."""
+    top = git.toplevel(paths.root, timeout)
+    if top is None:
+        return []
+    spec = git.loop_pathspec(paths, top)
+    args = ["ls-files", "--others", "--exclude-standard", "--directory", "-z", "--", *spec]
+    done = git.run_git(args, paths.root, timeout=timeout)
+    if done is None or not done.ok:
+        return []
+    return [name for name in done.out.split("\0") if name]

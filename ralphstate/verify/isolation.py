@@ -1,0 +1,75 @@
+"""Where the checks run: in the project root, or in a clean room, a temporary worktree
+of the files git tracks (`storage/cleanroom.py`; docs/explanation/proof.md,
+"Clean-room verification"), and what a failure there says about the files it left out.
+
+    room = isolation.room(paths, state, clean=None, restore=None, deadline=None)
+    ...                           # the checks run in room.cwd, or the root when None
+    isolation.close(room)
+"""
+
+from __future__ import annotations
+
+import time
+
+from ralphstate.core import limits, queries
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
+from ralphstate.storage import cleanroom
+from ralphstate.storage.cleanroom import Room
+from ralphstate.storage.paths import LoopPaths
+
+__all__ = ["UNTRACKED_NAMED", "Room", "close", "left_out", "room"]
+
+# How many untracked files a failure in a clean room names.
+UNTRACKED_NAMED = 3
+
+
+def room(
+    paths: LoopPaths,
+    state: st.State,
+    clean: bool | None,
+    restore: tuple[str, list[str]] | None = None,
+    deadline: float | None = None,
+) -> Room | None:
+    """The clean room the checks run in, or None: in the project root.
+
+    `clean` True asks for one (RalphstateError outside a git repository); None takes
+    one where the loop is in a git repository and its `cleanVerify` is not false;
+    False never. `restore` (a tree id, pathspecs) puts those paths back as that tree
+    holds them. Making it takes at most `limits.CLEAN_ROOM_SECONDS`, and never past
+    `deadline` (a `time.monotonic()` value): CleanRoomError."""
+    if clean is False or (clean is None and not queries.clean_verify(state)):
+        return None
+    budget = limits.CLEAN_ROOM_SECONDS
+    if deadline is not None:
+        budget = min(budget, deadline - time.monotonic())
+    made = cleanroom.open_room(paths, budget=budget, restore=restore)
+    if made is None and clean:
+        raise RalphstateError(
+            f"{paths.root} is not in a git repository; a clean room is a worktree of the"
+            " files git tracks, so here the checks can only run in the project itself"
+            " (`ralphstate verify` without --clean)."
+        )
+    return made
+
+
+def close(made: Room) -> None:
+    """Remove the room, whatever its checks left in it."""
+    cleanroom.close(made)
+
+
+def left_out(paths: LoopPaths) -> str | None:
+    """After a check failed in a clean room: when the project has untracked files that
+    git does not ignore, one sentence saying they were not in the room, naming a few;
+    None when it has none."""
+    found = cleanroom.untracked(paths)
+    if not found:
+        return None
+    named = ", ".join(visible(name) for name in found[:UNTRACKED_NAMED])
+    more = len(found) - UNTRACKED_NAMED
+    named += f" and {more} more" if more > 0 else ""
+    return (
+        "ralphstate: this check ran in a clean room, which holds only the files git"
+        f" tracks; untracked files ({named}) are not in it: `git add` puts them in."
+    )
