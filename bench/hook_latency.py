@@ -42,6 +42,9 @@ lowest and the highest, and the goal. The rows:
 - history: `ralphstate log` on a 1 GB history whose tail has no newline (sparse),
   against a 10 KB one; `ralphstate status` of a loop with 10,000 steps, against 10
   (half of each done);
+- clean room: `verify --clean` against `verify` (one check, `exit 0`) in git repositories
+  of 3 and of 2,000 files; the Stop hook verifying a claimed completion (its check `exit
+  1` fails) in a clean room, against the same with `clean-verify off`;
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -207,6 +210,45 @@ def reply_line(number: int) -> bytes:
     return json.dumps(entry).encode() + b"\n"
 
 
+BIG = ["--max-iterations", "100000", "--stall-limit", "100000"]  # never paused by a cap
+GIT_WHO = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+
+
+def clean_rooms(
+    base: Path, rs: list[str], env: dict[str, str], owned: dict[str, str], stop: list[str]
+) -> list[tuple[str, float, Proc, Proc]]:
+    """The clean room's rows: `verify --clean` / `verify`, and a verifying Stop hook."""
+
+    def tracked(name: str, files: int, check: str, clean: str = "on") -> Path:
+        root = base / name  # a repository whose one commit holds `files` files, then a loop
+        for i in range(files):
+            (root / "src" / f"d{i % 40}").mkdir(parents=True, exist_ok=True)
+            (root / "src" / f"d{i % 40}" / f"m{i}.py").write_text(f"VALUE = {i}\n")
+        for args in (["init", "-q"], ["add", "-A"], [*GIT_WHO, "commit", "-q", "-m", "bench"]):
+            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+        run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, root)
+        run([*rs, "criteria", "check", "tests pass", check], env, root)
+        run([*rs, "config", "clean-verify", clean], env, root)
+        return root
+
+    rows: list[tuple[str, float, Proc, Proc]] = []
+    for files, name, goal in ((3, "", 2.0), (2000, ", 2,000", 4.0)):
+        root = tracked(f"git-{files}", files, "exit 0")
+        clean, plain = (Proc([*rs, "verify", *a], root, expect="passed") for a in (["--clean"], []))
+        rows.append((f"verify clean / in place{name}", goal, clean, plain))
+    claims = []
+    for setting in ("on", "off"):  # each stop claims again: its failing check unclaims
+        root = tracked(f"claim-{setting}", 3, "exit 1", setting)
+
+        def claiming(i: int, root: Path = root) -> list[str]:
+            run([*rs, "criteria", "set", "tests pass", "true"], env, root)  # not timed
+            return stop
+
+        data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
+        claims.append(Proc(claiming, root, data, '"block"'))
+    return [*rows, ("Stop verifying, clean / not", 2.0, claims[0], claims[1])]
+
+
 def cases(
     base: Path, python: str, scripts: Path, env: dict[str, str], runs: int
 ) -> list[tuple[str, float | Floor | None, Proc, Proc | None]]:
@@ -214,13 +256,12 @@ def cases(
     baseline: None for `python -c pass`)."""
     rs = [str(scripts / ("ralphstate.exe" if WINDOWS else "ralphstate"))]
     owned = dict(env, CLAUDE_CODE_SESSION_ID=SESSION)
-    big = ["--max-iterations", "100000", "--stall-limit", "100000"]
 
     def project(name: str, *init: str) -> Path:
         root = base / name
         root.mkdir()
         if init:  # owned by the hook input's session; never paused by a cap
-            run([*rs, "init", "Benchmark loop", *init, *big], owned, root)
+            run([*rs, "init", "Benchmark loop", *init, *BIG], owned, root)
         return root
 
     stop, start = hook(python, "Stop")[1], hook(python, "SessionStart")[1]
@@ -271,6 +312,7 @@ def cases(
         state["completedSteps"] = state["steps"][: count // 2]  # half of them done
         (root / ".loop" / "state.json").write_text(json.dumps(state))
         plans[count] = Proc([*rs, "status"], root, expect="spec:")
+
     nothing = Proc(stop, empty, hook_input(empty, "Stop", **said))
     blocking = Proc(stop, looped, hook_input(looped, "Stop", **said), '"block"')
     plugin = [python, str(base / "source" / "hooks" / "launch.py"), "stop"]
@@ -335,6 +377,7 @@ def cases(
         ("Stop, tokens, 1 GB / 10 KB", 1.1, counted["1 GB"], counted["10 KB"]),
         ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
+        *clean_rooms(base, rs, env, owned, stop),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]
