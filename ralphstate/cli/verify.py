@@ -64,12 +64,12 @@ def verify_command(
     """Run the criteria's checks now and record what they prove.
 
     Each check runs in the project root; with --clean, in the same directory of a
-    clean room, which is what the Stop hook and `ralphstate run` use to accept a
-    completion (see `ralphstate config clean-verify`). Exit code 0 records its
-    criterion as met and verified; any other exit code, or a timeout, records it as
-    not met and failing, with the end of its output. Without NAME, every criterion
-    that has a check runs; NAME may be a criterion's number. Exits 1 when a check
-    fails; Ctrl-C stops the running check and records nothing for it.
+    clean room, a temporary worktree of the files git tracks, where the Stop hook and
+    `ralphstate run` verify a completion. Exit code 0 records its criterion as met
+    and verified; any other exit code, or a timeout, records it as not met and
+    failing, with the end of its output. Without NAME, every criterion that has a
+    check runs; NAME may be a criterion's number. Exits 1 when a check fails; Ctrl-C
+    stops the running check and records nothing for it.
 
     Only checks trusted on this machine run (see `ralphstate trust`).
 

@@ -151,7 +151,7 @@ def restored(state: st.State, approved: Contract) -> None:
     if not approved.get("noCriteria"):
         state["noCriteria"] = False
     if approved.get("cleanVerify", True) and "cleanVerify" in state:
-        state["cleanVerify"] = None  # type: ignore[typeddict-unknown-key]
+        state["cleanVerify"] = None
     raw: dict[str, Any] = state  # type: ignore[assignment]
     if approved.get("guards") is not None:
         raw["guards"] = sorted(set(raw.get("guards") or []) | set(approved["guards"]))

@@ -253,8 +253,10 @@ def claim(root: Path) -> dict[str, Any] | None:
 def owned_claimed_loop(rs: Any, monkeypatch: pytest.MonkeyPatch, check: str) -> None:
     with monkeypatch.context() as session:
         session.setenv("CLAUDE_CODE_SESSION_ID", SID)
-        loop_with(rs, check)
-        assert rs("criteria", "set", "tests pass", "true").code == 0
+        assert rs("init", "Build it", "-c", "tests pass").code == 0
+    # the person gives the check (an agent's would wait for the person's trust)
+    assert rs("criteria", "check", "tests pass", check).code == 0
+    assert rs("criteria", "set", "tests pass", "true").code == 0
 
 
 def test_the_stop_hook_verifies_a_completion_in_a_clean_room(
@@ -320,3 +322,22 @@ def test_run_accepts_a_completion_only_from_the_clean_room(
     evidence = state["evidence"]["tests pass"]
     assert evidence["clean"] is True and (evidence["result"] == "verified") is complete
     assert worktrees(repo) == []
+
+
+def test_a_room_that_cannot_be_made_fails_the_stop_open_without_completing(
+    rs: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ralphstate.storage import cleanroom
+    from tests.helpers.hardening import hook
+
+    owned_claimed_loop(rs, monkeypatch, py("pass"))
+
+    def broken(*args: object, **kw: object) -> None:
+        raise cleanroom.CleanRoomError("could not make the clean room: git failed to commit")
+
+    monkeypatch.setattr(cleanroom, "open_room", broken)
+    data = {"session_id": SID, "cwd": str(repo), "last_assistant_message": "<loop-complete>"}
+    done = hook("stop", data)
+    assert done.code == 0 and b'"block"' not in done.out
+    assert "could not make the clean room: git failed to commit" in done.text
+    assert load(repo)["status"] == "in_progress"
