@@ -89,6 +89,8 @@ def open_room(
     root = paths.root
     top = git.toplevel(root, left())
     if top is None:
+        if left() <= 0:  # no time to ask is not "outside a repository"
+            raise CleanRoomError(_failed("find the repository", budget, left()))
         return None
     clear_leftovers(root, max(min(left(), limits.CLEAN_ROOM_REMOVE_SECONDS), 0.001))
     found = git.tracked_snapshot(paths, max(min(left(), limits.GIT_SNAPSHOT_SECONDS), 0.001))
