@@ -44,6 +44,8 @@ def room(
     budget = limits.CLEAN_ROOM_SECONDS
     if deadline is not None:
         budget = min(budget, deadline - time.monotonic())
+    if restore is None:
+        restore = approved_guards(paths, state)
     made = cleanroom.open_room(paths, budget=budget, restore=restore)
     if made is None and clean:
         raise RalphstateError(
@@ -52,6 +54,25 @@ def room(
             " (`ralphstate verify` without --clean)."
         )
     return made
+
+
+def approved_guards(paths: LoopPaths, state: st.State) -> tuple[str, list[str]] | None:
+    """What a clean room puts back as the person approved it: the guarded files changed
+    or deleted since the approval, and new test configuration taken out (its tree does
+    not hold it). New test files stay: adding tests is the easy path. None when the loop
+    guards nothing or has no approved tree here."""
+    from ralphstate.storage import guarded, ledger
+
+    guards = state.get("guards")
+    entry = ledger.of_loop(paths, state) if guards else None
+    tree = (entry or {}).get("guardTree")
+    if not guards or not isinstance(tree, str):
+        return None
+    found = guarded.compare(paths, tree, list(guards))
+    if found is None:
+        return None
+    back = [*found.changed, *found.deleted, *found.new_config]
+    return (tree, back) if back else None
 
 
 def close(made: Room) -> None:

@@ -343,3 +343,23 @@ def test_a_room_that_cannot_be_made_fails_the_stop_open_without_completing(
     assert done.code == 0 and b'"block"' not in done.out
     assert "could not make the clean room: git failed to commit" in done.text
     assert load(repo)["status"] == "in_progress"
+
+
+def test_the_clean_room_runs_the_guarded_tests_as_the_person_approved_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rs: Any
+) -> None:
+    use_identity(monkeypatch, tmp_path)
+    root = tmp_path / "guarded"
+    root.mkdir()
+    init_repo(root, {"tests/test_value.py": "VALUE_OK = False\n", "tests/new.txt": "x\n"})
+    monkeypatch.chdir(root)
+    assert rs("init", "Make it true", "-c", "ok").code == 0
+    check = py("import runpy; assert runpy.run_path('tests/test_value.py')['VALUE_OK']")
+    assert rs("criteria", "check", "ok", check).code == 0
+    (root / "tests" / "test_value.py").write_text("VALUE_OK = True\n")  # weakened in place
+    (root / "tests" / "test_added.py").write_text("def test_new():\n    pass\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the agent's edit, committed")
+    assert rs("verify").code == 0  # in place the weakened test passes
+    assert rs("verify", "--clean").code == 1  # the clean room has the approved one back
+    assert load(root)["evidence"]["ok"]["result"] == "failing"
