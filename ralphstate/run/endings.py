@@ -38,9 +38,13 @@ def finish(
 ) -> Outcome:
     """Write the ending into the state and history; a second Ctrl-C cuts it short.
     `over`: whose budget was reached, for the reason `budget`."""
-    if outcome == "complete":
-        held = _review(ctx)
-        if held is not None:  # what proves it changed: a person looks before it counts
+    if outcome == "complete" or (outcome == "paused" and reason not in ("user", "review")):
+        # What proves the loop changed: a person looks before it counts, and a run that
+        # stops for another reason (its --max spent, a stall) says the review first.
+        held = _review(ctx, unreadable=outcome == "complete")
+        if held is not None:
+            if outcome == "paused":
+                held = f"{held}; the run had also stopped: {reason}"
             outcome, reason, detail = "paused", "review", held
     details = finished(ctx, outcome, reason=reason)
     if detail:
