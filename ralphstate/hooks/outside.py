@@ -78,3 +78,28 @@ def gone(loop: LoopPaths) -> str | None:
         "ralphstate: the loop's state.json was deleted outside ralphstate while the loop was"
         " not over: it ended outside ralphstate, not verified. `ralphstate init` starts a new one."
     )
+
+
+def replaced(store: Store, state: st.State) -> str | None:
+    """The one-time message for a state.json that holds another loop than the one
+    ralphstate started here while that one was not over (its `loopId` changed by
+    hand): the hooks leave such a loop alone, and the person hears why."""
+    paths = store.paths
+    entry = ledger.read(paths)
+    if entry is None or entry.get("loop") in (None, state.get("loopId")):
+        return None
+    if entry.get("status") not in st.ACTIVE or entry.get("toldReplaced") == state.get("loopId"):
+        return None
+
+    def edit(found: ledger.Entry) -> None:
+        found["toldReplaced"] = state.get("loopId")
+
+    try:
+        ledger.change(paths, edit)
+    except RalphstateError:
+        return None
+    return (
+        "ralphstate: state.json now holds another loop than the one ralphstate started here"
+        " (its loop id was changed by hand), so the Stop hook no longer holds the agent;"
+        " `ralphstate review` shows what changed."
+    )

@@ -75,6 +75,12 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         told = outside.notice(store, state)
         if told is not None:
             return notify.attach(agent.render_notice(told), agent.name, told, os.environ)
+    if decision.rule == "unknown_loop":  # a loop id changed by hand: said once
+        from ralphstate.hooks import outside
+
+        told = outside.replaced(store, state)
+        if told is not None:
+            return notify.attach(agent.render_notice(told), agent.name, told, os.environ)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
 
 

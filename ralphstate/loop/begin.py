@@ -134,6 +134,12 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
         kept = prior
     try:
         ledger.begin(loop, new, author, contract, tree, kept)
+        if kept is None or "gitSettings" not in kept:
+            from ralphstate.loop.review import record_git_settings
+
+            record_git_settings(loop)
+        else:  # the loop it replaces had its settings approved: they stay the measure
+            ledger.change(loop, lambda entry: entry.update(gitSettings=kept["gitSettings"]))
     except RalphstateError as exc:
         import sys
 

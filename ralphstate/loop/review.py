@@ -62,6 +62,7 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
             _adopt(store, state, current)
         return proof.Pending([])
     changes = proof.weakenings(approved, current)
+    changes += _git_settings_changed(store, entry)
     guard = _guard_changes(store, state, entry)
     if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
@@ -87,6 +88,40 @@ def _approvals(entry: dict[str, Any]) -> list[str]:
             changes = "; ".join(str(c) for c in (record.get("changes") or [])[:3])
             said.append(f"{changes} (approved by you at {record.get('at')})")
     return said
+
+
+GIT_SETTINGS = (
+    "git's checkout settings changed since approval (a `filter.*` in git config, or"
+    " .git/info/attributes): a filter can rewrite the files the checks run on"
+)
+
+
+def _git_settings_changed(store: Store, entry: dict[str, Any]) -> list[str]:
+    """[GIT_SETTINGS] when the repository's checkout filters differ from those the
+    person approved (storage/git.py `checkout_settings`); [] otherwise."""
+    known = entry.get("gitSettings")
+    if not isinstance(known, str):
+        return []
+    from ralphstate.storage import git
+
+    now = git.checkout_settings(store.paths.root)
+    return [GIT_SETTINGS] if now is not None and now != known else []
+
+
+def record_git_settings(paths: Any) -> None:
+    """Keep the repository's checkout settings as approved now (at `init`, at an
+    approval); nothing outside a repository."""
+    from ralphstate.storage import git
+
+    found = git.checkout_settings(paths.root)
+    if found is None:
+        return
+
+    def edit(entry: dict[str, Any]) -> None:
+        entry["gitSettings"] = found
+
+    with contextlib.suppress(RalphstateError):
+        ledger.change(paths, edit)
 
 
 def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proof.Pending:
@@ -156,6 +191,7 @@ def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None)
     trust.record(store.paths, state, run)
     tree = _guard_tree(store, state)
     ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
+    record_git_settings(store.paths)
 
     def change(current: st.State, events: list[Event]) -> st.State:
         events.append({"event": "approved", "contract": proof.contract_of(current)})

@@ -41,7 +41,12 @@ class Done:
 
 
 def git_env(**extra: str) -> dict[str, str]:
+    """The environment of ralphstate's git commands: the caller's, without what would
+    point them elsewhere, and with git's replacement objects off (`git replace` could
+    make a tree read as other content than it holds: a clean room, or the approved
+    tests, must be what their ids say)."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
     env.update(extra)
     return env
 
@@ -219,3 +224,26 @@ def _snapshot(
 def _excluded(spec: list[str]) -> list[str]:
     """The loop directory of `loop_pathspec`, as a positive pathspec for `git rm`."""
     return [f":(top){s.split(')', 1)[1]}" for s in spec if s.startswith(":(top,exclude)")]
+
+
+def checkout_settings(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
+    """A fingerprint of what makes git write other content than a tree holds when it
+    checks files out: its filters (`filter.*` in git config) and the repository's own
+    attributes file (`.git/info/attributes`, `core.attributesFile`). None outside a
+    repository. A clean room checks files out, so a filter added since the person's
+    approval is a change to review."""
+    import hashlib
+
+    pattern = r"^(filter\.|core\.attributesfile)"
+    found = run_git(["config", "--get-regexp", pattern], root, timeout=timeout)
+    where = _line(["rev-parse", "--git-path", "info/attributes"], root, timeout)
+    if found is None or where is None or found.code not in (0, 1):
+        return None
+    path = Path(where) if Path(where).is_absolute() else Path(root) / where
+    try:
+        with path.open("rb") as handle:
+            attributes = handle.read(limits.MAX_GIT_OUTPUT_BYTES)
+    except OSError:
+        attributes = b""
+    digest = hashlib.sha256(found.out.encode("utf-8", "surrogateescape") + b"\0" + attributes)
+    return digest.hexdigest()[:32]

@@ -78,7 +78,15 @@ CONFIG_FILES = (
 # default (a dependency added would need a review), but a new one is new configuration
 # (pytest reads a `[tool.pytest.ini_options]` of a pyproject.toml beside the tests,
 # vitest a vite.config).
-NEW_CONFIG_FILES = (*CONFIG_FILES, "pyproject.toml", "vite.config.*")
+# A package named as the test runner or what it imports shadows it (`python -m pytest`
+# runs `pytest/__main__.py` of the project): a new file in one is new configuration.
+RUNNER_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
+NEW_CONFIG_FILES = (
+    *CONFIG_FILES,
+    "pyproject.toml",
+    "vite.config.*",
+    *(f"{package}/*" for package in RUNNER_PACKAGES),
+)
 # The most rounds `default_guards` takes to find the test directories, each round
 # reading up to MAX_GIT_OUTPUT_BYTES of file names.
 MAX_ROUNDS = 50
@@ -176,7 +184,10 @@ def shown(spec: str) -> str:
 def is_config(path: str, names: tuple[str, ...] = NEW_CONFIG_FILES) -> bool:
     """Whether a file's name is one that changes how tests run."""
     base = posixpath.basename(path)
-    return any(fnmatch.fnmatchcase(base, name) for name in names)
+    parent = posixpath.basename(posixpath.dirname(path))
+    return any(
+        fnmatch.fnmatchcase(f"{parent}/{base}" if "/" in name else base, name) for name in names
+    )
 
 
 def split_names(out: str) -> tuple[list[str], bool]:
