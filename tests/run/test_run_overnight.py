@@ -130,7 +130,7 @@ def test_a_token_budget(rs: Any, project: Path, script: Path, agents: Path) -> N
 
 def test_a_duration_budget_from_the_config(rs: Any, project: Path, script: Path) -> None:
     make_loop(rs, criteria=("a", "b", "c"))
-    (project / ".loop" / "config.toml").write_text('[run]\nmax-duration = "0.1s"\n')
+    (project / ".loop" / "config.toml").write_text('[run]\nmax-duration = "0.001s"\n')
     agent = run_agents.command(script, "stdin", "progress")
     out = orjson.loads(run(project, "--agent", agent, "--json").stdout)
     assert (out["reason"], out["iterations"]) == ("budget", 1)
