@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -163,10 +164,12 @@ def hand_edited(root: Path) -> None:
 def run_bash(root: Path, command: str) -> subprocess.CompletedProcess[str]:
     """`command` as the agent's Bash tool runs it: in the session's environment."""
     agent = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": SESSION}
+    # `ralphstate` as this interpreter's install has it, whether or not its venv is active
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     return subprocess.run(
         ["bash", "-c", command],
         cwd=root,
-        env={**os.environ, **agent},
+        env={**os.environ, **agent, "PATH": path},
         capture_output=True,
         text=True,
         timeout=30,
