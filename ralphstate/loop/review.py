@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ralphstate.core import actor, proof
+from ralphstate.core import actor, limits, proof
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import ledger
@@ -131,9 +131,8 @@ def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proo
     tree = entry.get("guardTree")
     if not guards or not isinstance(tree, str):
         return proof.Pending([])
-    guarded = _guards()
-    if guarded is None:
-        return proof.Pending([])
+    from ralphstate.storage import guarded  # starts git: only for a loop that guards
+
     found = guarded.compare(store.paths, tree, list(guards))
     if found is None:
         return proof.Pending(
@@ -217,11 +216,12 @@ def revert(store: Store) -> st.State:
         raise RalphstateError("there is no approved contract to go back to for this loop.")
     tree = (entry or {}).get("guardTree")
     if isinstance(tree, str) and state.get("guards"):
-        guarded = _guards()
-        guards = list(state["guards"] or [])
-        found = guarded.compare(store.paths, tree, guards) if guarded else None
-        if guarded and found is not None and (found.changed or found.deleted or found.new_config):
-            guarded.restore(store.paths, tree, [*found.changed, *found.deleted, *found.new_config])
+        from ralphstate.storage import guarded
+
+        found = guarded.compare(store.paths, tree, list(state["guards"] or []))
+        back = [*found.changed, *found.deleted, *found.new_config] if found else []
+        if back:
+            guarded.restore(store.paths, tree, back)
 
     def change(current: st.State, events: list[Event]) -> st.State:
         proof.restored(current, approved)
@@ -237,30 +237,20 @@ def _guard_tree(store: Store, state: st.State) -> str | None:
     raw: dict[str, Any] = dict(state)
     if not raw.get("guards"):
         return None
-    guarded = _guards()
-    if guarded is None:
-        return None
-    tree = guarded.snapshot(store.paths, list(raw["guards"]))
-    return tree if isinstance(tree, str) else None
-
-
-def _guards() -> Any:
-    """storage/guarded.py, the git side of guarded files (it starts git: imported only
-    for a loop that guards some)."""
     from ralphstate.storage import guarded
 
-    return guarded
+    return guarded.snapshot(store.paths, list(raw["guards"]))
 
 
 def files_diff(store: Store, state: st.State, files: list[str]) -> str:
     """The diff of the guarded `files` from their approved content to now, bounded."""
     entry = ledger.of_loop(store.paths, state) or {}
     tree = entry.get("guardTree")
-    guarded = _guards()
-    if not isinstance(tree, str) or guarded is None:
+    if not isinstance(tree, str):
         return ""
-    text = guarded.diff(store.paths, tree, files, 64 * 1024)
-    return text if isinstance(text, str) else ""
+    from ralphstate.storage import guarded
+
+    return guarded.diff(store.paths, tree, files, limits.MAX_GUARD_DIFF_BYTES) or ""
 
 
 def summary(store: Store, state: st.State) -> dict[str, Any]:
