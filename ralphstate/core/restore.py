@@ -44,7 +44,8 @@ def _criteria_lines(state: st.State) -> list[str]:
     """The criteria, the unmet ones first, each group in the loop's order; past
     `MAX_LIST_ITEMS` the met ones are summarised first."""
     unmet = queries.unmet(state)
-    names = unmet + [c for c in state["criteria"] if c not in set(unmet)]
+    first = set(unmet)  # built once: a set a criterion made this quadratic
+    names = unmet + [c for c in state["criteria"] if c not in first]
     shown = names[: limits.MAX_LIST_ITEMS]
     lines = []
     for name in shown:
