@@ -164,6 +164,7 @@ def status(
     if state.get("pauseReason"):
         head.insert(1, f"({visible(state['pauseReason'])})")
     lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
+    lines += _last_error(state)
     spent = _spent(state)
     if spent:
         lines.append(spent)
@@ -204,6 +205,14 @@ def status(
                 lines.append(f"  [ ] {visible(name)}{told}")
     lines += _loose_tasks(state, style)
     return "\n".join(lines)
+
+
+def _last_error(state: st.State) -> list[str]:
+    """The agent's last error, in its own words, when the failures paused the loop."""
+    if state.get("pauseReason") != "agent_errors" or not state["errors"]:
+        return []
+    last = state["errors"][-1]
+    return [f"last error (iteration {last.get('iteration', '?')}): {visible(last['message'])}"]
 
 
 def _origins(state: st.State) -> dict[str, str]:

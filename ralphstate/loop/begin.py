@@ -15,7 +15,7 @@ from ralphstate.loop import taskfile
 from ralphstate.loop.gitignore import ignore_local_files
 from ralphstate.loop.project import claude_pid, current_session, project_root
 from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths, for_init
+from ralphstate.storage.paths import RUN_LOCK, LoopPaths, for_init
 from ralphstate.storage.store import Store
 
 # Keys of a template that `init` reads itself rather than keeping as the state's extras.
@@ -48,6 +48,7 @@ def init(
     base = Path.cwd() if start is None else Path(start)
     loop = for_init(base if here else project_root(base))
     store = Store(loop)
+    _refuse_while_run(loop)
     if store.exists() and not force:
         _refuse_unfinished(store)
     extra = dict(template or {})
@@ -99,6 +100,25 @@ def init(
     # A template's checks are not trusted here until a person has read them (init shows
     # them) and run `ralphstate trust`: a template may have come with a repository.
     return store, new, backup
+
+
+def _refuse_while_run(loop: LoopPaths) -> None:
+    """RalphstateError while a `ralphstate run` drives the loop here (it holds its lock)."""
+    from ralphstate.storage import locking
+
+    path = loop.dir / RUN_LOCK
+    if not path.is_file():
+        return
+    try:
+        with locking.hold(path, 0):
+            return
+    except locking.Held:
+        raise RalphstateError(
+            "a `ralphstate run` is driving this loop; stop it (Ctrl-C in its terminal)"
+            " before you start another."
+        ) from None
+    except OSError:
+        return
 
 
 def _unfinished(store: Store) -> dict[str, object] | None:

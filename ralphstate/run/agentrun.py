@@ -12,7 +12,16 @@ from typing import Any
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
-from ralphstate.run import agentpid, progress, prompt, runconfig, runfiles, spawn
+from ralphstate.run import (
+    agentoutput,
+    agentpid,
+    progress,
+    prompt,
+    runconfig,
+    runfiles,
+    spawn,
+    usage,
+)
 from ralphstate.run.context import Context
 from ralphstate.storage import lessons
 from ralphstate.storage.store import Event
@@ -47,31 +56,36 @@ def run_agent(
     state: st.State,
     argv: list[str],
     text: str,
+    timeout: float | None = None,
 ) -> spawn.AgentRun:
     """Run the agent for the loop's iteration in `state` (the run's `run`th) with the
-    prompt `text`, its output in a new log (`ctx.log`). An error writing the log or the
-    prompt file ends the run (RalphstateError), with the iteration's decision `error`
-    in history."""
+    prompt `text`, its output in a new log (`ctx.log`), stopped after `timeout` seconds
+    (None: never). An error writing the log or the prompt file ends the run
+    (RalphstateError), with the iteration's decision `error` in history."""
     paths = ctx.store.paths
     ctx.report.line(progress.heading(state, run, ctx.plan.limit))
     env = dict(os.environ)
     env[ENV_RUNNER] = "1"
     runs = paths.dir / runfiles.RUNS_DIR
     ctx.log = runfiles.log_path(runs, state["iteration"])
+    terminal = agentoutput.Quiet(ctx.report.output, paths.display(ctx.log))
     try:
         with open(ctx.log, "xb", opener=runfiles.private_opener) as log:
             common: dict[str, Any] = {
                 "cwd": paths.root,
                 "env": env,
                 "log": log,
-                "echo": ctx.report.output,
+                "echo": terminal,
                 "interrupts": ctx.interrupts,
-                "timeout": ctx.plan.timeout,
+                "timeout": timeout,
                 "grace": ctx.plan.grace,
                 "idle_timeout": ctx.plan.idle_timeout,
                 "started_as": lambda pid: agentpid.record(runs, pid),
             }
-            done = _spawn(ctx.plan.prompt_mode, argv, text, common)
+            try:
+                done = _spawn(ctx.plan.prompt_mode, argv, text, common)
+            finally:
+                terminal.close()
         agentpid.still_running(runs)  # forgets the agent, which has ended
         return done
     except OSError as exc:  # the log or the prompt file: the run ends as an error
@@ -116,10 +130,21 @@ def prompt_for(
     )
 
 
-def failure_line(number: int, agent: spawn.AgentRun, timeout: float | None) -> str:
-    """How the previous iteration failed, in one line for the next prompt."""
+def failure_line(number: int, agent: spawn.AgentRun, timeout: float | None, what: str) -> str:
+    """How the previous iteration failed, in one line for the next prompt; `what` is
+    the failure as `failure` names it."""
     if agent.idle:
         return f"Iteration {number} printed nothing for too long and was stopped (idle)."
     if agent.timed_out:
         return f"Iteration {number} timed out after {timeout or 0:g}s and was stopped."
-    return f"Iteration {number} ended with {agent.describe()} (a crash or an error)."
+    return f"Iteration {number} ended with {what} (a crash or an error)."
+
+
+def failure(ctx: Context, agent: spawn.AgentRun, figures: usage.Usage | None) -> str:
+    """A failed iteration as the run names it: `exit 1`, with the agent's own last
+    words quoted when it ended by itself (`exit 1: "cannot be used as root"`)."""
+    what = agent.describe()
+    if agent.timed_out or agent.interrupted or agent.exit_code < 0:
+        return what
+    words = agentoutput.failure(ctx.log, figures)
+    return f"{what}: {words}" if words else what

@@ -10,7 +10,7 @@ from typing import Any
 
 from ralphstate.core import budgets, clock
 from ralphstate.core import state as st
-from ralphstate.core.errors import RalphstateError
+from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.run import progress, spawn, usage
 from ralphstate.run.allowance import Allowance
 from ralphstate.run.context import Context, Reporter
@@ -146,6 +146,8 @@ def account(
 
     try:
         return ctx.store.update(change)
+    except NoLoop:
+        raise  # deleted or replaced: the run ends `ended_outside`
     except RalphstateError:
         return ctx.state if ctx.state is not None else ctx.store.load()
 

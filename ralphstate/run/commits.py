@@ -35,7 +35,7 @@ ERROR_LINES = 12
 ERROR_CHARS = 1500
 SUBJECT_CHARS = 72
 # The loop's own files a commit may take (never `runs/`, the agent's logs, nor locks).
-LOOP_FILES = ("state.json", "history.jsonl", "config.toml")
+LOOP_FILES = ("state.json", "history.jsonl", "config.toml", "lessons.md", ".gitignore")
 LIST_CHARS = 600
 
 
@@ -148,7 +148,7 @@ def message(number: int, before: st.State, after: st.State) -> tuple[str, str]:
     parts += [f"{quote(c)} no longer met" for c in lost]
     subject = f"ralphstate: iteration {number}"
     if parts:
-        subject = clip(f"{subject}: {'; '.join(parts)}", SUBJECT_CHARS)
+        subject = cut(f"{subject}: {'; '.join(parts)}", SUBJECT_CHARS)
     met = len(after["criteria"]) - len(queries.unmet(after))
     body = [f"Iteration {number} of the loop: {clip(after['spec'], 200)}", ""]
     for label, names in (
@@ -204,18 +204,23 @@ def _stage_loop_files(paths: LoopPaths, found: Path) -> git.Done | None:
         done = git.run_git(back, paths.root)
         if done is None or not done.ok:
             return done
-    wanted = [paths.dir / name for name in LOOP_FILES if (paths.dir / name).is_file()]
-    if not wanted:
-        return git.Done(0, "", "")
-    names = [str(p) for p in wanted]
+    names = loop_files(paths)
+    if names is None or not names:
+        return None if names is None else git.Done(0, "", "")
+    return git.run_git(["add", "--", *names], paths.root)
+
+
+def loop_files(paths: LoopPaths) -> list[str] | None:
+    """The loop's own files a commit takes (`LOOP_FILES` that exist and git does not
+    ignore), as paths; None when git could not say which it ignores."""
+    names = [str(paths.dir / name) for name in LOOP_FILES if (paths.dir / name).is_file()]
+    if not names:
+        return []
     ignored = git.run_git(["check-ignore", "--", *names], paths.root)
     if ignored is None or ignored.code not in (0, 1):
-        return ignored
+        return None
     left_out = {line.strip() for line in ignored.out.splitlines()}
-    names = [n for n in names if n not in left_out]
-    if not names:
-        return git.Done(0, "", "")
-    return git.run_git(["add", "--", *names], paths.root)
+    return [n for n in names if n not in left_out]
 
 
 def first_line(done: git.Done | None) -> str:
@@ -285,12 +290,75 @@ def after_iteration(
             "subject": done.subject,
             "files": done.files,
         }
+        holds = evidence_on(store, done.commit) if done.commit else []
+        if holds:
+            event["evidence"] = holds
     else:
         report.line(f"  commit failed; the loop pauses: {done.error}")
         event = {"event": "commit_failed", "subject": done.subject, "error": done.error}
     with contextlib.suppress(RalphstateError):
         append_history(store.paths.history, [event], number, loop_id=after["loopId"])
     return done.error is None
+
+
+def evidence_on(store: Store, commit: str) -> list[str]:
+    """After the run's commit: the evidence of the checks that ran on the code it holds
+    (the same tree, uncommitted then) names it, clean. Returns those criteria."""
+    code = git.snapshot(store.paths)
+    if code is None or code.dirty or code.commit != commit:
+        return []
+    moved: list[str] = []
+
+    def change(state: st.State, events: list[Event]) -> None:
+        moved.clear()
+        for name, found in state["evidence"].items():
+            if found.get("tree") == code.tree and found.get("commit") != commit:
+                found["commit"], found["dirty"] = commit, False
+                moved.append(name)
+
+    try:
+        store.update(change)
+    except RalphstateError:
+        return []
+    return moved
+
+
+def after_run(store: Store, ended: str, summary: str, report: Reporter) -> None:
+    """`--commit`, once the run has ended (`ended`: how, as its summary begins): commit
+    the loop's own files as the run left them, its last state and history, so that it
+    leaves the work tree clean. A commit that fails is said; the run's ending stands."""
+    paths = store.paths
+    if git.toplevel(paths.root) is None:
+        return
+    names = loop_files(paths)
+    if not names:
+        return
+    changed = git.run_git(["status", "--porcelain", "--", *names], paths.root)
+    if changed is None or not changed.ok or not changed.out.strip():
+        return
+    subject = cut(f"ralphstate: the loop's record after the run ({ended})", SUBJECT_CHARS)
+    body = f"{summary}\n\nThe loop's state and history as `ralphstate run --commit` left them."
+    done = git.run_git(["add", "--", *names], paths.root)
+    if done is not None and done.ok:
+        args = ["commit", "--quiet", "-m", subject, "-m", body, "--", *names]
+        done = git.run_git(args, paths.root)
+    if done is None or not done.ok:
+        report.line(f"the loop's record could not be committed: {_tail(done)}")
+        return
+    report.line(f"commit {short(git.head(paths.root))}: {visible(subject)}")
+
+
+def cut(text: str, size: int) -> str:
+    """One line of at most `size` characters, cut at a word with `…` when it is longer
+    (a word longer than the line is cut where it must be)."""
+    text = clip(text, len(text) + 1)  # one line, frame markers made harmless
+    if len(text) <= size:
+        return text
+    head = text[: size - 1]
+    at = head.rfind(" ")
+    if text[size - 1] != " " and at > size // 2:  # mid-word: back to the word's start
+        head = head[:at]
+    return head.rstrip(" ,;:") + "…"
 
 
 def short(commit: str | None) -> str:

@@ -161,7 +161,7 @@ def _ruled(facts: Checked, tripped: Breaker | None) -> Verdict:
         whose, what = facts.over
         return Verdict("budget", "paused", "budget", what, over=whose)
     if tripped == "agent_errors":
-        return _paused("agent_errors", "; ".join(facts.errors))
+        return _paused("agent_errors", "; ".join(dict.fromkeys(facts.errors)))
     if tripped == "step_retries":
         step = quote(clip(facts.step or "", 80))
         return _paused("step_retries", f"{step} stayed next for {facts.step_count} iterations")

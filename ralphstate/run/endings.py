@@ -10,7 +10,7 @@ import time
 
 from ralphstate.core import budgets, queries
 from ralphstate.core import state as st
-from ralphstate.core.errors import RalphstateError
+from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.core.render import clip
 from ralphstate.run import notifier
 from ralphstate.run.context import Context
@@ -113,11 +113,15 @@ def stopped(ctx: Context, state: st.State) -> Outcome:
     return ended(ctx, outcome, reason)
 
 
-def gone(ctx: Context) -> Outcome:
-    """state.json was deleted while the run went on: the run ends `ended_outside`."""
-    ctx.detail = "state.json was deleted during the run"
+def gone(ctx: Context, why: NoLoop) -> Outcome:
+    """state.json was deleted, or holds another loop, while the run went on: the run
+    ends `ended_outside`, and writes nothing more into the loop's files."""
+    from ralphstate.run.ownloop import Replaced
+
+    replaced = isinstance(why, Replaced)
+    ctx.detail = str(why) if replaced else "state.json was deleted during the run"
     ctx.state = None
-    return ended(ctx, "ended_outside", None)
+    return ended(ctx, "ended_outside", "replaced" if replaced else None)
 
 
 def _by_agent(ctx: Context, state: st.State) -> str | None:

@@ -61,6 +61,14 @@ LOOP_BUDGET_SPENT = (
     " then run `ralphstate run` again."
 )
 
+# Claude Code's refusal of --dangerously-skip-permissions as root, and what to do.
+ROOT_REFUSAL = "cannot be used with root/sudo privileges"
+AS_ROOT = (
+    "Claude Code refuses --dangerously-skip-permissions as root outside a sandbox: in a"
+    ' container, run `IS_SANDBOX=1 ralphstate run ...` (docs/how-to/overnight.md, "As root,'
+    ' in a container").'
+)
+
 
 @dataclass
 class IterationRecord:
@@ -160,14 +168,18 @@ class Outcome:
             " `ralphstate review`, approve or revert, then `ralphstate run` again.",
             "agent": "The agent paused the loop itself; no check proved it done. See"
             " `ralphstate status`, then `ralphstate run` again.",
+            "replaced": "See which loop .loop/state.json holds now with `ralphstate status`;"
+            " `ralphstate log --all` keeps the history of both.",
         }.get(self.reason or "")
+        if self.reason == "agent_errors" and ROOT_REFUSAL in (self.detail or ""):
+            hint = AS_ROOT
         if self.outcome == "paused" and hint is None:
             hint = (
                 "The loop was paused from outside the run; run `ralphstate run` again to continue."
             )
         if self.outcome == "cancelled":
             hint = "The loop was cancelled while the run was going."
-        if self.outcome == "ended_outside":
+        if self.outcome == "ended_outside" and self.reason != "replaced":
             hint = (
                 "The loop ended outside ralphstate (state.json was edited or deleted by hand,"
                 " not by a ralphstate command): it is not verified. See `ralphstate status`."

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio, locking
-from ralphstate.storage.paths import LoopPaths, check_safe
+from ralphstate.storage.paths import RUN_LOCK, LoopPaths, check_safe
 
 RUNS_DIR = "runs"
-RUN_LOCK = "run.lock"
 
 
 def prepare(paths: LoopPaths) -> Path:

@@ -27,6 +27,7 @@ from ralphstate.run import (
     endings,
     guards,
     limitwait,
+    ownloop,
     progress,
     prompt,
     ratelimits,
@@ -56,6 +57,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
         raise RalphstateError("the loop was cancelled; start a new one with `ralphstate init`.")
     if state["status"] == "complete":
         return Outcome("complete", None, [], state, 0.0)
+    store = ownloop.LoopStore(store, state["loopId"])  # never another loop's
     bookkeeping.check_trusted(store, state)
     check_trusted(store, plan)
     argv = resolve_program(plan, store.paths.root)
@@ -77,7 +79,13 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
                 commits.prepare(store, plan, report)
             with awake.kept_awake(plan.keep_awake):
                 context = Context(store, plan, report, interrupts, log=runs)
-                return _Run(context, chain).go()
+                outcome = _Run(context, chain).go()
+            if plan.commit and outcome.state is not None and outcome.reason != "commit_failed":
+                from ralphstate.run import commits
+
+                ended = outcome.outcome + (f" ({outcome.reason})" if outcome.reason else "")
+                commits.after_run(store, ended, outcome.summary()[0], report)
+            return outcome
 
 
 @dataclass
@@ -118,8 +126,8 @@ class _Run:
             return endings.finish(self.ctx, "paused", "user")
         except bookkeeping.Stopped as stop:
             return endings.stopped(self.ctx, stop.state)
-        except NoLoop:
-            return endings.gone(self.ctx)
+        except NoLoop as exc:
+            return endings.gone(self.ctx, exc)
         except RalphstateError as exc:
             return endings.failed(self.ctx, str(exc))
 
@@ -156,7 +164,7 @@ class _Run:
         state = bookkeeping.start_iteration(ctx, run)
         text = agentrun.prompt_for(ctx, run, state, self.notes, self.previous)
         argv = with_budget(self.agents.argv, self.allowance.left(state, "cost"))
-        agent = agentrun.run_agent(ctx, run, state, argv, text)
+        agent = self._run_agent(run, state, argv, text)
         figures = usage.read(ctx.log)
         facts = IterationFacts(interrupted=bool(ctx.interrupts.count))
         ended = _Ended(run, state["iteration"], agent, figures, state, state, facts)
@@ -168,6 +176,20 @@ class _Run:
             self._check(ended)
             verdict = _decided(ended.facts)
         return self._act(ended, verdict)
+
+    def _run_agent(self, run: int, state: st.State, argv: list[str], text: str) -> spawn.AgentRun:
+        """The iteration's agent, stopped after --timeout or when what the duration
+        budgets leave runs out, whichever comes first (docs/reference/run.md)."""
+        ctx = self.ctx
+        timeout, left = ctx.plan.timeout, self.allowance.left(state, "seconds")
+        by_budget = left is not None and (timeout is None or left < timeout)
+        if by_budget and left is not None:
+            timeout = max(left, 0.001)
+        agent = agentrun.run_agent(ctx, run, state, argv, text, timeout)
+        if by_budget and agent.timed_out and not agent.idle:
+            agent.timed_out, agent.out_of_budget = False, True
+            ctx.report.line("  the duration budget ran out, so the agent was stopped")
+        return agent
 
     def _read_back(self, ended: _Ended) -> None:
         """The loop as the agent left it: its task file and state re-read, and the
@@ -206,13 +228,16 @@ class _Run:
         progressed = now != self.seen
         self.quiet = 0 if progressed else self.quiet + 1
         self.seen = now
-        failed = (agent.exit_code != 0 or agent.timed_out) and not agent.interrupted
+        failed = agent.exit_code != 0 or agent.timed_out
+        failed = failed and not agent.interrupted and not agent.out_of_budget
         number = ended.number
-        self.previous = agentrun.failure_line(number, agent, ctx.plan.timeout) if failed else None
+        what = agentrun.failure(ctx, agent, ended.figures) if failed else agent.describe()
+        timeout = ctx.plan.timeout
+        self.previous = agentrun.failure_line(number, agent, timeout, what) if failed else None
         remaining = state["remainingSteps"]
         nxt = remaining[0] if remaining else None
-        self.breakers.after(failed, progressed, agent.describe(), nxt)
-        failure = agent.describe() if failed else None
+        self.breakers.after(failed, progressed, what, nxt)
+        failure = what if failed else None
         ended.state = ctx.state = bookkeeping.account(ctx, number, agent, ended.figures, failure)
         ended.facts = dataclasses.replace(ended.facts, checked=self._checked(ended))
 
@@ -290,7 +315,10 @@ class _Run:
         if verdict.ending == "complete":
             return endings.finish(ctx, "complete", None)
         if verdict.ending == "paused":
-            return endings.finish(ctx, "paused", verdict.reason, verdict.detail, verdict.over)
+            detail = verdict.detail
+            if verdict.reason == "budget" and ended.agent.out_of_budget:
+                detail = f"{detail}; iteration {ended.number} was stopped when it ran out"
+            return endings.finish(ctx, "paused", verdict.reason, detail, verdict.over)
         return ended.state
 
     def _committed(self, ended: _Ended) -> bool:

@@ -134,6 +134,8 @@ class AgentRun:
     # Stopped for printing nothing for `idle_timeout` seconds (then also `timed_out`).
     idle: bool = False
     interrupted: bool = False
+    # Stopped because the duration budgets ran out (the run sets it; then not `timed_out`).
+    out_of_budget: bool = False
     # The stages sent to stop it: "interrupt", "terminate", "kill".
     stops: list[str] = field(default_factory=list)
     output_bytes: int = 0

@@ -25,9 +25,8 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.run.runfiles import RUN_LOCK
 from ralphstate.storage import fsio, git, jsonstore, registry, trust
-from ralphstate.storage.paths import LOOP_DIR_NAME, LoopPaths
+from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 from ralphstate.storage.store import Store
 
 # What a new worktree's loop takes from the loop it is copied from.

@@ -18,6 +18,8 @@ LOOP_DIR_NAME = ".loop"
 STATE_NAME = "state.json"
 HISTORY_NAME = "history.jsonl"
 LOCK_NAME = "state.lock"
+# Held by the `ralphstate run` that drives the loop (run/runfiles.py).
+RUN_LOCK = "run.lock"
 ENV_DIR = "RALPHSTATE_DIR"
 
 

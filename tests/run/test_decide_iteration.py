@@ -212,7 +212,7 @@ TABLE: list[tuple[str, IterationFacts, Verdict | None]] = [
     (
         "the agent failed too often in a row",
         after_checks(tripped="agent_errors", failures=3, errors=ERRORS),
-        paused("agent_errors", "exit 1; exit 1; signal SIGKILL"),
+        paused("agent_errors", "exit 1; signal SIGKILL"),
     ),
     (
         "agent errors with another agent in the chain: switch and go on",
@@ -249,7 +249,7 @@ TABLE: list[tuple[str, IterationFacts, Verdict | None]] = [
     (
         "a breaker beats a stall",
         after_checks(tripped="agent_errors", errors=ERRORS, quiet=5),
-        paused("agent_errors", "exit 1; exit 1; signal SIGKILL"),
+        paused("agent_errors", "exit 1; signal SIGKILL"),
     ),
     (
         "no progress for stallLimit iterations",

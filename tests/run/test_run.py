@@ -331,8 +331,8 @@ def test_a_crashing_agent_is_recorded_and_the_loop_goes_on_until_it_stalls(
     assert log == b"agent 1: crash\nboom\n"  # stderr is in the log too
     errors = orjson.loads((project / ".loop" / "state.json").read_bytes())["errors"]
     assert [(e["iteration"], e["message"], e["run"]) for e in errors] == [
-        (1, "agent exit 7", True),
-        (2, "agent exit 7", True),
+        (1, 'agent exit 7: "boom"', True),
+        (2, 'agent exit 7: "boom"', True),
     ]
 
 

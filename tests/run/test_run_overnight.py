@@ -440,10 +440,10 @@ def test_consecutive_crashes_pause_the_loop_with_the_errors(
     assert done.returncode == 3
     out = orjson.loads(done.stdout)
     assert (out["reason"], out["iterations"]) == ("agent_errors", 3)
-    assert out["detail"] == "exit 7; exit 7; exit 7"
+    assert out["detail"] == 'exit 7: "boom"'  # the agent's last line, said once
     final = state(project)
     assert final["pauseReason"] == "agent_errors"
-    assert [e["message"] for e in final["errors"]] == ["agent exit 7"] * 3
+    assert [e["message"] for e in final["errors"]] == ['agent exit 7: "boom"'] * 3
 
 
 def test_timeouts_count_toward_the_failures_breaker(
@@ -685,7 +685,7 @@ def test_a_limit_wait_is_a_limit_event_and_the_failures_breaker_an_error_event(
     assert (error["event"], error["reason"], error["detail"]) == (
         "error",
         "agent_errors",
-        "exit 7; exit 7; exit 7",
+        'exit 7: "boom"',
     )
 
 
