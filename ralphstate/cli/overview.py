@@ -311,8 +311,9 @@ def log(lines: int, as_json: bool, every_loop: bool) -> None:
     Example:
       ralphstate log -n 50
     """
-    from ralphstate.core import limits, views
+    from ralphstate.core import limits
     from ralphstate.core.errors import RalphstateError
+    from ralphstate.run import logline
     from ralphstate.storage.store import of_loop
 
     store = locate()
@@ -331,7 +332,7 @@ def log(lines: int, as_json: bool, every_loop: bool) -> None:
         if as_json:
             output.json(entry, compact=True)
         else:
-            output.text(views.history_line(entry))
+            output.text(logline.line(entry))
 
 
 @click.command("list", context_settings=SETTINGS)

@@ -7,7 +7,6 @@ from typing import Any
 
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
-from ralphstate.core.actor import describe
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
 from ralphstate.core.redgreen import ALREADY
@@ -243,28 +242,6 @@ def _loose_tasks(state: st.State, style: Style) -> list[str]:
         state_word = "  (in progress)" if task["status"] == "in_progress" else ""
         lines.append(f"  {mark} {where}{visible(task['subject'])}{state_word}")
     return lines
-
-
-def history_line(entry: dict[str, Any]) -> str:
-    """One history entry: a line of its details, then each multi-line text (a check's
-    output) as its own indented lines, as it was printed; control characters shown as
-    `\\xNN`."""
-    details = {
-        k: v for k, v in entry.items() if k not in ("at", "event", "iteration", "loop", "actor")
-    }
-    long = {k: v for k, v in details.items() if isinstance(v, str) and "\n" in v}
-    text = " ".join(
-        f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}"
-        for k, v in details.items()
-        if k not in long
-    )
-    at, it, name = entry.get("at", "?"), entry.get("iteration", "?"), entry.get("event", "?")
-    who = f"[{describe(entry['actor'])}] " if "actor" in entry else ""
-    lines = [f"{at}  #{it!s:<3} {name!s:<16} {who}{text}".rstrip()]
-    for key, value in long.items():
-        lines.append(f"    {key}:")
-        lines += [f"      {line}".rstrip() for line in value.strip("\n").split("\n")]
-    return "\n".join(visible(line) for line in lines)
 
 
 def loop_row(row: dict[str, Any]) -> str:

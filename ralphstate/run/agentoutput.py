@@ -85,6 +85,7 @@ class Quiet:
         self.lock = threading.Lock()
         self.held = bytearray()
         self.indented = False  # the held object opened with `{` alone on its line
+        self.lines = 0  # the held text's lines that ended
         self.at_start = True  # the next byte starts a line
         self.count = 0
         self.size = 0
@@ -97,25 +98,28 @@ class Quiet:
 
     def _take(self, piece: bytes) -> None:
         ends = piece.endswith((b"\n", b"\r"))
-        if self.held:
-            self.held += piece
-            if ends:
-                self._line_ended(piece)
-            return
-        if self.at_start and piece.lstrip().startswith(b"{"):
-            self.held += piece
-            self.indented = piece.strip() == b"{"
-            if ends:
-                self._line_ended(piece)
-            return
-        self.echo(piece)
-        self.at_start = ends
+        if not self.held:
+            if not (self.at_start and piece.lstrip().startswith(b"{")):
+                self.echo(piece)
+                self.at_start = ends
+                return
+            self.lines = 0
+        self.held += piece
+        if ends:
+            self.lines += 1
+            self._line_ended()
 
-    def _line_ended(self, line: bytes) -> None:
-        """A line of the held object ended: count the object once it is whole, or let
-        it through once it cannot be one."""
-        if self.indented and line.strip() != b"}" and len(self.held) < HOLD_BYTES:
+    def _line_ended(self) -> None:
+        """A line of the held text ended: count the object once it is whole, or let it
+        through once it cannot be one."""
+        if self.lines == 1:
+            self.indented = self.held.strip() == b"{"
+        if self.indented and _last_line(self.held) != b"}" and len(self.held) < HOLD_BYTES:
             return
+        self._settle()
+
+    def _settle(self) -> None:
+        """Count the held object when it is a whole one, else show it as it came."""
         try:
             found = json.loads(bytes(self.held).decode("utf-8", "replace"))
         except ValueError:
@@ -132,10 +136,10 @@ class Quiet:
     def close(self) -> None:
         """The agent's output ended: what is still held, then the one line."""
         with self.lock:
-            if self.held:
-                self.echo(bytes(self.held))
-                self.at_start = self.held.endswith((b"\n", b"\r"))
-                self.held.clear()
+            if self.held:  # an object the output ended in, or text that only looked like one
+                ends = self.held.endswith((b"\n", b"\r"))
+                self._settle()
+                self.at_start = ends
             if not self.count:
                 return
             objects = "1 object" if self.count == 1 else f"{self.count} objects"
@@ -145,6 +149,11 @@ class Quiet:
             lead = b"" if self.at_start else b"\n"
             self.echo(lead + visible(line).encode("utf-8") + b"\n")
             self.count = 0
+
+
+def _last_line(held: bytearray) -> bytes:
+    text = bytes(held).rstrip(b"\r\n")
+    return text[text.rfind(b"\n") + 1 :].rstrip()  # `}` closes only at the line's start
 
 
 def _size(count: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ralphstate.core import clock, views
 from ralphstate.core.errors import RalphstateError
+from ralphstate.run import logline
 from ralphstate.storage.store import Store, of_loop
 
 Signature = tuple[tuple[int, int, int] | None, ...]
@@ -78,7 +79,7 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         lines.append(doing)
     if history and recent:
         lines.append("recent:")
-        lines += [f"  {views.history_line(e)}" for e in history[-recent:]]
+        lines += [f"  {logline.line(e)}" for e in history[-recent:]]
     return "\n".join(lines)
 
 

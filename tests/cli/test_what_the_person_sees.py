@@ -92,7 +92,7 @@ def test_log_prints_a_checks_output_as_lines(project: Path, rs: Any) -> None:
         history.write(orjson.dumps(check) + b"\n")
     out = rs("log", "-n", "1").out
     assert out == (
-        "2026-01-01T00:00:00Z  #0   check            criterion='tests pass' result='failing'\n"
+        '2026-01-01T00:00:00Z  #0   check            "tests pass" failing\n'
         "    outputTail:\n"
         "      FAILED test_a\n"
         "      \\x1b[31m1 failed\\x1b[0m\n"

@@ -7,6 +7,7 @@ word."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,40 @@ def tree_of(root: Path, commit: str) -> str:
         done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def test_log_and_watch_show_the_run_in_words_with_short_ids(repo: Path, agent: str) -> None:
+    checked_loop(repo)
+    assert rs(repo, "run", "--agent", agent, "--commit").returncode == 0
+    work = git(repo, "log", "--format=%H", "--grep", "iteration 1", "-1")
+
+    log = rs(repo, "log").stdout.decode()
+    watch = rs(repo, "watch", "--once").stdout.decode()
+
+    shown = {
+        line.split("] ", 1)[0].split()[-2]: line.split("] ", 1)[1] for line in log.splitlines()
+    }
+    assert re.fullmatch(
+        rf'"tests pass" verified by run · exit code 0, \d+\.\ds · on {first(repo)[:10]} \(dirty\)'
+        " · clean room",
+        shown["check"],
+    ), shown["check"]
+    assert shown["commit"] == (
+        f'{work[:10]} "ralphstate: iteration 1: "tests pass" met" · 4 files'
+        ' · evidence: "tests pass"'
+    )
+    assert shown["run_iteration"].startswith("run 1: exit 0 in ")
+    assert shown["run_iteration"].endswith(
+        ", then complete · 1/1 criterion · 0/0 steps · .loop/runs/0001.log"
+    )
+    assert shown["run_finished"].startswith("complete · 1 iteration in ")
+    assert shown["approved"] == "the proof: 1 criterion, 1 check"
+    for text in (log, watch):
+        assert not re.search(r"[0-9a-f]{16}", text), text  # no id in full
+        assert "=False" not in text and "=None" not in text
+    for event in ("check", "commit", "run_iteration", "run_finished"):
+        assert len(f"2026-01-01T00:00:00Z  #1   {event:<16} [you] {shown[event]}") <= 140
+
+
+def first(root: Path) -> str:
+    return git(root, "rev-list", "--max-parents=0", "HEAD")
