@@ -152,7 +152,8 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     default=None,
     callback=_duration,
     metavar="TIME",
-    help="This run's budget: pause once it has taken this long (8h, 90m, 1h30m, or seconds).",
+    help="This run's budget: pause once it has taken this long (8h, 90m, 1h30m, or seconds);"
+    " the iteration running then is stopped.",
 )
 @click.option(
     "--on-limit",

@@ -2,7 +2,8 @@
 API: as root, `claude -p --dangerously-skip-permissions` refuses to start unless it is
 told it runs in a sandbox (`IS_SANDBOX=1`, a container that is itself the sandbox). A
 run that hits the refusal pauses `agent_errors` quoting the client's one line; the
-recipe in docs/how-to/overnight.md ("As root, in a container") runs to completion.
+recipes in docs/how-to/overnight.md ("As root, in a container": `IS_SANDBOX=1`, or
+no prompt skipped with `--allowedTools Bash`) run to completion.
 
 These tests need this process to be root (containers usually are); elsewhere they are
 skipped, since the client's refusal cannot happen.
@@ -62,8 +63,24 @@ def test_as_root_the_pause_quotes_the_clients_refusal(
     assert finished["detail"] == f'exit 1: "{REFUSAL}"'
 
 
-def test_as_root_in_a_container_the_recipe_runs_to_completion(
-    cli: Cli, claude_bin: Path, claude_env: dict[str, str], api: FakeAnthropicAPI, project: Path
+@pytest.mark.parametrize(
+    ("flags", "sandbox"),
+    [
+        # docs/how-to/overnight.md, "As root, in a container": the container is the sandbox
+        (["--dangerously-skip-permissions"], {"IS_SANDBOX": "1"}),
+        # ... or no prompt skipped: the tools the agent needs allowed
+        (["--permission-mode", "acceptEdits", "--allowedTools", "Bash"], {}),
+    ],
+    ids=["IS_SANDBOX=1", "allowedTools"],
+)
+def test_as_root_in_a_container_the_recipes_run_to_completion(
+    flags: list[str],
+    sandbox: dict[str, str],
+    cli: Cli,
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
 ) -> None:
     cli("install")
     cli("init", "Add a CSV export", "-c", "tests pass")
@@ -71,17 +88,10 @@ def test_as_root_in_a_container_the_recipe_runs_to_completion(
         [bash('ralphstate criteria set "tests pass" true --note "pytest: 3 passed"')],
         [text("Recorded tests pass.")],
     )
+    command = join_command([str(claude_bin), "-p", "--output-format", "json", *flags])
 
-    # docs/how-to/overnight.md: IS_SANDBOX=1 ralphstate run --agent "claude -p
-    # --dangerously-skip-permissions"
     run = ralphstate(
-        project,
-        {**claude_env, "IS_SANDBOX": "1"},
-        "run",
-        "--agent",
-        agent(claude_bin),
-        "--json",
-        timeout=180,
+        project, {**claude_env, **sandbox}, "run", "--agent", command, "--json", timeout=180
     )
 
     assert run.returncode == 0, run.stderr
@@ -89,3 +99,7 @@ def test_as_root_in_a_container_the_recipe_runs_to_completion(
     assert (out["outcome"], out["iterations"]) == ("complete", 1)
     assert REFUSAL not in run.stderr
     assert state(project)["criteriaStatus"] == {"tests pass": True}
+    # The JSON report is one line on the terminal (stderr under --json); the log has it.
+    assert '"total_cost_usd"' not in run.stderr
+    assert "the agent's JSON output (1 object, " in run.stderr
+    assert '"total_cost_usd"' in (project / ".loop" / "runs" / "0001.log").read_text()
