@@ -22,7 +22,7 @@ from hypothesis import strategies as hs
 from ralphstate.core import queries, views
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
-from ralphstate.core.render import clip
+from ralphstate.run import logline
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
 from tests.helpers import REPO, run_process
@@ -578,7 +578,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert shown == {**state, "knownHere": False}
     log = rs("log", "-n", "1")
     assert log.out == (
-        f"2026-03-14T10:41:37Z  #6   unmet            unmet={clip(str(queries.unmet(state)), 80)}\n"
+        f"2026-03-14T10:41:37Z  #6   unmet            unmet={logline.value(queries.unmet(state))}\n"
     )
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ralphstate.run import spawn
 from tests.helpers import browser, run_process
-from tests.helpers.gitrepo import init_repo, use_identity
+from tests.helpers.gitrepo import git, init_repo, use_identity
 
 AGENT = r"""
 import subprocess, sys
@@ -77,7 +77,9 @@ def test_the_report_as_text_and_markdown(loop: Path) -> None:
     assert text.returncode == 0, text.stderr
     out = text.stdout.decode()
     assert "status: complete · iteration 4/20 · 2/2 criteria" in out  # --max: that run only
-    assert re.search(r"\[x\] tests pass: verified on [0-9a-f]{10} \(dirty\) · exit code 0", out)
+    # The evidence names the runner's commit that holds the code the check ran on.
+    work = git(loop, "log", "--format=%H", "--grep", "iteration 4", "-1")[:10]
+    assert f"[x] tests pass: verified on {work} · exit code 0" in out
     assert len(re.findall(r"^  #\d +run ", out, re.MULTILINE)) == iterations(loop) == 4
     assert "  #1    " in out and "run_max · run" in out  # the first run's pause
     markdown = run_process(["report", "--markdown"], cwd=loop).stdout.decode()

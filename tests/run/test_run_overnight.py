@@ -57,7 +57,7 @@ def test_each_iteration_records_the_cost_and_tokens_the_agent_reported(
     watched = rs("watch", "--once")  # the total, and each iteration's in the recent history
     assert "spent: 480 tokens · $0.0032 · " in watched.out
     lines = [line for line in watched.out.splitlines() if " run_iteration " in line]
-    assert len(lines) == 2 and all("tokens=240 cost=0.0016" in line for line in lines)
+    assert len(lines) == 2 and all("· 240 tokens · $0.0016 ·" in line for line in lines)
 
 
 def test_an_agent_that_reports_nothing_gets_a_duration_only(
