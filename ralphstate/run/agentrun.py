@@ -86,6 +86,9 @@ def run_agent(
                 done = _spawn(ctx.plan.prompt_mode, argv, text, common)
             finally:
                 terminal.close()
+        if done.exit_code != 0 or done.timed_out:
+            runfiles.mark_failed(ctx.log)
+        runfiles.prune(runs, ctx.plan.keep_logs)
         agentpid.still_running(runs)  # forgets the agent, which has ended
         return done
     except OSError as exc:  # the log or the prompt file: the run ends as an error

@@ -13,7 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.text import visible
-from ralphstate.run import guards, prompt, runconfig, spawn
+from ralphstate.run import guards, prompt, runconfig, runfiles, spawn
 from ralphstate.storage.store import Store
 
 
@@ -51,6 +51,8 @@ class Plan:
     notify: str | None = None
     # Stop an agent that printed nothing for this many seconds (None: never).
     idle_timeout: float | None = None
+    # Iteration logs kept in .loop/runs/ (and as many failed ones besides).
+    keep_logs: int = runfiles.KEEP_LOGS
     agent_errors: int = guards.AGENT_ERRORS
     step_retries: int = guards.STEP_RETRIES
 
@@ -147,6 +149,7 @@ def make_plan(
         idle_timeout=idle_timeout if idle_timeout is not None else config.idle_timeout,
         notify=notify if notify is not None else config.notify,
         keep_awake=config.keep_awake,
+        keep_logs=config.keep_logs or runfiles.KEEP_LOGS,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
         review=runconfig.reviewed(config, store.paths.root) if used else {},

@@ -43,6 +43,7 @@ KEYS = (
     "idle-timeout",
     "notify",
     "keep-awake",
+    "keep-logs",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -66,6 +67,7 @@ class RunConfig:
     idle_timeout: float | None = None
     notify: str | None = None
     keep_awake: bool = True
+    keep_logs: int | None = None
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -230,6 +232,10 @@ def _keep_awake(config: RunConfig, value: Any, bad: Callable[[str], RalphstateEr
     config.keep_awake = value
 
 
+def _keep_logs(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    config.keep_logs = _whole(value, 1, 100_000, bad)
+
+
 # How each key but `context` (whose files are named from the project) is read.
 _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
     "agent": _agent,
@@ -246,6 +252,7 @@ _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]],
     "idle-timeout": _idle_timeout,
     "notify": _notify,
     "keep-awake": _keep_awake,
+    "keep-logs": _keep_logs,
 }
 
 

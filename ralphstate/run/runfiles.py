@@ -1,6 +1,8 @@
 """The files a `ralphstate run` keeps in the loop's directory: the lock one run holds
 while it drives the loop (`run.lock`), and the agents' logs (`runs/NNNN.log`), which
-stay out of git and are never world-writable."""
+stay out of git, are never world-writable and are pruned: the newest `keep` logs stay,
+and so do the newest `keep` of the iterations that failed (a `NNNN.log.failed` mark
+beside the log says so)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ from ralphstate.storage import fsio, locking
 from ralphstate.storage.paths import RUN_LOCK, LoopPaths, check_safe
 
 RUNS_DIR = "runs"
+# How many iteration logs a run keeps by default, and as many failed ones besides.
+KEEP_LOGS = 50
+# Beside the log of an iteration whose agent failed (exited non-zero, timed out).
+FAILED_MARK = ".failed"
 
 
 def prepare(paths: LoopPaths) -> Path:
@@ -71,3 +77,52 @@ def private_opener(path: str, flags: int) -> int:
     """Create a log with at most `fsio.FILE_MODE` (open's default, 0666, would leave it
     world-writable under a umask of 0)."""
     return os.open(path, flags, fsio.FILE_MODE)
+
+
+def mark_failed(log: Path) -> None:
+    """Mark `log` as the log of a failed iteration, so that pruning keeps it longer;
+    a mark that cannot be written only shortens its life."""
+    with contextlib.suppress(OSError):
+        fsio.atomic_write(log.with_name(log.name + FAILED_MARK), b"")
+
+
+def _number(name: str) -> tuple[int, int] | None:
+    """`0003.log` -> (3, 1), `0003.2.log` -> (3, 2): a log's place in order; None for
+    any other file."""
+    if not name.endswith(".log"):
+        return None
+    parts = name[: -len(".log")].split(".")
+    if len(parts) > 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1]) if len(parts) == 2 else 1
+
+
+def prune(runs: Path, keep: int) -> int:
+    """Remove the iteration logs of `runs` but the newest `keep` and the newest `keep`
+    of the failed ones (with their marks); how many logs went. A file that cannot be
+    listed or removed stays, without a word: pruning never ends a run."""
+    try:
+        names = {entry.name for entry in os.scandir(runs) if entry.is_file()}
+    except OSError:
+        return 0
+    numbered = [(number, name) for name in names if (number := _number(name)) is not None]
+    logs = [name for _, name in sorted(numbered, reverse=True)]
+    failed = [n for n in logs if n + FAILED_MARK in names]
+    kept = set(logs[:keep]) | set(failed[:keep])
+    gone = 0
+    for name in logs:
+        if name in kept:
+            continue
+        try:
+            (runs / name).unlink()
+        except OSError:
+            continue
+        gone += 1
+        if name + FAILED_MARK in names:
+            with contextlib.suppress(OSError):
+                (runs / (name + FAILED_MARK)).unlink()
+    for name in names:  # a mark whose log is gone
+        if name.endswith(FAILED_MARK) and name[: -len(FAILED_MARK)] not in names:
+            with contextlib.suppress(OSError):
+                (runs / name).unlink()
+    return gone
