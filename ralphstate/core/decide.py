@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ralphstate.core import budgets, fields, ownership, queries, render
+from ralphstate.core import budgets, fields, ownership, queries, render, stall
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 from ralphstate.core.proof import Pending, completion_note, paused_review
@@ -113,7 +113,8 @@ OUTCOMES: dict[Rule, Outcome] = {
         colour=AMBER,
     ),
     "stall": Outcome(
-        "nothing changed since the last block (criteria, steps, the marker said), and"
+        "nothing changed since the last block (criteria, steps, the marker said, the"
+        " project's files), no background work is running, and"
         " `blocksWithoutProgress >= stallLimit`",
         "a `systemMessage`",
         pause="stall",
@@ -204,11 +205,13 @@ class Checked:
 class _Read:
     """What a stop has read so far, shared by its decisions (`StopFacts.given`)."""
 
-    __slots__ = ("replied", "reply", "review", "stale")
+    __slots__ = ("files", "looked", "replied", "reply", "review", "stale")
 
     def __init__(self) -> None:
         self.replied = False
         self.reply: str | None = None
+        self.looked = False
+        self.files: str | None = None
         self.stale: Sequence[str] | None = None  # None: not asked
         self.review: Pending | None = None  # None: not asked
 
@@ -219,23 +222,28 @@ class StopFacts:
     `session_id` and `agent`: whose stop it is. `runner`: the stop is inside an
     iteration of `ralphstate run`. `spent`: the tokens the session's transcript shows
     since the last stop, and where that reading stopped. `checked`: what the hook's run
-    of the checks found (None: they have not run).
+    of the checks found (None: they have not run). `background`: the agent reports
+    background work still running (Claude Code's `background_tasks`).
 
     The facts that cost time to find are values (a table of tests) or functions (the
     hook), asked only when a rule needs them: `reply`, the reply that ended the turn,
     when the marker is looked for (a transcript read); `known_here(state)`, whether this
     machine made or adopted the loop, of a loop nobody owns (the registry);
     `stale(state)`, the verified criteria proven on other code than the work tree holds
-    now, at a claimed completion (git). The reply and the stale criteria are read once
-    per stop: the facts `given` makes for its next decision share them."""
+    now, at a claimed completion (git); `files`, the stamp of the project's files
+    (storage/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
+    not change. The reply, the stale criteria and the stamp are read once per stop: the
+    facts `given` makes for its next decision share them."""
 
     __slots__ = (
+        "_files",
         "_known",
         "_read",
         "_reply",
         "_review",
         "_stale",
         "agent",
+        "background",
         "checked",
         "runner",
         "session_id",
@@ -254,11 +262,13 @@ class StopFacts:
         spent: Spent | None = None,
         checked: Checked | None = None,
         review: Pending | Callable[[st.State], Pending] | None = None,
+        files: str | Callable[[], str | None] | None = None,
+        background: bool = False,
     ) -> None:
         self.session_id, self.agent, self.runner = session_id, agent, runner
-        self.spent, self.checked = spent, checked
+        self.spent, self.checked, self.background = spent, checked, background
         self._reply, self._known, self._stale = reply, known_here, stale
-        self._review = review
+        self._review, self._files = review, files
         self._read = _Read()
 
     def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:
@@ -275,6 +285,14 @@ class StopFacts:
             read.reply = self._reply() if callable(self._reply) else self._reply
             read.replied = True
         return read.reply
+
+    @property
+    def files(self) -> str | None:
+        read = self._read
+        if not read.looked:
+            read.files = self._files() if callable(self._files) else self._files
+            read.looked = True
+        return read.files
 
     def known_here(self, state: st.State) -> bool:
         return self._known(state) if callable(self._known) else self._known
@@ -325,15 +343,15 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     if new["iteration"] >= new["maxIterations"]:
         return made.done("max_iterations", render.paused_max(new))
     marker_seen = contains_marker(facts.reply or "", new["completionMarker"])
-    fingerprint = st.progress(new, marker_seen)
-    changed = fingerprint != new.get("lastProgress")
-    if not changed and new["blocksWithoutProgress"] >= new["stallLimit"]:
+    book = st.progress(new, marker_seen)
+    fingerprint, counts = stall.weigh(new, book, facts.background, lambda: facts.files)
+    if counts == "none" and new["blocksWithoutProgress"] >= new["stallLimit"]:
         return made.done("stall", render.paused_stall(new))
     unmet = queries.unmet(new)
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
-        return _block(made, unmet, missing, (fingerprint, changed), facts.checked)
+        return _block(made, unmet, missing, (fingerprint, counts), facts.checked)
     pending = facts.review(new)
     if pending.changes:  # what proves it changed: a person looks before it counts
         new["lastProgress"] = fingerprint
@@ -352,12 +370,12 @@ def _block(
     made: _Deciding,
     unmet: list[str],
     missing: bool,
-    progress: tuple[str, bool],
+    progress: tuple[str, stall.Counts],
     checked: Checked | None,
 ) -> Decision:
     """A stop that would block: it does, unless a budget is reached (spending more is
-    what the budget forbids). `progress`: the stop's fingerprint, and whether it
-    changed since the last block."""
+    what the budget forbids). `progress`: the stop's fingerprint, and what the stop
+    counts as (`core.stall`)."""
     new = made.state
     over = budgets.over_budget(new)
     if over:
@@ -370,10 +388,9 @@ def _block(
         rule, reason = "no_criteria", render.block_no_criteria(new)
     else:
         rule, reason = "no_marker", render.block_marker(new)
-    fingerprint, changed = progress
+    fingerprint, counts = progress
     new["iteration"] += 1
-    new["blocksWithoutProgress"] = 0 if changed else new["blocksWithoutProgress"] + 1
-    new["lastProgress"] = fingerprint
+    stall.count(new, fingerprint, counts)
     return made.done(rule, reason, {"unmet": unmet} if unmet else None)
 
 

@@ -122,6 +122,12 @@ MAX_GIT_OUTPUT_BYTES = 256 * 1024
 # Stop hook may take twice around its checks: 2 x 20 + STOP_VERIFY_BUDGET stays below
 # STOP_HOOK_TIMEOUT.
 GIT_SNAPSHOT_SECONDS = 20.0
+# What the Stop hook looks at to tell a turn that changed the project's files from one
+# that did not (storage/filestamp.py): the most files it stats (in git, of the paths
+# `git status` lists; outside git, of the project's files in breadth-first order), and
+# how long its `git status` may take (past it, the turn is taken to have changed none).
+MAX_STAMP_FILES = 5000
+STAMP_SECONDS = 10.0
 # The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
 # guard, the longest one, and the most of a guarded files' diff `review` shows.
 MAX_GUARDS = 200

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ralphstate.agents.contract import Agent
-from ralphstate.core import decide, ownership, queries
+from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.proof import Pending
@@ -55,6 +55,8 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         known_here=lambda current: registry.knows(loop, current),
         stale=lambda current: _stale(loop, current),
         review=lambda current: _review(store, current),
+        files=lambda: _files(loop),
+        background=stall.running(hook_input.get("background_tasks")),
     )
     boxes = _task_boxes(loop, state)
     spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
@@ -219,6 +221,14 @@ def _review(store: Store, state: st.State) -> Pending:
     except Exception as exc:  # noqa: BLE001 - the review must not crash the hook
         note("stop", f"could not compare the loop's proof with the approved one ({exc})")
         return Pending([f"the proof could not be compared with the approved one ({exc})"])
+
+
+def _files(loop: paths.LoopPaths) -> str | None:
+    """The stamp of the project's files, for a stop whose bookkeeping did not change: a
+    turn that changed them is progress (core/stall.py)."""
+    from ralphstate.storage import filestamp
+
+    return filestamp.stamp(loop)
 
 
 def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:

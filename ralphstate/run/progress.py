@@ -1,6 +1,6 @@
-"""What a `ralphstate run` says as it goes: the line before each iteration, one for
-each check, and each iteration's record (a `run_iteration` line in history, and a line
-for the person)."""
+"""What a `ralphstate run` says as it goes (the line before each iteration, one for
+each check, and each iteration's record: a `run_iteration` line in history, and a line
+for the person), and what counts as an iteration's progress (`fingerprint`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,23 @@ from ralphstate.run.result import (
     format_duration,
     format_spent,
 )
+from ralphstate.storage import filestamp, git
+from ralphstate.storage.paths import LoopPaths, git_top
 from ralphstate.storage.store import Event
+
+
+def fingerprint(paths: LoopPaths, state: st.State) -> tuple[str, str | None]:
+    """What the run compares from one iteration to the next: an iteration that changed
+    it made progress. The loop's bookkeeping (criteria, steps: `st.progress`) and the
+    content of the project's files: in a git repository the id of the tree the work
+    tree holds (`git.snapshot`: ignored files and the loop's directory left out, None
+    when git fails), which no commit changes, so the run's own `--commit` of what was
+    there is no progress while an agent's new work is, committed or not; outside git
+    the stamp of the files (`filestamp.walk`)."""
+    if git_top(paths.root) is None:
+        return st.progress(state), filestamp.walk(paths)
+    code = git.snapshot(paths)
+    return st.progress(state), code.tree if code is not None else None
 
 
 def place(state: st.State, number: int | None = None) -> str:

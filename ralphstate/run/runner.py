@@ -40,7 +40,6 @@ from ralphstate.run.context import Context, Reporter
 from ralphstate.run.decide_iteration import Checked, IterationFacts, Verdict, decide_iteration
 from ralphstate.run.plan import Plan, check_trusted, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import IterationDecision, Outcome
-from ralphstate.storage import git
 from ralphstate.storage.store import Store
 
 
@@ -345,7 +344,7 @@ class _Run:
         )
 
     def _fingerprint(self, state: st.State) -> tuple[str, str | None]:
-        return st.progress(state), git.head(self.ctx.store.paths.root)
+        return progress.fingerprint(self.ctx.store.paths, state)
 
 
 def _decided(facts: IterationFacts) -> Verdict:

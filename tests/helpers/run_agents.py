@@ -6,14 +6,15 @@ its arguments, that records what it was given in $FAKE_AGENT_DIR.
 MODE says where the prompt is (stdin, arg: the last argument, file: the path given).
 BEHAVIOUR: progress (sets the criterion the prompt names, with the ralphstate command
 line), build (writes built.txt), idle, crash (exit 7), hang (sleeps; SIGINT ends it
-with 130), stubborn (ignores SIGINT and SIGTERM), commit (an empty git commit), pause
-(`ralphstate pause`), block (`ralphstate pause --blocked`), corrupt (writes bad JSON
-into state.json), replay (prints
-`replay-N.out` or else `replay.out` from $FAKE_AGENT_DIR, a real client's recorded
-output, and exits with `replay-N.exit` or `replay.exit`, 0 without). Behaviours join
-with `+`: `progress+replay` replays after making progress, `replay+progress` before
-(so an iteration that replays a failure exits before it makes progress); `+slow` makes
-any of them take 0.3 s more.
+with 130), stubborn (ignores SIGINT and SIGTERM), commit (a git commit of a new file,
+work-N.txt), empty-commit (a git commit of nothing), note (adds a line to notes.txt,
+uncommitted; note-once: only in the first iteration, then idle), pause (`ralphstate
+pause`), block (`ralphstate pause --blocked`), corrupt (writes bad JSON into
+state.json), replay (prints `replay-N.out` or else `replay.out` from $FAKE_AGENT_DIR, a
+real client's recorded output, and exits with `replay-N.exit` or `replay.exit`, 0
+without). Behaviours join with `+`: `progress+replay` replays after making progress,
+`replay+progress` before (so an iteration that replays a failure exits before it makes
+progress); `+slow` makes any of them take 0.3 s more.
 """
 
 from __future__ import annotations
@@ -91,7 +92,14 @@ elif behaviour == "crash":
     print("boom", file=sys.stderr, flush=True)
     sys.exit(7)
 elif behaviour == "commit":
+    Path(f"work-{n}.txt").write_text(f"work of agent {n}\n")
+    subprocess.run(["git", "add", f"work-{n}.txt"], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", f"agent {n}"], check=True)
+elif behaviour == "empty-commit":
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", f"agent {n}"], check=True)
+elif behaviour == "note" or (behaviour == "note-once" and n == 1):
+    with open("notes.txt", "a") as handle:
+        handle.write(f"agent {n} was here\n")
 elif behaviour == "pause":
     ralphstate("pause", "--reason", "agent asked")
 elif behaviour == "block":
