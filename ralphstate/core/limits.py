@@ -126,7 +126,7 @@ GIT_SNAPSHOT_SECONDS = 20.0
 # that did not (storage/filestamp.py): the most files it stats (in git, of the paths
 # `git status` lists; outside git, of the project's files in breadth-first order), and
 # how long its `git status` may take (past it, the turn is taken to have changed none).
-MAX_STAMP_FILES = 5000
+MAX_STAMP_FILES = 2000
 STAMP_SECONDS = 10.0
 # The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
 # guard, the longest one, and the most of a guarded files' diff `review` shows.
