@@ -23,13 +23,13 @@ from hypothesis import strategies as hs
 from ralphstate.agents import table as adapters
 from ralphstate.agents.claude import last_assistant_text
 from ralphstate.agents.contract import Agent
-from ralphstate.core import limits, queries, render
+from ralphstate.core import limits, queries, render, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.fields import EVIDENCE_RESULTS
 from ralphstate.hooks import notify
-from ralphstate.storage import notices, paths, registry, trust
+from ralphstate.storage import filestamp, notices, paths, registry, trust
 from ralphstate.storage.store import Store
 from tests.helpers import run_process
 from tests.helpers.hardening import (
@@ -217,6 +217,8 @@ def expected_stop(
         known_here=True,
         checked=Checked(untrusted=True) if untrusted else None,
         agent=agent.name,
+        files=filestamp.stamp(loop),  # the project's files, as the hook looks at them
+        background=stall.running(hook_input.get("background_tasks")),
     )
     decision = decide_stop(state, facts)
     return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
