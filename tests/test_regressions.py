@@ -69,8 +69,8 @@ def test_demo_inside_another_agents_shell_still_shows_the_loop_holding(
     monkeypatch.setenv("GEMINI_CLI", "1")
     result = rs("demo")
     assert result.code == 0, result.err
-    assert result.out.count("[stop hook] blocks; the model reads:") == 3
-    assert "owned by session demo-ses" in result.out
+    assert result.out.count("[stop hook] blocks; the model reads:") == 2
+    assert " · owner demo-ses… · " in result.out  # the demo's session, not the shell's
 
 
 # -- other agents' Stop hooks leave room for verify-on-stop ------------------------------
@@ -345,7 +345,7 @@ def test_control_characters_in_a_state_file_are_shown_not_obeyed(project: Path, 
     status = rs("status")
     assert status.code == 0, status.err
     assert "spec: Export\\x9b2J invoices\n" in status.out
-    assert f"  [ ] {shown_name}  (unchecked)\n" in status.out
+    assert f"  [ ] {shown_name}  (check not run yet)\n" in status.out
     assert f"  {shown_name}: {shown_check}\n" in status.out
     assert rs("criteria", "list").out == f"1. [ ] {shown_name}\n"
     check = rs("criteria", "check", "1")

@@ -55,6 +55,12 @@ def criteria_add(name: str, check: str | None) -> None:
     store = locate()
     new = checklist.criteria_add(store, name, check)
     output.text(f"added criterion '{visible(name)}'")
+    if check is not None:
+        from ralphstate.loop import program
+
+        said = program.warning(name, check, store.paths.root)
+        if said:
+            output.error(said)
     if check is None and name in new["checks"]:
         from ralphstate.core.approving import trust_step
         from ralphstate.storage import trust

@@ -22,28 +22,42 @@ from ralphstate.storage import children
 
 SESSION = "demo-session-0001"
 SPEC = "Add a --json flag to the report command"
-CRITERIA = ["tests pass", "README documents --json"]
-STEPS = ["add the flag", "write tests", "update README"]
+CHECKED = "tests pass"  # the criterion with a check
+CLAIMED = "README documents --json"  # the one without: the agent's word
+STEPS = ["add the flag", "update README"]
 OUTPUT_BYTES = 1024 * 1024  # of each command's stdout and stderr, the most kept
 
-# What the agent does in each turn: commands it runs, then its final reply.
-SCRIPT: list[tuple[list[list[str]], str]] = [
-    ([], "I added the --json flag. I think the task is finished."),
+# The scratch project: a report function and the test the flag must pass.
+REPORT = 'def report(rows, as_json=False):\n    return "\\n".join(f"{k}: {v}" for k, v in rows)\n'
+FIXED = (
+    "import json\n\n\ndef report(rows, as_json=False):\n    if as_json:\n"
+    '        return json.dumps(dict(rows))\n    return "\\n".join(f"{k}: {v}" for k, v in rows)\n'
+)
+TEST = (
+    "import unittest\n\nfrom report import report\n\n\n"
+    "class ReportTest(unittest.TestCase):\n    def test_json(self):\n"
+    "        self.assertEqual(report([('a', 1)], as_json=True), '{\"a\": 1}')\n"
+)
+
+# What the agent does in each turn: the files it writes, the commands it runs, then its
+# final reply. The first turn is the session's own; each later one is an iteration, begun
+# by the block before it.
+SCRIPT: list[tuple[dict[str, str], list[list[str]], str]] = [
+    ({}, [], "I added the --json flag. I think the task is finished."),
     (
+        {},
         [
             ["step", "done", "add the flag"],
-            ["step", "done", "write tests"],
-            ["criteria", "set", "tests pass", "true"],
+            ["step", "done", "update README"],
+            ["criteria", "set", CHECKED, "true"],
+            ["criteria", "set", CLAIMED, "true"],
         ],
-        "Tests pass now (12 passed). Done! <loop-complete>",
+        "Tests pass now and the README has a --json section. Done! <loop-complete>",
     ),
     (
-        [["step", "done", "update README"], ["criteria", "set", "README documents --json", "true"]],
-        "The README has a --json section with an example.",
-    ),
-    (
-        [],
-        "Every criterion is verified: tests pass and the README documents --json.\n<loop-complete>",
+        {"report.py": FIXED},
+        [["verify"]],
+        "The flag prints JSON now; `ralphstate verify` passed. <loop-complete>",
     ),
 ]
 
@@ -59,29 +73,37 @@ def _text(output: bytes) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _env(tmp: Path, root: Path) -> dict[str, str]:
+    """The environment of the demo's commands: its own ralphstate home, the scratch
+    project as Claude Code's project directory, and no agent session of the shell it
+    runs in (the demo's session would then be a stranger to the loop)."""
+    env = dict(os.environ)
+    inherited = ["RALPHSTATE_DIR", "RALPHSTATE_RUNNER"]
+    for agent in every().values():
+        named = (agent.marker_env, agent.process_env)
+        inherited += [*agent.session_env, *(name for name in named if name)]
+    for name in inherited:
+        env.pop(name, None)
+    claude = every()["claude"]
+    env.update({"RALPHSTATE_HOME": str(tmp / "home"), str(claude.project_env): str(root)})
+    return env
+
+
+def _shown(args: list[str]) -> str:
+    return "ralphstate " + " ".join(a if " " not in a else f'"{a}"' for a in args)
+
+
 def run(echo: Callable[[str], None]) -> int:
     with tempfile.TemporaryDirectory(prefix="ralphstate-demo-") as tmp:
         root = Path(tmp) / "project"
         root.mkdir()
-        env = dict(os.environ)
-        # Run from inside any agent's shell, the demo's `init` must not be owned by that
-        # agent's session: its Claude Code session below would then be a stranger.
-        inherited = ["RALPHSTATE_DIR", "RALPHSTATE_RUNNER"]
-        for agent in every().values():
-            named = (agent.marker_env, agent.process_env)
-            inherited += [*agent.session_env, *(name for name in named if name)]
-        for name in inherited:
-            env.pop(name, None)
-        claude = every()["claude"]
-        env.update(
-            {
-                "RALPHSTATE_HOME": str(Path(tmp) / "home"),
-                str(claude.project_env): str(root),
-                claude.session_env[0]: SESSION,
-            }
-        )
+        (root / "report.py").write_text(REPORT, encoding="utf-8")
+        (root / "test_report.py").write_text(TEST, encoding="utf-8")
+        person = _env(Path(tmp), root)
+        # The agent's commands and stops run in its Claude Code session.
+        agent = {**person, every()["claude"].session_env[0]: SESSION}
 
-        def cli(args: list[str]) -> str:
+        def cli(args: list[str], env: dict[str, str] = agent) -> str:
             done = children.run(
                 [sys.executable, "-m", "ralphstate", *args],
                 cwd=root,
@@ -93,57 +115,64 @@ def run(echo: Callable[[str], None]) -> int:
                 raise RuntimeError(_text(done.err).strip())
             return _text(done.out).strip()
 
-        def shown(args: list[str]) -> str:
-            return "ralphstate " + " ".join(a if " " not in a else f'"{a}"' for a in args)
+        from ralphstate.run.spawn import join_command
 
-        init = [
-            "init",
-            SPEC,
-            *[arg for c in CRITERIA for arg in ("-c", c)],
-            *[arg for s in STEPS for arg in ("-s", s)],
-            "--max-iterations",
-            "10",
-        ]
+        check = f"{join_command([sys.executable])} -m unittest -q"
+        init = ["init", SPEC, "--check", CHECKED, check, "-c", CLAIMED]
+        init += [*[arg for s in STEPS for arg in ("-s", s)], "--max-iterations", "10"]
         echo(
-            f"A loop in a scratch project ({root}); every stop below runs\n"
-            "`ralphstate hook stop`, the command Claude Code runs at each stop.\n"
+            f"A loop in a scratch project with a failing test: {root}\n"
+            "Every stop below runs `ralphstate hook stop`, the command Claude Code runs at\n"
+            "each stop. Each stop it blocks begins an iteration; `ralphstate log` numbers\n"
+            "its lines by the iteration they happened in.\n"
         )
-        echo(f"$ {shown(init)}\n{cli(init)}\n")
-        for turn, (commands, reply) in enumerate(SCRIPT, 1):
-            echo(f"--- turn {turn} ---")
+        echo(f"$ {_shown(init)}\n{cli(init, person)}\n")
+        for turn, (files, commands, reply) in enumerate(SCRIPT):
+            echo(f"--- iteration {turn} ---" if turn else "--- the session's first turn ---")
+            for name, text in files.items():
+                echo(f"[agent edits] {name}")
+                (root / name).write_text(text, encoding="utf-8")
             for command in commands:
-                echo(f"[agent runs] {shown(command)}")
+                echo(f"[agent runs] {_shown(command)}")
                 echo(_indent(cli(command)))
             echo(f"[agent says] {reply}")
-            data = orjson.dumps(
-                {
-                    "session_id": SESSION,
-                    "cwd": str(root),
-                    "hook_event_name": "Stop",
-                    "stop_hook_active": turn > 1,
-                    "last_assistant_message": reply,
-                    "transcript_path": str(root / "transcript.jsonl"),
-                }
-            )
-            done = children.run(
-                [sys.executable, "-m", "ralphstate", "hook", "stop"],
-                cwd=root,
-                env=env,
-                input=data,
-                timeout=None,
-                limit=OUTPUT_BYTES,
-            )
-            out = orjson.loads(done.out) if done.out.strip() else {}
-            if out.get("decision") == "block":
-                echo("[stop hook] blocks; the model reads:")
-                echo(_indent("Stop hook feedback:\n" + out["reason"]))
-            else:
-                echo("[stop hook] allows the stop.")
-                if out.get("systemMessage"):
-                    echo(f"[the person sees] {out['systemMessage']}")
-            echo("")
+            _stop(echo, root, agent, reply, turn > 0)
         echo("$ ralphstate status")
         echo(cli(["status"]))
         echo("\n$ ralphstate log")
         echo(cli(["log"]))
     return 0
+
+
+def _stop(
+    echo: Callable[[str], None], root: Path, env: dict[str, str], reply: str, again: bool
+) -> None:
+    """The Stop hook at the end of a turn, fed what Claude Code sends it, and what it
+    answers: the reason the model reads, or what the person sees."""
+    data = orjson.dumps(
+        {
+            "session_id": SESSION,
+            "cwd": str(root),
+            "hook_event_name": "Stop",
+            "stop_hook_active": again,
+            "last_assistant_message": reply,
+            "transcript_path": str(root / "transcript.jsonl"),
+        }
+    )
+    done = children.run(
+        [sys.executable, "-m", "ralphstate", "hook", "stop"],
+        cwd=root,
+        env=env,
+        input=data,
+        timeout=None,
+        limit=OUTPUT_BYTES,
+    )
+    out = orjson.loads(done.out) if done.out.strip() else {}
+    if out.get("decision") == "block":
+        echo("[stop hook] blocks; the model reads:")
+        echo(_indent("Stop hook feedback:\n" + out["reason"]))
+    else:
+        echo("[stop hook] allows the stop.")
+        if out.get("systemMessage"):
+            echo(f"[the person sees] {out['systemMessage']}")
+    echo("")

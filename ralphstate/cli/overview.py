@@ -18,6 +18,16 @@ from ralphstate.storage.store import Store
 @click.command(context_settings=SETTINGS)
 @click.argument("spec", required=False, default="")
 @click.option("-c", "--criterion", "criteria", multiple=True, help="A success criterion (repeat).")
+@click.option(
+    "--check",
+    "checks",
+    nargs=2,
+    multiple=True,
+    metavar="NAME COMMAND",
+    help="A success criterion with the shell command that verifies it, two words (repeat);"
+    " exit code 0 means met. Trusted on this machine when you give it; an agent's waits"
+    " for `ralphstate trust`.",
+)
 @click.option("-s", "--step", "steps", multiple=True, help="A step of the plan (repeat).")
 @click.option(
     "--task",
@@ -96,6 +106,7 @@ from ralphstate.storage.store import Store
 def init(
     spec: str,
     criteria: tuple[str, ...],
+    checks: tuple[tuple[str, str], ...],
     steps: tuple[str, ...],
     task: Path | None,
     max_iterations: int | None,
@@ -122,10 +133,13 @@ def init(
     configuration, files the checks name): a completion after they changed waits for
     your review. It says which; --guard adds, --no-guard opts out.
 
+    A criterion given with --check has its check from the start: when the agent
+    claims it, the Stop hook runs the command and sends the agent back while it fails.
+
     \b
     Example:
       ralphstate init "Add CSV export to the report page" \\
-        -c "tests pass" -c "export button works" \\
+        --check "tests pass" "python3 -m pytest -q" -c "export button works" \\
         -s "write the exporter" -s "wire the button" --max-iterations 30
       ralphstate init --from loop-template.md
     """
@@ -138,7 +152,7 @@ def init(
         check_marker(marker)
     if expect_fail:  # every criterion, with the template's: its check must fail first
         loaded = dict(loaded or {})
-        loaded["expectFail"] = [*loaded.get("criteria", []), *criteria]
+        loaded["expectFail"] = [*loaded.get("criteria", []), *criteria, *dict(checks)]
     store, new, backup = begin.init(
         spec,
         list(criteria),
@@ -155,6 +169,7 @@ def init(
         task=task,
         guard=list(guard),
         no_guard=no_guard,
+        checks=dict(checks),
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
@@ -180,20 +195,38 @@ def init(
             " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
             " completion marker alone ends"
         )
-    for name, command in new["checks"].items():  # from the template: shown, not trusted
-        output.text(f"check (not trusted yet) {visible(name)}: {visible(command)}")
-    if new["checks"]:
-        from ralphstate.core.approving import trust_step
-
-        one = len(new["checks"]) == 1
-        output.text(
-            f"the template's {'check' if one else 'checks'} will not run until you review"
-            f" {'it' if one else 'them'}, then {trust_step()}"
-        )
+    _say_checks(store, new, dict(checks))
     from ralphstate.verify import baseline
 
     for line in baseline.begin(store, new, expect_fail):
         output.text(line)
+
+
+def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
+    """The loop's checks as `init` started it, and what they wait for: a template's
+    (shown, not trusted) and those given with --check; a warning for each whose program
+    cannot be found."""
+    from ralphstate.loop import program
+    from ralphstate.storage import trust
+
+    trusted = trust.is_trusted(store.paths, new)
+    for name, command in new["checks"].items():
+        mark = "" if trusted else " (not trusted yet)"
+        output.text(f"check{mark} {visible(name)}: {visible(command)}")
+    for name, command in trust.armed(new).items():
+        said = program.warning(name, command, store.paths.root)
+        if said:
+            output.error(said)
+    if trusted:
+        return
+    from ralphstate.core.approving import trust_step
+
+    one = len(new["checks"]) == 1
+    whose = "the" if all(typed.get(n) == c for n, c in new["checks"].items()) else "the template's"
+    output.text(
+        f"{whose} {'check' if one else 'checks'} will not run until you review"
+        f" {'it' if one else 'them'}, then {trust_step()}"
+    )
 
 
 @click.command(context_settings=SETTINGS)
@@ -226,14 +259,17 @@ def status(as_json: bool) -> None:
     from ralphstate.loop import review
 
     proof = review.summary(store, state)
+    tree, in_git = _code(store, state)
     if as_json:
-        output.json({**state, "knownHere": known, "proof": proof})
+        from ralphstate.core import queries
+
+        stale = queries.stale(state, tree)
+        output.json({**state, "knownHere": known, "proof": proof, "staleEvidence": stale})
         return
     from ralphstate.core import views
     from ralphstate.storage import trust
 
     trusted = trust.is_trusted(store.paths, state)
-    tree, in_git = _code(store, state)
     from ralphstate.storage import testfiles
 
     guarded = testfiles.status_line(store.paths.root, state["guards"])

@@ -295,3 +295,9 @@ def criteria_check(
     output.text(
         f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)
     )
+    if command is not None:
+        from ralphstate.loop import program
+
+        said = program.warning(found, command, store.paths.root)
+        if said:
+            output.error(said)

@@ -192,7 +192,23 @@ def _criteria(raw: dict[str, Any]) -> tuple[list[str], dict[str, bool]]:
         if not isinstance(value, bool):
             raise Invalid(f"criteriaStatus[{name!r}] must be true or false, not {value!r}")
     _no_blank("criteriaStatus", status_map)
+    for name in (n for n in status_map if listed and n not in listed):
+        _not_a_typo(name, listed)
     return list(dict.fromkeys([*listed, *status_map])), dict(status_map)
+
+
+def _not_a_typo(name: str, listed: list[str]) -> None:
+    """A key of `criteriaStatus` missing from a `criteria` list adds a criterion, unless
+    it is that close to a listed one (a hand edit's typo): then Invalid says which."""
+    import difflib
+
+    folded = {c.casefold(): c for c in listed}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.75)
+    if close:
+        raise Invalid(
+            f"criteriaStatus[{name!r}] is not in 'criteria'; did you mean"
+            f" {folded[close[0]]!r}? (a new criterion goes in 'criteria' too)"
+        )
 
 
 def _timeouts(raw: dict[str, Any]) -> dict[str, float]:

@@ -32,6 +32,11 @@ def unknown_here(state: st.State, known: bool, style: Style) -> list[str]:
     return [style(UNKNOWN_HERE, fg="yellow", bold=True)]
 
 
+# How a standing reads where it is not its own word: an unmet criterion whose check has
+# not proven anything yet.
+SHOWN = {"unchecked": "check not run yet"}
+
+
 def _plain(text: str, **_: Any) -> str:
     return text
 
@@ -45,7 +50,7 @@ def _standing(
     if label is None:
         return ""
     colour = {"verified": "green", "claimed": "yellow", "failing": "red"}.get(label)
-    text = style(label, fg=colour) if colour else label
+    text = style(label, fg=colour) if colour else SHOWN.get(label, label)
     evidence = state["evidence"].get(name, {})
     if label in ("verified", "failing", "claimed") and evidence.get("at"):
         text += f" {clock.age(evidence['at'])} ago"
@@ -154,14 +159,14 @@ def status(
         state["status"], "red"
     )
     owner = state.get("sessionId")
+    # `paused (stall)`: the reason beside the status, as the status line and `run` say it.
+    reason = f" ({visible(state['pauseReason'])})" if state.get("pauseReason") else ""
     head = [
-        style(state["status"].replace("_", " "), fg=colour, bold=True),
+        style(state["status"].replace("_", " "), fg=colour, bold=True) + reason,
         f"iteration {state['iteration']}/{state['maxIterations']}",
         f"owner {short_id(owner) if owner else 'none'}",
         f"updated {clock.age(state.get('updatedAt'))} ago",
     ]
-    if state.get("pauseReason"):
-        head.insert(1, f"({visible(state['pauseReason'])})")
     lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
     lines += _last_error(state)
     spent = _spent(state)

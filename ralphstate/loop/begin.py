@@ -40,11 +40,14 @@ def init(
     task: Path | None = None,
     guard: list[str] | None = None,
     no_guard: bool = False,
+    checks: dict[str, str] | None = None,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop at the project root of `start` (the current directory), or in
     `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
     one. `no_criteria`: a loop without criteria, which the marker alone ends. `guard`
-    adds pathspecs to the guarded files; `no_guard` guards none."""
+    adds pathspecs to the guarded files; `no_guard` guards none. `checks`: criteria
+    given with their check commands (`init --check NAME COMMAND`), before `criteria`;
+    when a person gives them and the template brings none, they are trusted here."""
     base = Path.cwd() if start is None else Path(start)
     loop = for_init(base if here else project_root(base))
     store = Store(loop)
@@ -55,7 +58,11 @@ def init(
     steps, boxes = _task_steps(loop, task, steps, extra)
     max_iterations, stall_limit, marker = _limits(extra, max_iterations, stall_limit, marker)
     spec = _spec(spec, extra)
-    criteria = list(dict.fromkeys([*extra.get("criteria", []), *criteria]))
+    checks = _own_checks(checks or {})
+    # The template's criteria, then those given with their checks, then the others.
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *checks, *criteria]))
+    if checks:  # over the template's, which wait for trust
+        extra["checks"] = {**(extra.get("checks") or {}), **checks}
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
     _check_names(criteria, steps, no_criteria)
     _set_extras(extra, continue_message, verify_on_stop, no_criteria)
@@ -98,7 +105,10 @@ def init(
     _register(loop, new)
     ignore_local_files(loop)
     # A template's checks are not trusted here until a person has read them (init shows
-    # them) and run `ralphstate trust`: a template may have come with a repository.
+    # them) and run `ralphstate trust`: a template may have come with a repository. The
+    # checks a person typed are theirs, as with `criteria check`.
+    if checks:
+        _trust_typed(loop, new, checks)
     return store, new, backup
 
 
@@ -119,6 +129,30 @@ def _refuse_while_run(loop: LoopPaths) -> None:
         ) from None
     except OSError:
         return
+
+
+def _own_checks(checks: dict[str, str]) -> dict[str, str]:
+    """`init --check`'s pairs, refused when a name or a command is blank."""
+    for name, command in checks.items():
+        if st.blank(name):
+            raise RalphstateError(st.BLANK["criterion"])
+        if not command.strip():
+            raise RalphstateError(f"--check {name!r} needs a command, not only spaces.")
+    return checks
+
+
+def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
+    """Trust the checks a person gave `init` on this machine, when they are all the
+    loop's checks. An agent's wait for the person (`ralphstate trust`), as do a
+    template's beside them; a trust store that cannot be written leaves them untrusted
+    (`status` says so)."""
+    from ralphstate.core import actor
+    from ralphstate.storage import trust
+
+    armed = trust.armed(new)
+    if actor.is_person(actor.current()) and all(typed.get(n) == c for n, c in armed.items()):
+        with contextlib.suppress(RalphstateError):
+            trust.record(loop, new)
 
 
 def _unfinished(store: Store) -> dict[str, object] | None:

@@ -3,7 +3,12 @@ a markdown checklist (the seeds' task files).
 
 Markdown: the first `# Title` (or the text under a "Spec" heading) is the spec;
 `- [ ]` items under a heading containing "Criteria" become criteria and under one
-containing "Steps" become steps; `- [x]` items start out met or done.
+containing "Steps" become steps; `- [x]` items start out met or done. A criterion item
+that ends with `(check: `COMMAND`)` carries its check:
+
+    - [ ] tests pass (check: `python3 -m pytest -q`)
+
+(a command holding a backquote is fenced with two: ``(check: ``echo `date` ``)``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from ralphstate.storage import fsio
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _ITEM = re.compile(r"^\s*[-*+]\s+\[([ xX])\]\s+(.+?)\s*$")
+# A criterion's own check at the end of its item: `NAME (check: `COMMAND`)`.
+_CHECK = re.compile(
+    r"^(?P<name>.*?)\s*\(\s*check:\s*(?P<fence>`+)\s*(?P<command>.+?)\s*(?P=fence)\s*\)$"
+)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -59,6 +68,7 @@ def from_markdown(text: str) -> dict[str, Any]:
     title = ""
     criteria: list[str] = []
     status: dict[str, bool] = {}
+    checks: dict[str, str] = {}
     steps: list[str] = []
     completed: list[str] = []
     section = ""
@@ -83,6 +93,10 @@ def from_markdown(text: str) -> dict[str, Any]:
         if item and section in ("criteria", "steps"):
             done, name = item.group(1).lower() == "x", item.group(2)
             if section == "criteria":
+                own = _CHECK.match(name)
+                if own and own.group("name"):
+                    name = own.group("name")
+                    checks[name] = own.group("command")
                 criteria.append(name)
                 status[name] = done
             else:
@@ -96,10 +110,13 @@ def from_markdown(text: str) -> dict[str, Any]:
         raise RalphstateError(
             "the template has no `- [ ]` items under a Criteria or Steps heading."
         )
-    return {
+    found: dict[str, Any] = {
         "spec": spec,
         "criteria": criteria,
         "criteriaStatus": status,
         "steps": steps,
         "completedSteps": completed,
     }
+    if checks:
+        found["checks"] = checks
+    return found

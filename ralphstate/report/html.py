@@ -12,7 +12,16 @@ from html import escape
 from ralphstate.core.decide import OUTCOMES
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
-from ralphstate.report.story import Criterion, Iteration, Story, money, seconds, short
+from ralphstate.core.views import SHOWN
+from ralphstate.report.story import (
+    Criterion,
+    Iteration,
+    Story,
+    money,
+    parse_time,
+    seconds,
+    short,
+)
 
 WIDTH = 960  # the timeline's drawing width, in SVG units
 LABEL = 200  # room on the left for the lanes' names
@@ -25,12 +34,20 @@ COLOURS: dict[str, str] = {
     **{rule: outcome.colour for rule, outcome in OUTCOMES.items() if outcome.colour},
     "continue": "#3b7dd8",
     "block": "#3b7dd8",
+    "retry": "#3b7dd8",
+    "run_max": OUTCOMES["max_iterations"].colour or "",
+    "step_retries": OUTCOMES["stall"].colour or "",
+    "limit": "#a05cc7",
     "user": "#a05cc7",
     "paused": "#a05cc7",
+    "agent_errors": "#d0342c",
     "commit_failed": "#d0342c",
     "error": "#d0342c",
     "cancelled": "#777777",
 }
+# The decisions after which a run went on: a bar of one is drawn as the pause that came
+# right after it, when one did (a budget reached before the next iteration could start).
+WENT_ON = ("continue", "retry")
 
 STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;
@@ -145,35 +162,53 @@ def _legend() -> str:
     items = [
         ("#3b7dd8", "iteration, went on"),
         ("#2e9e4f", "completed the loop · criterion met"),
-        ("#d98b1c", "paused: stall or cap"),
-        ("#a05cc7", "paused by or for a person"),
-        ("#d0342c", "error · failed commit"),
+        ("#d98b1c", "paused: stall, cap or a step retried"),
+        ("#a05cc7", "paused by or for a person (budget, limit, review)"),
+        ("#d0342c", "error · failed commit · agent errors"),
     ]
     spans = "".join(f'<span><i style="background:{c}"></i>{t}</span>' for c, t in items)
     return f'<p class="legend meta">{spans}</p>'
 
 
-def _ends(story: Story, scale: float) -> tuple[list[tuple[Iteration, float, float]], float]:
-    """Each iteration's bar (x, width), laid end to end from LABEL."""
-    known = [i.duration for i in story.iterations if i.duration]
-    fallback = sorted(known)[len(known) // 2] if known else 1.0
+def _ends(
+    items: list[Iteration], scale: float, fallback: float
+) -> tuple[list[tuple[Iteration, float, float]], float]:
+    """Each bar (x, width), laid end to end from LABEL."""
     bars = []
     x = float(LABEL)
-    for iteration in story.iterations:
+    for iteration in items:
         width = max(MIN_BAR, (iteration.duration or fallback) * scale)
         bars.append((iteration, x, width))
         x += width
     return bars, x
 
 
+def with_paused_turns(story: Story) -> list[Iteration]:
+    """The iterations, and after each stop the Stop hook paused the loop at, the turn
+    that ended there: it did not go on, so it is drawn as the pause (`by` "pause")."""
+    items = list(story.iterations)
+    for moment in story.pauses:
+        if moment.detail != "by the Stop hook":
+            continue
+        where = max((n + 1 for n, i in enumerate(items) if i.number <= moment.iteration), default=0)
+        before = parse_time(items[where - 1].at) if where else None
+        when = parse_time(moment.at)
+        took = (when - before).total_seconds() if when and before else None
+        ended = Iteration(moment.iteration, "pause", moment.at, took, "paused", moment.what)
+        items.insert(where, ended)
+    return items
+
+
 def timeline(story: Story) -> str:
-    """The SVG timeline: one `rect.bar` per iteration (`data-iteration`), a lane per
-    criterion turning green at the iteration that proved it, pause and commit marks."""
-    known = [i.duration for i in story.iterations if i.duration]
+    """The SVG timeline: one `rect.bar` per iteration (`data-iteration`), and a
+    `rect.paused` for the turn a Stop-hook pause ended; a lane per criterion turning
+    green at the iteration that proved it, pause and commit marks."""
+    items = with_paused_turns(story)
+    known = [i.duration for i in items if i.duration]
     fallback = sorted(known)[len(known) // 2] if known else 1.0
-    total = sum(i.duration or fallback for i in story.iterations) or 1.0
+    total = sum(i.duration or fallback for i in items) or 1.0
     scale = (WIDTH - LABEL) / total  # the bars share the width by duration
-    bars, end = _ends(story, scale)
+    bars, end = _ends(items, scale, fallback)
     scale_back = (WIDTH - LABEL) / max(end - LABEL, 1.0)  # min widths may overflow: shrink
     if scale_back < 1:
         bars = [(i, LABEL + (x - LABEL) * scale_back, w * scale_back) for i, x, w in bars]
@@ -201,38 +236,52 @@ def timeline(story: Story) -> str:
     out = [
         (
             f'<svg class="timeline" viewBox="0 0 {WIDTH + 20} {height}" role="img"'
-            f' aria-label="timeline of {count(len(bars), "iteration")}">'
+            f' aria-label="timeline of {count(len(story.iterations), "iteration")}">'
         ),
         f'<text x="0" y="{top + BAR_HEIGHT / 2 + 4}">iterations</text>',
     ]
-    out += _bars(bars, top)
+    out += _bars(bars, top, {m.iteration: m.what for m in story.pauses})
     out += _marks(story, x_at, top)
     out += _lanes(story, x_begin, end, top + BAR_HEIGHT + 16)
     out.append("</svg>")
     return "".join(out)
 
 
-def _bars(bars: list[tuple[Iteration, float, float]], top: float) -> list[str]:
+def _bars(
+    bars: list[tuple[Iteration, float, float]], top: float, paused: dict[int, str]
+) -> list[str]:
     """One `rect.bar` per iteration, coloured by its decision and numbered when it is
-    wide enough; a line saying so when there is none."""
+    wide enough; a line saying so when there is none. A run's iteration after which
+    the run paused (`paused`: why, by iteration) is drawn as that pause, and so is the
+    turn a Stop-hook pause ended (`rect.paused`)."""
     if not bars:
         return [f'<text x="{LABEL}" y="{top + BAR_HEIGHT / 2 + 4}">no iteration yet</text>']
     out: list[str] = []
-    for iteration, x, width in bars:
-        colour = COLOURS.get(iteration.decision, "#3b7dd8")
+    last = {iteration.number: index for index, (iteration, _, _) in enumerate(bars)}
+    for index, (iteration, x, width) in enumerate(bars):
+        decision = iteration.decision
         tip = (
             f"iteration {iteration.number} ({iteration.by}): {seconds(iteration.duration)},"
-            f" {iteration.result}, {iteration.decision}"
+            f" {iteration.result}, {decision}"
         )
+        pause = paused.get(iteration.number) if last[iteration.number] == index else None
+        if iteration.by == "run" and decision in WENT_ON and pause is not None:
+            decision = pause if pause in COLOURS else "paused"
+            tip += f", then paused: {pause}"
+        kind, label = "bar", f"#{iteration.number}"
+        if iteration.by == "pause":
+            tip = f"the stop after iteration {iteration.number} paused the loop: {decision}"
+            kind, label = "paused", "paused"
+        colour = COLOURS.get(decision, COLOURS["user"] if kind == "paused" else "#3b7dd8")
         out.append(
-            f'<rect class="bar" data-iteration="{iteration.number}" x="{x:.1f}" y="{top}"'
+            f'<rect class="{kind}" data-iteration="{iteration.number}" x="{x:.1f}" y="{top}"'
             f' width="{max(width - 1.5, 1):.1f}" height="{BAR_HEIGHT}" rx="3"'
             f' fill="{colour}"><title>{_e(tip)}</title></rect>'
         )
-        if width > 34:
+        if width > 34 + 20 * (kind == "paused"):
             out.append(
                 f'<text x="{x + 5:.1f}" y="{top + BAR_HEIGHT / 2 + 4}" style="fill:#fff">'
-                f"#{iteration.number}</text>"
+                f"{label}</text>"
             )
     return out
 
@@ -288,7 +337,7 @@ def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
 def _criteria(criteria: list[Criterion]) -> str:
     rows = []
     for c in criteria:
-        label = c.standing or ("met" if c.met else "unmet")
+        label = SHOWN.get(c.standing or "", c.standing) or ("met" if c.met else "unmet")
         css = {"verified": "ok", "failing": "bad", "claimed": "claim"}.get(label, "meta")
         evidence = c.evidence
         where = ""

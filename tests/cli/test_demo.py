@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.helpers import Result
@@ -9,14 +10,43 @@ def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
     result: Result = rs("demo")
     assert result.code == 0, result.err
     out = result.out
-    assert out.count("[stop hook] blocks; the model reads:") == 3
+    assert out.count("[stop hook] blocks; the model reads:") == 2
     assert "ralphstate loop, iteration 1 of 10: 2 of 2 criteria not verified yet:" in out
-    assert (
-        "ralphstate loop, iteration 3 of 10: all 2 criteria are recorded as met (2 claimed)."
-    ) in out
     done = (
-        "ralphstate: loop complete after 3 iterations; claimed, without a check: tests pass,"
-        " README documents --json."
+        "ralphstate: loop complete after 2 iterations; verified by its check: tests pass;"
+        " claimed, without a check: README documents --json."
     )
     assert f"[the person sees] {done}" in out
     assert out.rstrip().splitlines()[-1].split()[2] == "complete"
+
+
+def test_the_demo_shows_a_check_catching_a_false_claim(rs: Any) -> None:
+    """The agent claims "tests pass" with the test still failing: the Stop hook runs the
+    check, sends it back with the failure, and only the fixed code completes the loop."""
+    out = rs("demo").out
+    claim = out.index('[agent runs] ralphstate criteria set "tests pass" true')
+    caught = out.index("ralphstate ran the checks and 1 failed", claim)
+    assert "AssertionError: 'a: 1' != '{\"a\": 1}'" in out[caught:]
+    fixed = out.index("[agent edits] report.py", caught)
+    assert out.index("PASS  tests pass", fixed) < out.index("[stop hook] allows the stop.")
+    assert "  [x] tests pass  (verified " in out
+
+
+def test_the_demo_numbers_its_turns_as_the_loop_counts_iterations(rs: Any) -> None:
+    """Each section after the first turn is the iteration the block before it began, as
+    the block's reason, the completion, `status` and `log` number it."""
+    out = rs("demo").out
+    sections = re.findall(r"^--- (.*) ---$", out, re.MULTILINE)
+    assert sections == ["the session's first turn", "iteration 1", "iteration 2"]
+    for number in (1, 2):  # the reason read just before the section it begins
+        before = out.split(f"--- iteration {number} ---")[0]
+        assert (
+            before.rstrip()
+            .rsplit("ralphstate loop, iteration ", 1)[1]
+            .startswith(f"{number} of 10")
+        )
+    assert "loop complete after 2 iterations" in out
+    assert " · iteration 2/10 · " in out
+    log = out.split("$ ralphstate log\n", 1)[1]
+    work = [line.split()[1] for line in log.splitlines() if "step_done" in line]
+    assert work == ["#1", "#1"]  # done in the section "iteration 1"

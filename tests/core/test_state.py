@@ -573,9 +573,9 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     as_json = rs("status", "--json")
     assert as_json.code == 0
     shown = json.loads(as_json.out)
-    assert list(shown) == [*st.FIELD_ORDER, "ticket", "knownHere", "proof"]
+    assert list(shown) == [*st.FIELD_ORDER, "ticket", "knownHere", "proof", "staleEvidence"]
     assert shown.pop("proof")["approvedBy"] is None  # no record here: it came with a clone
-    assert shown == {**state, "knownHere": False}
+    assert shown == {**state, "knownHere": False, "staleEvidence": []}
     log = rs("log", "-n", "1")
     assert log.out == (
         f"2026-03-14T10:41:37Z  #6   unmet            unmet={logline.value(queries.unmet(state))}\n"

@@ -313,7 +313,7 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
         "criteria 2/3 (2 claimed):",
         "  [x] tests pass  (claimed N ago)",
         "  [x] docs  (claimed N ago)",
-        "  [ ] lint  (unchecked)",
+        "  [ ] lint  (check not run yet)",
         "checks 2: trusted on this machine · verify on stop: on (the default)",
         f"  tests pass: {PASS}",
         f"  lint: {FAIL}",
@@ -338,7 +338,7 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
     assert "tests pass" not in state["evidence"]
     assert state["evidence"]["lint"]["result"] == "claimed"
     assert ageless(rs("status").out).splitlines()[3:6] == [
-        "  [ ] tests pass  (unchecked)",
+        "  [ ] tests pass  (check not run yet)",
         "  [x] docs  (claimed N ago)",
         "  [x] lint  (claimed N ago)",
     ]
@@ -363,7 +363,7 @@ def test_status_shows_the_age_of_the_evidence() -> None:
         "  [x] a  (verified 3m ago)",
         "  [ ] b  (failing 1h ago: exit code 2)",
         "  [x] c  (claimed 1d ago)",
-        "  [ ] d  (unchecked)",
+        "  [ ] d  (check not run yet)",
     ]
     assert lines[7] == "checks 3: verify on stop: on (the default)"  # trust not known: not shown
     state["verifyOnStop"] = False
