@@ -143,13 +143,18 @@ def _locate(program: str, root: Path) -> str | None:
 
 def _module(words: list[str]) -> str | None:
     """MODULE of `python [options] -m MODULE ...`; None when the words run no module."""
+    valued = False  # the word is the value of `-X` or `-W`
     for index, word in enumerate(words[1:], 1):
-        if word == "-m":
+        if valued:
+            valued = False
+        elif word == "-m":
             return words[index + 1] if index + 1 < len(words) else None
-        if word.startswith("-m") and len(word) > 2:
+        elif word.startswith("-m") and len(word) > 2:
             return word[2:]
-        if not word.startswith("-") or word in ("-c", "-"):
+        elif not word.startswith("-") or word in ("-c", "-"):
             return None  # a script, or code: no module
+        else:
+            valued = word in ("-X", "-W")
     return None
 
 
