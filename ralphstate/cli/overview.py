@@ -230,7 +230,12 @@ def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
 
 
 @click.command(context_settings=SETTINGS)
-@click.option("--json", "as_json", is_flag=True, help="Print the normalised state as JSON.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the normalised state as JSON, with knownHere, proof and staleEvidence.",
+)
 def status(as_json: bool) -> None:
     """Show the loop: spec, criteria, steps, iteration, owner.
 

@@ -337,7 +337,8 @@ def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
 def _criteria(criteria: list[Criterion]) -> str:
     rows = []
     for c in criteria:
-        label = SHOWN.get(c.standing or "", c.standing) or ("met" if c.met else "unmet")
+        standing = SHOWN.get(c.standing, c.standing) if c.standing else None
+        label = standing or ("met" if c.met else "unmet")
         css = {"verified": "ok", "failing": "bad", "claimed": "claim"}.get(label, "meta")
         evidence = c.evidence
         where = ""

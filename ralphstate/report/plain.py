@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
+from ralphstate.core.views import SHOWN
 from ralphstate.report.story import Criterion, Story, money, seconds, short
 
 
 def _evidence(criterion: Criterion) -> str:
     """`verified on 3f9c2e1a0b (dirty) · exit code 0 · 4.2s · 2026-03-14T10:41:37Z`."""
     evidence = criterion.evidence
-    parts = [criterion.standing or "unmet, no check"]
+    standing = criterion.standing
+    parts = [SHOWN.get(standing, standing) if standing else "unmet, no check"]
     if evidence.get("commit"):
         where = f"on {short(evidence['commit'])}"
         parts[0] += f" {where}" + (" (dirty)" if evidence.get("dirty") else "")

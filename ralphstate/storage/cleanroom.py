@@ -273,7 +273,8 @@ def untracked(paths: LoopPaths, timeout: float = limits.GIT_TIMEOUT) -> list[str
     if top is None:
         return []
     spec = git.loop_pathspec(paths, top)
-    args = ["ls-files", "--others", "--exclude-standard", "--directory", "-z", "--", *spec]
+    args = ["ls-files", "--others", "--exclude-standard", "--directory", "--no-empty-directory"]
+    args += ["-z", "--", *spec]  # a directory of ignored files only is not listed
     done = git.run_git(args, paths.root, timeout=timeout)
     if done is None or not done.ok:
         return []

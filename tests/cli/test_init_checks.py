@@ -25,7 +25,13 @@ SHELL = pytest.mark.skipif(sys.platform == "win32", reason="the line is POSIX sh
 
 
 def state_of(root: Path) -> dict[str, Any]:
-    return json.loads((root / ".loop" / "state.json").read_text(encoding="utf-8"))
+    return dict(json.loads((root / ".loop" / "state.json").read_text(encoding="utf-8")))
+
+
+def trusted() -> bool:
+    """Whether the loop here has its checks trusted on this machine."""
+    store = locate()
+    return trust.is_trusted(store.paths, store.load())
 
 
 def stop(root: Path, message: str) -> dict[str, Any]:
@@ -54,7 +60,7 @@ def test_one_shell_line_starts_a_loop_whose_check_catches_a_false_claim(project:
     state = state_of(project)
     assert state["criteria"] == ["tests pass", "the change is explained"]
     assert state["checks"] == {"tests pass": f'"{python}" -m unittest -q'}
-    assert trust.is_trusted(locate().paths, state)  # the person's, as with `criteria check`
+    assert trusted()  # the person's, as with `criteria check`
 
     for name in state["criteria"]:  # the agent claims everything, the test still failing
         assert run_process(["criteria", "set", name, "true"], cwd=project).returncode == 0
@@ -78,7 +84,7 @@ def test_an_agent_gives_checks_that_wait_for_the_person(
             " them (only they can)"
         ),
     ]
-    assert not trust.is_trusted(locate().paths, state_of(project))
+    assert not trusted()
 
 
 def test_a_template_check_beside_a_typed_one_leaves_both_for_trust(project: Path, rs: Any) -> None:
@@ -92,7 +98,7 @@ def test_a_template_check_beside_a_typed_one_leaves_both_for_trust(project: Path
     )
     state = state_of(project)
     assert state["checks"] == {"lint is clean": "true", "tests pass": "true"}
-    assert not trust.is_trusted(locate().paths, state)
+    assert not trusted()
 
 
 def test_check_names_a_criterion_given_with_c_once(project: Path, rs: Any) -> None:
