@@ -160,7 +160,7 @@ def test_max_list_items(extra: int) -> None:
         assert f"- [ ] {name}\n" in context
     if extra:
         assert f"- [ ] {names[-1]}\n" not in context
-        assert "\n- … 1 more (1 unmet; `ralphstate status` lists them all)\n" in context
+        assert "\n- … 1 more (1 unmet; `ralphstate status --all` lists them all)\n" in context
     else:
         assert "more" not in context
 

@@ -236,12 +236,19 @@ def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
     is_flag=True,
     help="Print the normalised state as JSON, with knownHere, proof and staleEvidence.",
 )
-def status(as_json: bool) -> None:
+@click.option(
+    "--all",
+    "every",
+    is_flag=True,
+    help="List every criterion, check, step and task (by default each list shows 100).",
+)
+def status(as_json: bool, every: bool) -> None:
     """Show the loop: spec, criteria, steps, iteration, owner.
 
     \b
     Example:
       ralphstate status
+      ralphstate status --all
       ralphstate status --json | jq .criteriaStatus
     """
     store = locate()
@@ -280,7 +287,15 @@ def status(as_json: bool) -> None:
     guarded = testfiles.status_line(store.paths.root, state["guards"])
     already = _already(store, state)
     shown = views.status(
-        state, str(store.paths.root), output.style, trusted, tree, guarded, already, in_git
+        state,
+        str(store.paths.root),
+        output.style,
+        trusted,
+        tree,
+        guarded,
+        already,
+        in_git,
+        every=every,
     )
     output.text(shown)
     for line in review.summary_lines(proof):

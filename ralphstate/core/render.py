@@ -67,7 +67,7 @@ def bounded(items: list[str], size: int = limits.MAX_LIST_ITEMS) -> list[str]:
     """At most `size` items, each clipped, and a last line that says how many are left out."""
     shown = [clip(i) for i in items[:size]]
     if len(items) > size:
-        shown.append(f"… and {len(items) - size} more (`ralphstate status` lists them all)")
+        shown.append(f"… and {len(items) - size} more (`ralphstate status --all` lists them all)")
     return shown
 
 

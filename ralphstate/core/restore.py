@@ -11,7 +11,7 @@ from ralphstate.core.text import count, noun
 
 # What the restored context says where it had to leave the loop's own text out.
 SPEC_CUT = "(the spec is cut here; `ralphstate show` prints it whole)"
-DATA_CUT = "(cut here to fit; `ralphstate status` shows the whole loop)"
+DATA_CUT = "(cut here to fit; `ralphstate status --all` shows the whole loop)"
 
 # How the model ties a task of its task list to a criterion (`core.tie`): completing it
 # then runs the criterion's check (`hooks.task_completed`).
@@ -55,7 +55,7 @@ def _criteria_lines(state: st.State) -> list[str]:
         rest = names[len(shown) :]
         left = len([c for c in rest if not queries.met(state, c)])
         lines.append(
-            f"- … {len(rest)} more ({left} unmet; `ralphstate status` lists them all)"
+            f"- … {len(rest)} more ({left} unmet; `ralphstate status --all` lists them all)"
             if left
             else f"- … {len(rest)} more, all verified"
         )
@@ -181,7 +181,9 @@ def _task_lines(state: st.State) -> list[str]:
         mark = _TASK_MARK[task["status"]]
         lines.append(f"- {mark} {clip(task['subject'])}")
     if len(listed) > len(shown):
-        lines.append(f"- … {len(listed) - len(shown)} more (`ralphstate status` lists them all)")
+        lines.append(
+            f"- … {len(listed) - len(shown)} more (`ralphstate status --all` lists them all)"
+        )
     return lines
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from ralphstate.core import clock, queries
@@ -145,6 +145,7 @@ def status(
     guarded: str | None = None,
     already: Collection[str] = (),
     in_git: bool | None = None,
+    every: bool = False,
 ) -> str:
     """The status view; `trusted` says whether the loop's checks may run here (None:
     not known, not shown); `tree` is the id of the tree the work tree holds now, and
@@ -152,7 +153,9 @@ def status(
     `guarded` is the line about the guarded files, after the checks (None: none);
     `already`: the criteria already true before any work (core/redgreen.py);
     `in_git` whether the loop is in a git repository, for the line on clean-room
-    verification (None: not known, not shown)."""
+    verification (None: not known, not shown); `every`: list every criterion, check,
+    step and task, where by default each list shows its first `STATUS_ROWS` (the unmet
+    criteria and the remaining steps first) and says how many more there are."""
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
@@ -182,12 +185,16 @@ def status(
             "criteria: none; this loop cannot complete until one is added"
             " (`ralphstate criteria add NAME`), unless started with `init --no-criteria`"
         )
-    for name in state["criteria"]:
+    criteria = _first(state["criteria"], lambda name: queries.met(state, name), every)
+    for name in criteria:
         ok = queries.met(state, name)
         mark = style("[x]", fg="green") if ok else style("[ ]", fg="red")
         shown = _standing(state, name, style, name in stale, name in already)
         lines.append(f"  {mark} {visible(name)}{shown}")
-    lines += _checks(state, trusted, style)
+    lines += _more(
+        len(state["criteria"]) - len(criteria), "criteria", met - _met_in(state, criteria)
+    )
+    lines += _bounded(_checks(state, trusted, style), every, "checks")
     if guarded is not None:
         lines.append(guarded)
     if in_git is not None and any(c in state["checks"] for c in state["criteria"]):
@@ -199,7 +206,8 @@ def status(
         remaining = state["remainingSteps"]
         done = set(state["completedSteps"])  # one lookup a step, not a scan
         origin = _origins(state)
-        for name in steps:
+        shown_steps = _first(steps, done.__contains__, every)
+        for name in shown_steps:
             told = origin.get(name, "")
             if name in done:
                 lines.append(f"  {style('[x]', fg='green')} {visible(name)}{told}")
@@ -207,8 +215,54 @@ def status(
                 lines.append(f"  {style('[>]', fg='yellow')} {visible(name)}  (next){told}")
             else:
                 lines.append(f"  [ ] {visible(name)}{told}")
-    lines += _loose_tasks(state, style)
+        lines += _more(
+            len(steps) - len(shown_steps), "steps", _done_hidden(steps, shown_steps, done)
+        )
+    lines += _bounded(_loose_tasks(state, style), every, "tasks")
     return "\n".join(lines)
+
+
+# How many lines each list of `status` shows unless asked for `--all`.
+STATUS_ROWS = 100
+
+
+def _first(items: list[str], finished: Callable[[str], bool], every: bool) -> list[str]:
+    """`items` whole when `every` or short enough; else the first `STATUS_ROWS`, the
+    unfinished ones first, each group in its order."""
+    if every or len(items) <= STATUS_ROWS:
+        return items
+    open_first = [i for i in items if not finished(i)] + [i for i in items if finished(i)]
+    return open_first[:STATUS_ROWS]
+
+
+def _met_in(state: st.State, names: list[str]) -> int:
+    return sum(1 for name in names if queries.met(state, name))
+
+
+def _done_hidden(steps: list[str], shown: list[str], done: set[str]) -> int:
+    """Of the steps left out, how many are done."""
+    return (len(done & set(steps)) - len(done & set(shown))) if len(shown) < len(steps) else 0
+
+
+def _more(hidden: int, what: str, finished: int) -> list[str]:
+    """The line that says a list was cut, and how much of what it left out is done."""
+    if hidden <= 0:
+        return []
+    word = "met" if what == "criteria" else "done"
+    return [
+        f"  … {hidden} more {what} ({finished} {word}; `ralphstate status --all` lists them all)"
+    ]
+
+
+def _bounded(lines: list[str], every: bool, what: str) -> list[str]:
+    """A list's heading and its first `STATUS_ROWS` lines, unless `every`."""
+    if every or len(lines) <= STATUS_ROWS + 1:
+        return lines
+    cut = len(lines) - 1 - STATUS_ROWS
+    return [
+        *lines[: STATUS_ROWS + 1],
+        f"  … {cut} more {what} (`ralphstate status --all` lists them all)",
+    ]
 
 
 def _last_error(state: st.State) -> list[str]:

@@ -44,7 +44,7 @@ def test_more_unmet_than_fit_says_how_many_are_left_out() -> None:
     context = restore.context(loop(names, criteriaStatus={"c0": True}), "resume")
     assert f"- [ ] c{limits.MAX_LIST_ITEMS}\n" in context
     assert "- [x] c0" not in context
-    assert "- … 3 more (2 unmet; `ralphstate status` lists them all)" in context
+    assert "- … 3 more (2 unmet; `ralphstate status --all` lists them all)" in context
 
 
 def test_a_paused_loop_does_not_say_the_stop_hook_holds_the_session() -> None:
