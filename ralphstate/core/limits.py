@@ -128,6 +128,12 @@ GIT_SNAPSHOT_SECONDS = 20.0
 # how long its `git status` may take (past it, the turn is taken to have changed none).
 MAX_STAMP_FILES = 2000
 STAMP_SECONDS = 10.0
+# A snapshot reads an untracked file up to this size; a larger one is summarised by its
+# size and times instead (storage/scratch.py; `git config ralphstate.bigFileThreshold`
+# sets another size). The most of the untracked files' names it holds at once: past it,
+# git reads them all.
+SNAPSHOT_BIG_FILE_BYTES = 1024 * 1024
+MAX_UNTRACKED_LIST_BYTES = 16 * 1024 * 1024
 # The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
 # guard, the longest one, and the most of a guarded files' diff `review` shows.
 MAX_GUARDS = 200

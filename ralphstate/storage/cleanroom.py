@@ -18,8 +18,9 @@ is taken out. The tree goes into a commit (`git commit-tree`, its parent HEAD) t
 repository's hooks; inside, HEAD and the index are that commit, so `git status` there
 is clean.
 
-The repository keeps nothing of it once `close` ran but an unreferenced commit, which
-git collects as it does any other. A room whose process was killed before `close` is
+The repository keeps nothing of it once `close` ran but an unreferenced commit and the
+objects of its tree (the tracked files' uncommitted edits), which git collects as it
+does any others; no untracked file ever goes into it (`git.tracked_snapshot`). A room whose process was killed before `close` is
 removed by the next `open_room` in the same repository: the room's directory names the
 process that made it (`owner`), and a room whose process is gone is removed, and its
 worktree entry pruned.

@@ -1,7 +1,9 @@
 """What git says about the project a loop lives in: the commit, the branch, and a
 hash of the tree the work is on (docs/how-to/checks.md, "Evidence tied to code").
 
-Every function here reads; none changes the repository's index, branch or history.
+Every function here reads; none changes the repository's index, branch or history,
+and a snapshot writes nothing into its `.git` (the objects it makes go to a scratch
+store, `storage/scratch.py`) but the tree of the tracked files a clean room checks out.
 Each git command runs with a timeout (`limits.GIT_TIMEOUT`) and only the first
 `limits.MAX_GIT_OUTPUT_BYTES` of its output are kept; outside a repository, without
 git, or when git fails, the answers are None.
@@ -12,13 +14,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import children
+from ralphstate.storage import children, scratch
 from ralphstate.storage.paths import LoopPaths
 
 # The id of the tree with nothing in it (a repository before its first commit).
@@ -34,6 +36,7 @@ class Done:
     code: int
     out: str
     err: str
+    out_bytes: bytes = b""  # `out` as git wrote it: file names need not be UTF-8
 
     @property
     def ok(self) -> bool:
@@ -80,7 +83,8 @@ def run_git(
         return None
     if done.code is None:
         return None
-    return Done(done.code, done.out.decode("utf-8", "replace"), done.err.decode("utf-8", "replace"))
+    out, err = done.out.decode("utf-8", "replace"), done.err.decode("utf-8", "replace")
+    return Done(done.code, out, err, done.out)
 
 
 def _line(args: list[str], cwd: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
@@ -133,12 +137,17 @@ def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> S
     """The tree the project's work tree holds now, or None outside a git repository.
 
     The tree id is what `git write-tree` gives for the work tree as `git add -A` would
-    stage it, ignored files and the loop's directory left out. It is computed in a
-    temporary copy of the index, so the repository's own index is never touched; the
-    same content always gives the same id, so committing the work changes nothing.
-    Its cost is that of `git add -A`: files whose stat data did not change since the
-    index last saw them are not read again (untracked files that are not ignored are
-    read every time). All its git commands share `budget` seconds; past it, None.
+    stage it, ignored files and the loop's directory left out, but for the untracked
+    files larger than the size limit: each is in the tree as a summary of its size,
+    times and inode, not read (`storage/scratch.py`). It is computed in a temporary
+    copy of the index, so the repository's own index is never touched, and the objects
+    it writes go to a scratch store removed when it ends, so its `.git` gets nothing.
+    The same content always gives the same id, so committing the work changes nothing
+    (a summarised file, once committed, is read like any other tracked file). Its cost
+    is that of `git add -u` and `git ls-files --others`: tracked files whose stat data
+    did not change since the index last saw them are not read again, untracked files
+    that are not ignored are read every time up to the size limit. All its git
+    commands share `budget` seconds; past it, None.
     """
     found = _snapshot(paths, budget, tracked=False)
     return None if found is None else found[0]
@@ -150,7 +159,10 @@ def tracked_snapshot(
     """`snapshot`, and the id of the tree of the tracked files alone, as the work tree
     holds them (`git add -u`: their edits and deletions in, untracked and ignored files
     out, the loop's directory left out), both from the same temporary index: the tree
-    a clean room checks out (`storage/cleanroom.py`). None as for `snapshot`."""
+    a clean room checks out (`storage/cleanroom.py`). The objects of that tree go into
+    the repository, where the room's `git worktree add` finds them (a worktree whose
+    commit only a scratch store holds would break `git gc` in the project while it
+    exists); the rest, to the scratch store. None as for `snapshot`."""
     found = _snapshot(paths, budget, tracked=True)
     if found is None or found[1] is None:
         return None
@@ -166,43 +178,32 @@ def _snapshot(
     def left() -> float:
         return deadline - time.monotonic()
 
-    top = toplevel(root, left())
-    if top is None:
+    where = _where(root, left())
+    if where is None:
         return None
-    index = _line(["rev-parse", "--git-path", "index"], root, left())
-    if index is None:
-        return None
-    real_index = Path(index) if Path(index).is_absolute() else Path(root) / index
+    top, real_index, objects = where
     commit = head(root, left())
-    scratch = tempfile.mkdtemp(prefix="ralphstate-index-")
-    try:
-        temp_index = Path(scratch) / "index"
+    with scratch.store() as store:
+        temp_index = store / "index"
         with contextlib.suppress(OSError):
             # copy2 keeps the index's mtime: git tells a file edited in the same second
             # as the index was written ("racily clean") by comparing the two, and a
             # fresh mtime would make such an edit look unchanged.
             shutil.copy2(real_index, temp_index)
-        env = git_env(GIT_INDEX_FILE=str(temp_index))
         spec = loop_pathspec(paths, top)
-        # `git add` refuses (exit 1) an exclude pathspec that names an ignored directory,
-        # so everything is staged and the loop's directory taken out afterwards.
-        left_out = _excluded(spec)
-        drop = [["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out]]
-        drop = drop if left_out else []  # tracked files of the loop's directory leave too
-        stages = [[["add", "--all", "--", ":/"], *drop, ["write-tree"]]]
-        if tracked:  # first the tracked files alone, then the rest joins them
-            stages.insert(0, [["add", "--update", "--", ":/"], *drop, ["write-tree"]])
-        trees = []
-        for steps in stages:
-            out = ""
-            for args in steps:
-                done = run_git(args, root, env=env, timeout=left()) if left() > 0 else None
-                if done is None or not done.ok:
-                    return None
-                out = done.out
-            trees.append(out.strip())  # what the last step, `write-tree`, said
-        tree = trees[-1]
-        if not all(trees):
+        # The clean room checks the tracked files' tree out of the repository: its
+        # objects go there (`storage/cleanroom.py`); every other object, to the store.
+        env = git_env(GIT_INDEX_FILE=str(temp_index), **scratch.objects_env(store, objects))
+        first = git_env(GIT_INDEX_FILE=str(temp_index)) if tracked else env
+        steps = [["add", "--update", "--", ":/"], *_drop(spec)]
+        if tracked:
+            steps.append(["write-tree"])
+        done = _steps(steps, top, first, left)
+        if done is None:
+            return None
+        tracked_tree = done.strip() if tracked else None
+        tree = _with_untracked(top, spec, env, left)
+        if tree is None or tracked_tree == "":
             return None
         dirty = tree != EMPTY_TREE
         if commit is not None:
@@ -215,10 +216,89 @@ def _snapshot(
             if diff is None or diff.code not in (0, 1):
                 return None
             dirty = diff.code == 1
-        code = Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001)))
-        return code, trees[0] if tracked else None
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        return Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001))), tracked_tree
+
+
+def _where(root: Path | str, timeout: float) -> tuple[Path, Path, Path] | None:
+    """The top of the work tree, the repository's index and its object directory."""
+    if timeout <= 0:
+        return None
+    args = ["rev-parse", "--show-toplevel", "--git-path", "index", "--git-path", "objects"]
+    done = run_git(args, root, timeout=timeout)
+    lines = done.out.splitlines() if done is not None and done.ok else []
+    if len(lines) != 3:
+        return None
+    top, index, objects = ((Path(root) / line).absolute() for line in lines)
+    return top, index, objects
+
+
+def _drop(spec: list[str]) -> list[list[str]]:
+    """The step that takes the loop's directory out of the index, its tracked files
+    included; none when the loop lives outside the work tree. (`git add` refuses, exit
+    1, an exclude pathspec that names an ignored directory, so the loop's directory is
+    staged with the rest and taken out afterwards.)"""
+    left_out = _excluded(spec)
+    return [["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", *left_out]] if left_out else []
+
+
+def _steps(
+    steps: list[list[str]],
+    cwd: Path,
+    env: dict[str, str],
+    left: Callable[[], float],
+    input: bytes | None = None,
+) -> str | None:
+    """Run each git command of `steps` in turn (the last one given `input`); what the
+    last one said, or None when one fails or no time is left."""
+    out = ""
+    for number, args in enumerate(steps, 1):
+        given = input if number == len(steps) else None
+        done = run_git(args, cwd, env=env, timeout=left(), input=given) if left() > 0 else None
+        if done is None or not done.ok:
+            return None
+        out = done.out
+    return out
+
+
+def _with_untracked(
+    top: Path, spec: list[str], env: dict[str, str], left: Callable[[], float]
+) -> str | None:
+    """The tree of the temporary index (in `env`) once the untracked files that are not
+    ignored join it, the loop's directory left out: each as git reads it, or, past the
+    size limit, as its summary (`storage/scratch.py`). None when git fails."""
+    listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--", *spec]
+    limit = limits.MAX_UNTRACKED_LIST_BYTES
+    done = run_git(listing, top, env=env, timeout=left(), limit=limit) if left() > 0 else None
+    if done is None or not done.ok:
+        return None
+    if len(done.out_bytes) >= limit:  # too many names to hold: git reads them all
+        return _steps([["add", "--all", "--", ":/"], *_drop(spec), ["write-tree"]], top, env, left)
+    names = [os.fsdecode(name) for name in done.out_bytes.split(b"\0") if name]
+    config = _config(top, env, left) if names else ""
+    read, summarised = scratch.split(top, names, scratch.threshold(config))
+    steps: list[tuple[list[str], bytes | None]] = []
+    if read:
+        paths = b"".join(os.fsencode(name) + b"\0" for name in read)
+        steps.append((["update-index", "--add", "--remove", "--replace", "-z", "--stdin"], paths))
+    if summarised:
+        info = scratch.index_info(summarised, scratch.object_format(config))
+        steps.append((["update-index", "-z", "--index-info"], info))
+    steps.append((["write-tree", *(["--missing-ok"] if summarised else [])], None))
+    out = ""
+    for args, given in steps:
+        said = _steps([args], top, env, left, given)
+        if said is None:
+            return None
+        out = said
+    return out.strip() or None
+
+
+def _config(top: Path, env: dict[str, str], left: Callable[[], float]) -> str:
+    """What git's configuration says of the size limit and the object format (`git
+    config -z --get-regexp`); "" when nothing, or when git cannot say."""
+    asked = ["config", "-z", "--get-regexp", scratch.CONFIG_KEYS]
+    said = run_git(asked, top, env=env, timeout=left()) if left() > 0 else None
+    return said.out if said is not None and said.code == 0 else ""
 
 
 def _excluded(spec: list[str]) -> list[str]:

@@ -9,7 +9,9 @@ It is computed in a temporary copy of the repository's index: the entries outsid
 set are dropped, `git add -u` reads again only the files whose stat data changed since
 the index last saw them, and `git write-tree` names the result. The repository's own
 index, branch and history are never touched (only `restore` writes, and only the work
-tree's files it is given).
+tree's files it is given); its objects get only what a `snapshot` reads (the approved
+tree must be there when `compare` reads it, long after): what `compare` and `diff`
+write goes to a scratch store (`storage/scratch.py`), removed when they end.
 
 Each function's git commands share one time budget; every answer is bounded
 (`storage/git.py`, `run_git`); outside a repository, when git fails, or when the
@@ -23,14 +25,13 @@ import os
 import posixpath
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import testfiles
+from ralphstate.storage import scratch, testfiles
 from ralphstate.storage.git import Done, git_env, run_git
 from ralphstate.storage.paths import LoopPaths
 
@@ -86,6 +87,7 @@ class _Repo:
     root: Path
     prefix: str  # the project root's place in the work tree: "" or "sub/dir/"
     index: Path  # the repository's own index
+    objects: Path  # and its object directory
     deadline: float
 
     def left(self) -> float:
@@ -107,28 +109,29 @@ class _Repo:
 
 def _repo(root: Path, budget: float) -> _Repo | None:
     deadline = time.monotonic() + budget
-    done = run_git(["rev-parse", "--show-prefix", "--git-path", "index"], root, timeout=budget)
-    if done is None or not done.ok or len(done.out.splitlines()) < 2:
+    asked = ["rev-parse", "--show-prefix", "--git-path", "index", "--git-path", "objects"]
+    done = run_git(asked, root, timeout=budget)
+    if done is None or not done.ok or len(done.out.splitlines()) < 3:
         return None
-    prefix, index = done.out.splitlines()[:2]
-    where = Path(index) if Path(index).is_absolute() else root / index
-    return _Repo(root, prefix.strip(), where, deadline)
+    prefix, index, objects = done.out.splitlines()[:3]
+    where, store = ((root / p).absolute() for p in (index, objects))
+    return _Repo(root, prefix.strip(), where, store, deadline)
 
 
 @contextlib.contextmanager
-def _scratch(repo: _Repo, copy: bool = True) -> Iterator[dict[str, str]]:
+def _scratch(repo: _Repo, copy: bool = True, keep: bool = False) -> Iterator[dict[str, str]]:
     """git's environment with a temporary index: a copy of the repository's (its
     mtime kept, so git still tells a file edited in the same second as the index was
-    written), or with `copy` false a new one."""
-    scratch = tempfile.mkdtemp(prefix="ralphstate-guards-")
-    try:
-        temp = Path(scratch) / "index"
+    written), or with `copy` false a new one. The objects git writes go to a scratch
+    store (`storage/scratch.py`), or with `keep` to the repository: a tree a person
+    approves must be there when it is compared, long after."""
+    with scratch.store() as where:
+        temp = where / "index"
         if copy:
             with contextlib.suppress(OSError):  # no index yet: git starts an empty one
                 shutil.copy2(repo.index, temp)
-        yield git_env(GIT_INDEX_FILE=str(temp))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        objects = {} if keep else scratch.objects_env(where, repo.objects)
+        yield git_env(GIT_INDEX_FILE=str(temp), **objects)
 
 
 def _config_specs() -> list[str]:
@@ -172,7 +175,7 @@ def snapshot(
     repo = _repo(paths.root, budget)
     if repo is None:
         return None
-    with _scratch(repo) as env:
+    with _scratch(repo, keep=True) as env:
         made = _tree(repo, env, guards)
     return made[0] if made is not None else None
 
@@ -218,7 +221,7 @@ def compare(
             if listed is None:
                 return None
             found.new_config += [repo.relative(p) for p in listed]
-    found.changed += _runner_settings(repo, approved_tree, found.tree)
+        found.changed += _runner_settings(repo, env, approved_tree, found.tree)
     # Untracked and not ignored, by the repository's own index.
     others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards, *_config_specs()]
     listed = _listing(repo.git(others, git_env()), found)
@@ -234,12 +237,12 @@ def compare(
 _RUNNER_SETTINGS = {"pyproject.toml": ("[tool.pytest", "[tool.coverage")}
 
 
-def _runner_settings(repo: _Repo, approved: str, now: str) -> list[str]:
+def _runner_settings(repo: _Repo, env: dict[str, str], approved: str, now: str) -> list[str]:
     """The pyproject.toml files changed since `approved` that hold pytest's settings,
     before or after: `addopts = "-k 'not slow'"` there deselects tests."""
     spec = [f":(glob)**/{name}" for name in _RUNNER_SETTINGS]
     args = ["diff-tree", "-r", "-z", "--name-only", "--diff-filter=M", approved, now]
-    done = repo.git([*args, "--", *spec], git_env())
+    done = repo.git([*args, "--", *spec], env)
     if done is None or not done.ok:
         return []
     found = []
@@ -247,7 +250,7 @@ def _runner_settings(repo: _Repo, approved: str, now: str) -> list[str]:
         marks = _RUNNER_SETTINGS.get(path.rsplit("/", 1)[-1], ())
         texts = []
         for tree in (approved, now):
-            shown = repo.git(["cat-file", "-p", f"{tree}:{path}"], git_env())
+            shown = repo.git(["cat-file", "-p", f"{tree}:{path}"], env)
             texts.append(shown.out if shown is not None and shown.ok else "")
         if any(mark in text for mark in marks for text in texts):
             found.append(repo.relative(path))
