@@ -45,6 +45,10 @@ lowest and the highest, and the goal. The rows:
 - clean room: `verify --clean` against `verify` (one check, `exit 0`) in git repositories
   of 3 and of 2,000 files; the Stop hook verifying a claimed completion (its check `exit
   1` fails) in a clean room, against the same with `clean-verify off`;
+- snapshot: `verify` in place (one check, `exit 0`) in a git repository of 20,000 files
+  (200 MB) beside an untracked 2 GiB (sparse) file that grows a byte before each run,
+  against the same without it: the evidence snapshot does not read an untracked file
+  past its size limit, so its cost stays flat in untracked bytes;
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -249,6 +253,34 @@ def clean_rooms(
     return [*rows, ("Stop verifying, clean / not", 2.0, claims[0], claims[1])]
 
 
+def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, float, Proc, Proc]:
+    """The snapshot's row: `verify` beside a big untracked file that changes, against
+    the same project without it."""
+    root = base / "git-20000"
+    for i in range(20_000):  # 200 MB in 200 directories
+        (root / "src" / f"d{i % 200}").mkdir(parents=True, exist_ok=True)
+        (root / "src" / f"d{i % 200}" / f"m{i}.txt").write_bytes(b"%09d\n" % i * 1024)
+    for args in (["init", "-q"], ["add", "-A"], [*GIT_WHO, "commit", "-q", "-m", "bench"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], env, root)
+    run([*rs, "criteria", "check", "tests pass", "exit 0"], env, root)
+    run([*rs, "config", "clean-verify", "off"], env, root)
+    big = root / "disk.img"
+    verify = [*rs, "verify"]
+
+    def growing(i: int) -> list[str]:
+        with big.open("ab") as handle:
+            handle.truncate((2 << 30) + i)  # a hole: no disk, no time to write
+        return verify
+
+    def without(i: int) -> list[str]:
+        big.unlink(missing_ok=True)
+        return verify
+
+    case, none = Proc(growing, root, expect="passed"), Proc(without, root, expect="passed")
+    return ("verify, 2 GiB untracked / none", 1.2, case, none)
+
+
 def cases(
     base: Path, python: str, scripts: Path, env: dict[str, str], runs: int
 ) -> list[tuple[str, float | Floor | None, Proc, Proc | None]]:
@@ -378,6 +410,7 @@ def cases(
         ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
         *clean_rooms(base, rs, env, owned, stop),
+        big_untracked(base, rs, env),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]

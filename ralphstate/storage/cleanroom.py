@@ -20,10 +20,10 @@ is clean.
 
 The repository keeps nothing of it once `close` ran but an unreferenced commit and the
 objects of its tree (the tracked files' uncommitted edits), which git collects as it
-does any others; no untracked file ever goes into it (`git.tracked_snapshot`). A room whose process was killed before `close` is
-removed by the next `open_room` in the same repository: the room's directory names the
-process that made it (`owner`), and a room whose process is gone is removed, and its
-worktree entry pruned.
+does any others; no untracked file ever goes into it (`git.tracked_snapshot`). A room
+whose process was killed before `close` is removed by the next `open_room` in the same
+repository: the room's directory names the process that made it (`owner`), and a room
+whose process is gone is removed, and its worktree entry pruned.
 """
 
 from __future__ import annotations

@@ -5,13 +5,15 @@ project's `.git` stays as it was (docs/how-to/checks.md, "Evidence tied to code"
         env = git_env(GIT_INDEX_FILE=..., **scratch.objects_env(where, real_objects))
         ...                                     # git add, write-tree: objects land there
 
-A store is a directory of the system's temporary directory named PREFIX + pid + ...:
-a temporary index and an object directory git writes into (`GIT_OBJECT_DIRECTORY`),
-with the repository's own objects as an alternate (`GIT_ALTERNATE_OBJECT_DIRECTORIES`),
-so what is already committed is found there and never written twice. It is removed
-when the snapshot ends, however it ends (a git command past its time limit included,
-whatever that command had begun to write); a store whose process was killed before
-it could remove it is removed by the next snapshot.
+A store is a directory named PREFIX + pid + ... in `parent()`, a private directory of
+the user's own in the system's temporary directory (or that directory itself, where a
+private one cannot be had): a temporary index and an object directory git writes into
+(`GIT_OBJECT_DIRECTORY`), with the repository's own objects as an alternate
+(`GIT_ALTERNATE_OBJECT_DIRECTORIES`), so what is already committed is found there and
+never written twice. It is removed when the snapshot ends, however it ends (a git
+command past its time limit included, whatever that command had begun to write); a
+store whose process was killed before it could remove it is removed by the next
+snapshot.
 
 The untracked files of the work tree that are larger than a limit (`ralphstate.
 bigFileThreshold` in git's configuration, `limits.SNAPSHOT_BIG_FILE_BYTES` without
@@ -35,6 +37,8 @@ from ralphstate.core import limits
 from ralphstate.storage import process
 
 PREFIX = "ralphstate-snapshot-"
+# The user's own directory of stores in the system's temporary directory: this + uid.
+PARENT = "ralphstate-snapshots-"
 # The git configuration key of the size past which an untracked file is summarised.
 THRESHOLD_KEY = "ralphstate.bigfilethreshold"
 # What a snapshot asks git's configuration (`git config --get-regexp`): that limit, and
@@ -47,8 +51,9 @@ _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 @contextlib.contextmanager
 def store() -> Iterator[Path]:
     """A new scratch store (its `objects` directory made), removed on the way out."""
-    clear_leftovers()
-    made = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+    where = parent()
+    clear_leftovers(where)
+    made = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=where))
     try:
         for name in ("info", "pack"):
             (made / "objects" / name).mkdir(parents=True)
@@ -80,11 +85,32 @@ def _quoted(path: str) -> str:
     return f'"{escaped}"'
 
 
-def clear_leftovers() -> list[Path]:
-    """Remove the stores whose process is gone (killed before it could remove its
-    own); the stores removed. A store of a process that runs, or of another user's, is
-    left alone."""
-    base = tempfile.gettempdir()
+def parent() -> Path:
+    """Where the stores are made: the user's own directory in the system's temporary
+    directory, made private (0700) the first time, so that finding a killed process's
+    store lists a few entries, not the whole temporary directory; that directory itself
+    when the private one cannot be had (no user ids, or the name taken by a file, a
+    link or a directory that is not the user's own and private)."""
+    base = Path(tempfile.gettempdir())
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:  # pragma: no cover - Windows: the temporary directory is the user's
+        return base
+    mine = base / f"{PARENT}{getuid()}"
+    with contextlib.suppress(FileExistsError, OSError):
+        mine.mkdir(mode=0o700)
+    try:
+        found = os.lstat(mine)
+    except OSError:
+        return base
+    private = stat.S_ISDIR(found.st_mode) and not found.st_mode & 0o077
+    return mine if private and found.st_uid == getuid() else base
+
+
+def clear_leftovers(base: Path | None = None) -> list[Path]:
+    """Remove the stores in `base` (`parent()`) whose process is gone (killed before it
+    could remove its own); the stores removed. A store of a process that runs, or of
+    another user's, is left alone."""
+    base = base or parent()
     gone = []
     try:
         entries = list(os.scandir(base))

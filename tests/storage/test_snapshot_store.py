@@ -51,7 +51,7 @@ def objects(root: Path) -> dict[str, int]:
 def stores(pid: int) -> list[str]:
     """The scratch stores of process `pid` on the disk."""
     mine = f"{scratch.PREFIX}{pid}-"
-    return [p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(mine)]
+    return [p.name for p in scratch.parent().iterdir() if p.name.startswith(mine)]
 
 
 def sparse(path: Path, size: int) -> None:
@@ -242,3 +242,21 @@ def test_a_store_whose_process_was_killed_is_removed_by_the_next_snapshot(repo: 
     assert where.is_dir()  # what a crash leaves
     snap(repo)
     assert not where.exists() and stores(child.pid) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="user ids")
+def test_the_stores_are_in_a_private_directory_of_the_users_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mine = tmp_path / f"{scratch.PARENT}{os.getuid()}"
+    assert scratch.parent() == mine and mine.stat().st_mode & 0o777 == 0o700
+    with scratch.store() as where:
+        assert where.parent == mine and (where / "objects" / "pack").is_dir()
+    assert list(mine.iterdir()) == []
+    mine.chmod(0o755)  # not private: the temporary directory itself
+    assert scratch.parent() == tmp_path
+    mine.rmdir()
+    mine.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    assert scratch.parent() == tmp_path
