@@ -242,17 +242,16 @@ def _drop(spec: list[str]) -> list[list[str]]:
 
 
 def _steps(
-    steps: list[list[str]],
+    steps: list[list[str]] | list[tuple[list[str], bytes | None]],
     cwd: Path,
     env: dict[str, str],
     left: Callable[[], float],
-    input: bytes | None = None,
 ) -> str | None:
-    """Run each git command of `steps` in turn (the last one given `input`); what the
-    last one said, or None when one fails or no time is left."""
+    """Run each git command of `steps` in turn (each its arguments, or its arguments and
+    its stdin); what the last one said, or None when one fails or no time is left."""
     out = ""
-    for number, args in enumerate(steps, 1):
-        given = input if number == len(steps) else None
+    for step in steps:
+        args, given = step if isinstance(step, tuple) else (step, None)
         done = run_git(args, cwd, env=env, timeout=left(), input=given) if left() > 0 else None
         if done is None or not done.ok:
             return None
@@ -272,7 +271,9 @@ def _with_untracked(
     if done is None or not done.ok:
         return None
     if len(done.out_bytes) >= limit:  # too many names to hold: git reads them all
-        return _steps([["add", "--all", "--", ":/"], *_drop(spec), ["write-tree"]], top, env, left)
+        every = [["add", "--all", "--", ":/"], *_drop(spec), ["write-tree"]]
+        found = _steps(every, top, env, left)
+        return found.strip() if found else None
     names = [os.fsdecode(name) for name in done.out_bytes.split(b"\0") if name]
     config = _config(top, env, left) if names else ""
     read, summarised = scratch.split(top, names, scratch.threshold(config))
@@ -284,13 +285,8 @@ def _with_untracked(
         info = scratch.index_info(summarised, scratch.object_format(config))
         steps.append((["update-index", "-z", "--index-info"], info))
     steps.append((["write-tree", *(["--missing-ok"] if summarised else [])], None))
-    out = ""
-    for args, given in steps:
-        said = _steps([args], top, env, left, given)
-        if said is None:
-            return None
-        out = said
-    return out.strip() or None
+    found = _steps(steps, top, env, left)
+    return found.strip() if found else None
 
 
 def _config(top: Path, env: dict[str, str], left: Callable[[], float]) -> str:

@@ -203,6 +203,34 @@ def test_small_untracked_files_are_in_the_tree_as_git_would_commit_them(repo: Pa
     assert found.tree == run_git(repo, "rev-parse", "HEAD^{tree}")
 
 
+def committed_tree(root: Path) -> str:
+    """The tree of the work tree as `git add -A` stages it, the loop left out: what a
+    snapshot that read every file would give (written to a scratch index)."""
+    env = dict(os.environ, GIT_INDEX_FILE=str(root / ".git" / "scratch-index"))
+    for args in (["add", "-A", ":/", ":(exclude).loop"], ["write-tree"]):
+        done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, check=True)
+    (root / ".git" / "scratch-index").unlink()
+    return done.stdout.decode().strip()
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at the limit", "one byte more"])
+def test_snapshot_big_file_bytes(repo: Path, extra: int) -> None:
+    (repo / "data.bin").write_bytes(os.urandom(limits.SNAPSHOT_BIG_FILE_BYTES + extra))
+    found = snap(repo).tree
+    assert (found == committed_tree(repo)) is (extra == 0)  # read whole, or summarised
+
+
+@pytest.mark.parametrize("extra", [1, 0], ids=["names below the limit", "at the limit"])
+def test_max_untracked_list_bytes(repo: Path, monkeypatch: pytest.MonkeyPatch, extra: int) -> None:
+    (repo / "a.txt").write_text("small\n")
+    (repo / "data.bin").write_bytes(os.urandom(2 << 20))
+    names = len(b"a.txt\0data.bin\0")
+    monkeypatch.setattr(limits, "MAX_UNTRACKED_LIST_BYTES", names + extra)
+    found = snap(repo).tree
+    # Below it the big file is summarised; at it git reads every file, as `git add -A`.
+    assert (found == committed_tree(repo)) is (extra == 0)
+
+
 # -- nothing left behind -------------------------------------------------------------
 
 
