@@ -74,49 +74,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import venv
-from collections.abc import Callable
 from pathlib import Path
 
+from processes import BIG, SESSION, Proc, hook_input, run
+from repositories import big_untracked, clean_rooms
+
 CHECKOUT = Path(__file__).resolve().parent.parent
-SESSION = "bench-session"
 WINDOWS = os.name == "nt"
 
 
 # Variables that would make a process act for someone else's session or loop.
 LEAKY = ("CODEX_SESSION_ID", "CODEX_THREAD_ID", "COPILOT_AGENT_SESSION_ID", "GEMINI_CLI")
-
-
-class Proc:
-    """One process to time: its command line and stdin (each, or a function of the run's
-    number giving it), directory, and a piece of stdout that shows it did what the row
-    says."""
-
-    def __init__(
-        self,
-        command: list[str] | Callable[[int], list[str]],
-        cwd: Path,
-        data: bytes | Callable[[int], bytes] = b"",
-        expect: str = "",
-        verify: Callable[[], str | None] | None = None,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        self.verify = verify  # after the runs: what is wrong with their effect, or None
-        self.env = env or {}  # set for this process, over the benchmark's environment
-        self.command = command if callable(command) else lambda i: command
-        self.data = data if callable(data) else lambda i: data
-        self.cwd, self.expect = cwd, expect
-
-
-def run(cmd: list[str], env: dict[str, str], cwd: Path, data: bytes = b"") -> tuple[float, str]:
-    """Wall time of one whole process, and its stdout; a failure stops the benchmark."""
-    start = time.perf_counter()
-    done = subprocess.run(cmd, input=data, env=env, cwd=cwd, capture_output=True)
-    took = time.perf_counter() - start
-    if done.returncode != 0 or done.stderr:
-        sys.exit(f"{shlex.join(cmd)} failed ({done.returncode}): {done.stderr.decode()}")
-    return took, done.stdout.decode()
 
 
 # Goals tied to a reference row: its median times the factor.
@@ -178,11 +147,6 @@ def status_input(root: Path) -> bytes:
     return json.dumps(data).encode()
 
 
-def hook_input(root: Path, event: str, **fields: object) -> bytes:
-    data = {"session_id": SESSION, "cwd": str(root), "hook_event_name": event, **fields}
-    return json.dumps(data).encode()
-
-
 def sparse_transcript(path: Path, size: int) -> None:
     """`size` bytes whose end is a user turn and a reply without the marker."""
     tail = "".join(
@@ -212,73 +176,6 @@ def reply_line(number: int) -> bytes:
     entry: dict[str, object] = {"type": "assistant", "timestamp": "2099-01-01T00:00:00.000Z"}
     entry["message"] = {**message, "usage": usage}
     return json.dumps(entry).encode() + b"\n"
-
-
-BIG = ["--max-iterations", "100000", "--stall-limit", "100000"]  # never paused by a cap
-GIT_WHO = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
-
-
-def clean_rooms(
-    base: Path, rs: list[str], env: dict[str, str], owned: dict[str, str], stop: list[str]
-) -> list[tuple[str, float, Proc, Proc]]:
-    """The clean room's rows: `verify --clean` / `verify`, and a verifying Stop hook."""
-
-    def tracked(name: str, files: int, check: str, clean: str = "on") -> Path:
-        root = base / name  # a repository whose one commit holds `files` files, then a loop
-        for i in range(files):
-            (root / "src" / f"d{i % 40}").mkdir(parents=True, exist_ok=True)
-            (root / "src" / f"d{i % 40}" / f"m{i}.py").write_text(f"VALUE = {i}\n")
-        for args in (["init", "-q"], ["add", "-A"], [*GIT_WHO, "commit", "-q", "-m", "bench"]):
-            subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-        run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, root)
-        run([*rs, "criteria", "check", "tests pass", check], env, root)
-        run([*rs, "config", "clean-verify", clean], env, root)
-        return root
-
-    rows: list[tuple[str, float, Proc, Proc]] = []
-    for files, name, goal in ((3, "", 2.0), (2000, ", 2,000", 4.0)):
-        root = tracked(f"git-{files}", files, "exit 0")
-        clean, plain = (Proc([*rs, "verify", *a], root, expect="passed") for a in (["--clean"], []))
-        rows.append((f"verify clean / in place{name}", goal, clean, plain))
-    claims = []
-    for setting in ("on", "off"):  # each stop claims again: its failing check unclaims
-        root = tracked(f"claim-{setting}", 3, "exit 1", setting)
-
-        def claiming(i: int, root: Path = root) -> list[str]:
-            run([*rs, "criteria", "set", "tests pass", "true"], env, root)  # not timed
-            return stop
-
-        data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
-        claims.append(Proc(claiming, root, data, '"block"'))
-    return [*rows, ("Stop verifying, clean / not", 2.0, claims[0], claims[1])]
-
-
-def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, float, Proc, Proc]:
-    """The snapshot's row: `verify` beside a big untracked file that changes, against
-    the same project without it."""
-    root = base / "git-20000"
-    for i in range(20_000):  # 200 MB in 200 directories
-        (root / "src" / f"d{i % 200}").mkdir(parents=True, exist_ok=True)
-        (root / "src" / f"d{i % 200}" / f"m{i}.txt").write_bytes(b"%09d\n" % i * 1024)
-    for args in (["init", "-q"], ["add", "-A"], [*GIT_WHO, "commit", "-q", "-m", "bench"]):
-        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-    run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], env, root)
-    run([*rs, "criteria", "check", "tests pass", "exit 0"], env, root)
-    run([*rs, "config", "clean-verify", "off"], env, root)
-    big = root / "disk.img"
-    verify = [*rs, "verify"]
-
-    def growing(i: int) -> list[str]:
-        with big.open("ab") as handle:
-            handle.truncate((2 << 30) + i)  # a hole: no disk, no time to write
-        return verify
-
-    def without(i: int) -> list[str]:
-        big.unlink(missing_ok=True)
-        return verify
-
-    case, none = Proc(growing, root, expect="passed"), Proc(without, root, expect="passed")
-    return ("verify, 2 GiB untracked / none", 1.2, case, none)
 
 
 def cases(
