@@ -30,6 +30,7 @@ EVENTS = {
     "post-tool-use": "PostToolUse",
     "task-completed": "TaskCompleted",
     "pre-tool-use": "PreToolUse",
+    "session-end": "SessionEnd",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)
@@ -46,7 +47,7 @@ ENV_PROJECT = "CLAUDE_PROJECT_DIR"
 # that does not is none of them, and the pattern is compiled only for one that does.
 OWN_PATTERN = "|".join(
     prefix + r"(stop-failure|stop|session-start|pre-compact|pre-tool-use|post-tool-use"
-    r"|task-completed)(?=[\s\"';]|$)"
+    r"|task-completed|session-end)(?=[\s\"';]|$)"
     for prefix in (
         (
             r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""

@@ -12,7 +12,9 @@ Stop takes no matcher; for SessionStart and PreCompact an empty matcher matches 
 source and trigger. StopFailure runs instead of Stop when a turn ends on an API error
 (a rate limit, an overloaded API, a billing error): the hook records it for the next
 SessionStart. PreToolUse, matched to the Bash tool, has the person answer for a command
-that approves what proves the loop done (`hooks.pre_tool_use`).
+that approves what proves the loop done (`hooks.pre_tool_use`). SessionEnd hands the
+owning session's loop back when it ends, for the next session to take
+(`hooks.session_end`).
 
 Its transcript (`~/.claude/projects/<project>/<session>.jsonl`) writes each content
 block of a reply on a line of its own, each repeating the reply's `message.id` and
@@ -56,6 +58,7 @@ EVENTS = {
     "PreCompact": "pre-compact",
     "StopFailure": "stop-failure",
     "PreToolUse": "pre-tool-use",
+    "SessionEnd": "session-end",
 }
 # With `install --tasks`: the hooks on Claude Code's task list
 # (docs/explanation/design.md, "The task gate"): PostToolUse mirrors the task tools' calls

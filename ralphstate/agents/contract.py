@@ -45,7 +45,11 @@ if TYPE_CHECKING:
 # Seconds a hook may run; the Stop hook and TaskCompleted leave room for verify-on-stop's
 # budget (limits.STOP_VERIFY_BUDGET).
 TIMEOUT = 30
-TIMEOUTS = {"stop": limits.STOP_HOOK_TIMEOUT, "task-completed": limits.STOP_HOOK_TIMEOUT}
+TIMEOUTS = {
+    "stop": limits.STOP_HOOK_TIMEOUT,
+    "task-completed": limits.STOP_HOOK_TIMEOUT,
+    "session-end": limits.SESSION_END_HOOK_TIMEOUT,
+}
 _INFINITY = float("inf")
 # Verdicts of a transcript entry: not the end of the search, and a prompt (no reply).
 GO_ON: Verdict = (False, None)

@@ -29,6 +29,7 @@ HOOKS = (
     "post-tool-use",
     "task-completed",
     "pre-tool-use",
+    "session-end",
 )
 
 

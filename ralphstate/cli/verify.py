@@ -198,6 +198,9 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       max-tokens        the loop's token budget, or none: the loop pauses once
                         its usage reaches it (inside a session too)
       max-duration      the loop's time budget (8h, 90m, 1h30m), or none
+      owner-timeout     how long the owning session may leave the loop untouched
+                        before a session that starts here takes it (30m, 2h),
+                        off, or default (30m)
       guard             the guarded files: `guard add PATH...`, `guard remove
                         PATH...` (git pathspecs relative to the project root),
                         `guard off`, `guard on` (the default set)

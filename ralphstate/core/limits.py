@@ -90,6 +90,10 @@ MAX_CHECK_OUTPUT_LINES = 40
 # `ralphstate install` gives the Stop hook STOP_HOOK_TIMEOUT, which leaves room for it.
 STOP_VERIFY_BUDGET = 120.0
 STOP_HOOK_TIMEOUT = 180
+# The SessionEnd hook's time (Claude Code gives SessionEnd hooks 1.5 s in all unless a
+# hook's `timeout` in a settings file raises it): room for a slow start on a busy
+# machine, and no more, since the client waits for it as it exits.
+SESSION_END_HOOK_TIMEOUT = 10
 # How much of a block reason the failing checks' output may take, all together.
 MAX_REASON_OUTPUT_CHARS = 2400
 # `ralphstate run`: the spec, each criterion or step, and how many of each, as the

@@ -122,6 +122,9 @@ class State(TypedDict):
     # ralphstate: the criteria whose check must fail once before a pass counts (red before
     # green, core/redgreen.py): a check that passes before it ever failed proves nothing.
     expectFail: list[str]
+    # ralphstate: seconds without a change to the loop after which its owner counts as
+    # gone and a new session takes it (core/ownership.py); null: 30 minutes, 0: never.
+    ownerTimeout: float | None
 
 
 Raw = dict[str, Any]
@@ -195,6 +198,7 @@ def _defaults() -> Raw:
         "transcriptUsage": None,
         "guards": None,
         "expectFail": [],
+        "ownerTimeout": None,
     }
 
 
@@ -282,6 +286,7 @@ def _normalise(raw: Raw) -> State:
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     fields.spending(raw, state)
+    state["ownerTimeout"] = _seconds(raw, "ownerTimeout")
     state["errors"] = fields.errors(raw)
     for key, value in raw.items():
         if key not in state:
@@ -307,6 +312,17 @@ def _counts(raw: Raw, state: Raw) -> None:
     if status not in STATUSES:
         raise fields.Invalid(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
     state["status"] = status
+
+
+def _seconds(raw: Raw, key: str) -> float | None:
+    """A span of seconds, 0 or more, or null."""
+    value = raw.get(key)
+    if value is None:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not (math.isfinite(value) and value >= 0):
+        raise fields.Invalid(f"'{key}' must be a number of seconds, 0 or more, or null")
+    return float(value)
 
 
 def _in_schema_order(state: Raw) -> State:

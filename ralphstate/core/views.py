@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ralphstate.core import clock, queries
+from ralphstate.core import clock, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -136,6 +136,14 @@ def _spent(state: st.State) -> str:
     return text + (f" ({LOOPS} budget: {', '.join(budgets)})" if budgets else "")
 
 
+def _hand_over(state: st.State) -> list[str]:
+    """When a new session takes the loop from its owner, for a loop someone owns."""
+    if not state.get("sessionId"):
+        return []
+    limit = ownership.owner_timeout(state)
+    return [f"handed over after {span(limit)} idle" if limit else "never handed over by time"]
+
+
 def status(
     state: st.State,
     where: str,
@@ -169,6 +177,7 @@ def status(
         f"iteration {state['iteration']}/{state['maxIterations']}",
         f"owner {short_id(owner) if owner else 'none'}",
         f"updated {clock.age(state.get('updatedAt'))} ago",
+        *_hand_over(state),
     ]
     lines = [f"loop {where}: " + " · ".join(head), f"spec: {visible(state['spec'])}"]
     lines += _last_error(state)

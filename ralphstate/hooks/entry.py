@@ -165,6 +165,10 @@ def _handler(event: str) -> Handler:
         from ralphstate.hooks import pre_tool_use
 
         return pre_tool_use.handle
+    if event == "session-end":
+        from ralphstate.hooks import session_end
+
+        return session_end.handle
     from ralphstate.hooks import task_completed
 
     return task_completed.handle

@@ -2,19 +2,24 @@
 (docs/explanation/design.md, "Ownership").
 
 A session that may take the loop takes it (decided again under the state lock, so two
-sessions cannot both take it) and is given the loop as context; a loop of another
-session's, or one that came with a clone, is named to the person and left alone.
+sessions cannot both take it) and is given the loop as context: an unowned loop made
+here, one the same process owned before /clear, or one whose owner left it untouched
+for its `ownerTimeout`. A loop of another live session's, or one that came with a
+clone, is named to the person and left alone; the session that found a clone's loop
+here is noted, so its Stop hook never takes that file for one its own agent wrote.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import os
 from collections.abc import Callable
 
 from ralphstate.agents.contract import Agent
 from ralphstate.core import ownership, render, restore
 from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
@@ -41,26 +46,37 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
             restore.session_line(told, source),
         )
     pid = agent.process_id(os.environ)
+    before = state
     # Taking the loop is decided again under the lock (two sessions cannot both take
     # it); restoring the session's own loop, or one it cannot take, needs no lock.
     verdict, state = base.update(store, _owning(agent, loop, session_id, source, pid), read=state)
     if verdict is None:
         return None
     if verdict == "unknown":
+        if session_id and source not in CONTINUING:
+            _note_present(loop, session_id)
         return _unknown(agent, loop, state)
     if verdict == "foreign":
         return _foreign(agent, loop, state)
-    if verdict in ("adopt", "reown") and session_id:
+    if verdict in TAKING and session_id:
         base.record("session-start", loop, state, pid)
     trusted = trust.is_trusted(loop, state)
     state = _with_task_file(loop, _told(store, state))
     line = restore.session_line(state, source)
+    if verdict == "takeover":
+        line += " " + _taken_over(loop, before)
     if not trusted:
         line += " " + restore.untrusted_line(state)
     return agent.render_context(
         restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
     )
 
+
+# The sources that go on with a session that already started (its own loop file is
+# not "found at its start"), as the agents name them.
+CONTINUING = ("resume", "compact")
+# The verdicts under which a starting session takes the loop.
+TAKING = ("adopt", "reown", "takeover")
 
 Owning = Callable[[st.State, list[Event]], tuple[ownership.Verdict | None, st.State]]
 
@@ -84,12 +100,26 @@ def _owning(
             agent.name,
             known=lambda: registry.knows(loop, current),
             cleared_here=cleared_here,
+            gone=lambda: ownership.gone(current, modified(loop)),
         )
-        if verdict in ("adopt", "reown") and session_id:
+        if verdict in TAKING and session_id:
+            idle = ownership.idle_for(current, modified(loop)) if verdict == "takeover" else None
             events.append(ownership.take(current, session_id, agent.name, source))
+            if idle is not None:
+                events[-1]["idle"] = round(idle)
         return verdict, current
 
     return own
+
+
+def _note_present(loop: paths.LoopPaths, session_id: str) -> None:
+    """Note that this session found the loop's file at its start; a note that cannot be
+    written is said, and the git history alone then tells the file from one its agent
+    wrote."""
+    try:
+        registry.note_present(loop, session_id)
+    except RalphstateError as exc:
+        note("session-start", f"could not note the state file found here ({exc})")
 
 
 def _unknown(agent: Agent, loop: paths.LoopPaths, state: st.State) -> Output | None:
@@ -108,21 +138,58 @@ def _unknown(agent: Agent, loop: paths.LoopPaths, state: st.State) -> Output | N
     )
 
 
+def modified(loop: paths.LoopPaths) -> dt.datetime | None:
+    """When the state file was last written (by ralphstate, or by hand)."""
+    try:
+        return dt.datetime.fromtimestamp(loop.state.stat().st_mtime, dt.timezone.utc)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def _untouched(loop: paths.LoopPaths, state: st.State) -> str:
+    """How long the loop has been left untouched, in a few characters."""
+    from ralphstate.core.budgets import span
+
+    idle = ownership.idle_for(state, modified(loop))
+    return "?" if idle is None else span(idle // 1)
+
+
+def _taken_over(loop: paths.LoopPaths, before: st.State) -> str:
+    """For the person: whose loop this session took (as the file was read before it
+    took it), and how to give it back."""
+    from ralphstate.core.text import short_id
+
+    return (
+        f"It was taken over from session {short_id(before['sessionId'] or '?')}, which left"
+        f" it untouched for {_untouched(loop, before)}; `ralphstate adopt` in that session"
+        " takes it back."
+    )
+
+
 def _foreign(agent: Agent, loop: paths.LoopPaths, state: st.State) -> Output | None:
     """For the model and the person: the loop here is another session's."""
+    from ralphstate.core.budgets import span
     from ralphstate.core.text import short_id, visible
 
     owner_agent = ownership.owner_agent(state)
     whose = "" if owner_agent == agent.name else f"{visible(owner_agent[:20])} "
     # Named by its spec's first line when made or adopted here; a loop that came with
     # a clone keeps its text out of every message, as an unknown one does.
-    named = f' ("{render.headline(state["spec"])}")' if registry.knows(loop, state) else ""
+    known = registry.knows(loop, state)
+    named = f' ("{render.headline(state["spec"])}")' if known else ""
+    limit = ownership.owner_timeout(state)
+    later = (
+        f" (a session started after it has been untouched for {span(limit)} takes it)"
+        if known and limit
+        else ""
+    )
     return agent.render_context(
         "A ralphstate loop in this project belongs to another session; do not work on"
         " it unless the person asks. To take it over here: `ralphstate adopt`.",
         f"ralphstate: the loop here{named} belongs to another session"
-        f" ({whose}{short_id(state['sessionId'])}); run `ralphstate adopt` to"
-        " continue it in this one.",
+        f" ({whose}{short_id(state['sessionId'])}, untouched for"
+        f" {_untouched(loop, state)}); run `ralphstate adopt` to continue it in"
+        f" this one{later}.",
     )
 
 

@@ -23,7 +23,7 @@ from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
 from ralphstate.core.proof import Pending
-from ralphstate.hooks import base, notify
+from ralphstate.hooks import arrival, base, notify
 from ralphstate.hooks.base import HookInput, Output, Verified
 from ralphstate.hooks.faults import Fault, Unusable, note
 from ralphstate.storage import paths, registry
@@ -47,12 +47,13 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if session_id is None:
         raise Fault("input has no session id")
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
+    known = arrival.Known(loop, session_id)  # made or adopted here, or written by its agent
     facts = decide.StopFacts(
         session_id,
         lambda: _reply(agent, hook_input),
         agent=agent.name,
         runner=runner,
-        known_here=lambda current: registry.knows(loop, current),
+        known_here=known,
         stale=lambda current: _stale(loop, current),
         review=lambda current: _review(store, current),
         files=lambda: _files(loop),
@@ -71,19 +72,35 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
-    if decision.rule == "not_in_progress":  # ended outside, or by the agent itself
-        from ralphstate.hooks import outside
+    said = _said_once(store, state, decision.rule, session_id)
+    if said is not None:  # an ending, a replaced loop or a clone's: said once
+        told, loud = said
+        out = agent.render_notice(told)
+        return notify.attach(out, agent.name, told, os.environ) if loud else out
+    out = notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
+    if decision.adopted and known.own and decision.state is not None:
+        out = arrival.tell(agent, out, arrival.adopted_line(decision.state))
+    return out
 
+
+def _said_once(
+    store: Store, state: st.State, rule: decide.Rule, session_id: str
+) -> tuple[str, bool] | None:
+    """What the person hears once about a loop this stop leaves alone, and whether a
+    notification goes with it: a loop ended outside ralphstate or by the agent itself, a
+    loop id changed by hand, a loop that came with a clone."""
+    from ralphstate.hooks import outside
+
+    told = None
+    if rule == "not_in_progress":
         told = outside.notice(store, state)
-        if told is not None:
-            return notify.attach(agent.render_notice(told), agent.name, told, os.environ)
-    if decision.rule == "unknown_loop":  # a loop id changed by hand: said once
-        from ralphstate.hooks import outside
-
+    elif rule == "unknown_loop":
         told = outside.replaced(store, state)
-        if told is not None:
-            return notify.attach(agent.render_notice(told), agent.name, told, os.environ)
-    return notify.after_stop(agent.render_stop(decision), agent.name, decision, os.environ)
+    if told is not None:
+        return told, True
+    if rule in ("unknown_loop", "other_session"):
+        told = arrival.clone_notice(store.paths, state, session_id)
+    return None if told is None else (told, False)
 
 
 class _Decisions:

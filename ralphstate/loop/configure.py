@@ -13,6 +13,7 @@ from ralphstate.core import budgets
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
+from ralphstate.core.ownership import DEFAULT_OWNER_TIMEOUT
 from ralphstate.core.text import visible, visible_lines
 from ralphstate.storage.store import Event, Store
 
@@ -135,6 +136,29 @@ def _duration(text: str) -> float | None:
     return seconds
 
 
+def _owner_timeout(text: str) -> float | None:
+    """How long an owner may leave the loop untouched: a duration, `off` (0: never
+    handed over by time) or `default` (null)."""
+    word = text.strip().lower()
+    if word == "default":
+        return None
+    if word in ("off", "never"):
+        return 0.0
+    seconds = budgets.parse_duration(text)
+    if seconds is None:
+        raise RalphstateError(
+            "owner-timeout must be a duration such as 30m or 2h, off, or default,"
+            f" not {visible(text)[:40]!r}."
+        )
+    return seconds
+
+
+def _owner_timeout_shown(value: float | None) -> str:
+    if value is None:
+        return f"default ({budgets.span(DEFAULT_OWNER_TIMEOUT)})"
+    return budgets.span(value) if value else "off"
+
+
 def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda value: "none" if value is None else show(value)
 
@@ -172,6 +196,8 @@ SETTINGS: dict[str, Setting] = {
     "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),
     "max-tokens": Setting("maxTokens", _tokens, _shown(str)),
     "max-duration": Setting("maxDuration", _duration, _shown(budgets.span)),
+    # When a session that starts here may take the loop from an owner that went quiet.
+    "owner-timeout": Setting("ownerTimeout", _owner_timeout, _owner_timeout_shown),
 }
 
 

@@ -118,3 +118,49 @@ def refresh(paths: LoopPaths, state: State) -> None:
 
 def forget(key: str) -> None:
     _change(key, None)
+
+
+# -- state files found at a session's start -------------------------------------------
+#
+# A second small file beside the registry (`present.json`, the same shape): for each loop
+# directory whose state file this machine does not know, the sessions that found it there
+# when they started (SessionStart). A state file a session did not find at its start, and
+# that came with no commit from elsewhere, is one its own agent wrote (hooks/arrival.py).
+
+PRESENT_NAME = "present.json"
+# The newest sessions kept for a loop directory, and the loop directories kept.
+MAX_PRESENT_SESSIONS = 20
+MAX_PRESENT_LOOPS = 100
+
+
+def _present_path() -> Path:
+    return home.state_dir() / PRESENT_NAME
+
+
+def note_present(paths: LoopPaths, session: str) -> None:
+    """Note that `session` found this loop directory's state file at its start, not
+    known here; RalphstateError when the note cannot be written."""
+
+    def edit(loops: dict[str, Entry]) -> None:
+        key = jsonstore.key(paths)
+        entry = loops.pop(key, {})
+        sessions = [s for s in entry.get("sessions", []) if isinstance(s, str) and s != session]
+        sessions.append(session)
+        loops[key] = {"sessions": sessions[-MAX_PRESENT_SESSIONS:], "at": clock.now_iso()}
+        while len(loops) > MAX_PRESENT_LOOPS:  # the loop noted longest ago goes
+            del loops[next(iter(loops))]
+
+    try:
+        jsonstore.change(_present_path(), "the notes of state files found", edit)
+    except home.NoHome as exc:
+        raise RalphstateError(str(exc)) from None
+
+
+def present_at_start(paths: LoopPaths, session: str) -> bool:
+    """Whether `session` found this loop directory's state file when it started."""
+    try:
+        loops = jsonstore.read(_present_path())
+    except home.NoHome:
+        return False
+    sessions = loops.get(jsonstore.key(paths), {}).get("sessions")
+    return isinstance(sessions, list) and session in sessions

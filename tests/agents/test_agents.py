@@ -6,6 +6,7 @@ one decision function; the shapes are written out here, per agent."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,9 @@ def test_stop_table(
         ):  # a desktop notification
             assert out is not None and out.pop("terminalSequence").startswith("\x1b]9;")
         assert out == notice(expected.system_message)
+    elif rule == "unknown_loop":  # came with a clone: named to the person once
+        said = out and out.get("systemMessage")
+        assert (said is not None and "ralphstate adopt" in said) is adapters.get(name).notices
     else:
         assert out is None
     after = st.parse(path.read_bytes())
@@ -250,9 +254,13 @@ def test_session_start_announces_another_agents_loop_without_taking_it(
     sid = session_of(name)
     line = (
         'ralphstate: the loop here ("Build the parser") belongs to another session'
-        f" ({other_agent(name)}"
-        f" {sid[:8]}…); run `ralphstate adopt` to continue it in this one."
+        f" ({other_agent(name)} {sid[:8]}…, untouched for Ns); run `ralphstate adopt` to"
+        " continue it in this one (a session started after it has been untouched for 30m"
+        " takes it)."
     )
+    said = out.get("systemMessage")
+    if said is not None:
+        out["systemMessage"] = re.sub(r"untouched for \d+s", "untouched for Ns", said)
     assert out == CONTEXT_SHAPES[name](ctx, line)
     assert path.read_bytes() == before
 

@@ -245,11 +245,15 @@ def test_decide_stop(
 
 
 def _write_loop(root: Path, state: st.State, known: bool) -> None:
+    """The loop in `root`, made here; else it came with a clone, and session SID found
+    it there when it started."""
     loop = root / ".loop"
     loop.mkdir()
     (loop / "state.json").write_bytes(st.dumps(state))
     if known:
         registry.record(LoopPaths(root, loop), state)
+    else:
+        registry.note_present(LoopPaths(root, loop), SID)
 
 
 @pytest.mark.parametrize("name,overrides,session,message,known,rule,block,changes", TABLE, ids=IDS)
@@ -299,6 +303,9 @@ def test_stop_hook_process(
     elif rule in ("max_iterations", "stall", "budget", "complete"):
         out = orjson.loads(done.stdout)
         assert set(out) == {"systemMessage", "terminalSequence"}  # the notification
+    elif rule == "unknown_loop":  # a loop that came with a clone: named once, untouched
+        assert "ralphstate adopt" in orjson.loads(done.stdout)["systemMessage"]
+        assert after_bytes == before
     else:
         assert done.stdout == b""
         assert after_bytes == before

@@ -42,15 +42,24 @@ def parser_state(
 
 
 def write_loop(
-    root: Path, state: st.State, *, known: bool = True, claude_pid: str | None = None
+    root: Path,
+    state: st.State,
+    *,
+    known: bool = True,
+    claude_pid: str | None = None,
+    found_by: str = SID,
 ) -> Path:
-    """`state` in `root/.loop/state.json`, known to this machine unless told otherwise."""
+    """`state` in `root/.loop/state.json`, known to this machine unless told otherwise:
+    then it came with a clone, and the session `found_by` found it there when it
+    started."""
     loop = root / ".loop"
     loop.mkdir(exist_ok=True)
     path = loop / "state.json"
     path.write_bytes(st.dumps(state))
     if known:
         registry.record(LoopPaths(root, loop), state, claude_pid)
+    else:
+        registry.note_present(LoopPaths(root, loop), found_by)
     return path
 
 
@@ -65,7 +74,7 @@ def make_loop(
 ) -> Path:
     """The parser loop with `changes`, written in `root` (see `write_loop`)."""
     state = parser_state(session=session, agent=agent, **changes)
-    return write_loop(root, state, known=known, claude_pid=claude_pid)
+    return write_loop(root, state, known=known, claude_pid=claude_pid, found_by=session or SID)
 
 
 def load(root: Path) -> st.State:

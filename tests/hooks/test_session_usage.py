@@ -194,5 +194,6 @@ def test_a_loop_the_hooks_ignore_has_its_transcript_left_unread(root: Path, tmp_
     transcript = tmp_path / "session.jsonl"
     transcript.mkdir()  # a read would be said on stderr
     out, err = stop(root, transcript)
-    assert out is None and err == ""
+    assert out is not None and set(out) == {"systemMessage"}  # named once, nothing read
+    assert err == ""
     assert path.read_bytes() == before

@@ -64,10 +64,11 @@ START = hook_command("SessionStart")
 COMPACT = hook_command("PreCompact")
 FAIL = hook_command("StopFailure")
 PRE = hook_command("PreToolUse")
+END = hook_command("SessionEnd")
 
 
 def ours(command: str) -> dict[str, Any]:
-    timeout = TIMEOUTS["stop"] if command == STOP else 30
+    timeout = {STOP: TIMEOUTS["stop"], END: TIMEOUTS["session-end"]}.get(command, 30)
     return {"type": "command", "command": command, "timeout": timeout}
 
 
@@ -115,6 +116,7 @@ INSTALLED: dict[str, Any] = {
         ],
         "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
         "StopFailure": [{"hooks": [ours(FAIL)]}],
+        "SessionEnd": [{"hooks": [ours(END)]}],
     },
     "env": {"FOO": "1"},
 }
@@ -626,6 +628,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
         f"added PreCompact hook: {COMPACT}",
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
+        f"added SessionEnd hook: {END}",
     ]
     assert path.read_text(encoding="utf-8") == dump(
         {
@@ -635,6 +638,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
                 "StopFailure": [{"hooks": [ours(FAIL)]}],
                 "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+                "SessionEnd": [{"hooks": [ours(END)]}],
             }
         }
     )
@@ -656,6 +660,7 @@ def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path
         f"PreCompact hook already installed: {COMPACT}",
         f"StopFailure hook already installed: {FAIL}",
         f"PreToolUse hook already installed: {PRE}",
+        f"SessionEnd hook already installed: {END}",
     ]
     assert path.read_bytes() == written
 
@@ -672,6 +677,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
         f"removed PreCompact hook: {COMPACT}",
         f"removed StopFailure hook: {FAIL}",
         f"removed PreToolUse hook: {PRE}",
+        f"removed SessionEnd hook: {END}",
     ]
     assert path.read_bytes() == original
 
@@ -782,6 +788,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
         f"updated PreCompact hook: {COMPACT} (was: {old['pre-compact']})",
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
+        f"added SessionEnd hook: {END}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -790,6 +797,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
             "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+            "SessionEnd": [{"hooks": [ours(END)]}],
         }
     }
     write(
@@ -861,6 +869,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
         ),
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
+        f"added SessionEnd hook: {END}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -872,6 +881,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
             "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+            "SessionEnd": [{"hooks": [ours(END)]}],
         }
     }
 
@@ -914,6 +924,7 @@ def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
         "PreCompact",
         "StopFailure",
         "PreToolUse",
+        "SessionEnd",
     }
 
 
@@ -1076,6 +1087,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
         "PreCompact",
         "StopFailure",
         "PreToolUse",
+        "SessionEnd",
     ]
 
 
@@ -1103,6 +1115,7 @@ def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
         InstalledHook("project", project, "PreCompact", COMPACT),
         InstalledHook("project", project, "StopFailure", FAIL),
         InstalledHook("project", project, "PreToolUse", PRE),
+        InstalledHook("project", project, "SessionEnd", END),
         InstalledHook(
             "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
         ),
@@ -1118,6 +1131,7 @@ def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path)
         ("project", "PreCompact"),
         ("project", "StopFailure"),
         ("project", "PreToolUse"),
+        ("project", "SessionEnd"),
     ]
 
 

@@ -44,6 +44,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "max-cost: none\n"
         "max-tokens: none\n"
         "max-duration: none\n"
+        "owner-timeout: default (30m)\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
@@ -59,6 +60,8 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         ("max-tokens", "200000", "maxTokens", 200000, "200000"),
         ("clean-verify", "off", "cleanVerify", False, "off"),
         ("clean-verify", "ON", "cleanVerify", True, "on"),
+        ("owner-timeout", "2h", "ownerTimeout", 7200.0, "2h"),
+        ("owner-timeout", "off", "ownerTimeout", 0.0, "off"),
     ],
 )
 def test_each_setting_changes_the_running_loop_with_a_history_line(
@@ -102,7 +105,7 @@ TICK = "a marker cannot hold a backtick: in backticks it is code, where it does 
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
     " continue-message, spec, verify-on-stop, clean-verify, max-cost, max-tokens,"
-    " max-duration."
+    " max-duration, owner-timeout."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),
@@ -136,6 +139,11 @@ BAD = [
         "colour",
         "red",
         UNKNOWN,
+    ),
+    (
+        "owner-timeout",
+        "soon",
+        "owner-timeout must be a duration such as 30m or 2h, off, or default, not 'soon'.",
     ),
 ]
 

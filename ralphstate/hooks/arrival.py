@@ -1,0 +1,132 @@
+"""How a loop nobody owns and this machine does not know came to be here: its state file
+was written by the agent of the session that stops, or it came with the repository
+(docs/explanation/design.md, "Ownership").
+
+The agent may write `.loop/state.json` itself, as the design notes have it do at a loop's
+start, instead of running `ralphstate init`. Such a file is the session's own loop, and
+the Stop hook enforces it at once. A file that came with a clone must never hold a
+session, so a file counts as the session's own only when all of these hold:
+
+- no loop that ralphstate started here is unfinished (the ledger): a file written over
+  one is a replaced loop, which the person reviews (`hooks.outside.replaced`);
+- the session did not find the file at its start (SessionStart notes the files it finds,
+  `registry.note_present`);
+- git's history holds no version of it from elsewhere: the file is in no commit, or only
+  in commits made in this repository on this machine (HEAD's reflog records them as
+  `commit`; a clone, a pull or a fetch records none).
+
+Taking it does not trust it: its checks are the agent's, and run only once the person
+has read them and run `ralphstate trust` (docs/explanation/proof.md). The person is told
+so, once; a file that came with the repository is left alone, and the person is told
+that once per session too.
+"""
+
+from __future__ import annotations
+
+from ralphstate.agents.contract import Agent
+from ralphstate.core import state as st
+from ralphstate.core.text import count
+from ralphstate.storage import ledger, notices, paths, registry
+
+Output = dict[str, object]
+
+# What git's reflog says of a commit made in this repository (`commit`, `commit
+# (initial)`, `commit (amend)`, `commit (merge)`).
+LOCAL_COMMIT = "commit"
+
+
+class Known:
+    """Whether this machine knows the loop (the registry), or the file is the stopping
+    session's own (`own`): the Stop hook's `known_here`. The second is asked once, and
+    only for a loop nobody owns that the registry does not know."""
+
+    def __init__(self, loop: paths.LoopPaths, session_id: str | None) -> None:
+        self.loop = loop
+        self.session_id = session_id
+        self.own: bool | None = None  # None: not asked
+
+    def __call__(self, state: st.State) -> bool:
+        if registry.knows(self.loop, state):
+            return True
+        if self.own is None:
+            self.own = bool(self.session_id) and own(self.loop, self.session_id or "")
+        return self.own
+
+
+def own(loop: paths.LoopPaths, session_id: str) -> bool:
+    """The state file here is the session's own: written during it, on this machine."""
+    entry = ledger.read(loop)
+    if entry is not None and entry.get("status") in (*st.ACTIVE, "deleted"):
+        return False  # written over a loop ralphstate started here: a replaced loop
+    if registry.present_at_start(loop, session_id):
+        return False
+    return not _from_elsewhere(loop)
+
+
+def _from_elsewhere(loop: paths.LoopPaths) -> bool:
+    """The repository's history holds a version of the state file that was not
+    committed here (a clone, a pull); True too when git cannot be asked."""
+    from ralphstate.storage import git
+
+    path = str(loop.state)
+    found = git.run_git(["log", "--format=%H", "--", path], loop.root)
+    if found is None:
+        return True
+    commits = set(found.out.split()) if found.ok else set()
+    if not commits:
+        return False  # in no commit: outside a repository, before the first, or untracked
+    made = git.run_git(["log", "--walk-reflogs", "--format=%H %gs", "HEAD"], loop.root)
+    if made is None or not made.ok:
+        return True
+    local = {
+        line.split(" ", 1)[0]
+        for line in made.out.splitlines()
+        if line.partition(" ")[2].startswith(LOCAL_COMMIT)
+    }
+    return not commits <= local
+
+
+def adopted_line(state: st.State) -> str:
+    """For the person, at the stop that took the session's own state file."""
+    lead = (
+        "ralphstate: this session's agent wrote .loop/state.json itself, so the Stop hook"
+        " now holds the session to that loop"
+    )
+    n = len(state["checks"])
+    if n:
+        return (
+            f"{lead}; read its {count(n, 'check')} (`ralphstate status`) and run `ralphstate"
+            f" trust`, or {'it' if n == 1 else 'they'} will not run and the loop cannot be"
+            " proved done."
+        )
+    return (
+        f"{lead}; its criteria are the agent's claims until you give them checks"
+        " (`ralphstate criteria check NAME COMMAND`, then `ralphstate trust`)."
+    )
+
+
+def tell(agent: Agent, out: Output | None, line: str) -> Output | None:
+    """`out` with `line` for the person added to its `systemMessage`, for an agent that
+    shows one."""
+    if not agent.notices:
+        return out
+    out = dict(out or {})
+    said = out.get("systemMessage")
+    out["systemMessage"] = f"{said}\n{line}" if said else line
+    return out
+
+
+def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None) -> str | None:
+    """For the person, once per session: the loop here, which this machine does not know
+    (nobody owns it, or a session elsewhere does), is not enforced, and why."""
+    if registry.knows(loop, state):
+        return None  # another session's here: that session is held by it
+    line = (
+        f"ralphstate: the loop in .loop/state.json ({count(len(state['criteria']), 'criterion')},"
+        f" {state['status'].replace('_', ' ')}) was here before this session or came"
+        " with the repository, so the Stop hook does not enforce it; run `ralphstate adopt`"
+        " to enforce it in this project."
+    )
+    if session_id and not notices.first_time(loop, session_id, "arrived with the repository"):
+        return None
+    return line
