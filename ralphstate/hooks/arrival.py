@@ -55,12 +55,16 @@ class Known:
 
 def own(loop: paths.LoopPaths, session_id: str) -> bool:
     """The state file here is the session's own: written during it, on this machine."""
-    entry = ledger.read(loop)
-    if entry is not None and entry.get("status") in (*st.ACTIVE, "deleted"):
-        return False  # written over a loop ralphstate started here: a replaced loop
-    if registry.present_at_start(loop, session_id):
+    if _replacing(loop) or registry.present_at_start(loop, session_id):
         return False
     return not _from_elsewhere(loop)
+
+
+def _replacing(loop: paths.LoopPaths) -> bool:
+    """A loop ralphstate started here is not over (or its file was deleted while it was
+    not): a state file written over it replaces it, which the person reviews."""
+    entry = ledger.read(loop)
+    return entry is not None and entry.get("status") in (*st.ACTIVE, "deleted")
 
 
 def _from_elsewhere(loop: paths.LoopPaths) -> bool:
@@ -121,11 +125,14 @@ def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None)
     (nobody owns it, or a session elsewhere does), is not enforced, and why."""
     if registry.knows(loop, state):
         return None  # another session's here: that session is held by it
+    entry = ledger.read(loop)
+    if entry and entry.get("status") in st.ACTIVE and entry.get("loop") != state["loopId"]:
+        return None  # a replaced loop: `outside.replaced` says so
     line = (
         f"ralphstate: the loop in .loop/state.json ({count(len(state['criteria']), 'criterion')},"
-        f" {state['status'].replace('_', ' ')}) was here before this session or came"
-        " with the repository, so the Stop hook does not enforce it; run `ralphstate adopt`"
-        " to enforce it in this project."
+        f" {state['status'].replace('_', ' ')}) is not enforced, since this machine did not"
+        " start it and this session did not write it (it came with the repository, or was"
+        " here before); run `ralphstate adopt` to enforce it here."
     )
     if session_id and not notices.first_time(loop, session_id, "arrived with the repository"):
         return None

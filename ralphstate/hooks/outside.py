@@ -88,7 +88,8 @@ def replaced(store: Store, state: st.State) -> str | None:
     entry = ledger.read(paths)
     if entry is None or entry.get("loop") in (None, state.get("loopId")):
         return None
-    if entry.get("status") not in st.ACTIVE or entry.get("toldReplaced") == state.get("loopId"):
+    told = entry.get("toldReplaced", False)  # a file with no loop id is told as None
+    if entry.get("status") not in st.ACTIVE or told == state.get("loopId"):
         return None
 
     def edit(found: ledger.Entry) -> None:

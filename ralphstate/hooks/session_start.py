@@ -46,7 +46,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
             restore.session_line(told, source),
         )
     pid = agent.process_id(os.environ)
-    before = state
+    before = state, _untouched(loop, state)  # whose, and for how long, if it is taken over
     # Taking the loop is decided again under the lock (two sessions cannot both take
     # it); restoring the session's own loop, or one it cannot take, needs no lock.
     verdict, state = base.update(store, _owning(agent, loop, session_id, source, pid), read=state)
@@ -64,7 +64,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     state = _with_task_file(loop, _told(store, state))
     line = restore.session_line(state, source)
     if verdict == "takeover":
-        line += " " + _taken_over(loop, before)
+        line += " " + _taken_over(*before)
     if not trusted:
         line += " " + restore.untrusted_line(state)
     return agent.render_context(
@@ -154,15 +154,14 @@ def _untouched(loop: paths.LoopPaths, state: st.State) -> str:
     return "?" if idle is None else span(idle // 1)
 
 
-def _taken_over(loop: paths.LoopPaths, before: st.State) -> str:
-    """For the person: whose loop this session took (as the file was read before it
-    took it), and how to give it back."""
+def _taken_over(before: st.State, untouched: str) -> str:
+    """For the person: whose loop this session took, and for how long it had been left
+    untouched (as the file was before it was taken), and how to give it back."""
     from ralphstate.core.text import short_id
 
     return (
         f"It was taken over from session {short_id(before['sessionId'] or '?')}, which left"
-        f" it untouched for {_untouched(loop, before)}; `ralphstate adopt` in that session"
-        " takes it back."
+        f" it untouched for {untouched}; `ralphstate adopt` in that session takes it back."
     )
 
 
