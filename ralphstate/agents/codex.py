@@ -53,7 +53,12 @@ AGENT = Agent(
         "grouped",
         project=".codex/hooks.json",
         user=("CODEX_HOME", ".codex", "hooks.json"),
-        events={"Stop": "stop", "SessionStart": "session-start", "PreCompact": "pre-compact"},
+        events={
+            "Stop": "stop",
+            "SessionStart": "session-start",
+            "PreCompact": "pre-compact",
+            "SessionEnd": "session-end",
+        },
         handler=command_handler,
         matcher_events=frozenset({"SessionStart", "PreCompact"}),
     ),

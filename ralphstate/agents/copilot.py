@@ -85,7 +85,12 @@ AGENT = Agent(
         "flat",
         project=".github/hooks/ralphstate.json",
         user=("COPILOT_HOME", ".copilot", "hooks/ralphstate.json"),
-        events={"agentStop": "stop", "sessionStart": "session-start", "preCompact": "pre-compact"},
+        events={
+            "agentStop": "stop",
+            "sessionStart": "session-start",
+            "preCompact": "pre-compact",
+            "sessionEnd": "session-end",
+        },
         handler=_handler,
         command_keys=("bash", "command", "powershell"),
         own_file=True,

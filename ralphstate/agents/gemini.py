@@ -132,6 +132,7 @@ AGENT = Agent(
             "AfterAgent": "stop",
             "SessionStart": "session-start",
             "PreCompress": "pre-compact",
+            "SessionEnd": "session-end",
         },
         handler=_handler,
         matcher_events=frozenset({"SessionStart", "PreCompress"}),

@@ -103,7 +103,9 @@ OUTCOMES: dict[Rule, Outcome] = {
         "the loop is owned by another session, or by a session of another agent"
     ),
     "unknown_loop": Outcome(
-        "nobody owns the loop and this machine did not make or adopt it (it came with a clone)"
+        "nobody owns the loop, this machine did not make or adopt it, and the session's"
+        " agent did not write it (it came with a clone, or was here when the session started)",
+        "a `systemMessage` saying so and naming `ralphstate adopt`, once a session",
     ),
     "max_iterations": Outcome(
         "`iteration >= maxIterations`",

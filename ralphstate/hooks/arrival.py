@@ -26,7 +26,7 @@ from __future__ import annotations
 from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
 from ralphstate.core.text import count
-from ralphstate.storage import ledger, notices, paths, registry
+from ralphstate.storage import notices, paths, registry
 
 Output = dict[str, object]
 
@@ -63,6 +63,8 @@ def own(loop: paths.LoopPaths, session_id: str) -> bool:
 def _replacing(loop: paths.LoopPaths) -> bool:
     """A loop ralphstate started here is not over (or its file was deleted while it was
     not): a state file written over it replaces it, which the person reviews."""
+    from ralphstate.storage import ledger  # hashlib: only for a loop nobody knows
+
     entry = ledger.read(loop)
     return entry is not None and entry.get("status") in (*st.ACTIVE, "deleted")
 
@@ -125,6 +127,8 @@ def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None)
     (nobody owns it, or a session elsewhere does), is not enforced, and why."""
     if registry.knows(loop, state):
         return None  # another session's here: that session is held by it
+    from ralphstate.storage import ledger
+
     entry = ledger.read(loop)
     if entry and entry.get("status") in st.ACTIVE and entry.get("loop") != state["loopId"]:
         return None  # a replaced loop: `outside.replaced` says so

@@ -104,3 +104,31 @@ def test_a_loop_owned_by_a_claude_session_is_announced_not_taken(
     )
     assert (project / ".loop" / "state.json").read_bytes() == before
     assert st.parse(before)["ownerAgent"] == "claude"
+
+
+def test_a_run_that_ends_hands_its_loop_to_the_next_session(
+    codex_bin: Path, codex_project: tuple[Path, dict[str, str]], responses: FakeResponsesAPI
+) -> None:
+    """Codex's SessionEnd releases the loop of the session that ends; the next `codex
+    exec` takes it at its SessionStart and is held by it."""
+    project, env = codex_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass", "--max-iterations", "1")
+    responses.script = [[message("Reading the parser.")], [message("Still reading.")]]
+    first = run_codex(codex_bin, project, "Build the parser.", env)
+
+    assert first.process.returncode == 0, first.process.stderr
+    state = read_state(project)
+    assert (state["status"], state["pauseReason"]) == ("paused", "max_iterations")
+    assert (state["sessionId"], state["ownerAgent"]) == (None, None)
+
+    rs(project, env, "resume", "--more", "5")
+    record = rs_command("criteria", "set", "tests pass")
+    responses.script += [[shell(f"{record} true")], [message("Done. <loop-complete>")]]
+    second = run_codex(codex_bin, project, "Carry on.", env)
+
+    assert second.process.returncode == 0, second.process.stderr
+    assert second.session_id != first.session_id
+    restored = texts(responses.requests[-2], "developer")
+    assert any(t.startswith("A ralphstate loop is active in this project") for t in restored)
+    state = read_state(project)
+    assert (state["status"], state["sessionId"]) == ("complete", second.session_id)

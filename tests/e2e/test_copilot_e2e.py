@@ -162,3 +162,32 @@ def test_repository_hooks_load_in_prompt_mode_only_in_a_trusted_folder(
     assert run.process.returncode == 0, run.process.stderr
     assert "A ralphstate loop is active" in "\n".join(texts(api.conversation()[1], "user"))
     assert read_state(project)["status"] == "complete"
+
+
+def test_a_run_that_ends_hands_its_loop_to_the_next_session(
+    copilot: Path, copilot_project: tuple[Path, dict[str, str]], api: FakeAnthropicAPI
+) -> None:
+    """Copilot CLI's sessionEnd releases the loop of the session that ends; the next run
+    takes it at its sessionStart and completes it."""
+    project, env = copilot_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass", "--max-iterations", "1")
+    api.script = [[text("Reading the parser.")], [text("Still reading.")]]
+    first = run_copilot(copilot, project, "Build the parser.", env)
+
+    assert first.process.returncode == 0, first.process.stderr
+    state = read_state(project)
+    assert (state["status"], state["pauseReason"]) == ("paused", "max_iterations")
+    assert (state["sessionId"], state["ownerAgent"]) == (None, None)
+    [released] = [e for e in history(project) if e["event"] == "released"]
+    assert released["session"] == first.session_id
+
+    rs(project, env, "resume", "--more", "5")
+    api.script += [
+        [bash(rs_command("criteria", "set", "tests pass", "true"), tool="bash")],
+        [text(f"Done. {MARK}")],
+    ]
+    second = run_copilot(copilot, project, "Carry on.", env)
+
+    assert second.process.returncode == 0, second.process.stderr
+    state = read_state(project)
+    assert (state["status"], state["sessionId"]) == ("complete", second.session_id)

@@ -132,3 +132,33 @@ def test_a_loop_owned_by_another_agent_is_announced_not_taken(
     first = "\n".join(user_texts(api.requests[0]))
     assert "A ralphstate loop in this project belongs to another" in first
     assert (project / ".loop" / "state.json").read_bytes() == before
+
+
+def test_a_run_that_ends_hands_its_loop_to_the_next_session(
+    gemini: list[str], gemini_project: tuple[Path, dict[str, str]], api: FakeGeminiAPI
+) -> None:
+    """Gemini CLI's SessionEnd (`exit`) releases the loop of the session that ends; the
+    next run takes it at its SessionStart and completes it."""
+    project, env = gemini_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass", "--max-iterations", "1")
+    api.script = [[text("Reading the parser.")], [text("Still reading.")]]
+    first = run_gemini(gemini, project, "Build the parser.", env)
+
+    assert first.process.returncode == 0, first.process.stderr
+    state = read_state(project)
+    assert (state["status"], state["pauseReason"]) == ("paused", "max_iterations")
+    assert (state["sessionId"], state["ownerAgent"]) == (None, None)
+    [released] = [e for e in history(project) if e["event"] == "released"]
+    assert (released["agent"], released["reason"]) == ("gemini", "exit")
+
+    rs(project, env, "resume", "--more", "5")
+    api.script += [
+        [shell(rs_command("criteria", "set", "tests pass", "true"))],
+        [text(f"Done. {MARK}")],
+    ]
+    second = run_gemini(gemini, project, "Carry on.", env)
+
+    assert second.process.returncode == 0, second.process.stderr
+    state = read_state(project)
+    assert (state["status"], state["ownerAgent"]) == ("complete", "gemini")
+    assert state["sessionId"] not in (None, released["session"])

@@ -23,7 +23,12 @@ OTHERS = [
 
 
 def cmd(sub: str, agent: str) -> str:
-    event = {"stop": "Stop", "session-start": "SessionStart", "pre-compact": "PreCompact"}[sub]
+    event = {
+        "stop": "Stop",
+        "session-start": "SessionStart",
+        "pre-compact": "PreCompact",
+        "session-end": "SessionEnd",
+    }[sub]
     return hook_command(event, agent=agent)
 
 
@@ -58,6 +63,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                 "Stop": grouped("stop", "codex", 180, False),
                 "SessionStart": grouped("session-start", "codex", 30, True),
                 "PreCompact": grouped("pre-compact", "codex", 30, True),
+                "SessionEnd": grouped("session-end", "codex", 10, False),
             }
         },
     ),
@@ -69,6 +75,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                 "SessionStart": grouped("session-start", "gemini", 30000, True, True),
                 # Gemini fires PreCompress `auto` before every model call: only `/compress`.
                 "PreCompress": grouped("pre-compact", "gemini", 30000, "manual", True),
+                "SessionEnd": grouped("session-end", "gemini", 10000, False, True),
             }
         },
     ),
@@ -91,13 +98,14 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                         "type": "command",
                         "bash": cmd(sub, "copilot"),
                         "powershell": powershell(sub, "copilot"),
-                        "timeoutSec": 180 if sub == "stop" else 30,
+                        "timeoutSec": {"stop": 180, "session-end": 10}.get(sub, 30),
                     }
                 ]
                 for event, sub in (
                     ("agentStop", "stop"),
                     ("sessionStart", "session-start"),
                     ("preCompact", "pre-compact"),
+                    ("sessionEnd", "session-end"),
                 )
             },
         },
