@@ -28,7 +28,7 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.fields import EVIDENCE_RESULTS
-from ralphstate.hooks import notify
+from ralphstate.hooks import arrival, notify
 from ralphstate.storage import filestamp, notices, paths, registry, trust
 from ralphstate.storage.store import Store
 from tests.helpers import run_process
@@ -168,11 +168,18 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
+def forget(isolated: Path) -> None:
+    """What this machine remembers of loops: the registry, the notices, the state files
+    sessions found at their start, the ledger."""
+    for name in ("loops.json", notices.NOTICES_NAME, registry.PRESENT_NAME):
+        (isolated / "state" / name).unlink(missing_ok=True)
+    shutil.rmtree(isolated / "data" / "loops", ignore_errors=True)
+
+
 def setup_loop(root: Path, isolated: Path, scenario: str) -> Path:
     """A fresh loop for one example: no history, no registry, no transcript."""
     shutil.rmtree(root / ".loop", ignore_errors=True)
-    (isolated / "state" / "loops.json").unlink(missing_ok=True)
-    (isolated / "state" / notices.NOTICES_NAME).unlink(missing_ok=True)
+    forget(isolated)
     changes = dict(SCENARIOS[scenario])
     known = changes.pop("known", True)
     return make_loop(root, known=known, **changes)
@@ -204,11 +211,17 @@ def expected_stop(
     if session is None or state["status"] != "in_progress":
         return None, None
     owner = state["sessionId"]
-    if owner and (owner != session or (state["ownerAgent"] or "claude") != agent.name):
-        return None, None
     loop = paths.LoopPaths(root, root / ".loop")
-    if not owner and not registry.knows(loop, state):
-        return None, None
+    if owner and (owner != session or (state["ownerAgent"] or "claude") != agent.name):
+        # Another session's; one this machine does not know is named to the person once.
+        told = not registry.knows(loop, state)
+        return (agent.render_notice(arrival.clone_line(state)) if told else None), None
+    own = not owner and not registry.knows(loop, state)
+    if own and registry.present_at_start(loop, session):
+        # It came with a clone: the session found it at its start. Named once.
+        return agent.render_notice(arrival.clone_line(state)), None
+    # Otherwise a loop nobody knows is a file the session's agent wrote (the fuzz's
+    # project is in no git repository): taken, and the person told so.
     claims = queries.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
     untrusted = claims and not trust.is_trusted(loop, state)
     facts = StopFacts(
@@ -221,7 +234,10 @@ def expected_stop(
         background=stall.running(hook_input.get("background_tasks")),
     )
     decision = decide_stop(state, facts)
-    return notify.after_stop(agent.render_stop(decision), agent.name, decision, {}), decision.state
+    out = notify.after_stop(agent.render_stop(decision), agent.name, decision, {})
+    if own and decision.adopted and decision.state is not None:
+        out = arrival.tell(agent, out, arrival.adopted_line(decision.state))
+    return out, decision.state
 
 
 def unusable(root: Path, agent: Agent = CLAUDE, event: str = "") -> dict[str, Any] | None:
@@ -555,8 +571,7 @@ COMMANDS = [
 
 def write_state(root: Path, isolated: Path, data: bytes, known: bool) -> Path:
     shutil.rmtree(root / ".loop", ignore_errors=True)
-    (isolated / "state" / "loops.json").unlink(missing_ok=True)
-    (isolated / "state" / notices.NOTICES_NAME).unlink(missing_ok=True)
+    forget(isolated)
     loop = root / ".loop"
     loop.mkdir()
     path = loop / "state.json"

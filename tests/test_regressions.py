@@ -99,6 +99,8 @@ def test_every_agents_stop_hook_outlasts_the_verify_budget_and_an_old_install_is
         timeouts = _stop_timeouts(data)
         stop = {"codex": "Stop", "gemini": "AfterAgent", "copilot": "agentStop"}[agent]
         assert timeouts.pop(stop) == [stop_seconds * unit]
+        end = {"codex": "SessionEnd", "gemini": "SessionEnd", "copilot": "sessionEnd"}[agent]
+        assert timeouts.pop(end) == [limits.SESSION_END_HOOK_TIMEOUT * unit]
         assert all(t == [30 * unit] for t in timeouts.values()), timeouts
 
     # An earlier install wrote 30 s for Codex's Stop hook; the person chose 45 s at start-up.
@@ -114,6 +116,7 @@ def test_every_agents_stop_hook_outlasts_the_verify_budget_and_an_old_install_is
         "Stop": [stop_seconds],
         "SessionStart": [45],
         "PreCompact": [30],
+        "SessionEnd": [limits.SESSION_END_HOOK_TIMEOUT],
     }
 
 

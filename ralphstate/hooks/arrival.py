@@ -23,6 +23,9 @@ that once per session too.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
 from ralphstate.core.text import count
@@ -69,9 +72,20 @@ def _replacing(loop: paths.LoopPaths) -> bool:
     return entry is not None and entry.get("status") in (*st.ACTIVE, "deleted")
 
 
+def _in_repository(root: Path) -> bool:
+    """`root` or a directory above it has a `.git`, or GIT_DIR names a repository."""
+    if os.environ.get("GIT_DIR"):
+        return True
+    here = root.resolve()
+    return any((folder / ".git").exists() for folder in (here, *here.parents))
+
+
 def _from_elsewhere(loop: paths.LoopPaths) -> bool:
     """The repository's history holds a version of the state file that was not
-    committed here (a clone, a pull); True too when git cannot be asked."""
+    committed here (a clone, a pull); True too when git cannot be asked. Outside a
+    repository git is not started at all."""
+    if not _in_repository(loop.root):
+        return False
     from ralphstate.storage import git
 
     path = str(loop.state)
@@ -122,6 +136,16 @@ def tell(agent: Agent, out: Output | None, line: str) -> Output | None:
     return out
 
 
+def clone_line(state: st.State) -> str:
+    """For the person: the loop here is not enforced, and why."""
+    return (
+        f"ralphstate: the loop in .loop/state.json ({count(len(state['criteria']), 'criterion')},"
+        f" {state['status'].replace('_', ' ')}) is not enforced, since this machine did not"
+        " start it and this session did not write it (it came with the repository, or was"
+        " here before); run `ralphstate adopt` to enforce it here."
+    )
+
+
 def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None) -> str | None:
     """For the person, once per session: the loop here, which this machine does not know
     (nobody owns it, or a session elsewhere does), is not enforced, and why."""
@@ -132,12 +156,7 @@ def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None)
     entry = ledger.read(loop)
     if entry and entry.get("status") in st.ACTIVE and entry.get("loop") != state["loopId"]:
         return None  # a replaced loop: `outside.replaced` says so
-    line = (
-        f"ralphstate: the loop in .loop/state.json ({count(len(state['criteria']), 'criterion')},"
-        f" {state['status'].replace('_', ' ')}) is not enforced, since this machine did not"
-        " start it and this session did not write it (it came with the repository, or was"
-        " here before); run `ralphstate adopt` to enforce it here."
-    )
+    line = clone_line(state)
     if session_id and not notices.first_time(loop, session_id, "arrived with the repository"):
         return None
     return line

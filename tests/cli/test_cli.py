@@ -409,7 +409,8 @@ def test_status_paused_with_owner(loop: Path, rs: Any) -> None:
         edit(loop, updatedAt=NOW)
         out = rs("status").out
     assert out.splitlines()[0] == (
-        f"loop {loop}: paused (max_iterations) · iteration 0/20 · owner abcdef01… · updated 2d ago"
+        f"loop {loop}: paused (max_iterations) · iteration 0/20 · owner abcdef01…"
+        " · updated 2d ago · handed over after 30m idle"
     )
     assert "steps" not in out
 

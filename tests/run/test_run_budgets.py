@@ -100,7 +100,7 @@ def test_budget_settings_take_their_units_and_refuse_the_rest(rs: Any, project: 
     assert rs("config", "max-tokens", "5000000").out == "max-tokens: 5000000\n"
     assert state(project)["maxTokens"] == 5000000
     listed = rs("config").out.splitlines()
-    assert listed[-3:] == ["max-cost: none", "max-tokens: 5000000", "max-duration: 1h30m"]
+    assert listed[-4:-1] == ["max-cost: none", "max-tokens: 5000000", "max-duration: 1h30m"]
     for key, value, said in [
         ("max-cost", "0", "max-cost must be US dollars above 0, or none, not '0'."),
         ("max-cost", "nan", "max-cost must be US dollars above 0, or none, not 'nan'."),

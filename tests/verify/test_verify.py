@@ -469,7 +469,7 @@ def test_config_verify_on_stop(project: Path, rs: Any) -> None:
         (
             "ralphstate: no setting 'colour'; the settings are: max-iterations, stall-limit,"
             " marker, continue-message, spec, verify-on-stop, clean-verify, max-cost, max-tokens,"
-            " max-duration.\n"
+            " max-duration, owner-timeout.\n"
         ),
     )
 
