@@ -191,9 +191,12 @@ def test_the_loop_survives_compaction(
     assert done.returncode == 0, done.stderr
     assert len(api.compactions()) == 1
     state = loop_state(project)
-    assert state["sessionId"] == session
+    # The `-p` process ended the session, which handed the loop back; `--resume` takes it.
+    assert state["sessionId"] is None
     assert state["lastCheckpoint"] is not None
-    assert {"event": "checkpoint", "trigger": "manual"}.items() <= history(project)[-1].items()
+    checkpoint, released = history(project)[-2:]
+    assert {"event": "checkpoint", "trigger": "manual"}.items() <= checkpoint.items()
+    assert (released["event"], released["session"]) == ("released", session)
 
     api.add_turns(
         [text("Picking up after the summary.")],
