@@ -137,10 +137,15 @@ def _spent(state: st.State) -> str:
 
 
 def _hand_over(state: st.State) -> list[str]:
-    """When a new session takes the loop from its owner, for a loop someone owns."""
+    """When a new session takes the loop from its owner (`ownerTimeout`): said once the
+    owner has been idle that long, and always when it is not the default."""
     if not state.get("sessionId"):
         return []
     limit = ownership.owner_timeout(state)
+    if limit and ownership.gone(state):
+        return [f"idle past {span(limit)}: the next session to start here takes it"]
+    if state.get("ownerTimeout") is None:
+        return []
     return [f"handed over after {span(limit)} idle" if limit else "never handed over by time"]
 
 

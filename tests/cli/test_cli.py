@@ -410,7 +410,7 @@ def test_status_paused_with_owner(loop: Path, rs: Any) -> None:
         out = rs("status").out
     assert out.splitlines()[0] == (
         f"loop {loop}: paused (max_iterations) · iteration 0/20 · owner abcdef01…"
-        " · updated 2d ago · handed over after 30m idle"
+        " · updated 2d ago · idle past 30m: the next session to start here takes it"
     )
     assert "steps" not in out
 

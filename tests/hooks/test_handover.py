@@ -219,3 +219,22 @@ def test_two_live_sessions_never_both_drive_the_loop(root: Path) -> None:
     blocks = [e["actor"]["session"] for e in events(root) if e["event"] == "unmet"]
     assert blocks == [a, a, b, b]
     assert st.parse((root / ".loop" / "state.json").read_bytes())["iteration"] == 4
+
+
+def test_status_shows_when_the_owner_is_handed_over(root: Path) -> None:
+    path = make_loop(root)
+    age(path, 60)
+
+    def head() -> str:
+        done = run_process(["status"], cwd=root)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode().splitlines()[0]
+
+    assert head().endswith("ago")  # the default, with an owner still at work: nothing said
+    assert run_process(["config", "owner-timeout", "2h"], cwd=root).returncode == 0
+    assert head().endswith(" · handed over after 2h idle")
+    assert run_process(["config", "owner-timeout", "off"], cwd=root).returncode == 0
+    assert head().endswith(" · never handed over by time")
+    assert run_process(["config", "owner-timeout", "default"], cwd=root).returncode == 0
+    age(path, 31 * 60)
+    assert head().endswith(" · idle past 30m: the next session to start here takes it")
