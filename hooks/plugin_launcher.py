@@ -40,6 +40,9 @@ HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
 ENV_LOOP_DIR = "RALPHSTATE_DIR"
 LOOP_DIR_NAME = ".loop"
 ENV_PROJECT = "CLAUDE_PROJECT_DIR"
+# Set for the command bin/ralphstate runs: the plugin's hooks run in that session, so
+# the loop is enforced (ralphstate.loop.enforcement.ENV_PLUGIN).
+ENV_PLUGIN = "RALPHSTATE_PLUGIN"
 # The same recognition `ralphstate install` uses for its own settings entries
 # (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
 # hook script by its path (development builds), and the forms older versions wrote (the
@@ -399,6 +402,7 @@ def _say(line: str) -> None:
 def cli(args: "list[str]") -> int:
     """`ralphstate ARGS` with the plugin's ralphstate, building its environment first
     when it is not built yet (the person or the agent asked for this command: it waits)."""
+    os.environ[ENV_PLUGIN] = plugin_env.ROOT
     version = plugin_version()
     if _import_run_hook(version) is not None:
         from ralphstate.__main__ import main as ralphstate_main

@@ -34,8 +34,10 @@ LEAKY_ENV = (
     "RALPHSTATE_NOTIFY",
     "VTE_VERSION",
     "TERM",
-    # The Claude Code plugin's data directory (hooks/launch.py).
+    # The Claude Code plugin's data directory (hooks/launch.py), and the variable its
+    # bin/ralphstate sets (loop/enforcement.py).
     "CLAUDE_PLUGIN_DATA",
+    "RALPHSTATE_PLUGIN",
 )
 
 

@@ -61,6 +61,14 @@ AGENT = Agent(
         },
         handler=command_handler,
         matcher_events=frozenset({"SessionStart", "PreCompact"}),
+        # Codex runs a hook only once the person trusted it (by its hash: a changed
+        # command is new again), and a project's hooks only in a trusted project; an
+        # untrusted one is skipped without a word, `codex exec` included.
+        trust=(
+            "Codex CLI runs new or changed hooks only once you trust them, and a project's"
+            " only in a trusted project: start `codex` here, trust the folder and these"
+            " hooks when it asks (or in /hooks); until then it skips them without a word"
+        ),
     ),
     run_report=report,
     limit_patterns=(

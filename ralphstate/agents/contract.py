@@ -161,7 +161,8 @@ class HookFile:
     holds its command, the first found counting. `own_file`: the file is ralphstate's
     alone, removed when an uninstall leaves it empty. `notes`: what `install` says of
     the rest of the file. `matcher_said` and `timeout_unit`: how `install` words a
-    matcher it set and a timeout it raised.
+    matcher it set and a timeout it raised. `trust`: what the person must do before the
+    agent runs hooks it has not seen, which `install` says when it wrote new ones.
     """
 
     def __init__(
@@ -183,6 +184,7 @@ class HookFile:
         matcher_said: str = "narrowed {event} hook to matcher {matcher!r} (was {was!r})",
         timeout_unit: str = "",
         plugin: Plugin | None = None,
+        trust: str | None = None,
     ) -> None:
         self.shape = shape
         self.project = project
@@ -200,6 +202,7 @@ class HookFile:
         self.matcher_said = matcher_said
         self.timeout_unit = timeout_unit
         self.plugin = plugin
+        self.trust = trust
 
     @property
     def scopes(self) -> tuple[str, ...]:

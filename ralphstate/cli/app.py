@@ -31,6 +31,7 @@ COMMANDS = {
     "adopt": "ralphstate.cli.lifecycle:adopt",
     "cancel": "ralphstate.cli.lifecycle:cancel",
     "install": "ralphstate.cli.setup:install_",
+    "uninstall": "ralphstate.cli.setup:uninstall_",
     "doctor": "ralphstate.cli.setup:doctor_command",
     "demo": "ralphstate.cli.setup:demo_command",
     "verify": "ralphstate.cli.verify:verify_command",

@@ -200,6 +200,7 @@ def init(
 
     for line in baseline.begin(store, new, expect_fail):
         output.text(line)
+    _enforced(store)
 
 
 def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
@@ -308,6 +309,17 @@ def status(as_json: bool, every: bool) -> None:
     if view is not None:
         seen, said = view
         output.text(said if seen else output.style(said, fg="yellow", bold=True))
+    if state["status"] in ("in_progress", "paused"):
+        _enforced(store)
+
+
+def _enforced(store: Store) -> None:
+    """One line when no agent's hook will enforce the loop (`loop.enforcement`)."""
+    from ralphstate.loop.enforcement import for_loop
+
+    said = for_loop(str(store.paths.root), str(store.paths.dir))
+    if said:
+        output.text(output.style(said, fg="yellow", bold=True))
 
 
 def _already(store: Store, state: st.State) -> list[str]:

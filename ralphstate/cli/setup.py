@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -11,51 +12,85 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 
 
+def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options `install` and `uninstall` share."""
+    options = [
+        click.option(
+            "--scope",
+            type=click.Choice(["project", "local", "user"]),
+            default=None,
+            help="local: .claude/settings.local.json, yours alone (kept out of git);"
+            " project: .claude/settings.json, shared with the repository; user:"
+            " ~/.claude/settings.json. Other agents: project or user (see"
+            " docs/how-to/other-agents.md)."
+            "  [default: local; user with --statusline; project for other agents]",
+        ),
+        click.option(
+            "--agent",
+            type=click.Choice(NAMES),
+            default="claude",
+            show_default=True,
+            help="Whose hook configuration to write.",
+        ),
+        click.option(
+            "--statusline",
+            is_flag=True,
+            help="Put the loop into Claude Code's status line instead (after yours, if you"
+            " have one); no hooks.",
+        ),
+        click.option(
+            "--tasks",
+            is_flag=True,
+            help="Claude Code: also the task hooks (PostToolUse, TaskCompleted), and turn the"
+            " task tools on (env.CLAUDE_CODE_ENABLE_TODO_TOOLS) unless the file sets it.",
+        ),
+        click.option(
+            "--allow/--no-allow",
+            default=True,
+            help="Claude Code: also the permissions.allow rules that let the agent run its own"
+            " ralphstate commands (status, verify, criteria set, step done, pause, ...)"
+            " without a prompt; never trust, review, cancel or install.  [default: allow]",
+        ),
+        click.option(
+            "--allow-only",
+            is_flag=True,
+            help="Claude Code: those rules alone, no hooks (for the plugin, which brings its"
+            " own hooks).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command("install", context_settings=SETTINGS)
-@click.option(
-    "--scope",
-    type=click.Choice(["project", "local", "user"]),
-    default=None,
-    help="local: .claude/settings.local.json, yours alone (kept out of git);"
-    " project: .claude/settings.json, shared with the repository; user:"
-    " ~/.claude/settings.json. Other agents: project or user (see"
-    " docs/how-to/other-agents.md)."
-    "  [default: local; user with --statusline; project for other agents]",
-)
-@click.option(
-    "--agent",
-    type=click.Choice(NAMES),
-    default="claude",
-    show_default=True,
-    help="Whose hook configuration to write.",
-)
-@click.option(
-    "--statusline",
-    is_flag=True,
-    help="Put the loop into Claude Code's status line instead (after yours, if you have"
-    " one); no hooks.",
-)
-@click.option(
-    "--tasks",
-    is_flag=True,
-    help="Claude Code: also the task hooks (PostToolUse, TaskCompleted), and turn the task"
-    " tools on (env.CLAUDE_CODE_ENABLE_TODO_TOOLS) unless the file sets it.",
-)
+@_setup_options
 @click.option(
     "--uninstall",
     is_flag=True,
-    help="Remove ralphstate's hooks, and what --tasks added, and nothing else.",
+    help="Remove ralphstate's hooks, and the rules and what --tasks added, and nothing"
+    " else (the same as `ralphstate uninstall`).",
 )
-def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, uninstall: bool) -> None:
+def install_(
+    scope: str | None,
+    agent: str,
+    statusline: bool,
+    tasks: bool,
+    allow: bool,
+    allow_only: bool,
+    uninstall: bool,
+) -> None:
     """Add the Stop, SessionStart, PreCompact and StopFailure hooks to your Claude Code
-    settings for this project, or with --agent to Codex CLI, Gemini CLI, Cursor or
-    GitHub Copilot CLI, or opencode's plugin (.opencode/plugin/ralphstate.ts);
-    with --tasks, Claude Code's task hooks too, and its task tools turned on.
+    settings for this project, with the permission rules the agent's own ralphstate
+    commands need, or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot
+    CLI, or opencode's plugin (.opencode/plugin/ralphstate.ts); with --tasks, Claude
+    Code's task hooks too, and its task tools turned on.
 
     Other settings and hooks are kept; running it twice changes nothing. The hooks
     run this installation of ralphstate by its absolute path, so by default they go
     in .claude/settings.local.json, which is yours and kept out of git (in a git
-    repository, through .git/info/exclude when nothing ignores it yet).
+    repository, through .git/info/exclude when nothing ignores it yet). In a
+    subdirectory, the project is that of the loop found from here.
 
     \b
     Example:
@@ -64,45 +99,92 @@ def install_(scope: str | None, agent: str, statusline: bool, tasks: bool, unins
       ralphstate install --scope user
       ralphstate install --agent codex
       ralphstate install --tasks
+      ralphstate install --allow-only
       ralphstate install --uninstall
       ralphstate install --statusline
     """
+    _setup(scope, agent, statusline, tasks, allow, allow_only, uninstall)
+
+
+@click.command("uninstall", context_settings=SETTINGS)
+@_setup_options
+def uninstall_(
+    scope: str | None, agent: str, statusline: bool, tasks: bool, allow: bool, allow_only: bool
+) -> None:
+    """Remove what `ralphstate install` added, with the same options: its hooks, the
+    permission rules it added (--no-allow keeps them; --allow-only removes them alone),
+    the task tools' switch it turned on, and nothing else. The same as `ralphstate
+    install --uninstall`.
+
+    \b
+    Example:
+      ralphstate uninstall
+      ralphstate uninstall --scope project
+      ralphstate uninstall --agent codex
+      ralphstate uninstall --statusline
+    """
+    _setup(scope, agent, statusline, tasks, allow, allow_only, True)
+
+
+def _setup(
+    scope: str | None,
+    agent: str,
+    statusline: bool,
+    tasks: bool,
+    allow: bool,
+    allow_only: bool,
+    uninstall: bool,
+) -> None:
     from ralphstate.agents.table import get
     from ralphstate.install.agents import hooks_path, install_agent
-    from ralphstate.loop.project import project_root
+    from ralphstate.loop.enforcement import settings_root
 
     hook_file = get(agent).hook_file
     if tasks and (not hook_file.task_events or statusline):
         raise click.UsageError(
             "--tasks is Claude Code's hooks'; leave --agent and --statusline out."
         )
+    if allow_only and (not hook_file.task_events or statusline or tasks):
+        raise click.UsageError(
+            "--allow-only is Claude Code's rules alone; leave --agent, --statusline and"
+            " --tasks out."
+        )
+    root = settings_root(Path.cwd())
     if statusline:
         from ralphstate.install import statusline_setup
 
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
         scope = scope or "user"
-        path = hooks_path(agent, scope, project_root(Path.cwd()))
-        result = statusline_setup.install(path, uninstall=uninstall)
+        result = statusline_setup.install(hooks_path(agent, scope, root), uninstall=uninstall)
     else:
         scope = scope or hook_file.default_scope
         result = install_agent(
-            agent, scope, project_root(Path.cwd()), uninstall=uninstall, tasks=tasks
+            agent,
+            scope,
+            root,
+            uninstall=uninstall,
+            tasks=tasks,
+            allow=(allow or allow_only) and bool(hook_file.task_events),
+            hooks=not allow_only,
         )
     for action in result.actions:
         output.text(action)
-    if hook_file.local:
-        from ralphstate.install.scope import notes
+    from ralphstate.install.scope import notes
 
-        root = project_root(Path.cwd())
-        for line in notes(scope, root, result.path, uninstall=uninstall, hooks=not statusline):
-            output.text(line)
+    hooks = not statusline and not allow_only
+    for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
+        output.text(line)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
 
 
 @click.command("doctor", context_settings=SETTINGS)
 def doctor_command() -> None:
     """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
+
+    Each line is `ok` (as it should be), `note` (advice, or worth knowing), `warn` (may
+    not work) or `fail` (does not work). In a subdirectory, the project is that of the
+    loop found from here, as for `install`.
 
     \b
     Example:
@@ -112,7 +194,7 @@ def doctor_command() -> None:
     from ralphstate.install import doctor
 
     findings = doctor.run(Path.cwd())
-    colours = {"ok": "green", "warn": "yellow", "fail": "red"}
+    colours = {"ok": "green", "note": "cyan", "warn": "yellow", "fail": "red"}
     for level, text in findings:
         output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")
     if any(level == "fail" for level, _ in findings):

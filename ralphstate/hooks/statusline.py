@@ -8,7 +8,9 @@ prints one short line for the loop of that project,
 
 (the cost is Claude Code's own `cost.total_cost_usd` for the session), or
 `loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
-complete, or cancelled). It runs as often as a hook and is held to the no-loop hook's
+complete, or cancelled). A running loop that nothing will enforce (no agent's hook,
+no plugin, no `ralphstate run`: `loop.enforcement`) ends its line by saying so, and
+what to run. It runs as often as a hook and is held to the no-loop hook's
 cost: nothing is imported before a loop is known to exist (docs/explanation/design.md, "The hot
 path"), and any fault prints nothing.
 
@@ -101,7 +103,15 @@ def line_for(data: bytes) -> str | None:
     loop = st.parse(raw)
     if loop["status"] in ("complete", "cancelled"):
         return _ended(loop_dir, loop)
-    return render(loop, _number_after(data, b'"total_cost_usd"'))
+    line = render(loop, _number_after(data, b'"total_cost_usd"'))
+    if line and loop["status"] == "in_progress":
+        from ralphstate.loop import enforcement
+
+        root = os.path.dirname(loop_dir)
+        roots = [root, paths.git_top(root) or root, start or root]
+        if enforcement.enforcer(roots, loop_dir) is None:
+            line += SEPARATOR + enforcement.SHORT
+    return line
 
 
 def _ended(loop_dir: str, loop: State) -> str | None:

@@ -24,7 +24,6 @@ task tools turned on (`install.taskenv`). Claude Code has a third scope, local
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from ralphstate.core.state import DEFAULT_AGENT
 from ralphstate.install import hookfile, plugin, settings, taskenv
 from ralphstate.install.command import own_subcommand, powershell_command, shell_command
 from ralphstate.install.settings import InstallResult
+from ralphstate.loop.enforcement import hook_file_path
 
 SCOPES = ("project", "local", "user")
 
@@ -54,18 +54,13 @@ class AgentHook:
 
 
 def hooks_path(agent: str, scope: str, root: Path, home: Path | None = None) -> Path:
-    """The file `agent` reads its hooks from for `scope`."""
+    """The file `agent` reads its hooks from for `scope` (`loop.enforcement`, which
+    looks for the hooks there too)."""
     hook_file = _agent(agent).hook_file
-    if scope == "project":
-        return root / hook_file.project
-    if scope == "local" and hook_file.local:
-        return root / hook_file.local
-    if scope == "user":
-        variable, directory, name = hook_file.user
-        value = os.environ.get(variable) if variable else None
-        return (
-            Path(value) if value else (Path.home() if home is None else home) / directory
-        ) / name
+    if scope in hook_file.scopes:
+        return Path(
+            hook_file_path(hook_file, scope, str(root), None if home is None else str(home))
+        )
     if scope in SCOPES:
         wanted = " or ".join(f"--scope {s}" for s in hook_file.scopes)
         raise RalphstateError(f"{agent} has no {scope!r} scope; use {wanted}.")
@@ -99,12 +94,18 @@ def install_agent(
     uninstall: bool = False,
     home: Path | None = None,
     tasks: bool = False,
+    allow: bool = False,
+    hooks: bool = True,
 ) -> InstallResult:
     """Add (or remove) ralphstate's hooks in `agent`'s file for `scope`; with `tasks`,
-    its task hooks too."""
+    its task hooks too; with `allow`, the `permissions.allow` rules of the agent's own
+    ralphstate commands (Claude Code's: `install.permissions`); without `hooks`, those
+    rules alone."""
     spec = _agent(agent)
     hook_file = spec.hook_file
     path = hooks_path(agent, scope, root, home)
+    if (allow or not hooks) and not hook_file.task_events:
+        raise RalphstateError(f"{spec.title} has no permission rules ralphstate writes.")
     if hook_file.plugin is not None:
         return plugin.install(spec, path, uninstall=uninstall)
     if tasks and not hook_file.task_events:
@@ -116,12 +117,16 @@ def install_agent(
         return _parse(spec, raw, path)
 
     def edit(data: dict[str, Any]) -> list[str]:
+        if not hooks:
+            return []
         if uninstall:
             return hookfile.remove_all(hook_file, data)
         return hookfile.add_all(hook_file, data, wanted)
 
     if hook_file.task_events:
-        return taskenv.update(path, load, edit, tasks=tasks, uninstall=uninstall)
+        return taskenv.update(
+            path, load, edit, tasks=tasks, uninstall=uninstall, allow=allow, hooks=hooks
+        )
 
     def nothing_left(data: dict[str, Any]) -> bool:  # our own file, now empty
         return hook_file.own_file and uninstall and data == {"version": hookfile.FILE_VERSION}

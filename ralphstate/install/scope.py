@@ -4,7 +4,10 @@ machine's Python by absolute path, so they belong in the person's own
 
 In a git repository that does not already ignore the local file, its path is added to
 the repository's own exclude file (`.git/info/exclude`, which is never committed), as
-Claude Code does with the global excludes when it writes that file itself. A project-scope
+Claude Code does with the global excludes when it writes that file itself. Another
+agent's project file (`.codex/hooks.json`, ...) is kept out of git the same way, and
+`install` says what the agent needs before it runs hooks it has not seen (Codex CLI's
+trust of each hook: `HookFile.trust`). A project-scope
 install left from before is left alone (it is a shared file) and named, with the command
 that removes it (docs/reference/commands.md,
 `ralphstate install`).
@@ -14,18 +17,27 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ralphstate.agents import table
+from ralphstate.agents.contract import HookFile
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install.agents import find_installed, hook_command, hooks_path
 from ralphstate.install.command import command_target
+from ralphstate.install.settings import InstallResult
 from ralphstate.storage import fsio
 from ralphstate.storage.git import run_git, toplevel
 
 MAX_EXCLUDE_BYTES = 1024 * 1024
 
 
-def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -> list[str]:
-    """The lines `install` adds after writing Claude Code's `path` for `scope` (`hooks`:
-    the hooks rather than the status line)."""
+def notes(
+    agent: str, scope: str, root: Path, result: InstallResult, *, uninstall: bool, hooks: bool
+) -> list[str]:
+    """The lines `install` adds after writing `agent`'s `result.path` for `scope`
+    (`hooks`: the hooks rather than the status line or the permission rules alone)."""
+    hook_file = table.get(agent).hook_file
+    if not hook_file.local:
+        return _elsewhere(hook_file, scope, root, result, uninstall=uninstall)
+    path = result.path
     if uninstall:
         if scope == "local" and hooks and _project_hooks(root):
             # The default scope was the project file before: its hooks are still there.
@@ -58,6 +70,20 @@ def notes(scope: str, root: Path, path: Path, *, uninstall: bool, hooks: bool) -
     return lines
 
 
+def _elsewhere(
+    hook_file: HookFile, scope: str, root: Path, result: InstallResult, *, uninstall: bool
+) -> list[str]:
+    """Another agent's file: a project's is kept out of git as Claude Code's local file
+    is, since its hooks name this machine's Python; and what the agent needs before it
+    runs hooks it has not seen (its `HookFile.trust`), when they are new or changed."""
+    if uninstall:
+        return []
+    lines = _keep_out_of_git(result.path, root, shared=True) if scope == "project" else []
+    if hook_file.trust and result.changed:
+        lines.append(f"note: {hook_file.trust}")
+    return lines
+
+
 def _project_hooks(root: Path) -> bool:
     """The shared project file has ralphstate's hooks."""
     return any(h.scope == "project" for h in find_installed(root, agent="claude"))
@@ -70,7 +96,10 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _keep_out_of_git(path: Path, root: Path) -> list[str]:
+def _keep_out_of_git(path: Path, root: Path, *, shared: bool = False) -> list[str]:
+    """Add `path` to the repository's own exclude file when git would show it; say so
+    when git tracks it already (`shared`: a file the project may share, which another
+    scope keeps yours, rather than the person's own local file)."""
     top = toplevel(root)
     if top is None:  # not a repository, or no git
         return []
@@ -80,9 +109,14 @@ def _keep_out_of_git(path: Path, root: Path) -> list[str]:
         return []
     tracked = run_git(["ls-files", "--error-unmatch", "--", rel], top)
     if tracked is not None and tracked.ok:
+        keep = (
+            "`--scope user` keeps them yours"
+            if shared
+            else f"`git rm --cached {rel}` keeps the file on this machine only"
+        )
         note = (
             f"note: git tracks {rel}, so these hooks, which name this machine's Python, would"
-            f" be committed; `git rm --cached {rel}` keeps the file on this machine only"
+            f" be committed; {keep}"
         )
         return [note]
     ignored = run_git(["check-ignore", "-q", "--", rel], top)

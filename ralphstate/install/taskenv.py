@@ -4,18 +4,20 @@ it writes the task hooks to, and turned off again by `--uninstall`.
 The tools are on when the file's `env` sets `CLAUDE_CODE_ENABLE_TODO_TOOLS` to 1
 (`agents.claude`); a value the person set is kept. What install added is recorded in
 `storage.installed`, so `--uninstall` removes it only while it still has the value
-install wrote.
+install wrote. The same record holds the `permissions.allow` rules install adds
+(`install.permissions`), which `update` adds and removes with the hooks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ralphstate.agents.claude import FALSY, ON, TASKS_ENV, TASKS_OFF_ENV, TRUTHY
 from ralphstate.core.errors import RalphstateError
-from ralphstate.install import settings
+from ralphstate.install import permissions, settings
 from ralphstate.install.settings import InstallResult
 from ralphstate.storage import installed
 from ralphstate.storage.installed import Added
@@ -28,32 +30,48 @@ def update(
     *,
     tasks: bool,
     uninstall: bool,
+    allow: bool = False,
+    hooks: bool = True,
 ) -> InstallResult:
     """`settings.update` of the hooks' `edit`; with `tasks`, the task tools turned on in
-    the file's `env` too, unless it says something already; with `uninstall`, the `env`
-    keys install added removed, if they still have the value install wrote.
+    the file's `env` too, unless it says something already; with `allow`, the agent's
+    `permissions.allow` rules (`install.permissions`). With `uninstall`, the `env` keys
+    install added removed (unless `hooks` is False: the rules alone), if they still have
+    the value install wrote, and with `allow` the rules it added.
 
     Idempotent: when nothing needs to change the file is not written at all.
     """
     before = installed.added(path)
     after: list[Added] = []
 
-    def edit_env(data: dict[str, Any]) -> list[str]:
+    def edit_all(data: dict[str, Any]) -> list[str]:
         after.clear()
         actions = edit(data)
+        now = replace(before)
         if uninstall:
-            return actions + _remove_env(data, before)
-        if tasks:
-            made = _add_env(data, path, before)
-            actions += made[0]
-            after.append(made[1])
+            if hooks:
+                actions += _remove_env(data, before)
+                now = replace(now, env={}, made_env=False)
+            if allow:
+                actions += permissions.remove(data, before)
+                now = replace(now, allow=[], made=(False, False))
+        else:
+            if tasks:
+                made, env_now = _add_env(data, path, before)
+                actions += made
+                now = replace(now, env=env_now.env, made_env=env_now.made_env)
+            if allow:
+                made, rules_now = permissions.add(data, path, before)
+                actions += made
+                now = replace(now, allow=rules_now.allow, made=rules_now.made)
+        after.append(now)
         return actions
 
-    result = settings.update(path, load, edit_env)
-    now = after[0] if after else (None if uninstall else before)
-    if now is not before and (now is not None or before.env):
+    result = settings.update(path, load, edit_all)
+    now = after[0] if after else before
+    if now != before:
         try:
-            installed.remember(path, now)
+            installed.remember(path, None if now.nothing() else now)
         except RalphstateError as exc:
             result.actions.append(f"note: {exc}")
     return result

@@ -19,6 +19,7 @@ from hypothesis import strategies as hs
 
 from ralphstate.hooks import statusline
 from ralphstate.install import statusline_setup
+from ralphstate.install.agents import hook_command, install_agent
 from tests.helpers import FIXTURES, run_process
 from tests.helpers.loops import make_loop
 
@@ -42,9 +43,83 @@ def line(project: Path, data: bytes | None = None, cwd: Path | None = None) -> b
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
+    """A project whose loop ralphstate's hooks enforce (`ralphstate install`'s file)."""
     path = tmp_path / "a project"
     (path / "src").mkdir(parents=True)
+    install_agent("claude", "local", path)
     return path
+
+
+@pytest.fixture
+def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project nothing enforces a loop in: no agent's hooks, no plugin, in a home of
+    its own."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for name in ("HOME", "USERPROFILE"):
+        monkeypatch.setenv(name, str(home))
+    for name in ("CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "bare project"
+    path.mkdir()
+    return path
+
+
+def test_a_loop_nothing_enforces_says_so_and_what_to_run(bare: Path, tmp_path: Path) -> None:
+    make_loop(bare, steps=[])
+    assert line(bare, cwd=tmp_path) == (
+        "loop 0/20 · 0/2 verified · $0.42 · not enforced: run `ralphstate install`\n".encode()
+    )
+    make_loop(bare, steps=[], status="paused", pauseReason="user")
+    assert line(bare, cwd=tmp_path) == "loop paused (user) · 0/2 verified\n".encode()
+
+
+@pytest.mark.parametrize(
+    "enforced",
+    [
+        "local hooks",
+        "project hooks",
+        "user hooks",
+        "plugin",
+        "codex hooks",
+        "opencode plugin",
+        "a run",
+    ],
+)
+def test_any_agent_s_hooks_the_plugin_or_a_run_enforce_it(bare: Path, enforced: str) -> None:
+    make_loop(bare, steps=[])
+    home = Path(os.environ["HOME"])
+    if enforced.endswith("hooks") and enforced != "codex hooks":
+        scope = enforced.split()[0]
+        install_agent("claude", scope, bare)
+    elif enforced == "plugin":
+        user = home / ".claude" / "settings.json"
+        user.parent.mkdir(parents=True)
+        user.write_text(json.dumps({"enabledPlugins": {"ralphstate@ralphstate": True}}))
+    elif enforced == "codex hooks":
+        install_agent("codex", "project", bare)
+    elif enforced == "opencode plugin":
+        install_agent("opencode", "user", bare)
+    else:
+        (bare / ".loop" / "runs").mkdir()
+    assert line(bare) == b"loop 0/20 \xc2\xb7 0/2 verified \xc2\xb7 $0.42\n"
+
+
+def test_a_disabled_plugin_or_another_hook_does_not_count(bare: Path) -> None:
+    make_loop(bare, steps=[])
+    user = Path(os.environ["HOME"]) / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True)
+    failure = hook_command("StopFailure")
+    user.write_text(
+        json.dumps(
+            {
+                "enabledPlugins": {"ralphstate@ralphstate": False, "other@ralphstate": True},
+                "hooks": {"StopFailure": [{"hooks": [{"type": "command", "command": failure}]}]},
+                "permissions": {"allow": ["Bash(ralphstate hook stop:*)"]},
+            }
+        )
+    )
+    assert line(bare).endswith(b" \xc2\xb7 not enforced: run `ralphstate install`\n")
 
 
 def test_a_running_loop_is_one_line(root: Path, tmp_path: Path) -> None:

@@ -42,7 +42,11 @@ def test_doctor_without_hooks_fails_and_says_what_to_run(
 ) -> None:
     result = rs("doctor")
     assert result.code == 1
-    assert "fail no Stop hook installed; run `ralphstate install`" in lines(result)
+    local = project / ".claude" / "settings.local.json"
+    assert (
+        f"fail no Stop hook installed; run `ralphstate install`, which writes it to {local}"
+        in lines(result)
+    )
 
 
 def test_doctor_after_install_is_happy(rs: Any, project: Path, home: Path) -> None:

@@ -384,7 +384,7 @@ def test_doctor_reports_every_configured_agent(rs: Any, project: Path, home: Pat
     result = rs("doctor")
     assert result.code == 0, result.out
     lines = result.out.splitlines()
-    assert "ok   no Claude Code hooks installed (`ralphstate install` adds them)" in lines
+    assert "note no Claude Code hooks installed (`ralphstate install` adds them)" in lines
     program = command_target(cmd("stop", "codex"))
     codex = project / ".codex" / "hooks.json"
     copilot = home / ".copilot" / "hooks" / "ralphstate.json"

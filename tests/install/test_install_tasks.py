@@ -226,13 +226,13 @@ NOT_ON = (
     " models have them without it); `ralphstate install --tasks` turns them on"
 )
 NO_HOOKS = (
-    "ok   no task hooks installed (`ralphstate install --tasks` adds them; the plugin brings"
+    "note no task hooks installed (`ralphstate install --tasks` adds them; the plugin brings"
     " its own)"
 )
 
 
 def test_doctor_without_the_task_tools_or_hooks(rs: Any, project: Path, home: Path) -> None:
-    assert doctor_lines(rs) == [f"ok   {NOT_ON}", NO_HOOKS]
+    assert doctor_lines(rs) == [f"note {NOT_ON}", NO_HOOKS]
 
 
 def test_doctor_after_install_tasks(rs: Any, project: Path, home: Path) -> None:
