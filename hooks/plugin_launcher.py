@@ -179,7 +179,8 @@ def _at_hand(version: str) -> bool:
 def _installed_in_settings(event: str, data: bytes) -> bool:
     """True when a Claude Code settings file already runs `ralphstate hook EVENT`."""
     project = os.environ.get(ENV_PROJECT) or _input_cwd(data)
-    files = [os.path.join(os.path.expanduser("~"), ".claude", "settings.json")]
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    files = [os.path.join(config, "settings.json")]
     if project:
         files[:0] = [
             os.path.join(project, ".claude", "settings.json"),

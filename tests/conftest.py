@@ -43,12 +43,18 @@ LEAKY_ENV = (
 
 @pytest.fixture(autouse=True)
 def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private RALPHSTATE_HOME; platformdirs must never be asked for real paths."""
+    """A private RALPHSTATE_HOME; platformdirs must never be asked for real paths. And a
+    Claude Code configuration directory of its own (CLAUDE_CONFIG_DIR, never the
+    person's ~/.claude) in which ralphstate's plugin is enabled: a loop counts as
+    enforced (loop/enforcement.py) unless a test takes that away."""
     for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
     actor.reset()  # a hook run in this process earlier set its own
     home = tmp_path_factory.mktemp("ralphstate-home")
     monkeypatch.setenv("RALPHSTATE_HOME", str(home))
+    config = tmp_path_factory.mktemp("claude-config")
+    (config / "settings.json").write_text('{"enabledPlugins": {"ralphstate@ralphstate": true}}')
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
 
     import platformdirs
 

@@ -211,7 +211,7 @@ AGENT = Agent(
         "grouped",
         project=".claude/settings.json",
         local=".claude/settings.local.json",
-        user=(None, ".claude", "settings.json"),
+        user=("CLAUDE_CONFIG_DIR", ".claude", "settings.json"),
         default_scope="local",
         events=EVENTS,
         task_events=TASK_EVENTS,

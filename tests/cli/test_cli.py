@@ -1093,8 +1093,8 @@ def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> N
     assert (done.returncode, done.stderr) == (0, b"")
     listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
     assert [line.split()[0] for line in listed] == sorted(COMMANDS)
-    assert "  criteria  List, add, set or remove success criteria." in listed
-    assert "  status    Show the loop: spec, criteria, steps, iteration, owner." in listed
+    assert "  criteria   List, add, set or remove success criteria." in listed
+    assert "  status     Show the loop: spec, criteria, steps, iteration, owner." in listed
     done = run_process(["criteria", "--help"], cwd=project)
     listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
     assert [line.split()[0] for line in listed] == ["add", "check", "list", "remove", "set"]
@@ -1106,6 +1106,7 @@ def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> N
         (["statsu"], "status", "ralphstate"),
         (["criteria", "chek"], "check", "ralphstate criteria"),
         (["step", "dne"], "done", "ralphstate step"),
+        (["uninstal"], "uninstall", "ralphstate"),
     ],
 )
 def test_a_mistyped_command_in_a_real_process(

@@ -58,7 +58,7 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home.mkdir()
     for name in ("HOME", "USERPROFILE"):
         monkeypatch.setenv(name, str(home))
-    for name in ("CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"):
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "bare project"
     path.mkdir()
@@ -325,6 +325,7 @@ def test_the_command_line_installs_for_the_user_by_default(
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
     result = rs("install", "--statusline")
     assert result.code == 0, result.err
     user = home / ".claude" / "settings.json"

@@ -21,15 +21,23 @@ def bare_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # The variables that would point the per-user files an install writes and `doctor` reads
-# somewhere other than the home (Codex, Copilot, OpenCode's XDG config), or turn the
+# somewhere other than the home (Claude Code, Codex, Copilot, OpenCode's XDG config), or turn the
 # task tools on or off for the whole machine (Claude Code's environment).
 ELSEWHERE = (
+    "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "COPILOT_HOME",
     "XDG_CONFIG_HOME",
     "CLAUDE_CODE_ENABLE_TODO_TOOLS",
     "CLAUDE_CODE_ENABLE_TASKS",
 )
+
+
+@pytest.fixture(autouse=True)
+def claude_config_in_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Claude Code's user settings where they are without CLAUDE_CONFIG_DIR: in the home
+    directory (a test that sets the variable says so)."""
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
 
 
 @pytest.fixture

@@ -1,0 +1,121 @@
+"""The allow rules `ralphstate install` writes, with the real client in print mode and
+no `--allowedTools`: `claude -p` runs the agent's own ralphstate commands (`criteria
+set`, `step done`, `status`) without a prompt once they are installed, refuses them
+before, still refuses the commands only a person may run (`cancel`, and a compound
+command that hides one), and refuses them again after `ralphstate uninstall`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import Cli, json_result, read_state, run_client
+from fake_api import FakeAnthropicAPI, bash, text, tool_results
+
+from ralphstate.install.permissions import RULES
+
+pytestmark = pytest.mark.e2e
+
+
+def run_print(
+    claude_bin: Path, project: Path, env: dict[str, str], prompt: str
+) -> dict[str, Any]:
+    """`claude -p PROMPT` with the project's own permission settings and nothing more."""
+    done = run_client(
+        [str(claude_bin), "-p", prompt, "--output-format", "json"], project, env, 60
+    )
+    assert done.returncode == 0, done.stderr
+    return json_result(done, "claude")
+
+
+def ran(api: FakeAnthropicAPI) -> str:
+    """What the last Bash call of the conversation gave back to the model."""
+    return tool_results(api.conversation()[-1])[-1]
+
+
+@pytest.fixture
+def loop(cli: Cli) -> None:
+    cli("init", "Add a CSV export", "-c", "tests pass", "-s", "write the exporter")
+
+
+def test_without_the_rules_print_mode_refuses_the_agent_s_commands(
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+    loop: None,
+) -> None:
+    api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
+    run_print(claude_bin, project, claude_env, "Record it")
+    assert "tests pass: met" not in ran(api)
+    assert read_state(project)["criteriaStatus"] == {}
+
+
+def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+    cli: Cli,
+    loop: None,
+) -> None:
+    said = cli("install").stdout
+    assert "allowed the agent's own ralphstate commands without a prompt" in said
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert settings["permissions"] == {"allow": list(RULES)}
+    api.add_turns(
+        [bash("ralphstate step done 'write the exporter'")],
+        [bash("ralphstate criteria set 'tests pass' true --note 'pytest -q: 3 passed'")],
+        [bash("ralphstate status")],
+        [text("Done.\n\n<loop-complete>")],
+    )
+    result = run_print(claude_bin, project, claude_env, "Record it")
+    assert result["result"] == "Done.\n\n<loop-complete>"
+    outputs = [r for body in api.conversation() for r in tool_results(body)]
+    assert "done: write the exporter" in outputs
+    assert "tests pass: met" in outputs
+    assert any(o.startswith(f"loop {project}: in progress") for o in outputs), outputs
+    state = read_state(project)
+    assert state["criteriaStatus"] == {"tests pass": True}
+    assert state["status"] == "complete"
+
+
+@pytest.mark.parametrize(
+    "command", ["ralphstate cancel", "ralphstate status && ralphstate cancel"]
+)
+def test_a_command_only_the_person_runs_is_still_refused(
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+    cli: Cli,
+    loop: None,
+    command: str,
+) -> None:
+    cli("install")
+    api.add_turns([bash(command)], [text("Refused.")])
+    run_print(claude_bin, project, claude_env, "Cancel it")
+    assert "cancelled" not in ran(api)
+    assert read_state(project)["status"] == "in_progress"
+
+
+def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+    cli: Cli,
+    loop: None,
+) -> None:
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    mine = ["Bash(ralphstate status:*)", "Bash(npm test:*)"]
+    settings.write_text(json.dumps({"permissions": {"allow": mine}}))
+    cli("install")
+    cli("uninstall")
+    assert json.loads(settings.read_text()) == {"permissions": {"allow": mine}}
+    api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
+    run_print(claude_bin, project, claude_env, "Record it")
+    assert read_state(project)["criteriaStatus"] == {}
