@@ -43,7 +43,8 @@ AGENT_COMMANDS = (
     "step undo",
     "pause",
 )
-# The commands only the person runs: never allowed (tests hold AGENT_COMMANDS apart).
+# The commands no rule allows: those only the person may run, and those the agent is
+# never told to run (tests hold the two lists to every command there is).
 PERSON_COMMANDS = (
     "trust",
     "review",
@@ -56,6 +57,13 @@ PERSON_COMMANDS = (
     "uninstall",
     "run",
     "criteria remove",
+    "demo",
+    "doctor",
+    "list",
+    "report",
+    "watch",
+    "worktree add",
+    "worktree remove",
 )
 RULES = tuple(f"Bash(ralphstate {command}:*)" for command in AGENT_COMMANDS)
 

@@ -11,21 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import Cli, json_result, read_state, run_client
+from e2e_support import Cli, history, json_result, read_state, run_client
 from fake_api import FakeAnthropicAPI, bash, text, tool_results
 
 from ralphstate.install.permissions import RULES
 
 pytestmark = pytest.mark.e2e
+ASKS = "This command requires approval"  # what the client gives the model in print mode
 
 
-def run_print(
-    claude_bin: Path, project: Path, env: dict[str, str], prompt: str
-) -> dict[str, Any]:
+def run_print(claude_bin: Path, project: Path, env: dict[str, str], prompt: str) -> dict[str, Any]:
     """`claude -p PROMPT` with the project's own permission settings and nothing more."""
-    done = run_client(
-        [str(claude_bin), "-p", prompt, "--output-format", "json"], project, env, 60
-    )
+    done = run_client([str(claude_bin), "-p", prompt, "--output-format", "json"], project, env, 60)
     assert done.returncode == 0, done.stderr
     return json_result(done, "claude")
 
@@ -49,8 +46,8 @@ def test_without_the_rules_print_mode_refuses_the_agent_s_commands(
 ) -> None:
     api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
     run_print(claude_bin, project, claude_env, "Record it")
-    assert "tests pass: met" not in ran(api)
-    assert read_state(project)["criteriaStatus"] == {}
+    assert ran(api) == ASKS
+    assert read_state(project)["criteriaStatus"] == {"tests pass": False}
 
 
 def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
@@ -82,9 +79,7 @@ def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
     assert state["status"] == "complete"
 
 
-@pytest.mark.parametrize(
-    "command", ["ralphstate cancel", "ralphstate status && ralphstate cancel"]
-)
+@pytest.mark.parametrize("command", ["ralphstate cancel", "ralphstate status && ralphstate cancel"])
 def test_a_command_only_the_person_runs_is_still_refused(
     claude_bin: Path,
     claude_env: dict[str, str],
@@ -97,8 +92,10 @@ def test_a_command_only_the_person_runs_is_still_refused(
     cli("install")
     api.add_turns([bash(command)], [text("Refused.")])
     run_print(claude_bin, project, claude_env, "Cancel it")
-    assert "cancelled" not in ran(api)
-    assert read_state(project)["status"] == "in_progress"
+    # (The Stop hook holds the unfinished loop until it pauses as a stall.)
+    assert ran(api) == ASKS or ran(api).endswith("requires approval: ralphstate cancel")
+    assert read_state(project)["status"] != "cancelled"
+    assert not history(project, "cancelled")
 
 
 def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
@@ -118,4 +115,5 @@ def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
     assert json.loads(settings.read_text()) == {"permissions": {"allow": mine}}
     api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
     run_print(claude_bin, project, claude_env, "Record it")
-    assert read_state(project)["criteriaStatus"] == {}
+    assert ran(api) == ASKS
+    assert read_state(project)["criteriaStatus"] == {"tests pass": False}

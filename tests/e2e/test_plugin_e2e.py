@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import RunClaude, run_client
+from e2e_support import RunClaude, json_result, run_client
 from fake_api import FakeAnthropicAPI, bash, text, texts, tool_results
 
 import ralphstate
+from ralphstate.install.permissions import RULES
 
 pytestmark = pytest.mark.e2e
 
@@ -102,6 +103,7 @@ def hook_outputs(debug_log: Path, event: str) -> list[dict[str, Any]]:
 
 
 def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_commands(
+    claude_bin: Path,
     run_claude: RunClaude,
     api: FakeAnthropicAPI,
     project: Path,
@@ -184,11 +186,26 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     assert f"loop {project}: complete · iteration 1/20" in prompt
     assert "[x] tests pass" in prompt
 
+    # A plugin cannot bring permission rules: /ralphstate:allow writes them, once, with
+    # no --allowedTools; then `claude -p` runs the agent's own commands without a prompt.
+    api.add_turns([text("Allowed.")])
+    command = [str(claude_bin), "-p", "/ralphstate:allow", "--output-format", "json", *plugin]
+    done = run_client(command, project, plugin_env, 120)
+    assert json_result(done, "claude")["result"] == "Allowed."
+    prompt = "\n".join(texts(api.conversation()[-1], "user"))
+    assert "allowed the agent's own ralphstate commands without a prompt" in prompt
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert settings == {"permissions": {"allow": list(RULES)}}
+    api.add_turns([bash("ralphstate step add 'document it'")], [text("Added.")])
+    command = [str(claude_bin), "-p", "Add a step", "--output-format", "json", *plugin]
+    assert json_result(run_client(command, project, plugin_env, 120), "claude")
+    assert tool_results(api.conversation()[-1])[-1] == "added step 'document it'"
+
 
 def published(tmp_path: Path) -> Path:
-    """The repository as a clone of it holds it: the files git tracks or would track,
-    as they are in this checkout (not the virtual environments and clients that a
-    checkout accumulates, which Claude Code would copy into its cache)."""
+    """The repository as a clone of it holds it (the files git tracks or would track,
+    links as links), with what a checkout accumulates by following the README: a
+    `.venv` of a few megabytes and the clients' `node_modules`."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -198,12 +215,20 @@ def published(tmp_path: Path) -> Path:
     ).stdout.decode()
     where = tmp_path / "ralphstate"
     for name in filter(None, listed.split("\0")):
-        source = REPO / name
-        if source.is_file() and not source.is_symlink():
-            target = where / name
-            target.parent.mkdir(parents=True, exist_ok=True)
+        source, target = REPO / name, where / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(source.readlink())
+        elif source.is_file():
             shutil.copy2(source, target)
+    for heavy in (".venv/lib/python3/site-packages", "tests/e2e/node_modules/@anthropic-ai"):
+        (where / heavy).mkdir(parents=True)
+        (where / heavy / "blob.bin").write_bytes(os.urandom(4 * 1024 * 1024))
     return where
+
+
+def size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def test_the_marketplace_in_the_repository_installs_the_plugin(
@@ -225,13 +250,17 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
-    claude("plugin", "marketplace", "add", str(published(tmp_path)))
+    checkout = published(tmp_path)
+    claude("plugin", "marketplace", "add", str(checkout))
     claude("plugin", "install", "ralphstate@ralphstate")
     listed = claude("plugin", "list")
     assert "ralphstate@ralphstate" in listed and "enabled" in listed
     version = ralphstate.__version__
     copy = home / ".claude" / "plugins" / "cache" / "ralphstate" / "ralphstate" / version
     assert (copy / "bin" / "ralphstate").exists()
+    # Only what the plugin needs is copied: not the checkout's .venv, tests or docs.
+    assert {p.name for p in copy.iterdir()} == {p.name for p in (REPO / "plugin").iterdir()}
+    assert size(copy) < size(checkout / "ralphstate") + 1024 * 1024 < size(checkout) / 4
 
     # The plugin's own command, from its copy, builds its environment where Claude Code
     # gives that plugin its data directory.

@@ -187,8 +187,27 @@ def test_the_marketplace_offers_this_plugin_from_the_repository() -> None:
     assert market["name"] == "ralphstate" and market["owner"]["name"]
     [entry] = market["plugins"]
     assert entry["name"] == manifest["name"] == "ralphstate"
-    assert entry["source"] == "./"
+    assert entry["source"] == "./plugin"
     assert "version" not in entry  # plugin.json's version is the one that counts
+
+
+def test_the_plugin_directory_links_what_the_plugin_needs_and_nothing_else() -> None:
+    """`plugin/` is what Claude Code copies into its cache: links to the plugin's own
+    files and to what its environment is built from, never the checkout's `.venv` or
+    tests. Each link is a relative one into the repository, which the client copies as
+    the file it names."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
+    assert spec is not None and spec.loader is not None
+    plugin_env = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin_env)
+    published = REPO / "plugin"
+    needed = {".claude-plugin", "bin", "commands", "hooks", "skills", "LICENSE"}
+    assert {p.name for p in published.iterdir()} == needed | set(plugin_env.SOURCES)
+    for link in published.iterdir():
+        assert link.is_symlink() and str(link.readlink()) == f"../{link.name}", link
+        assert link.resolve() == (REPO / link.name).resolve()
 
 
 def test_the_versions_agree() -> None:
