@@ -78,14 +78,22 @@ def base_env(tmp: Path, codex_home: Path) -> dict[str, str]:
 
 
 def run_codex(
-    binary: Path, project: Path, prompt: str, env: dict[str, str], timeout: float = 60
+    binary: Path,
+    project: Path,
+    prompt: str,
+    env: dict[str, str],
+    timeout: float = 60,
+    *,
+    bypass_hook_trust: bool = True,
 ) -> CodexRun:
-    """`codex exec PROMPT` in `project`, hooks run without the trust review."""
+    """`codex exec PROMPT` in `project`, hooks run without the trust review (unless
+    `bypass_hook_trust` is False: then as a person's run, whose hooks must be trusted)."""
+    bypass = ["--dangerously-bypass-hook-trust"] if bypass_hook_trust else []
     command = [
         str(binary),
         "exec",
         "--skip-git-repo-check",
-        "--dangerously-bypass-hook-trust",
+        *bypass,
         "--dangerously-bypass-approvals-and-sandbox",
         prompt,
     ]

@@ -132,3 +132,24 @@ def test_a_run_that_ends_hands_its_loop_to_the_next_session(
     assert any(t.startswith("A ralphstate loop is active in this project") for t in restored)
     state = read_state(project)
     assert (state["status"], state["sessionId"]) == ("complete", second.session_id)
+
+
+def test_hooks_not_yet_trusted_are_skipped_without_a_word(
+    codex_bin: Path, codex_project: tuple[Path, dict[str, str]], responses: FakeResponsesAPI
+) -> None:
+    """Why `install --agent codex` says Codex runs new hooks only once trusted: in a
+    trusted project, `codex exec` without the bypass runs none of them and says nothing
+    the person would see as a failure, and the loop is not enforced."""
+    project, env = codex_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass")
+    responses.script = [[message("I think I am done.")]]
+    run = run_codex(codex_bin, project, "Build the parser.", env, bypass_hook_trust=False)
+
+    assert run.process.returncode == 0, run.process.stderr
+    assert run.process.stdout.strip() == "I think I am done."
+    assert len(responses.requests) == 1, "no Stop hook held the run"
+    restored = texts(responses.requests[0], "developer")
+    assert not any("ralphstate loop" in t for t in restored)
+    assert read_state(project)["iteration"] == 0
+    said = (run.process.stdout + run.process.stderr).replace(str(project.parent), "")
+    assert "hook" not in said.lower()

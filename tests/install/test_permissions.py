@@ -51,7 +51,7 @@ def test_install_allows_the_agent_s_commands_once(project: Path, home: Path) -> 
 def test_uninstall_removes_exactly_what_install_added(project: Path, home: Path) -> None:
     path = project / ".claude" / "settings.local.json"
     path.parent.mkdir()
-    mine = {
+    mine: dict[str, Any] = {
         "model": "opus",
         "permissions": {
             "allow": ["Bash(npm test:*)", "Bash(ralphstate verify:*)"],
