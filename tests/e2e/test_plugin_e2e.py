@@ -259,6 +259,7 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
     copy = home / ".claude" / "plugins" / "cache" / "ralphstate" / "ralphstate" / version
     assert (copy / "bin" / "ralphstate").exists()
     # Only what the plugin needs is copied: not the checkout's .venv, tests or docs.
+    assert not [p.name for p in copy.iterdir() if p.name in (".venv", "tests", "docs")]
     assert {p.name for p in copy.iterdir()} == {p.name for p in (REPO / "plugin").iterdir()}
     assert size(copy) < size(checkout / "ralphstate") + 1024 * 1024 < size(checkout) / 4
 
