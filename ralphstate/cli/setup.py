@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -71,15 +72,7 @@ def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
     help="Remove ralphstate's hooks, and the rules and what --tasks added, and nothing"
     " else (the same as `ralphstate uninstall`).",
 )
-def install_(
-    scope: str | None,
-    agent: str,
-    statusline: bool,
-    tasks: bool,
-    allow: bool,
-    allow_only: bool,
-    uninstall: bool,
-) -> None:
+def install_(**options: Any) -> None:
     """Add the Stop, SessionStart, PreCompact and StopFailure hooks to your Claude Code
     settings for this project, with the permission rules the agent's own ralphstate
     commands need, or with --agent to Codex CLI, Gemini CLI, Cursor or GitHub Copilot
@@ -103,14 +96,12 @@ def install_(
       ralphstate install --uninstall
       ralphstate install --statusline
     """
-    _setup(scope, agent, statusline, tasks, allow, allow_only, uninstall)
+    _setup(**options)
 
 
 @click.command("uninstall", context_settings=SETTINGS)
 @_setup_options
-def uninstall_(
-    scope: str | None, agent: str, statusline: bool, tasks: bool, allow: bool, allow_only: bool
-) -> None:
+def uninstall_(**options: Any) -> None:
     """Remove what `ralphstate install` added, with the same options: its hooks, the
     permission rules it added (--no-allow keeps them; --allow-only removes them alone),
     the task tools' switch it turned on, and nothing else. The same as `ralphstate
@@ -123,7 +114,7 @@ def uninstall_(
       ralphstate uninstall --agent codex
       ralphstate uninstall --statusline
     """
-    _setup(scope, agent, statusline, tasks, allow, allow_only, True)
+    _setup(**options, uninstall=True)
 
 
 def _setup(

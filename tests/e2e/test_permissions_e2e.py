@@ -7,6 +7,7 @@ command that hides one), and refuses them again after `ralphstate uninstall`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,20 @@ pytestmark = pytest.mark.e2e
 ASKS = "This command requires approval"  # what the client gives the model in print mode
 
 
-def run_print(claude_bin: Path, project: Path, env: dict[str, str], prompt: str) -> dict[str, Any]:
-    """`claude -p PROMPT` with the project's own permission settings and nothing more."""
-    done = run_client([str(claude_bin), "-p", prompt, "--output-format", "json"], project, env, 60)
-    assert done.returncode == 0, done.stderr
-    return json_result(done, "claude")
+@pytest.fixture
+def run_print(
+    claude_bin: Path, claude_env: dict[str, str], project: Path
+) -> Callable[[str], dict[str, Any]]:
+    """`run_print(PROMPT)`: `claude -p PROMPT` in the project, with its own permission
+    settings and nothing more."""
+
+    def run(prompt: str) -> dict[str, Any]:
+        command = [str(claude_bin), "-p", prompt, "--output-format", "json"]
+        done = run_client(command, project, claude_env, 60)
+        assert done.returncode == 0, done.stderr
+        return json_result(done, "claude")
+
+    return run
 
 
 def ran(api: FakeAnthropicAPI) -> str:
@@ -38,21 +48,19 @@ def loop(cli: Cli) -> None:
 
 
 def test_without_the_rules_print_mode_refuses_the_agent_s_commands(
-    claude_bin: Path,
-    claude_env: dict[str, str],
+    run_print: Callable[[str], dict[str, Any]],
     api: FakeAnthropicAPI,
     project: Path,
     loop: None,
 ) -> None:
     api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
-    run_print(claude_bin, project, claude_env, "Record it")
+    run_print("Record it")
     assert ran(api) == ASKS
     assert read_state(project)["criteriaStatus"] == {"tests pass": False}
 
 
 def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
-    claude_bin: Path,
-    claude_env: dict[str, str],
+    run_print: Callable[[str], dict[str, Any]],
     api: FakeAnthropicAPI,
     project: Path,
     cli: Cli,
@@ -68,7 +76,7 @@ def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
         [bash("ralphstate status")],
         [text("Done.\n\n<loop-complete>")],
     )
-    result = run_print(claude_bin, project, claude_env, "Record it")
+    result = run_print("Record it")
     assert result["result"] == "Done.\n\n<loop-complete>"
     outputs = [r for body in api.conversation() for r in tool_results(body)]
     assert "done: write the exporter" in outputs
@@ -81,8 +89,7 @@ def test_installed_rules_let_claude_p_record_progress_without_a_prompt(
 
 @pytest.mark.parametrize("command", ["ralphstate cancel", "ralphstate status && ralphstate cancel"])
 def test_a_command_only_the_person_runs_is_still_refused(
-    claude_bin: Path,
-    claude_env: dict[str, str],
+    run_print: Callable[[str], dict[str, Any]],
     api: FakeAnthropicAPI,
     project: Path,
     cli: Cli,
@@ -91,7 +98,7 @@ def test_a_command_only_the_person_runs_is_still_refused(
 ) -> None:
     cli("install")
     api.add_turns([bash(command)], [text("Refused.")])
-    run_print(claude_bin, project, claude_env, "Cancel it")
+    run_print("Cancel it")
     # (The Stop hook holds the unfinished loop until it pauses as a stall.)
     assert ran(api) == ASKS or ran(api).endswith("requires approval: ralphstate cancel")
     assert read_state(project)["status"] != "cancelled"
@@ -99,8 +106,7 @@ def test_a_command_only_the_person_runs_is_still_refused(
 
 
 def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
-    claude_bin: Path,
-    claude_env: dict[str, str],
+    run_print: Callable[[str], dict[str, Any]],
     api: FakeAnthropicAPI,
     project: Path,
     cli: Cli,
@@ -114,6 +120,6 @@ def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
     cli("uninstall")
     assert json.loads(settings.read_text()) == {"permissions": {"allow": mine}}
     api.add_turns([bash("ralphstate criteria set 'tests pass' true")], [text("Could not.")])
-    run_print(claude_bin, project, claude_env, "Record it")
+    run_print("Record it")
     assert ran(api) == ASKS
     assert read_state(project)["criteriaStatus"] == {"tests pass": False}

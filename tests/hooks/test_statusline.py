@@ -21,6 +21,7 @@ from ralphstate.hooks import statusline
 from ralphstate.install import statusline_setup
 from ralphstate.install.agents import hook_command, install_agent
 from tests.helpers import FIXTURES, run_process
+from tests.helpers.homes import bare_home
 from tests.helpers.loops import make_loop
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="runs commands with sh")
@@ -54,12 +55,7 @@ def root(tmp_path: Path) -> Path:
 def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A project nothing enforces a loop in: no agent's hooks, no plugin, in a home of
     its own."""
-    home = tmp_path / "home"
-    home.mkdir()
-    for name in ("HOME", "USERPROFILE"):
-        monkeypatch.setenv(name, str(home))
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"):
-        monkeypatch.delenv(name, raising=False)
+    bare_home(tmp_path, monkeypatch)
     path = tmp_path / "bare project"
     path.mkdir()
     return path

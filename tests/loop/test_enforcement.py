@@ -18,20 +18,13 @@ import pytest
 from ralphstate.install.agents import install_agent
 from ralphstate.loop.enforcement import MISSING
 from tests.helpers import run_process
+from tests.helpers.homes import bare_home
 
 
 @pytest.fixture
 def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home of its own with no Claude Code settings and no other agent's, and git
-    without the machine's configuration; a project directory in it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    for name in ("HOME", "USERPROFILE"):
-        monkeypatch.setenv(name, str(home))
-    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_HOME", "XDG_CONFIG_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    """A project directory in a home of its own where nothing enforces a loop."""
+    bare_home(tmp_path, monkeypatch)
     project = tmp_path / "my project"
     project.mkdir()
     return project
