@@ -1106,7 +1106,6 @@ def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> N
         (["statsu"], "status", "ralphstate"),
         (["criteria", "chek"], "check", "ralphstate criteria"),
         (["step", "dne"], "done", "ralphstate step"),
-        (["uninstal"], "uninstall", "ralphstate"),
     ],
 )
 def test_a_mistyped_command_in_a_real_process(

@@ -109,6 +109,12 @@ def test_uninstall_is_install_uninstall(
     assert "removed" in results[0][1]
 
 
+def test_a_mistyped_uninstall_is_offered_uninstall(project: Path) -> None:
+    done = run_process(["uninstal"], cwd=project)
+    assert done.returncode == 1
+    assert "'uninstall'" in done.stderr.decode()
+
+
 def test_the_plugin_s_command_writes_the_rules_alone() -> None:
     text = (REPO / "commands" / "allow.md").read_text()
     assert "disable-model-invocation: true" in text  # the person asks for it, not the model
