@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from ralphstate.install.agents import install_agent
-from ralphstate.loop.enforcement import MISSING
-from tests.helpers import run_process
+from ralphstate.loop.enforcement import ENV_PLUGIN, MISSING, RUNS, enforcer
+from ralphstate.run import runfiles
+from tests.helpers import REPO, run_process
 from tests.helpers.homes import bare_home
 
 
@@ -177,3 +178,36 @@ def test_a_loop_a_hook_file_does_not_enforce_is_still_missing(bare: Path) -> Non
     del data["hooks"]["Stop"]
     path.write_text(json.dumps(data))
     assert ralphstate(bare, "init", "x", "-c", "a")[-1] == MISSING
+
+
+# -- what counts -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "counts"),
+    [
+        ('"/venv/bin/python" -I -c "from ralphstate.hooks.entry import main; main()" stop', True),
+        ("& 'C:/py/python.exe' -I -c 'from ralphstate.hooks.entry import main; main()' stop", True),
+        ('"/home/me/.local/bin/ralphstate" hook stop --agent codex', True),
+        ("ralphstate hook stop", True),
+        ("python -m ralphstate hook stop", True),
+        ('"C:\\py\\python.exe" "C:\\src\\ralphstate\\hooks\\__main__.py" stop', True),
+        ('"/py" -I -c "from ralphstate.hooks.entry import main; main()" stop-failure', False),
+        ("ralphstate hook session-start", False),
+        ("echo ralphstate stop", False),
+    ],
+)
+def test_the_stop_hook_in_any_form_install_writes_or_wrote(
+    bare: Path, command: str, counts: bool
+) -> None:
+    path = bare / ".claude" / "settings.json"
+    path.parent.mkdir()
+    group = {"hooks": [{"type": "command", "command": command}]}
+    path.write_text(json.dumps({"hooks": {"Stop": [group]}}, indent=2))
+    assert (enforcer([str(bare)], None) is not None) is counts
+
+
+def test_the_names_agree_with_the_files_that_make_them() -> None:
+    assert RUNS == runfiles.RUNS_DIR
+    launcher = (REPO / "hooks" / "plugin_launcher.py").read_text()
+    assert f'ENV_PLUGIN = "{ENV_PLUGIN}"' in launcher
