@@ -117,18 +117,19 @@ def _refuse_while_run(loop: LoopPaths) -> None:
     from ralphstate.storage import locking
 
     path = loop.dir / RUN_LOCK
-    if not path.is_file():
-        return
     try:
-        with locking.hold(path, 0):
-            return
-    except locking.Held:
+        running = locking.held_elsewhere(path)
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not tell whether a `ralphstate run` is driving this loop: {path} could"
+            f" not be locked ({exc.strerror or type(exc).__name__}); stop any run here,"
+            " remove that file and try again."
+        ) from None
+    if running:
         raise RalphstateError(
             "a `ralphstate run` is driving this loop; stop it (Ctrl-C in its terminal)"
             " before you start another."
-        ) from None
-    except OSError:
-        return
+        )
 
 
 def _own_checks(checks: dict[str, str]) -> dict[str, str]:

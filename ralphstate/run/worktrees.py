@@ -16,8 +16,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
@@ -25,7 +23,7 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.storage import fsio, git, jsonstore, registry, trust
+from ralphstate.storage import fsio, git, jsonstore, locking, registry, trust
 from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 from ralphstate.storage.store import Store
 
@@ -430,16 +428,19 @@ def _loop_dirs(root: Path) -> list[str]:
 
 
 def _refuse_running(loop_dir: Path) -> None:
+    """RalphstateError while a `ralphstate run` drives the loop in `loop_dir`, or when
+    that cannot be told (its lock is asked as the store asks its own)."""
     lock_path = loop_dir / RUN_LOCK
-    if not lock_path.exists():
-        return
-    lock = filelock.FileLock(str(lock_path), timeout=0)
     try:
-        lock.acquire()
-    except filelock.Timeout:
+        running = locking.held_elsewhere(lock_path)
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not tell whether a `ralphstate run` is driving the loop in"
+            f" {loop_dir.parent}: {lock_path} could not be locked"
+            f" ({exc.strerror or type(exc).__name__}); stop any run there, remove that file"
+            " and try again."
+        ) from None
+    if running:
         raise RalphstateError(
             f"a `ralphstate run` is driving the loop in {loop_dir.parent}; stop it first."
-        ) from None
-    except OSError:
-        return
-    lock.release()
+        )

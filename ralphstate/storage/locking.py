@@ -1,5 +1,6 @@
 """The one lock ralphstate takes on a file: the state's, the registry's, the trust
-store's and `ralphstate run`'s.
+store's and `ralphstate run`'s, and the one way to ask whether another process holds
+it (`held_elsewhere`: `init --force` and `worktree remove` ask it of a run's).
 
 Where the file system has `flock` (every local one), it is filelock's `FileLock`: the
 kernel drops the lock with its process, so a lock file left by an earlier process is
@@ -69,6 +70,20 @@ def hold(path: Path, timeout: float) -> Iterator[None]:
             return
     with _soft(Path(str(path) + SOFT_SUFFIX), timeout):
         yield
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Whether another process holds the lock of `path` now, told by taking it as `hold`
+    does (flock, or the marker file where flock fails) and giving it back at once.
+    False when neither the lock file nor its marker is there (none is made); OSError
+    when it cannot be told."""
+    if not (os.path.lexists(path) or os.path.lexists(str(path) + SOFT_SUFFIX)):
+        return False
+    try:
+        with hold(path, 0):
+            return False
+    except Held:
+        return True
 
 
 # Lock files whose file system was found to have no flock, in this process.

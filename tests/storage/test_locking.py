@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ import pytest
 from ralphstate.core import state as st
 from ralphstate.storage import process, registry
 from ralphstate.storage.paths import LoopPaths
+from tests.helpers import run_agents
+from tests.helpers.gitrepo import init_repo, use_identity
 
 POSIX = pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX's")
 ERRNOS = [errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS]
@@ -145,3 +149,64 @@ def test_without_flock_a_lock_whose_owner_died_is_taken_over_and_a_live_one_is_n
     )
     assert marker.exists()
     assert orjson.loads((project / ".loop" / "state.json").read_bytes())["status"] == "in_progress"
+
+
+@POSIX
+@pytest.mark.parametrize("code", [0, *ERRNOS], ids=lambda c: errno.errorcode.get(c, "flock"))
+def test_a_runs_lock_is_asked_as_the_store_takes_its_own(
+    project: Path, rs: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """`worktree remove` and `init --force` refuse while a `ralphstate run` drives the
+    loop, in one line, whether or not flock works (0: it does): on NFS without its lock
+    daemon (ENOLCK) `worktree remove` once removed the worktree under the run, and
+    ENOSYS added a warning of filelock's before the refusal."""
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project, {"README": "the project\n", ".gitignore": ".loop/\n"})
+    assert rs("init", "Export invoices", "-c", "tests pass").code == 0
+    assert rs("worktree", "add", "alpha").code == 0
+    alpha = project.parent / f"{project.name}-worktrees" / "alpha"
+    record = tmp_path / "agent record"
+    record.mkdir()
+    monkeypatch.setenv("FAKE_AGENT_DIR", str(record))
+    agent = run_agents.command(run_agents.write(tmp_path / "agents"), "stdin", "hang")
+
+    # ralphstate on that file system (code 0: flock works)
+    argv = [sys.executable, "-c", COMMAND] if code else [sys.executable, "-m", "ralphstate"]
+    env = {**os.environ, "NO_FLOCK_ERRNO": str(code)}
+
+    def ralphstate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*argv, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60
+        )
+
+    runner = subprocess.Popen(
+        [*argv, "run", "--agent", agent],
+        cwd=alpha,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (record / "pid").exists():  # the agent runs: the run holds its lock
+            assert runner.poll() is None and time.monotonic() < deadline, runner.stderr
+            time.sleep(0.05)
+        removed = ralphstate("worktree", "remove", "alpha", cwd=project)
+        assert (removed.returncode, removed.stdout) == (1, "")
+        assert removed.stderr == (
+            f"ralphstate: a `ralphstate run` is driving the loop in {alpha}; stop it first.\n"
+        )
+        assert (alpha / ".loop" / "state.json").exists()
+        again = ralphstate("init", "--force", "Something else", "-c", "docs", cwd=alpha)
+        assert again.returncode == 1
+        assert again.stderr == (
+            "ralphstate: a `ralphstate run` is driving this loop; stop it (Ctrl-C in its"
+            " terminal) before you start another.\n"
+        )
+    finally:
+        runner.send_signal(signal.SIGINT)
+        _, err = runner.communicate(timeout=60)
+    assert runner.returncode == 3, err
+    removed = ralphstate("worktree", "remove", "alpha", cwd=project)
+    assert removed.returncode == 0, removed.stderr
+    assert not alpha.exists()
