@@ -153,17 +153,30 @@ def test_a_deleted_working_directory_is_one_sentence(tmp_path: Path) -> None:
         )
 
 
-def test_a_stop_without_a_reply_it_can_read_says_so(project: Path, isolated: Path) -> None:
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("missing.jsonl", "the transcript could not be read"),
+        # not a path at all: said the same way, never a silent block
+        (5, "its transcript_path is a number, not a path"),
+        (["a.jsonl"], "its transcript_path is a list, not a path"),
+        ({"file": "a.jsonl"}, "its transcript_path is an object, not a path"),
+        (True, "its transcript_path is true or false, not a path"),
+    ],
+)
+def test_a_stop_without_a_reply_it_can_read_says_so(
+    project: Path, isolated: Path, path: object, why: str
+) -> None:
     make_loop(project)
-    data = hook_input_for(project, transcript_path=str(project / "missing.jsonl"))
+    given = str(project / path) if isinstance(path, str) else path
+    data = hook_input_for(project, transcript_path=given)
     del data["last_assistant_message"]
     done = ralphstate(["hook", "stop"], project, input=orjson.dumps(data))
     assert done.code == 0
     assert orjson.loads(done.out)["decision"] == "block"
     assert done.text == (
         "ralphstate hook stop: the reply that ended the turn could not be read (no"
-        " last_assistant_message, and the transcript could not be read); it is taken to"
-        " hold no completion marker.\n"
+        f" last_assistant_message, and {why}); it is taken to hold no completion marker.\n"
     )
     log = (isolated / "log" / "ralphstate.log").read_text()
     assert "the reply that ended the turn could not be read" in log

@@ -155,12 +155,13 @@ def _reply(agent: Agent, hook_input: HookInput) -> str | None:
     """The reply that ended the turn (a transcript read, or Copilot's wait for its
     events file, costs time: asked only when a rule needs it, once)."""
     said = agent.last_message(hook_input)
-    if said is None and _unreadable(agent, hook_input):
+    why = _unreadable(agent, hook_input) if said is None else None
+    if why is not None:
         note(
             "stop",
             "the reply that ended the turn could not be read (no"
-            f" {agent.message_key or 'reply'}, and the transcript could not be"
-            " read); it is taken to hold no completion marker",
+            f" {agent.message_key or 'reply'}, and {why}); it is taken to hold no"
+            " completion marker",
         )
     return said
 
@@ -193,17 +194,24 @@ def _spent(
     return found
 
 
-def _unreadable(agent: Agent, hook_input: HookInput) -> bool:
-    """The input gives no reply, and names a transcript ralphstate cannot read."""
+def _unreadable(agent: Agent, hook_input: HookInput) -> str | None:
+    """What is wrong when the input gives no reply and its transcript cannot be read
+    (a path that is not there, or not a path at all); None otherwise."""
     if agent.message_key and agent.message_key in hook_input:
-        return False  # the reply was given (an empty one is no marker): no transcript read
+        return None  # the reply was given (an empty one is no marker): no transcript read
     path = hook_input.get(agent.transcript_key) if agent.transcript_key else None
-    if not isinstance(path, str) or not path:
-        return False
+    if path is not None and not isinstance(path, str):
+        kinds = {bool: "true or false", dict: "an object", list: "a list"}
+        kind = kinds.get(type(path), "a number")  # what else JSON holds
+        return f"its {agent.transcript_key} is {kind}, not a path"
+    if not path:
+        return None
     try:
-        return not Path(path).is_file() or not os.access(path, os.R_OK)
+        if Path(path).is_file() and os.access(path, os.R_OK):
+            return None
     except (OSError, ValueError):
-        return True
+        pass
+    return "the transcript could not be read"
 
 
 def _task_boxes(loop: paths.LoopPaths, state: st.State) -> list[Any] | None:
