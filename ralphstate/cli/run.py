@@ -142,7 +142,7 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 )
 @click.option(
     "--max-tokens",
-    type=click.IntRange(1),
+    type=click.IntRange(1, limits.MAX_USAGE_TOKENS),
     default=None,
     metavar="N",
     help="This run's budget: pause once its agents reported using this many tokens.",

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, TypeVar
 
+from ralphstate.core import limits
 from ralphstate.core.fields import Usage
 from ralphstate.core.state import State
+
+_N = TypeVar("_N", int, float)
 
 
 def spent(state: State) -> Usage:
@@ -18,13 +21,22 @@ def spent(state: State) -> Usage:
 
 
 def add_usage(state: State, tokens: int = 0, cost: float = 0.0, seconds: float = 0.0) -> None:
-    """Add one iteration's figures to the loop's `usage`."""
+    """Add one iteration's figures to the loop's `usage`; each sum stops growing at its
+    bound (`limits.MAX_USAGE_*`), so it stays a figure state.json can hold."""
     now = spent(state)
     state["usage"] = {
-        "tokens": now["tokens"] + max(0, tokens),
-        "cost": round(now["cost"] + max(0.0, cost), 6),
-        "seconds": round(now["seconds"] + max(0.0, seconds), 3),
+        "tokens": _sum(now["tokens"], tokens, limits.MAX_USAGE_TOKENS),
+        "cost": round(_sum(now["cost"], cost, limits.MAX_USAGE_COST), 6),
+        "seconds": round(_sum(now["seconds"], seconds, limits.MAX_USAGE_SECONDS), 3),
     }
+
+
+def _sum(total: _N, more: _N, most: _N) -> _N:
+    """`total + more` (`more` below zero or not a number counts as 0), at most `most`,
+    never below `total`: a hand-edited file may already hold more."""
+    if not more > 0:  # NaN too
+        return total
+    return max(total, min(total + more, most))
 
 
 def dollars(amount: float) -> str:

@@ -112,6 +112,26 @@ RUN_MAX_ITERATIONS = 10_000
 # How much of the end of an iteration's output is read for the agent's own report of
 # its tokens, cost and errors (`run/usage.py`, `run/ratelimits.py`).
 RUN_USAGE_TAIL_BYTES = 1024 * 1024
+# The figures of one iteration an agent's report gives (`run/usage.py`) and a history
+# line holds (`report/story.py`): tokens, a cost in US dollars, a duration in seconds.
+# One that is not a finite number from 0 up to its bound is not believed: the iteration
+# counts as not having reported it (`run` says so).
+MAX_ITERATION_TOKENS = 10**12
+MAX_ITERATION_COST = 1_000_000.0
+MAX_ITERATION_SECONDS = 366 * 86400.0
+# The loop's `usage` sums stop growing at these (the largest `max-tokens` budget is
+# MAX_USAGE_TOKENS), so no total ever becomes a figure state.json cannot hold.
+MAX_USAGE_TOKENS = 10**15
+MAX_USAGE_COST = 1_000_000_000.0
+MAX_USAGE_SECONDS = 100 * 366 * 86400.0
+# A usage limit's reset that an agent says lies further away than this is read as this
+# far: the run pauses rather than wait (it waits a day at most, run/ratelimits.py).
+MAX_RESET_SECONDS = 366 * 86400.0
+# The longest prompt `--prompt-mode arg` passes: one argument of at most 128 KiB with
+# its terminating NUL (Linux's MAX_ARG_STRLEN; macOS allows more, Windows 32,767
+# characters for the whole command line).
+RUN_ARG_PROMPT_BYTES = 128 * 1024 - 1
+RUN_ARG_PROMPT_CHARS_WINDOWS = 30_000
 # How much of .loop/lessons.md goes into every run prompt and the SessionStart
 # restore (its end: the newest lessons).
 LESSONS_CHARS = 4000

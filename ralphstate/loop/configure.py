@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import budgets
+from ralphstate.core import budgets, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
@@ -80,7 +80,7 @@ def _message(text: str) -> str | None:
 
 
 # The most `max-tokens` takes: as much as `ralphstate run --max-tokens` does.
-MAX_TOKENS = 10**15
+MAX_TOKENS = limits.MAX_USAGE_TOKENS
 
 
 def _tokens(text: str) -> int | None:

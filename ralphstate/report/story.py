@@ -5,12 +5,13 @@ render it; none of them reads a file or the network."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ralphstate.core import queries
+from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.decide import OUTCOMES
 
@@ -108,14 +109,19 @@ def parse_time(at: object) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
-def _number(value: object) -> float | None:
+def _number(value: object, most: float) -> float | None:
+    """A figure a history line holds: a number from 0 to `most` (limits.MAX_ITERATION_*),
+    else None (not known): a line from a clone or a hand edit cannot make a total
+    infinite."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    return float(value) if 0 <= value <= most else None  # NaN: neither
 
 
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= limits.MAX_ITERATION_TOKENS else None
 
 
 def money(cost: float) -> str:
@@ -190,10 +196,10 @@ def _iteration(
             number,
             "run",
             at,
-            _number(event.get("duration")),
+            _number(event.get("duration"), limits.MAX_ITERATION_SECONDS),
             str(event.get("result", "")),
             str(event.get("decision", "")),
-            _number(event.get("cost")),
+            _number(event.get("cost"), limits.MAX_ITERATION_COST),
             tokens=_count(event.get("tokens")),
         )
     duration = None
@@ -250,8 +256,8 @@ def short(commit: object) -> str:
 
 
 def seconds(value: float | None) -> str:
-    """`4.2s`, `3m12s`, `1h05m`; `?` when not known."""
-    if value is None:
+    """`4.2s`, `3m12s`, `1h05m`; `?` when not known (or not a finite number)."""
+    if value is None or not math.isfinite(value):
         return "?"
     if value < 60:
         return f"{value:.1f}s"

@@ -18,6 +18,10 @@ from ralphstate.storage import registry
 from ralphstate.storage.store import Event, Store
 
 
+class Unrecorded(RalphstateError):
+    """What an iteration spent could not be written into the state."""
+
+
 class Stopped(Exception):
     """The loop left `in_progress` from outside the run (paused, cancelled, complete)."""
 
@@ -135,7 +139,8 @@ def account(
     failure: str | None,
 ) -> st.State:
     """What the iteration spent goes into the loop's `usage`; a failed iteration
-    into the state's bounded `errors` list. Returns the state afterwards."""
+    into the state's bounded `errors` list. Returns the state afterwards; Unrecorded
+    when the state could not be written (the run cannot hold its budgets without it)."""
 
     def change(current: st.State, events: list[Event]) -> st.State:
         spend(current, agent, figures)
@@ -148,8 +153,11 @@ def account(
         return ctx.store.update(change)
     except NoLoop:
         raise  # deleted or replaced: the run ends `ended_outside`
-    except RalphstateError:
-        return ctx.state if ctx.state is not None else ctx.store.load()
+    except RalphstateError as exc:
+        raise Unrecorded(
+            f"what iteration {number} spent could not be recorded, so the run stops before"
+            f" its budgets go unheld: {str(exc).rstrip('.')}."
+        ) from None
 
 
 def spend(state: st.State, agent: spawn.AgentRun, figures: usage.Usage | None) -> None:

@@ -162,6 +162,24 @@ def failed(ctx: Context, message: str) -> Outcome:
     return ended(ctx, "error", None, message)
 
 
+def unfinished(ctx: Context, iteration: tuple[int, int] | None) -> None:
+    """The iteration an error cut short (the run's count, the loop's), counted in and
+    not yet recorded: recorded with the decision `error`."""
+    if iteration is not None:
+        run, number = iteration
+        ctx.note([{"event": "run_iteration", "run": run, "decision": "error"}], number=number)
+
+
+def broke(ctx: Context, exc: Exception) -> Outcome:
+    """An error nobody foresaw ended the run: its traceback goes to the log, and the
+    run ends as `failed` says, naming it."""
+    from ralphstate.storage import logs
+
+    where = logs.write("ralphstate run: unexpected error", exc)
+    tail = f"; details in {where}" if where else ""
+    return failed(ctx, f"unexpected error ({type(exc).__name__}: {clip(str(exc), 300)}){tail}.")
+
+
 def ended(
     ctx: Context, outcome: RunOutcome, reason: str | None, error: str | None = None
 ) -> Outcome:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ralphstate.agents import table
+from ralphstate.core import limits
 from ralphstate.run.usage import Usage
 
 # usage_limit: the plan's quota is used up until a reset; rate_limit: too many requests
@@ -152,11 +153,14 @@ _UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
 def reset_time(text: str, now: dt.datetime) -> dt.datetime | None:
-    """When the message says the limit resets, as an aware UTC time, or None."""
+    """When the message says the limit resets, as an aware UTC time, or None; at most
+    `limits.MAX_RESET_SECONDS` from `now` (a reset said to lie further away is read as
+    that far)."""
+    latest = now + dt.timedelta(seconds=limits.MAX_RESET_SECONDS)
     for reader in _READERS:
         found = reader(text, now)
         if found is not None:
-            return found
+            return min(found, latest)
     return None
 
 
@@ -164,6 +168,7 @@ def _epoch(text: str, now: dt.datetime) -> dt.datetime | None:
     found = _EPOCH.search(text)
     if found is None:
         return None
+    # at most 11 digits: year 5138 at the latest, a date Python can hold
     return dt.datetime.fromtimestamp(int(found.group(1)), dt.timezone.utc)
 
 
@@ -202,10 +207,10 @@ def _date(text: str, now: dt.datetime) -> dt.datetime | None:
             _hour(int(found.group(4)), found.group(6)),
             int(found.group(5)),
             tzinfo=_local(now, None),
-        )
-    except ValueError:
+        ).astimezone(dt.timezone.utc)
+    except (ValueError, OverflowError):  # no such date, or past the last one (9999)
         return None
-    return local.astimezone(dt.timezone.utc)
+    return local
 
 
 def _clock(text: str, now: dt.datetime) -> dt.datetime | None:
@@ -231,6 +236,8 @@ def _span(text: str, now: dt.datetime) -> dt.datetime | None:
     seconds = 0.0
     for number, unit in _PART.findall(found.group(1)):
         seconds += float(number) * _UNIT[unit[0].lower()]
+    # "try again in 3000000 days" is past any date: bounded before it becomes one
+    seconds = min(seconds, limits.MAX_RESET_SECONDS)
     return now + dt.timedelta(seconds=seconds) if seconds else None
 
 

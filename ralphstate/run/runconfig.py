@@ -195,7 +195,7 @@ def _max_cost(config: RunConfig, value: Any, bad: Callable[[str], RalphstateErro
 
 
 def _max_tokens(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
-    config.max_tokens = _whole(value, 1, 10**15, bad)
+    config.max_tokens = _whole(value, 1, limits.MAX_USAGE_TOKENS, bad)
 
 
 def _max_duration(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:

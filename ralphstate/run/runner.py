@@ -12,6 +12,7 @@ This module is the outline; each step it takes lives in a module of its own.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     store = ownloop.LoopStore(store, state["loopId"])  # never another loop's
     bookkeeping.check_trusted(store, state)
     check_trusted(store, plan)
+    agentrun.check_passable(store, plan, state)
     argv = resolve_program(plan, store.paths.root)
     chain = [argv] + [
         resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks
@@ -117,8 +119,12 @@ class _Run:
         # left it as it was.
         self.seen: tuple[str, str | None] = ("", None)
         self.quiet = 0
+        # The iteration counted in and not yet recorded: (the run's count, the loop's).
+        self.open: tuple[int, int] | None = None
 
     def go(self) -> Outcome:
+        """The run, to its ending: whatever ends it, ralphstate's error or one nobody
+        foresaw, is recorded (`run_finished`) and pauses the loop with its reason."""
         try:
             return self._loop()
         except KeyboardInterrupt:
@@ -128,7 +134,11 @@ class _Run:
         except NoLoop as exc:
             return endings.gone(self.ctx, exc)
         except RalphstateError as exc:
+            endings.unfinished(self.ctx, self.open)
             return endings.failed(self.ctx, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a run never ends without saying why
+            endings.unfinished(self.ctx, self.open)
+            return endings.broke(self.ctx, exc)
 
     def _loop(self) -> Outcome:
         ctx = self.ctx
@@ -161,10 +171,13 @@ class _Run:
         to run it again (a limit)."""
         ctx = self.ctx
         state = bookkeeping.start_iteration(ctx, run)
+        self.open = (run, state["iteration"])
         text = agentrun.prompt_for(ctx, run, state, self.notes, self.previous)
         argv = with_budget(self.agents.argv, self.allowance.left(state, "cost"))
         agent = self._run_agent(run, state, argv, text)
         figures = usage.read(ctx.log)
+        for doubt in figures.doubted if figures else ():
+            ctx.report.line(f"  {doubt}")
         facts = IterationFacts(interrupted=bool(ctx.interrupts.count))
         ended = _Ended(run, state["iteration"], agent, figures, state, state, facts)
         verdict = decide_iteration(facts)
@@ -263,7 +276,8 @@ class _Run:
         """Do what the verdict says."""
         ctx = self.ctx
         if verdict.decision == "user":
-            bookkeeping.account(ctx, ended.number, ended.agent, ended.figures, None)
+            with contextlib.suppress(bookkeeping.Unrecorded):  # Ctrl-C: the person is there
+                bookkeeping.account(ctx, ended.number, ended.agent, ended.figures, None)
             self._record(ended, "user", ended.before)
             return endings.finish(ctx, "paused", "user")
         if verdict.ending == "error":
@@ -332,6 +346,7 @@ class _Run:
         return False
 
     def _record(self, ended: _Ended, decision: IterationDecision, state: st.State) -> None:
+        self.open = None
         progress.record(
             self.ctx,
             ended.run,

@@ -14,7 +14,7 @@ reports nothing gets None (its iteration has a duration only).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,8 @@ class Usage:
     # status, ...), when it says.
     error: str | None = None
     error_kind: str | None = None
+    # The figures it reported past their bounds, left out (`believed`), as sentences.
+    doubted: tuple[str, ...] = ()
 
 
 def tail(path: Path, size: int = limits.RUN_USAGE_TAIL_BYTES) -> str:
@@ -83,8 +85,27 @@ def parse(text: str) -> Usage | None:
     for agent in table.every().values():
         report = agent.run_report(found) if agent.run_report is not None else None
         if report is not None:
-            return Usage(agent.name, *report)
+            return believed(Usage(agent.name, *report))
     return None
+
+
+def believed(found: Usage) -> Usage:
+    """`found` without the figures no iteration can have spent (past
+    `limits.MAX_ITERATION_TOKENS` or `limits.MAX_ITERATION_COST`, or not a finite
+    number from 0): each left out, as if not reported, and said in `doubted`."""
+    tokens, cost, doubted = found.tokens, found.cost, list(found.doubted)
+    if not 0 <= tokens <= limits.MAX_ITERATION_TOKENS:
+        most = f"{limits.MAX_ITERATION_TOKENS:,} tokens"
+        doubted.append(f"the agent reported more than {most} for one iteration")
+        tokens = 0
+    if cost is not None and not 0 <= cost <= limits.MAX_ITERATION_COST:  # NaN too
+        most = f"${limits.MAX_ITERATION_COST:,.0f}"
+        doubted.append(f"the agent reported a cost of more than {most} for one iteration")
+        cost = None
+    if not doubted:
+        return found
+    said = tuple(f"{d}, which is not believed: it is not counted" for d in doubted)
+    return replace(found, tokens=tokens, cost=cost, doubted=said)
 
 
 def read(path: Path) -> Usage | None:

@@ -4,9 +4,12 @@ outputs, the other shapes they print, and when each may try again."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import time
 
 import pytest
 
+from ralphstate.core import limits
 from ralphstate.run import ratelimits, usage
 from tests.helpers import FIXTURES
 
@@ -161,3 +164,33 @@ def test_how_long_to_wait() -> None:
     waits = [ratelimits.wait_for(busy, n, NOW) for n in range(1, 10)]
     assert waits[:3] == [60, 120, 240]
     assert max(w for w in waits if w is not None) == ratelimits.BACKOFF_MOST
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "try again in 3000000 days",
+        "retry after 99999999999999999999 hours",
+        f"retry in {'9' * 400} seconds",  # a float of that is infinite
+        "Claude AI usage limit reached|99999999999",
+    ],
+)
+def test_a_reset_past_its_bound_is_read_as_that_far_and_not_waited_for(text: str) -> None:
+    latest = NOW + dt.timedelta(seconds=limits.MAX_RESET_SECONDS)
+    assert ratelimits.reset_time(text, NOW) == latest
+    assert ratelimits.wait_for(ratelimits.Limit("usage_limit", text, latest), 1, NOW) is None
+
+
+@pytest.mark.skipif(not hasattr(time, "tzset"), reason="time.tzset is POSIX's")
+def test_a_date_past_the_last_one_python_holds_is_no_reset() -> None:
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "America/Los_Angeles"  # 9999-12-31 23:59 here is year 10000 in UTC
+    time.tzset()
+    try:
+        assert ratelimits.reset_time("try again at Dec 31, 9999 11:59 pm", NOW) is None
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
