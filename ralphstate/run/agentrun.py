@@ -6,17 +6,16 @@ limit), the prompt it gets, and its process, whose output goes to the iteration'
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.run import (
     agentoutput,
     agentpid,
+    argprompt,
     progress,
     prompt,
     runconfig,
@@ -25,9 +24,7 @@ from ralphstate.run import (
     usage,
 )
 from ralphstate.run.context import Context
-from ralphstate.run.plan import Plan
 from ralphstate.storage import lessons
-from ralphstate.storage.store import Store
 
 
 class Chain:
@@ -67,9 +64,9 @@ def run_agent(
     (RalphstateError; the run records the iteration's decision `error`)."""
     paths = ctx.store.paths
     ctx.report.line(progress.heading(state, run, ctx.plan.limit))
-    problem = unpassable(text) if ctx.plan.prompt_mode == "arg" else None
-    if problem is not None:  # the loop changed since the run began: it ends here
-        raise RalphstateError(f"iteration {state['iteration']}: {_refusal(problem, [])}")
+    refused = argprompt.refusal(ctx.store, ctx.plan, text)
+    if refused is not None:  # the loop changed since the run began: it ends here
+        raise RalphstateError(f"iteration {state['iteration']}: {refused}")
     env = dict(os.environ)
     env[ENV_RUNNER] = "1"
     runs = paths.dir / runfiles.RUNS_DIR
@@ -134,62 +131,6 @@ def prompt_for(
         previous=previous,
         lessons=lessons.read(paths.dir),
         commits=ctx.plan.commit,
-    )
-
-
-def check_passable(store: Store, plan: Plan, state: st.State) -> None:
-    """`--prompt-mode arg`: RalphstateError, before the first iteration, when the prompt
-    could not be passed as an argument (a NUL in it, or too long for one)."""
-    if plan.prompt_mode != "arg":
-        return
-    context = prompt.read_context(plan.context, store.paths.root)
-    found = lessons.read(store.paths.dir)
-    text = prompt.assemble(
-        state,
-        iteration=1,
-        limit=plan.limit,
-        notes=prompt.recent_notes(store, state),
-        context=context,
-        lessons=found,
-        commits=plan.commit,
-    )
-    problem = unpassable(text)
-    if problem is not None:
-        sources = [(f"the context file {f.name}", f.text) for f in context]
-        sources.append((f".loop/{lessons.LESSONS}", found or ""))
-        raise RalphstateError(_refusal(problem, sources))
-
-
-def unpassable(text: str) -> str | None:
-    """Why `text` cannot be one argument of a process (None: it can): a NUL ends an
-    argument, and one argument holds at most `limits.RUN_ARG_PROMPT_BYTES` (Windows:
-    its whole command line, `limits.RUN_ARG_PROMPT_CHARS_WINDOWS` characters)."""
-    if "\0" in text:
-        return "nul"
-    if sys.platform == "win32":
-        size, most, unit = len(text), limits.RUN_ARG_PROMPT_CHARS_WINDOWS, "characters"
-    else:
-        size, most = len(text.encode("utf-8", "surrogateescape")), limits.RUN_ARG_PROMPT_BYTES
-        unit = "bytes"
-    if size > most:
-        return f"it is {size:,} {unit}, more than the {most:,} one argument may hold"
-    return None
-
-
-def _refusal(problem: str, sources: list[tuple[str, str]]) -> str:
-    """The sentence that refuses a prompt `unpassable` found `problem` with, naming the
-    first of `sources` (name, text) that holds the NUL."""
-    if problem != "nul":
-        fix = "use --prompt-mode stdin or file, or give fewer --context files"
-        return f"--prompt-mode arg cannot pass the prompt as an argument: {problem}; {fix}."
-    where = next((name for name, text in sources if "\0" in text), None)
-    if where is None:
-        held = "it holds a NUL character (the loop's spec, criteria, steps or notes); remove it"
-    else:
-        held = f"{where} holds a NUL character (is it UTF-16?); save it as UTF-8"
-    return (
-        f"--prompt-mode arg cannot pass the prompt as an argument: {held},"
-        " or use --prompt-mode stdin or file."
     )
 
 

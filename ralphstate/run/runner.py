@@ -23,6 +23,7 @@ from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.run import (
     agentpid,
     agentrun,
+    argprompt,
     awake,
     bookkeeping,
     endings,
@@ -60,7 +61,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     store = ownloop.LoopStore(store, state["loopId"])  # never another loop's
     bookkeeping.check_trusted(store, state)
     check_trusted(store, plan)
-    agentrun.check_passable(store, plan, state)
+    argprompt.check(store, plan, state)
     argv = resolve_program(plan, store.paths.root)
     chain = [argv] + [
         resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks

@@ -14,7 +14,7 @@ import pytest
 from ralphstate.core import budgets, limits
 from ralphstate.core import state as st
 from ralphstate.report import story
-from ralphstate.run import agentrun, ratelimits, usage
+from ralphstate.run import argprompt, ratelimits, usage
 
 NOW = dt.datetime(2026, 12, 31, 22, 0, tzinfo=dt.timezone.utc)
 
@@ -78,11 +78,11 @@ def test_run_arg_prompt_bytes() -> None:
         most, unit = limits.RUN_ARG_PROMPT_CHARS_WINDOWS, "characters"
     else:
         most, unit = limits.RUN_ARG_PROMPT_BYTES, "bytes"
-    assert agentrun.unpassable("x" * most) is None
-    assert agentrun.unpassable("x" * (most + 1)) == (
+    assert argprompt.unpassable("x" * most) is None
+    assert argprompt.unpassable("x" * (most + 1)) == (
         f"it is {most + 1:,} {unit}, more than the {most:,} one argument may hold"
     )
-    assert agentrun.unpassable("a\x00b") == "nul"
+    assert argprompt.unpassable("a\x00b") == "nul"
 
 
 def test_max_iteration_seconds_in_the_report() -> None:

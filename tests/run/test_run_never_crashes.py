@@ -139,9 +139,9 @@ def test_a_nul_that_comes_during_the_run_ends_it_recorded_and_paused(
 
     assert done.returncode == 1
     assert done.stderr.decode().splitlines()[-1] == (
-        "ralphstate: iteration 2: --prompt-mode arg cannot pass the prompt as an argument: it"
-        " holds a NUL character (the loop's spec, criteria, steps or notes); remove it, or use"
-        " --prompt-mode stdin or file."
+        "ralphstate: iteration 2: --prompt-mode arg cannot pass the prompt as an argument:"
+        " .loop/lessons.md holds a NUL character; remove it, or use --prompt-mode stdin or"
+        " file."
     )
     iterations = [(e["iteration"], e["decision"]) for e in history(project, "run_iteration")]
     assert iterations == [(1, "continue"), (2, "error")]
