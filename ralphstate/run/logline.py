@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ralphstate.core import limits
 from ralphstate.core.actor import describe
 from ralphstate.core.render import clip
 from ralphstate.core.text import noun, visible
@@ -72,9 +73,18 @@ def _quoted(found: object) -> str:
 
 
 def _seconds(found: object) -> str:
+    """A duration a history line holds; `?` past any a loop can take (a hand edit)."""
     from ralphstate.run.result import format_duration
 
-    return format_duration(float(found)) if isinstance(found, int | float) else "?"
+    seconds = _figure(found, limits.MAX_USAGE_SECONDS)
+    return "?" if seconds is None else format_duration(seconds)
+
+
+def _figure(found: object, most: float) -> float | None:
+    """A number from 0 to `most` (core/limits.py) a history line holds, else None."""
+    if isinstance(found, bool) or not isinstance(found, int | float):
+        return None
+    return float(found) if 0 <= found <= most else None
 
 
 def _rest(details: Entry, *known: str) -> list[str]:
@@ -121,10 +131,12 @@ def _iteration(d: Entry) -> str:
     ):
         if isinstance(d.get(total), int):
             parts.append(f"{d.get(done, '?')}/{d[total]} {noun(d[total], what)}")
-    if isinstance(d.get("tokens"), int):
-        parts.append(f"{d['tokens']:,} tokens")
-    if isinstance(d.get("cost"), int | float):
-        parts.append(f"${d['cost']:.4f}")
+    tokens = d.get("tokens")
+    if isinstance(tokens, int) and _figure(tokens, limits.MAX_ITERATION_TOKENS) is not None:
+        parts.append(f"{tokens:,} tokens")
+    cost = _figure(d.get("cost"), limits.MAX_ITERATION_COST)
+    if cost is not None:
+        parts.append(f"${cost:.4f}")
     parts += [words for key, words in _FLAGS if d.get(key)]
     if d.get("noProgress"):
         parts.append(f"no progress {d['noProgress']}")

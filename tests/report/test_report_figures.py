@@ -1,4 +1,4 @@
-"""`ralphstate report` over a history whose figures no iteration can have: a line from
+"""`ralphstate report` and `log` over a history whose figures no iteration can have: a line from
 a clone or a hand edit (two durations of 1e308 once made every format fail with an
 unexpected error). Each figure past its bound (core/limits.py) reads as not known."""
 
@@ -67,3 +67,18 @@ def test_figures_past_their_bounds_read_as_not_known(rs: Any, project: Path, for
         page = (project / ".loop" / "report.html").read_text()
         assert "3 iterations in 12.5s · 1,200 tokens · cost $0.2500" in page
         assert re.search(r"e\+308|\binf\b|Infinity|NaN", page) is None
+
+
+def test_log_reads_figures_past_their_bounds_as_not_known(rs: Any, project: Path) -> None:
+    assert rs("init", "Build the parser", "-c", "tests pass").code == 0
+    loop_id = orjson.loads((project / ".loop" / "state.json").read_bytes())["loopId"]
+    absurd_iterations(project, loop_id)
+    done = run_process(["log", "-n", "3"], cwd=project)
+
+    assert (done.returncode, done.stderr) == (0, b"")
+    said = [line.split("run_iteration", 1)[1].strip() for line in done.stdout.decode().splitlines()]
+    assert said == [
+        "run 1: exit 0 in ?, then continue",
+        "run 2: exit 0 in ?, then continue",
+        "run 3: exit 0 in 12s, then continue · 1,200 tokens · $0.2500",
+    ]
