@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,26 @@ def cli(project: Path, claude_env: dict[str, str]) -> Cli:
         return done
 
     return run
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Wheels of ralphstate's dependencies, its build backend and pytest (a newcomer's
+    project runs its tests with it), for an offline pip."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"], "pytest"]
+    where = tmp_path_factory.mktemp("wheels")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *wanted],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"could not gather the wheels the plugin's build needs:\n{done.stderr}")
+    return where

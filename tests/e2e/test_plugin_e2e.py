@@ -33,28 +33,6 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 300
 
 
-@pytest.fixture(scope="session")
-def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Wheels of ralphstate's dependencies and its build backend, for an offline pip."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())
-    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
-    where = tmp_path_factory.mktemp("wheels")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *wanted],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"could not gather the wheels the plugin's build needs:\n{done.stderr}")
-    return where
-
-
 @pytest.fixture
 def plugin_env(tmp_path: Path, claude_env: dict[str, str], wheelhouse: Path) -> dict[str, str]:
     """The client's environment with a `python3` that cannot import ralphstate (the

@@ -1,0 +1,177 @@
+"""A newcomer's first loop, from the README alone: a scratch HOME, this checkout
+installed as the README says (not editable), the README's own commands in its order,
+and the real Claude Code client against the scripted API.
+
+The commands are read from the README itself (the `sh` block after "Then, in your
+project:"), so a README that stops working fails here. The scripted model then does
+what a goal-seeking agent does on a first night: it claims every criterion and says
+it is done; the check catches the false claim and the Stop hook sends it back; it
+fixes the code, and the loop completes, proven. The client runs without
+`--allowedTools`: the agent's own `ralphstate` commands must run on the allow rules
+`ralphstate install` wrote (`--permission-mode acceptEdits` stands in for the person
+who approves the fix's edit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_support import claude_client_env, run_client
+from fake_api import FEEDBACK, FakeAnthropicAPI, bash, text, texts, tool_use
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+
+BUGGY = 'def rows_to_csv(rows):\n    return "\\n".join(",".join(r) for r in rows)\n'
+FIXED = (
+    "def rows_to_csv(rows):\n"
+    '    return "".join(",".join(str(c) for c in r) + "\\n" for r in rows)\n'
+)
+TEST = (
+    "from exporter import rows_to_csv\n\n\n"
+    "def test_numbers_and_a_final_newline():\n"
+    '    assert rows_to_csv([["a", 1], ["b", 2]]) == "a,1\\nb,2\\n"\n'
+)
+
+
+def readme_commands(after: str) -> list[str]:
+    """The commands of the README's first `sh` block after the line `after`, with
+    continuation lines joined and comments left out."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index(after)
+    block = re.search(r"```sh\n(.*?)```", text[start:], re.DOTALL)
+    assert block is not None, f"no sh block after {after!r} in the README"
+    joined = block.group(1).replace("\\\n", " ")
+    commands = []
+    for line in joined.splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            commands.append(shlex.join(words))
+    return commands
+
+
+@pytest.fixture
+def newcomer(tmp_path: Path, wheelhouse: Path) -> dict[str, Any]:
+    """A new environment with this checkout installed by the README's pip line, a
+    scratch HOME, and a small git project whose one test fails."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    home = tmp_path / "home"
+    home.mkdir()
+    path = os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
+    offline = {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wheelhouse),
+        "PIP_CONFIG_FILE": os.devnull,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
+    shell = {**os.environ, **offline, "HOME": str(home), "PATH": path}
+    shell.pop("RALPHSTATE_HOME", None)  # the newcomer's own per-user store, under HOME
+    shell.pop("VIRTUAL_ENV", None)
+    # The README: "python3 -m pip install .  # into the virtual environment that is active"
+    [pip_line] = [c for c in readme_commands("**As a command**") if "pip install" in c]
+    installed = subprocess.run(
+        pip_line + " --quiet",
+        shell=True,
+        cwd=REPO,
+        env=shell,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert installed.returncode == 0, installed.stderr
+    # The project's own test runner, as the newcomer's project would have it.
+    subprocess.run(
+        [str(bindir / "python"), "-m", "pip", "install", "--quiet", "pytest"],
+        env=shell,
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "exporter.py").write_text(BUGGY)
+    (project / "test_exporter.py").write_text(TEST)
+    git = ["git", "-c", "user.name=me", "-c", "user.email=me@example.com"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "the exporter"]):
+        subprocess.run([*git, *args], cwd=project, check=True, timeout=60, env=shell)
+    return {"project": project, "home": home, "env": shell, "path": path}
+
+
+def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
+    newcomer: dict[str, Any], claude_bin: Path, api: FakeAnthropicAPI, tmp_path: Path
+) -> None:
+    project: Path = newcomer["project"]
+    commands = readme_commands("Then, in your project:")
+    assert [c.split()[:2] for c in commands] == [
+        ["ralphstate", "install"],
+        ["ralphstate", "init"],
+        ["ralphstate", "verify"],
+        ["claude"],
+    ], commands
+    said = {}
+    for command in commands[:-1]:
+        done = subprocess.run(
+            command,
+            shell=True,
+            cwd=project,
+            env=newcomer["env"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        said[command.split()[1]] = done
+    assert said["install"].returncode == 0, said["install"].stderr
+    assert said["init"].returncode == 0, said["init"].stderr
+    # Before any work the check fails: the claim "tests pass" would be sent back.
+    assert said["verify"].returncode != 0 and "FAIL" in said["verify"].stdout, said["verify"]
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    criteria, steps = state["criteria"], state["steps"]
+
+    # `claude`, as a night would run it: the model claims everything and says it is done.
+    claims = [bash(f"ralphstate criteria set {shlex.quote(c)} true") for c in criteria]
+    done_steps = [bash(f"ralphstate step done {shlex.quote(s)}") for s in steps]
+    api.add_turns(
+        *[[call] for call in claims + done_steps],
+        [text("The CSV export is done and the tests pass.\n\n<loop-complete>")],
+        # Sent back with the failing check: it fixes the code and proves it.
+        [tool_use("Read", file_path=str(project / "exporter.py"))],
+        [tool_use("Write", file_path=str(project / "exporter.py"), content=FIXED)],
+        [bash("ralphstate verify")],
+        [text("Fixed the exporter; `ralphstate verify` passes.\n\n<loop-complete>")],
+    )
+    env = claude_client_env(
+        newcomer["path"], newcomer["home"], tmp_path / "client-tmp", api.base_url
+    )
+    (tmp_path / "client-tmp").mkdir()
+    argv = [str(claude_bin), "-p", "Add CSV export to the report page", "--output-format"]
+    argv += ["json", "--permission-mode", "acceptEdits"]
+    ran = run_client(argv, project, env, timeout=180)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    assert result.get("permission_denials") == [], result.get("permission_denials")
+
+    backs = [
+        said.removeprefix(FEEDBACK)
+        for body in api.conversation()
+        for said in texts(body, "user")[-1:]
+        if said.startswith(FEEDBACK)
+    ]
+    assert any(
+        "ralphstate ran the checks and 1 failed" in said and "tests pass" in said for said in backs
+    ), backs
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state["status"] == "complete", state
+    assert state["evidence"]["tests pass"]["result"] == "verified"
+    assert (project / "exporter.py").read_text() == FIXED
