@@ -20,6 +20,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,15 @@ FIXED = (
     "def rows_to_csv(rows):\n"
     '    return "".join(",".join(str(c) for c in r) + "\\n" for r in rows)\n'
 )
+# A unittest case, which pytest runs too: the plugin path's check is `python3 -m
+# unittest`, for a python3 that has no pytest.
 TEST = (
-    "from exporter import rows_to_csv\n\n\n"
-    "def test_numbers_and_a_final_newline():\n"
-    '    assert rows_to_csv([["a", 1], ["b", 2]]) == "a,1\\nb,2\\n"\n'
+    "import unittest\n\nfrom exporter import rows_to_csv\n\n\n"
+    "class ExportTest(unittest.TestCase):\n"
+    "    def test_numbers_and_a_final_newline(self):\n"
+    '        self.assertEqual(rows_to_csv([["a", 1], ["b", 2]]), "a,1\\nb,2\\n")\n'
 )
+BUILD_TIMEOUT = 300
 
 
 def readme_commands(after: str) -> list[str]:
@@ -99,14 +104,41 @@ def newcomer(tmp_path: Path, wheelhouse: Path) -> dict[str, Any]:
         timeout=300,
         capture_output=True,
     )
-    project = tmp_path / "project"
+    project = small_project(tmp_path / "project", shell)
+    return {"project": project, "home": home, "env": shell, "path": path}
+
+
+def small_project(project: Path, env: dict[str, str]) -> Path:
+    """A git project whose one test fails: the exporter leaves out the final newline
+    and fails on numbers."""
     project.mkdir()
     (project / "exporter.py").write_text(BUGGY)
     (project / "test_exporter.py").write_text(TEST)
     git = ["git", "-c", "user.name=me", "-c", "user.email=me@example.com"]
     for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "the exporter"]):
-        subprocess.run([*git, *args], cwd=project, check=True, timeout=60, env=shell)
-    return {"project": project, "home": home, "env": shell, "path": path}
+        subprocess.run([*git, *args], cwd=project, check=True, timeout=60, env=env)
+    return project
+
+
+def fix_and_finish(project: Path) -> list[list[dict[str, Any]]]:
+    """The model's turns once the Stop hook sent it back with the failing check: it
+    fixes the code and proves it."""
+    return [
+        [tool_use("Read", file_path=str(project / "exporter.py"))],
+        [tool_use("Write", file_path=str(project / "exporter.py"), content=FIXED)],
+        [bash("ralphstate verify")],
+        [text("Fixed the exporter; `ralphstate verify` passes.\n\n<loop-complete>")],
+    ]
+
+
+def sent_back(api: FakeAnthropicAPI) -> list[str]:
+    """Every block reason the Stop hook sent the model."""
+    return [
+        said.removeprefix(FEEDBACK)
+        for body in api.conversation()
+        for said in texts(body, "user")[-1:]
+        if said.startswith(FEEDBACK)
+    ]
 
 
 def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
@@ -145,11 +177,7 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     api.add_turns(
         *[[call] for call in claims + done_steps],
         [text("The CSV export is done and the tests pass.\n\n<loop-complete>")],
-        # Sent back with the failing check: it fixes the code and proves it.
-        [tool_use("Read", file_path=str(project / "exporter.py"))],
-        [tool_use("Write", file_path=str(project / "exporter.py"), content=FIXED)],
-        [bash("ralphstate verify")],
-        [text("Fixed the exporter; `ralphstate verify` passes.\n\n<loop-complete>")],
+        *fix_and_finish(project),
     )
     env = claude_client_env(
         newcomer["path"], newcomer["home"], tmp_path / "client-tmp", api.base_url
@@ -162,12 +190,7 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     result = json.loads(ran.stdout)
     assert result.get("permission_denials") == [], result.get("permission_denials")
 
-    backs = [
-        said.removeprefix(FEEDBACK)
-        for body in api.conversation()
-        for said in texts(body, "user")[-1:]
-        if said.startswith(FEEDBACK)
-    ]
+    backs = sent_back(api)
     assert any(
         "ralphstate ran the checks and 1 failed" in said and "tests pass" in said for said in backs
     ), backs
@@ -175,3 +198,90 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert state["status"] == "complete", state
     assert state["evidence"]["tests pass"]["result"] == "verified"
     assert (project / "exporter.py").read_text() == FIXED
+
+
+def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop(
+    tmp_path: Path,
+    claude_bin: Path,
+    api: FakeAnthropicAPI,
+    home: Path,
+    plugin_env: dict[str, str],
+) -> None:
+    """The README's plugin path: its two commands typed in the checkout (as it is,
+    `.venv` and all), the first session that builds the plugin's environment,
+    `/ralphstate:allow` once in the project, then `/ralphstate:start`: the model starts
+    the loop with a check (the person approves `init`, here `--allowedTools`) and,
+    blocked on what only the person may do, pauses; the person trusts the check and
+    resumes from a terminal, and the next session's false claim is caught by the
+    check before the loop completes, proven."""
+
+    def claude(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        done = run_client([str(claude_bin), *args], cwd, plugin_env, timeout)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    readme = README.read_text(encoding="utf-8")
+    block = re.search(r"```sh\n(claude plugin marketplace add.*?)```", readme, re.DOTALL)
+    assert block is not None, "the README's plugin commands"
+    for line in block.group(1).splitlines():
+        words = shlex.split(line.replace('"$PWD"', shlex.quote(str(REPO))), comments=True)
+        assert words[0] == "claude", line
+        claude(*words[1:], cwd=REPO)
+    copy = home / ".claude" / "plugins" / "cache" / "ralphstate" / "ralphstate"
+    [version_dir] = list(copy.iterdir())
+    person_bin = version_dir / "bin" / "ralphstate"
+
+    project = small_project(tmp_path / "project", plugin_env)
+    # First use: the plugin builds its environment while the session goes on.
+    api.add_turns([text("Hello.")])
+    claude("-p", "hello", "--output-format", "json", cwd=project)
+    venv = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate" / "venv"
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while not (venv / "ralphstate-plugin-version").exists():
+        assert time.monotonic() < deadline, "the plugin's environment was not built in time"
+        time.sleep(0.5)
+
+    api.add_turns([text("Allowed.")])
+    claude("-p", "/ralphstate:allow", "--output-format", "json", cwd=project)
+
+    init = (
+        'ralphstate init "Add CSV export to the report page"'
+        ' --check "tests pass" "python3 -m unittest -q"'
+        ' -c "export button downloads a CSV" -s "write the exporter"'
+    )
+    api.add_turns(
+        [bash("ralphstate status")],
+        [bash(init)],
+        [bash("ralphstate trust")],  # only a person may: refused here, nobody can answer
+        # Blocked on what only the person can do, as /ralphstate:start says.
+        [bash('ralphstate pause --reason "trust the check: ralphstate trust"')],
+        [text("The loop is set up; please trust its check with `ralphstate trust`.")],
+    )
+    start = ["-p", "/ralphstate:start Add CSV export to the report page"]
+    start += ["--output-format", "json", "--allowedTools", "Bash(ralphstate init:*)"]
+    claude(*start, cwd=project, timeout=180)
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state["checks"] == {"tests pass": "python3 -m unittest -q"}, state
+    assert state["status"] == "paused", state
+    # The person reads the check, trusts it and lets the loop go on, in a terminal.
+    for args in (["trust"], ["resume"]):
+        done = run_client([str(person_bin), *args], project, plugin_env, BUILD_TIMEOUT)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    # The next session takes the loop; the model claims everything at once.
+    api.add_turns(
+        [bash("ralphstate criteria set 'tests pass' true")],
+        [bash("ralphstate criteria set 'export button downloads a CSV' true")],
+        [bash("ralphstate step done 'write the exporter'")],
+        [text("The CSV export is done.\n\n<loop-complete>")],
+        *fix_and_finish(project),
+    )
+    carry = ["-p", "Carry on with the loop.", "--output-format", "json"]
+    carry += ["--permission-mode", "acceptEdits"]
+    ran = claude(*carry, cwd=project, timeout=180)
+    assert json.loads(ran.stdout).get("permission_denials") == [], ran.stdout
+    backs = sent_back(api)
+    assert any("ralphstate ran the checks and 1 failed" in said for said in backs), backs
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state["status"] == "complete", state
+    assert state["evidence"]["tests pass"]["result"] == "verified"

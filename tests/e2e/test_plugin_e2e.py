@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -31,36 +30,6 @@ pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 300
-
-
-@pytest.fixture
-def plugin_env(tmp_path: Path, claude_env: dict[str, str], wheelhouse: Path) -> dict[str, str]:
-    """The client's environment with a `python3` that cannot import ralphstate (the
-    interpreter this one was made from, without site-packages) and an offline pip."""
-    interpreters = tmp_path / "interpreters"
-    interpreters.mkdir()
-    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    python3 = interpreters / "python3"
-    python3.write_text(f'#!/bin/sh\nexec "{base}" -S "$@"\n')
-    python3.chmod(0o755)
-    env = dict(claude_env)
-    env.update(
-        PATH=os.pathsep.join([str(interpreters), "/usr/local/bin", "/usr/bin", "/bin"]),
-        PIP_NO_INDEX="1",
-        PIP_FIND_LINKS=str(wheelhouse),
-        PIP_CONFIG_FILE=os.devnull,
-        PIP_DISABLE_PIP_VERSION_CHECK="1",
-    )
-    # Run from elsewhere: the checkout's own directory holds the package.
-    probe = subprocess.run(
-        [str(python3), "-c", "import ralphstate"],
-        env=env,
-        capture_output=True,
-        timeout=30,
-        cwd=tmp_path,
-    )
-    assert probe.returncode != 0, "the plain python3 must not import ralphstate"
-    return env
 
 
 def person(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
