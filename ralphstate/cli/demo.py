@@ -126,6 +126,9 @@ def run(echo: Callable[[str], None]) -> int:
             "each stop. Each stop it blocks begins an iteration; `ralphstate log` numbers\n"
             "its lines by the iteration they happened in.\n"
         )
+        # The scratch project gets the hooks, as `ralphstate install` writes them in a real
+        # one (its own .claude/settings.local.json): the demo's stops are those hooks.
+        cli(["install", "--no-allow"], person)
         echo(f"$ {_shown(init)}\n{cli(init, person)}\n")
         for turn, (files, commands, reply) in enumerate(SCRIPT):
             echo(f"--- iteration {turn} ---" if turn else "--- the session's first turn ---")

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-from tests.helpers import Result
+import pytest
+
+from tests.helpers import Result, run_process
+from tests.helpers.homes import bare_home
 
 
 def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
@@ -50,3 +54,18 @@ def test_the_demo_numbers_its_turns_as_the_loop_counts_iterations(rs: Any) -> No
     log = out.split("$ ralphstate log\n", 1)[1]
     work = [line.split()[1] for line in log.splitlines() if "step_done" in line]
     assert work == ["#1", "#1"]  # done in the section "iteration 1"
+
+
+def test_the_demo_in_a_bare_home_is_not_told_that_nothing_enforces_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's first command on a fresh machine: the demo's scratch project has the
+    hooks its stops run, so `init` there does not say that nothing enforces the loop,
+    and the person's home is left as it was."""
+    home = bare_home(tmp_path, monkeypatch)
+    done = run_process(["demo"], cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "started a loop in .loop/state.json" in out
+    assert "nothing enforces" not in out + done.stderr.decode()
+    assert sorted(p.name for p in home.iterdir()) == []
