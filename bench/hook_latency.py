@@ -49,6 +49,9 @@ lowest and the highest, and the goal. The rows:
   (200 MB) beside an untracked 2 GiB (sparse) file that grows a byte before each run,
   against the same without it: the evidence snapshot does not read an untracked file
   past its size limit, so its cost stays flat in untracked bytes;
+- scale: SessionStart restoring a loop of 50,000 criteria (half met) against one of 10,
+  and `ralphstate list` of 1,000 loops against 10 (each in a git repository): linear
+  renders, and `list` reads a state file a loop and starts no git;
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -79,6 +82,7 @@ from pathlib import Path
 
 from processes import BIG, SESSION, Proc, hook_input, run
 from repositories import big_untracked, clean_rooms
+from scale import big_loops
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WINDOWS = os.name == "nt"
@@ -308,6 +312,7 @@ def cases(
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
         *clean_rooms(base, rs, env, owned, stop),
         big_untracked(base, rs, env),
+        *big_loops(base, rs, env, owned, start),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]

@@ -415,6 +415,11 @@ def list_(as_json: bool, prune: bool) -> None:
       ralphstate list --prune
     """
     rows = listing.list_loops(prune)
+    from ralphstate.storage import registry
+
+    unusable = registry.problem()
+    if unusable:  # never an empty list without a word
+        output.error(unusable)
     if as_json:
         output.json(rows)
         return

@@ -25,6 +25,7 @@ from ralphstate.core.limits import (
     MAX_TASK_ID_CHARS,
     MAX_TASK_SUBJECT_CHARS,
 )
+from ralphstate.core.typos import near_miss
 
 # What backs a criterion's status: its check passed or failed, or someone said so.
 EvidenceResult = Literal["verified", "claimed", "failing"]
@@ -192,23 +193,14 @@ def _criteria(raw: dict[str, Any]) -> tuple[list[str], dict[str, bool]]:
         if not isinstance(value, bool):
             raise Invalid(f"criteriaStatus[{name!r}] must be true or false, not {value!r}")
     _no_blank("criteriaStatus", status_map)
-    for name in (n for n in status_map if listed and n not in listed):
-        _not_a_typo(name, listed)
-    return list(dict.fromkeys([*listed, *status_map])), dict(status_map)
-
-
-def _not_a_typo(name: str, listed: list[str]) -> None:
-    """A key of `criteriaStatus` missing from a `criteria` list adds a criterion, unless
-    it is that close to a listed one (a hand edit's typo): then Invalid says which."""
-    import difflib
-
-    folded = {c.casefold(): c for c in listed}
-    close = difflib.get_close_matches(name.casefold(), list(folded), n=1, cutoff=0.75)
-    if close:
+    known = set(listed)  # one lookup a key: scanning the list for each was quadratic
+    typo = near_miss([n for n in status_map if known and n not in known], listed)
+    if typo:  # a hand edit's typo would add a criterion
         raise Invalid(
-            f"criteriaStatus[{name!r}] is not in 'criteria'; did you mean"
-            f" {folded[close[0]]!r}? (a new criterion goes in 'criteria' too)"
+            f"criteriaStatus[{typo[0]!r}] is not in 'criteria'; did you mean"
+            f" {typo[1]!r}? (a new criterion goes in 'criteria' too)"
         )
+    return list(dict.fromkeys([*listed, *status_map])), dict(status_map)
 
 
 def _timeouts(raw: dict[str, Any]) -> dict[str, float]:

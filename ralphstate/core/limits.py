@@ -5,6 +5,10 @@ from __future__ import annotations
 # The most read of a per-user JSON file (the loop registry, the trust store); a larger
 # one cannot be used, and is kept aside when it would be rewritten.
 MAX_USER_FILE_BYTES = 8 * 1024 * 1024
+# The most loops the per-user registry keeps (an entry is at most about 1.5 KB, so the
+# file stays well under MAX_USER_FILE_BYTES); recording one more forgets first the loops
+# whose directory is gone, then the finished ones, then those updated longest ago.
+MAX_REGISTRY_LOOPS = 2000
 # The most read of a settings file ralphstate reads but does not own (`.loop/config.toml`,
 # `[tool.ralphstate.run]` in pyproject.toml, an agent's settings JSON); a larger one is
 # refused. Templates (`init --from`) are bounded by MAX_STATE_BYTES.

@@ -36,7 +36,7 @@ def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
             )
         from ralphstate.storage import git  # loops side by side: each on its own branch
 
-        row["branch"] = git.branch(root)
+        row["branch"] = git.head_branch(root)
     else:
         row["status"] = "gone"
     return row

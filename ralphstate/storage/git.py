@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import children, scratch
+from ralphstate.storage import children, fsio, scratch
 from ralphstate.storage.paths import LoopPaths
 
 # The id of the tree with nothing in it (a repository before its first commit).
@@ -104,6 +104,31 @@ def head(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
 def branch(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
     """The branch checked out in `root`, or None (detached HEAD, not a repository)."""
     return _line(["symbolic-ref", "--quiet", "--short", "HEAD"], root, timeout)
+
+
+def head_branch(root: Path | str) -> str | None:
+    """The branch checked out in `root`, read from the repository's HEAD file rather than
+    asked of git (`list` names one for each of a thousand loops): None outside a
+    repository, on a detached HEAD, or where HEAD cannot be read as a plain file."""
+    here = Path(root).resolve()
+    for folder in (here, *here.parents):
+        dot = folder / ".git"
+        try:
+            if dot.is_file():  # a worktree or submodule: `gitdir: PATH`
+                with fsio.open_regular(dot) as handle:
+                    pointer = handle.read(4096).decode("utf-8", "replace").strip()
+                if not pointer.startswith("gitdir:"):
+                    return None
+                dot = (folder / pointer.removeprefix("gitdir:").strip()).resolve()
+            elif not dot.is_dir():
+                continue
+            with fsio.open_regular(dot / "HEAD") as handle:
+                head = handle.read(4096).decode("utf-8", "replace").strip()
+        except OSError:
+            return None
+        prefix = "ref: refs/heads/"
+        return head.removeprefix(prefix) if head.startswith(prefix) else None
+    return None
 
 
 def toplevel(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> Path | None:

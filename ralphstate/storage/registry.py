@@ -9,9 +9,10 @@ The hooks use this to tell a loop made here from one that arrived with a clone.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from ralphstate.core import clock
+from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import State
 from ralphstate.storage import home, jsonstore
@@ -90,16 +91,70 @@ def _summary(state: State) -> Entry:
 
 
 def _change(key: str, new: Entry | None) -> None:
-    """Record `new` over the entry of `key` (None: forget it); RalphstateError when the
-    registry cannot be written."""
+    """Record `new` over the entry of `key` (None: forget it), keeping the registry to
+    `limits.MAX_REGISTRY_LOOPS` loops (`_bounded`); RalphstateError when the registry
+    cannot be written."""
+    forgotten: list[str] = []
 
     def edit(loops: dict[str, Entry]) -> None:
         if new is None:
             loops.pop(key, None)
         else:
             loops[key] = {**loops.get(key, {}), **new}
+            forgotten[:] = _bounded(loops, key)
 
     jsonstore.change(_path(), "the loop registry", edit)
+    if forgotten:  # said, never silent: these loops are strangers to the hooks now
+        sys.stderr.write(
+            f"ralphstate: the loop registry keeps at most {limits.MAX_REGISTRY_LOOPS} loops;"
+            f" it forgot {len(forgotten)} (gone, finished or updated longest ago), first"
+            f" {forgotten[0]}.\n"
+        )
+
+
+# Forgotten first when the registry is full: loops whose directory is gone, then the
+# finished ones, then the rest; in each group the one updated longest ago first.
+_FINISHED = ("complete", "cancelled")
+
+
+def _bounded(loops: dict[str, Entry], keep: str) -> list[str]:
+    """Forget loops until at most `limits.MAX_REGISTRY_LOOPS` are left, never `keep`;
+    the loop directories forgotten."""
+    over = len(loops) - limits.MAX_REGISTRY_LOOPS
+    if over <= 0:
+        return []
+
+    def order(item: tuple[str, Entry]) -> tuple[int, str]:
+        path, entry = item
+        group = 0 if not Path(path).is_dir() else 1 if entry.get("status") in _FINISHED else 2
+        return group, str(entry.get("updatedAt") or "")
+
+    candidates = sorted((item for item in loops.items() if item[0] != keep), key=order)
+    gone = [path for path, _ in candidates[:over]]
+    for path in gone:
+        del loops[path]
+    return gone
+
+
+def problem() -> str | None:
+    """One sentence when the registry file exists but cannot be used (larger than
+    `limits.MAX_USER_FILE_BYTES`, or not the registry's JSON): every loop reads as
+    unknown until it is written again, when the file is kept aside."""
+    try:
+        path = _path()
+        size = path.stat().st_size
+    except (OSError, home.NoHome):
+        return None
+    if size > limits.MAX_USER_FILE_BYTES:
+        why = f"it is larger than {limits.MAX_USER_FILE_BYTES // (1024 * 1024)} MiB"
+    elif jsonstore.read(path) == {} and size > 64:
+        why = "it is not a registry ralphstate can read"
+    else:
+        return None
+    return (
+        f"the loop registry {path} cannot be used ({why}), so no loop is known here;"
+        " the next `ralphstate init` or `adopt` keeps it aside and starts a new one."
+    )
 
 
 def record(paths: LoopPaths, state: State, claude_pid: str | None = None) -> None:
