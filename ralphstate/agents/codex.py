@@ -10,7 +10,7 @@ shell commands the session in `CODEX_SESSION_ID` (and `CODEX_THREAD_ID`). Under
 
 from __future__ import annotations
 
-from ralphstate.agents.contract import Agent, HookFile, command_handler, tokens
+from ralphstate.agents.contract import Agent, HookCommand, HookFile, command_handler, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +41,19 @@ def report(found: list[dict[str, Any]]) -> Report | None:
     return spent, None, error, "turn.failed" if error else None
 
 
+# Codex gives a SessionEnd hook at most 3 s and warns about a longer `timeout` at every
+# exit (the pinned client 0.169.0: "... sessionend hook timeout to 3s in .../hooks.json").
+SESSION_END_MOST = 3
+
+
+def _handler(command: HookCommand) -> dict[str, object]:
+    """Claude Code's handler shape, with the SessionEnd time Codex allows."""
+    handler = command_handler(command)
+    if command.sub == "session-end":
+        handler["timeout"] = min(command.seconds, SESSION_END_MOST)
+    return handler
+
+
 AGENT = Agent(
     name="codex",
     title="Codex CLI",
@@ -59,7 +72,7 @@ AGENT = Agent(
             "PreCompact": "pre-compact",
             "SessionEnd": "session-end",
         },
-        handler=command_handler,
+        handler=_handler,
         matcher_events=frozenset({"SessionStart", "PreCompact"}),
         # Codex runs a hook only once the person trusted it (by its hash: a changed
         # command is new again), and a project's hooks only in a trusted project; an

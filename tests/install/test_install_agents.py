@@ -63,7 +63,7 @@ EXPECTED: dict[str, tuple[str, dict[str, Any]]] = {
                 "Stop": grouped("stop", "codex", 180, False),
                 "SessionStart": grouped("session-start", "codex", 30, True),
                 "PreCompact": grouped("pre-compact", "codex", 30, True),
-                "SessionEnd": grouped("session-end", "codex", 10, False),
+                "SessionEnd": grouped("session-end", "codex", 3, False),  # Codex allows 3 s,
             }
         },
     ),
