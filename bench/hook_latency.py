@@ -52,6 +52,11 @@ lowest and the highest, and the goal. The rows:
 - scale: SessionStart restoring a loop of 50,000 criteria (half met) against one of 10,
   and `ralphstate list` of 1,000 loops against 10 (each in a git repository): linear
   renders, and `list` reads a state file a loop and starts no git;
+- long suites: the Stop hook at a claim, on new code, whose check's last run (3 s) is
+  longer than the stop's budget (2 s here): left to `ralphstate verify` and never
+  started, against the Stop hook blocking an unmet criterion (goal: a block's cost, not
+  the suite's); `ralphstate verify` of 50 checks of `sleep 0.2`, side by side, against
+  one `sleep 0.2` (goal: the time of a few of them, not of 50);
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -83,6 +88,7 @@ from pathlib import Path
 from processes import BIG, SESSION, Proc, hook_input, run
 from repositories import big_untracked, clean_rooms
 from scale import big_loops
+from suites import long_suites
 
 CHECKOUT = Path(__file__).resolve().parent.parent
 WINDOWS = os.name == "nt"
@@ -313,6 +319,7 @@ def cases(
         *clean_rooms(base, rs, env, owned, stop),
         big_untracked(base, rs, env),
         *big_loops(base, rs, env, owned, start),
+        *long_suites(base, rs, env, owned, stop),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]

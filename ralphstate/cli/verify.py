@@ -16,7 +16,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
 from ralphstate.storage.store import Store
-from ralphstate.verify import checks, execute
+from ralphstate.verify import checks, execute, onecheck
 
 EXIT_INTERRUPTED = 130
 
@@ -30,7 +30,7 @@ def _seconds(value: float | None) -> float | None:
     return value
 
 
-def result_lines(result: execute.CheckResult) -> list[str]:
+def result_lines(result: onecheck.CheckResult) -> list[str]:
     """One line for a check, then, when it failed, the end of its output, indented."""
     took = f"{result.duration_ms / 1000:.1f}s"
     name = visible(result.criterion)
@@ -40,6 +40,23 @@ def result_lines(result: execute.CheckResult) -> list[str]:
     lines = [f"{word}  {name}  ({took}, {result.summary})"]
     lines += ["    " + line for line in result.output_tail.splitlines()]
     return lines
+
+
+def _interrupted(exc: KeyboardInterrupt, shown: int) -> str:
+    """What `verify` says when it was interrupted: what it stopped, what it kept."""
+    from ralphstate.verify import pool
+
+    finished = len(exc.finished) if isinstance(exc, pool.Interrupted) else shown
+    stopped = len(exc.unfinished) if isinstance(exc, pool.Interrupted) else 1
+    if stopped == 1:
+        return (
+            "interrupted; the running check was stopped and nothing was recorded"
+            f" for it ({finished} finished before it were recorded)."
+        )
+    return (
+        f"interrupted; {stopped} checks were stopped or not started, and nothing was"
+        f" recorded for them ({finished} finished before were recorded)."
+    )
 
 
 @click.command(context_settings=SETTINGS)
@@ -81,24 +98,21 @@ def verify_command(
     """
     _seconds(timeout)
     store = locate()
-    done: list[execute.CheckResult] = []
+    done: list[onecheck.CheckResult] = []
 
-    def show(result: execute.CheckResult) -> None:
+    def show(result: onecheck.CheckResult) -> None:
         done.append(result)
         if not as_json:
             for line in result_lines(result):
                 output.text(line)
 
     try:
-        with execute.terminate_as_interrupt():
+        with onecheck.terminate_as_interrupt():
             results = execute.run_checks(
                 store, list(names) or None, timeout, progress=show, clean=clean
             )
-    except KeyboardInterrupt:
-        output.error(
-            "interrupted; the running check was stopped and nothing was recorded"
-            f" for it ({len(done)} finished before it were recorded)."
-        )
+    except KeyboardInterrupt as exc:
+        output.error(_interrupted(exc, len(done)))
         raise SystemExit(EXIT_INTERRUPTED) from None
     if not results:
         raise RalphstateError(
@@ -194,6 +208,11 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
                         worktree of the files git tracks (default: on in a git
                         repository; `off` runs them in the project, as `status`
                         shows)
+      verify-budget     seconds the Stop hook may spend running checks at a
+                        claimed completion (default 120; 0: none); checks that
+                        do not fit are left to `ralphstate verify`
+      verify-jobs       how many checks run at once (default: the processors,
+                        at least 16)
       max-cost          the loop's cost budget in US dollars, or none
       max-tokens        the loop's token budget, or none: the loop pauses once
                         its usage reaches it (inside a session too)
@@ -211,6 +230,7 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       ralphstate config max-iterations 40
       ralphstate config verify-on-stop true
       ralphstate config clean-verify off
+      ralphstate config verify-budget 60
       ralphstate config continue-message ""
       ralphstate config max-cost 20
       ralphstate config max-duration none
@@ -268,32 +288,48 @@ def _config_guard(store: Store, values: tuple[str, ...]) -> None:
     help="The check must fail once before a pass counts (red before green); --no-expect-fail"
     " takes that back, which a person must approve when an agent does it.",
 )
+@click.option(
+    "--alone/--not-alone",
+    default=None,
+    help="The check runs with no other check beside it (it shares a port, a database or"
+    " a build directory with them); --not-alone lets it run beside them again.",
+)
 def criteria_check(
-    name: str, command: str | None, timeout: float | None, remove: bool, expect_fail: bool | None
+    name: str,
+    command: str | None,
+    timeout: float | None,
+    remove: bool,
+    expect_fail: bool | None,
+    alone: bool | None,
 ) -> None:
     """Show, set or remove the shell command that verifies a criterion.
 
     NAME may be the criterion's number. The command runs in the project root with
     `ralphstate verify` (and, with verify-on-stop, before the loop may end); exit code
-    0 means the criterion is met. A check set here stays trusted on this machine when
-    the loop's checks were trusted before.
+    0 means the criterion is met. Checks run side by side; one given --alone runs with
+    none beside it. A check set here stays trusted on this machine when the loop's
+    checks were trusted before.
 
     \b
     Example:
       ralphstate criteria check "tests pass" "pytest -q"
       ralphstate criteria check "tests pass" --timeout 900
       ralphstate criteria check "parser handles tabs" "pytest -q -k tabs" --expect-fail
+      ralphstate criteria check "e2e pass" --alone
       ralphstate criteria check "tests pass"
       ralphstate criteria check "tests pass" --remove
     """
     store = locate()
+    settings = (timeout, expect_fail, alone)
     if remove and (command is not None or timeout is not None or expect_fail is not None):
         raise RalphstateError("--remove takes no command, no --timeout and no --expect-fail.")
-    if command is None and timeout is None and not remove and expect_fail is None:
+    if remove and alone is not None:
+        raise RalphstateError("--remove takes no --alone: the check goes, and its setting too.")
+    if command is None and all(v is None for v in settings) and not remove:
         output.text(checks.describe(store.load(), name))
         return
     found, new = checks.set_check(
-        store, name, command, timeout=timeout, remove=remove, expect_fail=expect_fail
+        store, name, command, timeout=timeout, remove=remove, expect_fail=expect_fail, alone=alone
     )
     output.text(
         f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from ralphstate.core import budgets, fields, ownership, queries, render, stall
+from ralphstate.core import budgets, fields, leftchecks, ownership, queries, render, stall
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 from ralphstate.core.proof import Pending, completion_note, paused_review
@@ -35,6 +35,7 @@ Rule = Literal[
     "review",
     "verify",
     "untrusted_checks",
+    "verify_yourself",
     "complete",
 ]
 Event = dict[str, object]
@@ -169,6 +170,11 @@ OUTCOMES: dict[Rule, Outcome] = {
         notice="loop paused: its checks are not trusted on this machine",
         colour=PURPLE,
     ),
+    "verify_yourself": Outcome(
+        "a claimed completion some of whose checks cannot finish within the stop's budget",
+        "the reason names them, blames nothing, and gives the `ralphstate verify` command",
+        block=True,
+    ),
     "complete": Outcome(
         "a claimed completion",
         "a `systemMessage` saying what proved each criterion",
@@ -192,16 +198,19 @@ class Decision:
 
 
 class Checked:
-    """What the hook's run of the loop's checks found at this stop, already applied to
-    the state: the checks that failed (they open a block's reason), or that the checks
-    are not trusted here and none ran."""
+    """What the hook's run of the loop's checks found at this stop, applied to the state:
+    the checks that failed, that they are not trusted here, or what it `left` the model."""
 
-    __slots__ = ("failures", "untrusted")
+    __slots__ = ("failures", "left", "untrusted")
 
     def __init__(
-        self, failures: Sequence[render.CheckFailure] = (), untrusted: bool = False
+        self,
+        failures: Sequence[render.CheckFailure] = (),
+        untrusted: bool = False,
+        left: Any = None,
     ) -> None:
         self.failures, self.untrusted = failures, untrusted
+        self.left = left if left is not None and left.deferred else None
 
 
 class _Read:
@@ -364,6 +373,8 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
         return made.done("untrusted_checks", render.paused_untrusted(new))
     if checked is None and (verifies_on_stop(new) or facts.stale(new)):
         return Decision("verify")
+    if checked is not None and checked.left:  # proves nothing either way: the model runs them
+        return _block(made, [], False, (fingerprint, counts), checked)
     new["lastProgress"] = fingerprint
     return made.done("complete", render.completed(new) + completion_note(pending))
 
@@ -388,12 +399,18 @@ def _block(
         reason = render.block_unmet(new, unmet, failures)
     elif missing:
         rule, reason = "no_criteria", render.block_no_criteria(new)
+    elif checked is not None and checked.left:
+        rule, reason = "verify_yourself", ""
     else:
         rule, reason = "no_marker", render.block_marker(new)
+    details: Event = {"unmet": unmet} if unmet else {}
+    if checked is not None and checked.left:  # said first: they are not to blame
+        reason = leftchecks.reason(new, checked.left, reason)
+        details["left"] = [d.criterion for d in checked.left.deferred][:20]
     fingerprint, counts = progress
     new["iteration"] += 1
     stall.count(new, fingerprint, counts)
-    return made.done(rule, reason, {"unmet": unmet} if unmet else None)
+    return made.done(rule, reason, details or None)
 
 
 class _Deciding:

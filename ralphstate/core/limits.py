@@ -98,6 +98,13 @@ STOP_HOOK_TIMEOUT = 180
 # hook's `timeout` in a settings file raises it): room for a slow start on a busy
 # machine, and no more, since the client waits for it as it exits.
 SESSION_END_HOOK_TIMEOUT = 10
+# The most a loop may give its Stop hook for checks (`verifyBudget`; above the default,
+# the agent's own timeout for the hook must be raised with it).
+MAX_STOP_VERIFY_BUDGET = 3600.0
+# How many checks run at once (`verifyJobs`): by default the processors, at least
+# MIN_CHECK_JOBS; a loop may ask for 1 to MAX_CHECK_JOBS.
+MIN_CHECK_JOBS = 16
+MAX_CHECK_JOBS = 64
 # How much of a block reason the failing checks' output may take, all together.
 MAX_REASON_OUTPUT_CHARS = 2400
 # `ralphstate run`: the spec, each criterion or step, and how many of each, as the

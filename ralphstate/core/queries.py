@@ -3,7 +3,8 @@ proofs went stale, whether the Stop hook verifies a claim, whether a person must
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from ralphstate.core.limits import MAX_PROBLEM_CHARS
 from ralphstate.core.state import State
@@ -76,4 +77,42 @@ def stale(state: State, tree: str | None) -> list[str]:
             and evidence.get("tree") not in (None, tree)
         ):
             found.append(name)
+    return found
+
+
+def fresh(
+    state: State,
+    names: list[str],
+    tree: str | None,
+    clean_tree: str | None,
+    passes: Mapping[str, Any],
+) -> list[str]:
+    """Of `names`, the criteria whose check passed on the code the work tree holds now,
+    so that a stop need not run it again: verified by its current command on the tree
+    `tree` (the work tree's id now; None: not known, so none is), and, when
+    `clean_tree` is given (the checks run in a clean room of that tree), in a clean room
+    of that tree. `passes` is the ledger's `lastPass` (core/redgreen.py), kept outside
+    the project: evidence in state.json that it does not hold, written by hand, is not
+    taken."""
+    if tree is None:
+        return []
+    found = []
+    for name in names:
+        evidence = state["evidence"].get(name, {})
+        command = state["checks"].get(name)
+        last = passes.get(name)
+        if (
+            command is None
+            or standing(state, name) != "verified"
+            or not isinstance(last, Mapping)
+            or (evidence.get("command"), evidence.get("tree")) != (command, tree)
+            or (last.get("command"), last.get("tree")) != (command, tree)
+        ):
+            continue
+        if clean_tree is not None and not (
+            evidence.get("clean") is True
+            and evidence.get("cleanTree") == clean_tree == last.get("cleanTree")
+        ):
+            continue
+        found.append(name)
     return found

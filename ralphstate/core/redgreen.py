@@ -7,6 +7,11 @@ loop's ledger (storage/ledger.py), outside the project: `firsts[criterion]` is
 `{"passed", "at", "command", "iteration", "tree", "steps", "by"}` (`steps`: how many
 steps were done, `by`: the kind of actor that ran it), and `failedOnce[criterion]` is
 the command of a check that has failed at least once. A new command starts again.
+`lastPass[criterion]` is `{"command", "tree", "cleanTree"}` of the check's last pass
+that counted (nothing after a failure): the Stop hook runs a check again only when the
+code changed since (`queries.fresh`), and a pass written into state.json by hand is not
+one. `lastRun[criterion]` is `{"command", "ms"}`: how long its last run took, which says
+whether it can fit a stop's budget (verify/fitting.py).
 
 A criterion is **already true** when its check's first result passed before the loop
 did any work: on the tree the loop started on (git), or, where no tree tells, at
@@ -45,6 +50,10 @@ class Outcome(NamedTuple):
     command: str
     passed: bool
     tree: str | None
+    # The tree of the clean room it ran in; None: it ran in the project.
+    clean_tree: str | None = None
+    # How long it ran, in milliseconds.
+    duration_ms: int | None = None
 
 
 def _table(entry: Entry | None, key: str) -> dict[str, Any]:
@@ -92,6 +101,7 @@ def noted(
     command, and the commands that failed. An outcome whose criterion is gone, or whose
     check is no longer the command it ran, is left out."""
     firsts, failed = _table(entry, "firsts"), _table(entry, "failedOnce")
+    passes, took = _table(entry, "lastPass"), _table(entry, "lastRun")
     for outcome in outcomes:
         name, command = outcome.criterion, outcome.command
         if name not in state["criteria"] or state["checks"].get(name) != command:
@@ -107,11 +117,19 @@ def noted(
                 "steps": len(state["completedSteps"]),
                 "by": by,
             }
+        if outcome.duration_ms is not None:
+            took[name] = {"command": command, "ms": outcome.duration_ms}
         if not outcome.passed:
             failed[name] = command
+            passes.pop(name, None)
+        elif name not in expect_fail(state, entry) or failed.get(name) == command:
+            passes[name] = {"command": command, "tree": outcome.tree}
+            passes[name]["cleanTree"] = outcome.clean_tree
     new = dict(entry)
     new["firsts"] = _bounded(firsts, state)
     new["failedOnce"] = _bounded(failed, state)
+    new["lastPass"] = _bounded(passes, state)
+    new["lastRun"] = _bounded(took, state)
     return new
 
 

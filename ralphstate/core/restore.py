@@ -4,7 +4,7 @@ state is bounded here, with `render`'s words."""
 
 from __future__ import annotations
 
-from ralphstate.core import limits, queries
+from ralphstate.core import leftchecks, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, bounded, cap, clip
 from ralphstate.core.text import count, noun
@@ -120,6 +120,9 @@ def _data_lines(state: st.State, lessons: str | None) -> list[str]:
     failure = failure_line(state)
     if failure:
         lines.append(failure + " If it was a rate or usage limit, it may have reset: go on.")
+    stopped = leftchecks.stopped_context(state)
+    if stopped:
+        lines.append(stopped)
     if lessons and lessons.strip():
         lines += ["Lessons (.loop/lessons.md, the newest last):", lessons.rstrip("\n")]
     return lines
@@ -222,8 +225,8 @@ def session_line(state: st.State, source: str = "resume") -> str:
         f" {noun(len(state['criteria']), 'criterion')},"
         f" iteration {state['iteration']}/{state['maxIterations']}."
     )
-    failure = failure_line(state)
-    return f"{line} {failure}" if failure else line
+    told = [told for told in (failure_line(state), leftchecks.stopped_line(state)) if told]
+    return " ".join([line, *told])
 
 
 def failure_line(state: st.State) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from ralphstate.core import fields
+from ralphstate.core import checkrun, fields
 from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS
 from ralphstate.core.marker import marker_problem
@@ -125,6 +125,15 @@ class State(TypedDict):
     # ralphstate: seconds without a change to the loop after which its owner counts as
     # gone and a new session takes it (core/ownership.py); null: 30 minutes, 0: never.
     ownerTimeout: float | None
+    # ralphstate: the seconds the Stop hook may spend running checks (null: 120), how many
+    # checks run at once (null: the processors, at least 16), and the criteria whose check
+    # runs alone (core/checkrun.py).
+    verifyBudget: float | None
+    verifyJobs: int | None
+    runAlone: list[str]
+    # ralphstate: a verification stopped before its checks finished (`at`, `by`, `how`,
+    # the `criteria` whose check did not finish), until each of those checks ran again.
+    verifyInterrupted: dict[str, Any] | None
 
 
 Raw = dict[str, Any]
@@ -154,6 +163,7 @@ RUN_FIELDS = (
     "lastFailure",
     "taskList",
     "transcriptUsage",
+    "verifyInterrupted",
 )
 
 
@@ -199,6 +209,10 @@ def _defaults() -> Raw:
         "guards": None,
         "expectFail": [],
         "ownerTimeout": None,
+        "verifyBudget": None,
+        "verifyJobs": None,
+        "runAlone": [],
+        "verifyInterrupted": None,
     }
 
 
@@ -283,6 +297,7 @@ def _normalise(raw: Raw) -> State:
     state["taskList"] = fields.task_list(raw)
     state["guards"] = fields.guards(raw)
     state["expectFail"] = fields.expect_fail(raw)
+    state.update(checkrun.settings(raw))
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     fields.spending(raw, state)

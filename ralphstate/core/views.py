@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from ralphstate.core import clock, ownership, queries
+from ralphstate.core import checkrun, clock, leftchecks, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -109,8 +109,22 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
         limit = f"  (timeout {own:g}s)" if own is not None else ""
         if name in state["expectFail"]:
             limit += "  (must fail before a pass counts)"
+        if name in state["runAlone"]:
+            limit += "  (runs alone)"
         lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
+    lines.append(_how_checks_run(state))
+    stopped = leftchecks.stopped_line(state)
+    if stopped:  # until each of its checks ran again
+        lines.append(style(stopped, fg="yellow", bold=True))
     return lines + idle
+
+
+def _how_checks_run(state: st.State) -> str:
+    """`checks at a stop: 120s (the default) · 16 at once (the default)`."""
+    default = " (the default)"
+    budget = f"{checkrun.budget(state):g}s" + (default if state["verifyBudget"] is None else "")
+    jobs = f"{checkrun.jobs(state)} at once" + (default if state["verifyJobs"] is None else "")
+    return f"checks at a stop: {budget} · {jobs}"
 
 
 def _spent(state: st.State) -> str:

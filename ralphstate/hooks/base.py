@@ -25,7 +25,8 @@ from ralphstate.storage import notices, paths, registry
 from ralphstate.storage.store import Event, Store
 
 if TYPE_CHECKING:
-    from ralphstate.verify.execute import CheckResult
+    from ralphstate.verify.fitting import Verification
+    from ralphstate.verify.onecheck import CheckResult
 
 Output = dict[str, object]
 HookInput = dict[str, object]
@@ -103,36 +104,53 @@ def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) 
 
 
 class Verified:
-    """What a run of the checks found: their results, or that they are not trusted."""
+    """What a run of the checks found: their results, or that they are not trusted;
+    and what it left alone: the checks verified on this code already (`fresh`), and
+    those left to `ralphstate verify` (`deferred`, verify/fitting.py), with the
+    `budget` they did not fit and whether the checks run in a clean room (`clean`)."""
 
-    def __init__(self, results: list[CheckResult], untrusted: bool = False) -> None:
+    def __init__(
+        self,
+        results: list[CheckResult],
+        untrusted: bool = False,
+        found: Verification | None = None,
+    ) -> None:
         self.results = results
         self.untrusted = untrusted
+        self.fresh = found.fresh if found else []
+        self.deferred = found.deferred if found else []
+        self.budget = found.budget if found else 0.0
+        self.clean = found.clean if found else False
 
 
 def run_checks(
-    store: Store, names: list[str] | None = None, restore: tuple[str, list[str]] | None = None
+    store: Store,
+    names: list[str] | None = None,
+    restore: tuple[str, list[str]] | None = None,
+    by: str = "stop",
 ) -> Verified:
-    """Verify-on-stop, the re-run of stale checks, or a tied task's checks: run the
-    loop's trusted checks (`names`, else all) within limits.STOP_VERIFY_BUDGET, outside
-    the state lock, in a clean room where the loop is in a git repository (unless its
-    `cleanVerify` is false), with `restore`'s paths in it as that tree holds them.
-    Untrusted checks are never run."""
-    from ralphstate.verify import execute
+    """Verify-on-stop, the re-run of stale checks, or a tied task's checks (`by`: stop,
+    task): the loop's trusted checks (`names`, else all) as a hook can afford them
+    (verify/fitting.py: not again on the code they were verified on, side by side,
+    within the loop's budget), outside the state lock, in a clean room where the loop
+    is in a git repository (unless its `cleanVerify` is false), with `restore`'s paths
+    in it as that tree holds them. Untrusted checks are never run. A SIGTERM (a client
+    that gave up waiting) kills the running checks, records the verification as
+    stopped, and fails open."""
+    from ralphstate.verify import execute, fitting, onecheck, pool
 
-    budget = limits.STOP_VERIFY_BUDGET
     try:
-        with execute.terminate_as_interrupt():
-            return Verified(
-                execute.run_checks(
-                    store, names, budget=budget, record=False, clean=None, restore=restore
-                )
-            )
+        with onecheck.terminate_as_interrupt():
+            found = fitting.verify(store, names, restore=restore, by=by)
     except execute.Untrusted:
         return Verified([], untrusted=True)
     except RalphstateError as exc:
         raise Fault(str(exc).rstrip(".")) from None
-    except KeyboardInterrupt:  # SIGTERM: the client gave up waiting for this hook
+    except KeyboardInterrupt as exc:  # SIGTERM: the client gave up waiting for this hook
+        left = len(exc.unfinished) if isinstance(exc, pool.Interrupted) else 1
+        killed = "the running check was" if left == 1 else "the running checks were"
         raise Fault(
-            "stopped while running the loop's checks; the running check was killed"
+            f"stopped while running the loop's checks; {killed} killed, and the stop is"
+            " recorded (`ralphstate status` shows it)"
         ) from None
+    return Verified(found.results, found=found)

@@ -23,7 +23,7 @@ from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Fault, Refused
 from ralphstate.storage import notices, paths, registry, trust
-from ralphstate.storage.store import Event
+from ralphstate.storage.store import Event, Store
 
 # What `notices` remembers, per session, of the one notice on untrusted checks.
 UNTRUSTED_NOTICE = "task-completed: checks not trusted"
@@ -59,9 +59,16 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         return None
     if not trust.is_trusted(loop, state):
         return _untrusted(agent, loop, session_id, subject, names)
-    verified = base.run_checks(store, names)
+    verified = base.run_checks(store, names, by="task")
     if verified.untrusted:  # the checks changed since they were read
         return _untrusted(agent, loop, session_id, subject, names)
+    _judge(store, state, subject, verified)
+    return None
+
+
+def _judge(store: Store, state: st.State, subject: str, verified: base.Verified) -> None:
+    """Record what the task's checks proved; Refused when one failed, or when some did
+    not fit the gate's budget (they proved nothing: the model runs them)."""
     results = verified.results
 
     def record(current: st.State, events: list[Event]) -> list[str]:
@@ -77,7 +84,10 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     failures = [r for r in results if not r.passed and r.criterion in recorded]
     if failures:
         raise Refused(render.task_refused(failures))
-    return None
+    if verified.deferred:
+        from ralphstate.core import leftchecks
+
+        raise Refused(leftchecks.task_left(state, verified))
 
 
 def _untrusted(

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import budgets, limits
+from ralphstate.core import budgets, checkrun, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
@@ -159,6 +159,38 @@ def _owner_timeout_shown(value: float | None) -> str:
     return budgets.span(value) if value else "off"
 
 
+def _budget_seconds(text: str) -> float | None:
+    """The Stop hook's seconds for checks, or `default` (null: 120)."""
+    if text.strip().lower() == "default":
+        return None
+    try:
+        value = float(text.strip().rstrip("s"))
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or not 0 <= value <= limits.MAX_STOP_VERIFY_BUDGET:
+        raise RalphstateError(
+            f"verify-budget must be seconds from 0 to {limits.MAX_STOP_VERIFY_BUDGET:g}, or"
+            f" default, not {visible(text)[:40]!r}."
+        )
+    return value
+
+
+def _jobs(text: str) -> int | None:
+    """How many checks run at once, or `default` (null: the processors, at least 16)."""
+    if text.strip().lower() == "default":
+        return None
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= limits.MAX_CHECK_JOBS:
+        raise RalphstateError(
+            f"verify-jobs must be a whole number from 1 to {limits.MAX_CHECK_JOBS}, or"
+            f" default, not {visible(text)[:40]!r}."
+        )
+    return value
+
+
 def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda value: "none" if value is None else show(value)
 
@@ -191,6 +223,18 @@ SETTINGS: dict[str, Setting] = {
         "cleanVerify",
         _on_off,
         lambda value: "default (on)" if value is None else "on" if value else "off",
+    ),
+    "verify-budget": Setting(
+        "verifyBudget",
+        _budget_seconds,
+        lambda value: (
+            f"default ({limits.STOP_VERIFY_BUDGET:g}s)" if value is None else f"{value:g}s"
+        ),
+    ),
+    "verify-jobs": Setting(
+        "verifyJobs",
+        _jobs,
+        lambda value: f"default ({checkrun.default_jobs()} here)" if value is None else str(value),
     ),
     # The loop's budgets (a run's own are its options: docs/how-to/overnight.md, "Budgets").
     "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),

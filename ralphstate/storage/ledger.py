@@ -14,7 +14,9 @@ JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
   ralphstate did not write ended the loop outside it;
 - `firsts`, `failedOnce`: each check's first result, and the checks that have failed
   at least once; `startTree`, `startSteps`: the tree the loop started on and the steps
-  done then (red before green, verify/firsts.py);
+  done then (red before green, verify/firsts.py); `lastPass`: each check's last pass
+  that counted, and the code it ran on (a check verified on the code the work tree
+  holds is not run again at a stop, verify/fitting.py);
 - `told`: what the person was already told about, so a notice is given once.
 
 The file is read without a lock (bounded, an unusable one reads as empty), changed

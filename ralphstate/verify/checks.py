@@ -22,10 +22,12 @@ def set_check(
     timeout: float | None = None,
     remove: bool = False,
     expect_fail: bool | None = None,
+    alone: bool | None = None,
 ) -> tuple[str, st.State]:
     """Give criterion `name` the check `command` and/or `timeout`; or `remove` both.
     `expect_fail`: the check must fail once before a pass counts (True), or no longer
-    (False); None leaves that as it is.
+    (False); `alone`: it runs with no other check beside it (True), or beside them
+    (False); None leaves either as it is.
 
     A new command drops the criterion's evidence (it proved another command); the
     criterion's status is left as it is."""
@@ -39,6 +41,8 @@ def set_check(
         old = _setting(state, crit)
         if expect_fail is not None:
             _expect(state, crit, expect_fail)
+        if alone is not None or remove:
+            _alone(state, crit, bool(alone) and not remove)
         if remove:
             state["checks"].pop(crit, None)
             state["checkTimeouts"].pop(crit, None)
@@ -57,17 +61,24 @@ def set_check(
             return crit, state
         if new[0] != old[0] and state["evidence"].get(crit, {}).get("result") != "claimed":
             state["evidence"].pop(crit, None)
-        entry: Event = {"event": "check_removed" if remove else "check_set", "criterion": crit}
-        if not remove:
-            entry.update(command=new[0], timeout=new[1])
-        if new[2] != old[2]:
-            entry["expectFail"] = new[2]
-        events.append(entry)
+        events.append(_event(crit, remove, old, new))
         return crit, state
 
     found, new = store.update(fn)
     trust.carry(store.paths, before, new, {found})
     return found, new
+
+
+def _event(criterion: str, remove: bool, old: Setting, new: Setting) -> Event:
+    """The history line of a change of a criterion's check from `old` to `new`."""
+    entry: Event = {"event": "check_removed" if remove else "check_set", "criterion": criterion}
+    if not remove:
+        entry.update(command=new[0], timeout=new[1])
+    if new[2] != old[2]:
+        entry["expectFail"] = new[2]
+    if new[3] != old[3]:
+        entry["alone"] = new[3]
+    return entry
 
 
 def _refuse_bad(command: str | None, timeout: float | None) -> None:
@@ -81,12 +92,19 @@ def _refuse_bad(command: str | None, timeout: float | None) -> None:
         )
 
 
-def _setting(state: st.State, criterion: str) -> tuple[str | None, float | None, bool]:
-    """A criterion's check: its command, its timeout, whether it must fail first."""
+# A criterion's check: its command, its timeout, whether it must fail first, whether it
+# runs alone.
+Setting = tuple[str | None, float | None, bool, bool]
+
+
+def _setting(state: st.State, criterion: str) -> Setting:
+    """A criterion's check: its command, its timeout, whether it must fail first,
+    whether it runs alone."""
     return (
         state["checks"].get(criterion),
         state["checkTimeouts"].get(criterion),
         criterion in state["expectFail"],
+        criterion in state["runAlone"],
     )
 
 
@@ -94,6 +112,12 @@ def _expect(state: st.State, criterion: str, on: bool) -> None:
     """Put `criterion` in `expectFail`, or take it out."""
     kept = [c for c in state["expectFail"] if c != criterion]
     state["expectFail"] = [*kept, criterion] if on else kept
+
+
+def _alone(state: st.State, criterion: str, on: bool) -> None:
+    """Put `criterion` in `runAlone`, or take it out."""
+    kept = [c for c in state["runAlone"] if c != criterion]
+    state["runAlone"] = [*kept, criterion] if on else kept
 
 
 def describe(state: st.State, name: str) -> str:
@@ -109,6 +133,8 @@ def describe(state: st.State, name: str) -> str:
     )
     if crit in state["expectFail"]:
         limit += "; must fail before a pass counts"
+    if crit in state["runAlone"]:
+        limit += "; runs alone"
     return f"{visible(crit)}: {visible(command)}  ({limit})"
 
 

@@ -42,9 +42,11 @@ class Result(Protocol):
     held: bool
     already_true: bool
     code: git.Snapshot | None
+    clean_tree: str | None
+    duration_ms: int
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     """One warning on stderr and in the log; neither may fail the command."""
     line = f"ralphstate: warning: {message}."
     try:
@@ -89,7 +91,12 @@ def judge(store: Store, results: Sequence[Result]) -> None:
         return  # the update that follows says what is wrong with the state
     outcomes = [
         redgreen.Outcome(
-            r.criterion, r.command, r.passed or r.held, r.code.tree if r.code else None
+            r.criterion,
+            r.command,
+            r.passed or r.held,
+            r.code.tree if r.code else None,
+            r.clean_tree,
+            r.duration_ms,
         )
         for r in results
     ]
@@ -125,7 +132,7 @@ def _record(store: Store, state: st.State, outcomes: list[redgreen.Outcome]) -> 
     try:
         ledger.change(store.paths, edit)
     except RalphstateError as exc:
-        _say(
+        say(
             f"{str(exc).rstrip('.')}; the checks' first results are not kept, and a check"
             " that must fail first does not count until they can be"
         )
@@ -148,4 +155,4 @@ def start(store: Store, state: st.State, tree: str | None = None) -> None:
     try:
         ledger.change(store.paths, edit)
     except RalphstateError as exc:
-        _say(f"{str(exc).rstrip('.')}; the tree the loop started on is not kept")
+        say(f"{str(exc).rstrip('.')}; the tree the loop started on is not kept")

@@ -19,10 +19,13 @@ from ralphstate.storage import cleanroom
 from ralphstate.storage.cleanroom import Room
 from ralphstate.storage.paths import LoopPaths
 
-__all__ = ["UNTRACKED_NAMED", "Room", "close", "left_out", "room"]
+__all__ = ["NOTHING", "UNTRACKED_NAMED", "Room", "close", "left_out", "room"]
 
 # How many untracked files a failure in a clean room names.
 UNTRACKED_NAMED = 3
+# A `restore` that puts nothing back: the guarded files were compared already, and none
+# differs from the approval.
+NOTHING: tuple[str, list[str]] = ("", [])
 
 
 def room(

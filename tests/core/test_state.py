@@ -19,7 +19,7 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ralphstate.core import queries, views
+from ralphstate.core import checkrun, queries, views
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.run import logline
@@ -555,6 +555,10 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
             ),
             f"  {c[0]}: pytest -q",
             f"  {c[1]}: ruff check .",
+            (
+                "checks at a stop: 120s (the default) ·"
+                f" {checkrun.default_jobs()} at once (the default)"
+            ),
             "guarded: no files (not a git repository)",
             "clean-room verification: not a git repository (the checks run in the project)",
             "steps 3/5:",

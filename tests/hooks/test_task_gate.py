@@ -324,10 +324,21 @@ def test_a_fault_while_the_check_runs_lets_the_task_through(root: Path) -> None:
     assert (code, out) == (0, b"")
     assert err.endswith(
         "ralphstate hook task-completed: stopped while running the loop's checks; the"
-        " running check was killed; allowing.\n"
+        " running check was killed, and the stop is recorded (`ralphstate status` shows"
+        " it); allowing.\n"
     )
     wait_for(lambda: not alive(int(pid_file.read_text())), "the check to be killed")
-    assert path.read_bytes() == before and history(root) == []
+    assert path.read_bytes() != before  # the stop is recorded, nothing else
+    state = load(root)
+    assert state["verifyInterrupted"] is not None
+    assert (state["verifyInterrupted"]["by"], state["verifyInterrupted"]["how"]) == (
+        "task",
+        "terminated",
+    )
+    assert state["verifyInterrupted"]["criteria"] == ["slow"]
+    assert [(e["event"], e["criteria"]) for e in history(root)] == [
+        ("verify_interrupted", ["slow"])
+    ]
 
 
 def test_without_a_loop_the_hook_says_nothing(root: Path) -> None:

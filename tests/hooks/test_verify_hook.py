@@ -16,7 +16,7 @@ from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.storage import registry, trust
 from ralphstate.storage.paths import LoopPaths
-from ralphstate.verify.execute import CheckResult
+from ralphstate.verify.onecheck import CheckResult
 from tests.helpers import run_process
 from tests.helpers.checks import (
     FAIL,

@@ -186,6 +186,7 @@ def test_ctrl_c_stops_the_running_check_and_records_nothing_false(project: Path,
     rs("criteria", "check", "first", PASS)
     rs("criteria", "check", "slow", command)
     rs("criteria", "set", "slow", "true")
+    rs("config", "verify-jobs", "1")  # first, then slow: one at a time
     proc = subprocess.Popen(
         [sys.executable, "-m", "ralphstate", "verify"],
         cwd=project,

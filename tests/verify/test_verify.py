@@ -17,6 +17,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.loop.project import locate
 from ralphstate.verify import execute as verify
+from ralphstate.verify import onecheck
 from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
@@ -184,7 +185,7 @@ def test_verify_json(project: Path, rs: Any) -> None:
 
 
 def test_a_check_that_cannot_start_fails_and_says_why(project: Path) -> None:
-    result = verify.run_one("x", PASS, str(project / "no such directory"), 5)
+    result = onecheck.run_one("x", PASS, str(project / "no such directory"), 5)
     assert (result.passed, result.exit_code, result.timed_out) == (False, None, False)
     assert result.summary.startswith("could not start: ")
 
@@ -247,6 +248,7 @@ def test_the_budget_bounds_all_checks_together(project: Path, rs: Any) -> None:
     command, pid_file, _ = sleeper(project)
     marker = project / "ran-second"
     make_loop(rs, {"slow": command, "second": py(f"open({str(marker)!r}, 'w').close()")})
+    rs("config", "verify-jobs", "1")  # one after the other: the budget is the slow one's
     results = verify.run_checks(locate(), budget=2)
     assert [(r.criterion, r.passed, r.timed_out, r.exit_code) for r in results] == [
         ("slow", False, True, None),
@@ -468,8 +470,8 @@ def test_config_verify_on_stop(project: Path, rs: Any) -> None:
         1,
         (
             "ralphstate: no setting 'colour'; the settings are: max-iterations, stall-limit,"
-            " marker, continue-message, spec, verify-on-stop, clean-verify, max-cost, max-tokens,"
-            " max-duration, owner-timeout.\n"
+            " marker, continue-message, spec, verify-on-stop, clean-verify, verify-budget,"
+            " verify-jobs, max-cost, max-tokens, max-duration, owner-timeout.\n"
         ),
     )
 

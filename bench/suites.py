@@ -1,0 +1,50 @@
+"""The benchmark's rows for verification that fits any suite (`hook_latency.py`): a
+suite longer than the Stop hook's budget, and 50 checks side by side."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from processes import BIG, GIT_WHO, Proc, hook_input, run
+
+
+def long_suites(
+    base: Path, rs: list[str], env: dict[str, str], owned: dict[str, str], stop: list[str]
+) -> list[tuple[str, float, Proc, Proc]]:
+    """The Stop hook at a claim, on new code, whose suite took longer than the stop's
+    budget (it is left to `ralphstate verify`, never started), against the Stop hook
+    blocking an unmet criterion; and `ralphstate verify` of 50 checks of 0.2 s each,
+    side by side, against one such check alone."""
+    root = base / "long-suite"
+    root.mkdir()
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "bench"]):
+        subprocess.run(["git", *GIT_WHO, *args], cwd=root, check=True, capture_output=True)
+    run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, root)
+    run([*rs, "criteria", "check", "tests pass", "sleep 3"], env, root)
+    run([*rs, "verify", "--clean"], env, root)  # 3 s, recorded: longer than the budget
+    run([*rs, "config", "verify-budget", "2"], env, root)
+
+    def claiming(i: int) -> list[str]:  # new code, and a claim: not timed
+        (root / "app.py").write_text(f"VALUE = {i}\n")
+        run([*rs, "criteria", "set", "tests pass", "true"], env, root)
+        return stop
+
+    data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
+    left = Proc(claiming, root, data, "ralphstate verify --clean 1")
+    unmet = base / "long-suite-unmet"
+    unmet.mkdir()
+    run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, unmet)
+    blocking = Proc(stop, unmet, hook_input(unmet, "Stop"), '"block"')
+    many = base / "fifty-checks"
+    many.mkdir()
+    names = [f"check {i}" for i in range(50)]
+    run([*rs, "init", "Benchmark loop", *[a for n in names for a in ("-c", n)], *BIG], env, many)
+    for name in names:
+        run([*rs, "criteria", "check", name, "sleep 0.2"], env, many)
+    fifty = Proc([*rs, "verify"], many, expect="all 50 checks passed")
+    one = Proc(["sh", "-c", "sleep 0.2"], many)
+    return [
+        ("Stop, suite over budget / block", 2.5, left, blocking),
+        ("verify, 50 checks / one check", 6.0, fifty, one),
+    ]
