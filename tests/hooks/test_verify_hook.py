@@ -266,17 +266,21 @@ def test_a_hand_edited_check_is_not_run_by_the_hook(root: Path) -> None:
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and process groups are POSIX")
 def test_a_hook_stopped_by_the_client_kills_its_check(root: Path) -> None:
     command, pid_file, started = sleeper(root)
-    path = make_loop(root, {"slow": command})
-    before = path.read_bytes()
+    make_loop(root, {"slow": command})
     data = orjson.dumps({"session_id": SID, "cwd": str(root), "last_assistant_message": DONE})
     code, out, err = terminated_during_check(root, "stop", data, started)
     assert (code, out) == (0, b"")
     assert err.endswith(
         "ralphstate hook stop: stopped while running the loop's checks; the running check was"
-        " killed; allowing.\n"
+        " killed, and the stop is recorded (`ralphstate status` shows it); allowing.\n"
     )
     wait_for(lambda: not alive(int(pid_file.read_text())), "the check to be killed")
-    assert path.read_bytes() == before  # nothing recorded, nothing false
+    state = load(root)  # nothing false: the claim stands, the stop is said
+    assert state["criteriaStatus"] == {"slow": True}
+    assert state["evidence"]["slow"]["result"] == "claimed"
+    assert state["verifyInterrupted"] is not None
+    assert state["verifyInterrupted"]["criteria"] == ["slow"]
+    assert [e["event"] for e in history(root)] == ["verify_interrupted"]
 
 
 # -- the decision itself stays pure -----------------------------------------------------

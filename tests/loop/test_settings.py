@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.core import checkrun
 from ralphstate.core import state as st
 from ralphstate.loop import configure
 from tests.helpers import run_process
@@ -41,6 +42,8 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "verify-on-stop: default (on)\n"
         "guard: (none)\n"
         "clean-verify: default (on)\n"
+        "verify-budget: default (120s)\n"
+        f"verify-jobs: default ({checkrun.default_jobs()} here)\n"
         "max-cost: none\n"
         "max-tokens: none\n"
         "max-duration: none\n"
@@ -62,6 +65,8 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         ("clean-verify", "ON", "cleanVerify", True, "on"),
         ("owner-timeout", "2h", "ownerTimeout", 7200.0, "2h"),
         ("owner-timeout", "off", "ownerTimeout", 0.0, "off"),
+        ("verify-budget", "45", "verifyBudget", 45.0, "45s"),
+        ("verify-jobs", "2", "verifyJobs", 2, "2"),
     ],
 )
 def test_each_setting_changes_the_running_loop_with_a_history_line(
@@ -104,8 +109,8 @@ FRAME = "a marker cannot hold <loop-state>, which frames the loop's restored sta
 TICK = "a marker cannot hold a backtick: in backticks it is code, where it does not count."
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
-    " continue-message, spec, verify-on-stop, clean-verify, max-cost, max-tokens,"
-    " max-duration, owner-timeout."
+    " continue-message, spec, verify-on-stop, clean-verify, verify-budget, verify-jobs,"
+    " max-cost, max-tokens, max-duration, owner-timeout."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),
@@ -145,6 +150,12 @@ BAD = [
         "soon",
         "owner-timeout must be a duration such as 30m or 2h, off, or default, not 'soon'.",
     ),
+    (
+        "verify-budget",
+        "lots",
+        "verify-budget must be seconds from 0 to 3600, or default, not 'lots'.",
+    ),
+    ("verify-jobs", "0", "verify-jobs must be a whole number from 1 to 64, or default, not '0'."),
 ]
 
 

@@ -140,6 +140,21 @@ def test_a_failing_check_is_blamed_and_the_long_one_left_to_the_model(rs: Any, r
     assert load(repo)["criteriaStatus"] == {"tests pass": True, "lint clean": False}
 
 
+@POSIX_ONLY
+def test_the_task_gate_keeps_a_task_open_whose_check_does_not_fit(rs: Any, repo: Path) -> None:
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    assert rs("criteria", "check", "tests pass", counted(repo, "suite", 3)).code == 0
+    assert rs("config", "verify-budget", "1").code == 0
+    data = {"session_id": SID, "cwd": str(repo), "task_id": "1", "task_subject": "tests pass"}
+    done = run_process(["hook", "task-completed"], cwd=repo, input=orjson.dumps(data), timeout=60)
+    assert done.returncode == 2  # the task stays open: the client tells the model why
+    err = done.stderr.decode()
+    assert err.startswith("ralphstate: this task stays open until its checks have run.\n")
+    assert "\n  ralphstate verify --clean 1\n" in err
+    assert err.endswith("Then complete the task again.\n")
+    assert load(repo)["evidence"] == {}  # cut short: nothing recorded, nothing blamed
+
+
 def test_a_budget_of_zero_leaves_every_check_to_the_model(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "tests pass").code == 0
     assert rs("criteria", "check", "tests pass", counted(repo, "suite")).code == 0

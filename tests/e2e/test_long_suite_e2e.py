@@ -1,0 +1,78 @@
+"""A suite longer than the Stop hook's budget, end to end: the real client and
+ralphstate's installed hooks in a git repository. The stop's budget is 2 s and the
+suite takes 4: at the claim the hook starts it, the budget cuts it short, and the
+block reason blames nothing but gives the model the `ralphstate verify --clean`
+command; the model runs it with its Bash tool, which has the time, and the next claim
+completes the loop without running the suite again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from e2e_support import RunClaude
+from e2e_support import rs as ralphstate
+from fake_api import FakeAnthropicAPI, bash, feedback, text, tool_results
+
+pytestmark = pytest.mark.e2e
+
+CRITERION = "suite passes"
+WHO = ["-c", "user.name=Loop Tester", "-c", "user.email=tester@example.invalid"]
+
+
+def git(project: Path, env: dict[str, str], *args: str) -> None:
+    subprocess.run(["git", *args], cwd=project, env=env, capture_output=True, check=True)
+
+
+def test_a_suite_longer_than_the_budget_is_run_by_the_model_and_the_loop_completes(
+    run_claude: RunClaude, api: FakeAnthropicAPI, project: Path, claude_env: dict[str, str]
+) -> None:
+    runs = project.parent / "suite-runs"  # outside the project: every run of the suite
+    (project / "suite.py").write_text(
+        "import time\n"
+        f"with open({str(runs)!r}, 'a') as f:\n"
+        "    f.write('ran\\n')\n"
+        "time.sleep(4)\n"
+        "print('42 passed')\n"
+    )
+    (project / ".gitignore").write_text(".claude/\n.loop/\n")
+    git(project, claude_env, "init", "-q")
+    git(project, claude_env, "add", "-A")
+    git(project, claude_env, *WHO, "commit", "-q", "-m", "the suite")
+    ralphstate(project, claude_env, "install")
+    ralphstate(project, claude_env, "init", "Pass the suite", "-c", CRITERION)
+    ralphstate(project, claude_env, "criteria", "check", CRITERION, f'"{sys.executable}" suite.py')
+    ralphstate(project, claude_env, "config", "verify-budget", "2")
+    api.add_turns(
+        [bash(f'ralphstate criteria set "{CRITERION}" true')],
+        [text("The suite passes. <loop-complete>")],
+        [bash("ralphstate verify --clean 1")],
+        [text("Verified it myself. <loop-complete>")],
+    )
+
+    done, result = run_claude(project, "Make the suite pass", timeout=180)
+
+    assert done.returncode == 0, done.stderr
+    assert result["result"] == "Verified it myself. <loop-complete>"
+    requests = api.conversation()
+    assert len(requests) == 4
+    reason = feedback(requests[2])
+    assert reason.startswith("You claimed every criterion. ralphstate loop, iteration 1 of 20:\n")
+    assert (
+        "ralphstate did not run 1 check here: it does not fit the 2s a stop may spend on checks"
+        " (suite passes (cut short by the stop's time)). Nothing failed, and nothing is set"
+        " back.\n"
+    ) in reason
+    assert "\n  ralphstate verify --clean 1\n" in reason
+    assert tool_results(requests[3])[-1].startswith("PASS  suite passes  (")
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state["status"] == "complete"
+    evidence = state["evidence"][CRITERION]
+    assert (evidence["result"], evidence["clean"]) == ("verified", True)
+    assert runs.read_text().count("ran") == 2  # cut short at the stop, then the model's run
+    lines = (project / ".loop" / "history.jsonl").read_text().splitlines()
+    events = [json.loads(line)["event"] for line in lines]
+    assert events[-3:] == ["verify_yourself", "check", "complete"]
