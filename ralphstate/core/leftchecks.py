@@ -167,7 +167,10 @@ def stopped_line(state: Mapping[str, Any]) -> str:
     """For the person (`status`, SessionStart's line): what was stopped, and what to
     do; "" when nothing was."""
     said = stopped(state)
-    return f"{said[0].upper()}{said[1:]}: `ralphstate verify` runs them." if said else ""
+    if not said:
+        return ""
+    them = "it" if len(state["verifyInterrupted"]["criteria"]) == 1 else "them"
+    return f"{said[0].upper()}{said[1:]}: `ralphstate verify` runs {them}."
 
 
 def stopped_context(state: Mapping[str, Any]) -> str:

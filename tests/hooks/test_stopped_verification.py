@@ -88,20 +88,23 @@ def test_sigterm_kills_the_checks_and_records_the_stop(
     slow, slow_pid, slow_started = sleeper(project, "slow")
     bg, bg_pid, bg_started = sleeper(project, "background")
     looped(rs, project, {"quick": PASS, "slow": f"{bg} & {slow}"})
+    assert rs("criteria", "check", "slow", "--alone").code == 0  # after quick has finished
     data = {**claim(), "cwd": str(project)}
     code = signalled(project, "stop", data, [slow_started, bg_started], signal.SIGTERM)
     assert code == 0  # the client gave up: the stop goes through, as for any fault
     pids += [int(slow_pid.read_text()), int(bg_pid.read_text())]
     gone(pids)  # the check and what it started in the background
-    mark = load(project)["verifyInterrupted"]
-    assert mark is not None and (mark["by"], mark["how"]) == ("stop", "terminated")
-    assert "slow" in mark["criteria"]
+    state = load(project)
+    mark = state["verifyInterrupted"]
+    assert mark is not None
+    assert (mark["by"], mark["how"], mark["criteria"]) == ("stop", "terminated", ["slow"])
+    assert state["evidence"]["quick"]["result"] == "verified"  # what finished is kept
+    assert state["evidence"]["slow"]["result"] == "claimed"  # the claim stands, unproven
     (event,) = [e for e in history(project) if e["event"] == "verify_interrupted"]
-    assert (event["by"], event["how"]) == ("stop", "terminated")
-    assert "slow" in event["criteria"]
+    assert (event["by"], event["how"], event["criteria"]) == ("stop", "terminated", ["slow"])
     status = rs("status").out
     assert "\nThe Stop hook's verification was stopped " in status
-    assert " finished: `ralphstate verify` runs them.\n" in status
+    assert " finished: `ralphstate verify` runs it.\n" in status
     out = session_start(project)
     context = out["hookSpecificOutput"]["additionalContext"]
     assert "The Stop hook's verification was stopped " in context
