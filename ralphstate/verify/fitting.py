@@ -147,12 +147,15 @@ def _fresh(
         code = git.snapshot(paths)
         return queries.fresh(state, names, code.tree if code else None, None, passes), restore
     both = git.tracked_snapshot(paths)
-    if restore is None:
-        restore = isolation.approved_guards(paths, state) or isolation.NOTHING
-    if both is None or restore[1]:  # outside git, or a room that would differ from the tree
+    if both is None:  # outside git: no tree to compare
         return [], restore
     code, tracked = both
-    return queries.fresh(state, names, code.tree, tracked, passes), restore
+    fresh = queries.fresh(state, names, code.tree, tracked, passes)
+    if fresh and restore is None:  # the guarded files are compared only when it matters
+        restore = isolation.approved_guards(paths, state) or isolation.NOTHING
+    if not fresh or restore is None or restore[1]:  # a room that would differ from the tree
+        return [], restore
+    return fresh, restore
 
 
 def _last(entry: dict[str, Any], criterion: str, command: str) -> float | None:
