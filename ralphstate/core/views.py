@@ -112,19 +112,21 @@ def _checks(state: st.State, trusted: bool | None, style: Style) -> list[str]:
         if name in state["runAlone"]:
             limit += "  (runs alone)"
         lines.append(f"  {visible(name)}: {visible(state['checks'][name])}{limit}")
-    lines.append(_how_checks_run(state))
-    stopped = leftchecks.stopped_line(state)
-    if stopped:  # until each of its checks ran again
-        lines.append(style(stopped, fg="yellow", bold=True))
     return lines + idle
 
 
-def _how_checks_run(state: st.State) -> str:
-    """`checks at a stop: 120s (the default) · 16 at once (the default)`."""
+def _how_checks_run(state: st.State, style: Style) -> list[str]:
+    """After the checks: `checks at a stop: 120s (the default) · 16 at once (the
+    default)`, and a verification stopped before its checks finished, until each of
+    them ran again; nothing for a loop whose criteria have no check."""
+    if not any(c in state["checks"] for c in state["criteria"]):
+        return []
     default = " (the default)"
     budget = f"{checkrun.budget(state):g}s" + (default if state["verifyBudget"] is None else "")
     jobs = f"{checkrun.jobs(state)} at once" + (default if state["verifyJobs"] is None else "")
-    return f"checks at a stop: {budget} · {jobs}"
+    stopped = leftchecks.stopped_line(state)
+    said = [style(stopped, fg="yellow", bold=True)] if stopped else []
+    return [f"checks at a stop: {budget} · {jobs}", *said]
 
 
 def _spent(state: st.State) -> str:
@@ -223,6 +225,7 @@ def status(
         len(state["criteria"]) - len(criteria), "criteria", met - _met_in(state, criteria)
     )
     lines += _bounded(_checks(state, trusted, style), every, "checks")
+    lines += _how_checks_run(state, style)
     if guarded is not None:
         lines.append(guarded)
     if in_git is not None and any(c in state["checks"] for c in state["criteria"]):
