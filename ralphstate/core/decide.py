@@ -209,8 +209,7 @@ class Checked:
         untrusted: bool = False,
         left: Any = None,
     ) -> None:
-        self.failures, self.untrusted = failures, untrusted
-        self.left = left if left is not None and left.deferred else None
+        self.failures, self.untrusted, self.left = failures, untrusted, left
 
 
 class _Read:
@@ -405,8 +404,7 @@ def _block(
         rule, reason = "no_marker", render.block_marker(new)
     details: Event = {"unmet": unmet} if unmet else {}
     if checked is not None and checked.left:  # said first: they are not to blame
-        reason = leftchecks.reason(new, checked.left, reason)
-        details["left"] = [d.criterion for d in checked.left.deferred][:20]
+        reason = leftchecks.reason(new, checked.left, reason, details)
     fingerprint, counts = progress
     new["iteration"] += 1
     stall.count(new, fingerprint, counts)

@@ -122,11 +122,13 @@ def block_left(state: st.State, left: Sequence[Left], budget: float, clean: bool
     return cap("\n".join(lines), limits.MAX_REASON_CHARS)
 
 
-def reason(state: st.State, found: Leftover, other: str) -> str:
+def reason(state: st.State, found: Leftover, other: str, details: dict[str, object]) -> str:
     """The block's reason at a claimed completion with checks left (`found`):
     `block_left` when nothing else blocks it, else the `other` reason (failing checks
-    first) with the checks left said before it."""
+    first) with the checks left said before it. The block's history `details` name
+    them (`left`)."""
     left, budget, clean = found.deferred, found.budget, found.clean
+    details["left"] = [d.criterion for d in left][:20]
     if not other:
         return block_left(state, left, budget, clean)
     lines = left_lines(state, left, budget, clean)

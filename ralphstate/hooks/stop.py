@@ -138,7 +138,8 @@ class _Decisions:
         found = None
         if verified is not None:
             failures = [r for r in results if not r.passed and r.criterion in ran]
-            found = decide.Checked(failures, verified.untrusted, verified)
+            left = verified if verified.deferred else None  # what it left to the model
+            found = decide.Checked(failures, verified.untrusted, left)
         # Counted from the file as first read: another stop that counted meanwhile
         # moved the offset, and what this one read is left to it.
         counted = self.spent if current["transcriptUsage"] == self.read_from else None
