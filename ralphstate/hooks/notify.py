@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ralphstate.agents.table import get
-from ralphstate.core.text import plain_output
+from ralphstate.core.text import plain_output, visible
 
 if TYPE_CHECKING:
     from ralphstate.core.decide import Decision
@@ -36,7 +36,10 @@ def sequence(text: str, env: Mapping[str, str]) -> str | None:
     setting = env.get(ENV, "").strip().lower()
     if setting in OFF:
         return None
-    body = " ".join(plain_output(text).split())
+    # `visible`, the one sanitiser of what reaches a terminal: an 8-bit control (a string
+    # terminator, CSI), a bidi override or any other unprintable character a cloned
+    # loop's spec holds is shown as text, never sent as part of the sequence.
+    body = visible(" ".join(plain_output(text).split()))
     body = body.replace(";", ",")[:MAX_TEXT]
     if setting == "777" or (setting != "9" and _prefers_777(env)):
         return f"\x1b]777;notify;ralphstate;{body}\x07"

@@ -27,6 +27,7 @@ import stat  # already imported by os: free
 import sys
 
 from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import paths
 
 TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
@@ -41,6 +42,11 @@ USAGE = (
     "  ralphstate install --statusline"
 )
 MAX_NEXT = 40
+# The most our line shows: a status line is one short line, whatever the state holds.
+MAX_LINE = 160
+# What the line says of a `.loop/` or state file that leads out of the project, which
+# `status` and the hooks refuse too (storage/paths.check_safe).
+REFUSED = "ralphstate: this loop's files lead outside the project; refused"
 WRAPPED_TIMEOUT = 10.0
 WRAPPED_OUTPUT_BYTES = 64 * 1024  # of the wrapped command's output, the most kept
 SEPARATOR = " · "
@@ -74,7 +80,7 @@ def run(args: list[str]) -> int:
     except Exception:  # noqa: BLE001 - a status line never shows a fault
         ours = None
     if ours:
-        lines.append(ours)
+        lines.append(ours if len(ours) <= MAX_LINE else ours[: MAX_LINE - 1] + "…")
     if lines:
         try:
             sys.stdout.write("\n".join(lines) + "\n")
@@ -89,6 +95,10 @@ def line_for(data: bytes) -> str | None:
     loop_dir = paths.find_dir(start) if start else None
     if loop_dir is None:
         return None
+    try:
+        paths.check_safe(paths.at(loop_dir))
+    except RalphstateError:
+        return REFUSED
     # Not blocking on a FIFO or a device where the state belongs (fsio.read_regular,
     # without importing pathlib onto this path).
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -137,8 +147,10 @@ def render(loop: State, cost: float | None = None) -> str | None:
     if len(met) > verified:
         counts += f", {len(met) - verified} claimed"
     if loop["status"] == "paused":
-        reason = loop["pauseReason"] or "user"
-        return SEPARATOR.join([f"loop paused ({visible(reason)})", counts])
+        reason = visible(" ".join((loop["pauseReason"] or "user").split()))
+        if len(reason) > MAX_NEXT:
+            reason = reason[: MAX_NEXT - 1] + "…"
+        return SEPARATOR.join([f"loop paused ({reason})", counts])
     if loop["status"] != "in_progress":
         return None
     parts = [f"loop {loop['iteration']}/{loop['maxIterations']}", counts]

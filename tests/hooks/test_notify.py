@@ -116,3 +116,22 @@ def test_text_from_the_state_cannot_end_the_sequence_early() -> None:
     assert "\x07" not in body and "\x1b" not in body
     assert body.startswith("spec 0,title a,b c x")
     assert len(body) == notify.MAX_TEXT
+
+
+@pytest.mark.parametrize("setting", ["9", "777"])
+def test_a_cloned_specs_8_bit_controls_and_bidi_never_reach_the_terminal(
+    root: Path, setting: str
+) -> None:
+    """A spec with a C1 string terminator, C1 CSI sequences (clear the screen, report
+    the cursor) and a bidi override, through a real completing stop: the sequence the
+    terminal gets holds one terminator, its own, and nothing unprintable."""
+    spec = "Build\x9c\x9b2J\x9b6n the \u202eparser\u202c"
+    make_loop(root, spec=spec, criteriaStatus=BOTH_MET)
+    out = stop(root, "All done.\n\n<loop-complete>", env={notify.ENV: setting})
+    assert out is not None
+    found = out["terminalSequence"]
+    start = OSC9 if setting == "9" else "\x1b]777;notify;ralphstate;"
+    assert found.startswith(start) and found.endswith("\x07"), found
+    body = found[len(start) : -1]
+    assert body.isprintable(), repr(body)
+    assert "Build\\x9c\\x9b2J\\x9b6n the \\u202eparser\\u202c" in body

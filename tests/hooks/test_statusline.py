@@ -388,3 +388,26 @@ def test_the_captured_cost_is_shown_as_the_command_formats_it(root: Path) -> Non
     )
     assert bigger != data
     assert line(root, bigger).decode().rstrip("\n").split(" · ")[-1] == f"${cost * 1000:.2f}"
+
+
+def test_a_huge_pause_reason_is_still_one_short_line(root: Path) -> None:
+    make_loop(root, status="paused", pauseReason="x" * 200_000 + "\n\x1b[2J")
+    out = line(root).decode()
+    assert out.count("\n") == 1 and len(out) <= statusline.MAX_LINE + 1, len(out)
+    assert out.startswith("loop paused (xxx") and "…)" in out
+
+
+@POSIX_ONLY
+def test_a_state_file_that_leads_into_another_project_is_refused(
+    root: Path, tmp_path: Path
+) -> None:
+    """A clone whose `.loop/state.json` links into another project: the line says it is
+    refused, as `status` and the hooks refuse it, and shows nothing of the other loop."""
+    other = tmp_path / "other project"
+    other.mkdir()
+    make_loop(other, spec="the other project's secret plan")
+    (root / ".loop").mkdir()
+    (root / ".loop" / "state.json").symlink_to(other / ".loop" / "state.json")
+    assert line(root).decode() == statusline.REFUSED + "\n"
+    done = run_process(["status"], cwd=root)
+    assert done.returncode != 0 and b"leads outside the project" in done.stderr
