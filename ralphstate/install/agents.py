@@ -125,13 +125,21 @@ def install_agent(
 
     if hook_file.task_events:
         return taskenv.update(
-            path, load, edit, tasks=tasks, uninstall=uninstall, allow=allow, hooks=hooks
+            path,
+            load,
+            edit,
+            tasks=tasks,
+            uninstall=uninstall,
+            allow=allow,
+            hooks=hooks,
+            within=root if scope in ("project", "local") else None,
         )
 
     def nothing_left(data: dict[str, Any]) -> bool:  # our own file, now empty
         return hook_file.own_file and uninstall and data == {"version": hookfile.FILE_VERSION}
 
-    return settings.update(path, load, edit, remove_when=nothing_left)
+    within = root if scope in ("project", "local") else None  # a project's own file
+    return settings.update(path, load, edit, remove_when=nothing_left, within=within)
 
 
 def find_installed(

@@ -88,11 +88,18 @@ def update(
     edit: Callable[[dict[str, Any]], list[str]],
     *,
     remove_when: Callable[[dict[str, Any]], bool] | None = None,
+    within: Path | None = None,
 ) -> InstallResult:
     """Read `path` (a missing file is `{}`), `load` it (`parse`, and whatever the agent
     needs checked on top), `edit` it in place (returning
     what it did), and write it back when the edit changed it; or remove the file when
-    `remove_when` says what is left is nothing worth keeping."""
+    `remove_when` says what is left is nothing worth keeping. A `path` that resolves
+    outside `within` (the project, for a project's own file) is refused: a cloned
+    project's settings file linked to `~/.bash_profile` is not written through. A
+    person's own user file (`within` None) is written through a link, as a dotfiles
+    manager makes it."""
+    if within is not None:
+        _check_inside(path, within)
     target = path.resolve() if path.is_symlink() else path  # write through a symlink
     for _ in range(WRITE_ATTEMPTS):
         original = read_bytes(target)
@@ -125,6 +132,17 @@ def update(
     raise RalphstateError(
         f"{path} kept changing while ralphstate was updating it; nothing was written, try again."
     )
+
+
+def _check_inside(path: Path, within: Path) -> None:
+    """RalphstateError when `path`, its links and its directories' links followed, is
+    not inside `within` (followed the same way)."""
+    real, home = path.resolve(), within.resolve()
+    if real != home and home not in real.parents:
+        raise RalphstateError(
+            f"{path} leads outside {within} (to {real}); ralphstate refuses to write"
+            " through it. Nothing was changed."
+        )
 
 
 def _settled(target: Path, empty: bytes) -> bool:

@@ -32,6 +32,7 @@ def update(
     uninstall: bool,
     allow: bool = False,
     hooks: bool = True,
+    within: Path | None = None,
 ) -> InstallResult:
     """`settings.update` of the hooks' `edit`; with `tasks`, the task tools turned on in
     the file's `env` too, unless it says something already; with `allow`, the agent's
@@ -67,7 +68,7 @@ def update(
         after.append(now)
         return actions
 
-    result = settings.update(path, load, edit_all)
+    result = settings.update(path, load, edit_all, within=within)
     now = after[0] if after else before
     if now != before:
         try:

@@ -36,7 +36,7 @@ from ralphstate.install.command import (
 )
 from ralphstate.install.settings import InstallResult
 from ralphstate.storage import fsio
-from tests.helpers import REPO
+from tests.helpers import REPO, run_process
 
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
@@ -1462,3 +1462,27 @@ def test_launcher_bound_matches_the_hook_input_limit() -> None:
     from ralphstate.hooks.entry import APPROVING_WORDS
 
     assert module.APPROVING_WORDS == APPROVING_WORDS
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("agent", ["claude", "codex"])
+def test_a_project_settings_file_leading_out_of_the_project_is_refused(
+    tmp_path: Path, agent: str
+) -> None:
+    """A clone whose settings file links to `../../../.bash_profile`: `install` (a real
+    process) refuses in one sentence and writes nothing there, for Claude Code's
+    `.claude/settings.local.json` and Codex's `.codex/hooks.json` alike."""
+    home = tmp_path / "home"
+    profile = home / ".bash_profile"
+    profile.parent.mkdir()
+    profile.write_text("export PATH=$HOME/bin:$PATH\n")
+    project = home / "src" / "clone"
+    folder = project / (".claude" if agent == "claude" else ".codex")
+    folder.mkdir(parents=True)
+    name = "settings.local.json" if agent == "claude" else "hooks.json"
+    (folder / name).symlink_to(Path("..", "..", "..", ".bash_profile"))
+    done = run_process(["install", "--agent", agent], cwd=project, env={"HOME": str(home)})
+    assert done.returncode == 1, done
+    said = done.stderr.decode()
+    assert said.count("\n") == 1 and "leads outside" in said and "refuses" in said, said
+    assert profile.read_text() == "export PATH=$HOME/bin:$PATH\n"
