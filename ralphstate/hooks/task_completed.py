@@ -15,6 +15,7 @@ be completed, a fault included (docs/explanation/design.md, "The task gate").
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from ralphstate.agents.contract import Agent
 from ralphstate.core import ownership, queries, render, tie
@@ -62,16 +63,35 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     verified = base.run_checks(store, names, by="task")
     if verified.untrusted:  # the checks changed since they were read
         return _untrusted(agent, loop, session_id, subject, names)
-    _judge(store, state, subject, verified)
+
+    def still_ours(current: st.State) -> bool:
+        """Decided again under the lock: the loop may have been cancelled, paused,
+        replaced or taken by another session while the checks ran."""
+        if current["status"] != "in_progress" or current["loopId"] != state["loopId"]:
+            return False
+        again = ownership.judge(current, session_id, agent.name, known=known)
+        return runner or again in ("owner", "adopt")
+
+    _judge(store, state, subject, verified, still_ours)
     return None
 
 
-def _judge(store: Store, state: st.State, subject: str, verified: base.Verified) -> None:
+def _judge(
+    store: Store,
+    state: st.State,
+    subject: str,
+    verified: base.Verified,
+    still_ours: Callable[[st.State], bool],
+) -> None:
     """Record what the task's checks proved; Refused when one failed, or when some did
-    not fit the gate's budget (they proved nothing: the model runs them)."""
+    not fit the gate's budget (they proved nothing: the model runs them). A loop that is
+    no longer this session's in progress (`still_ours`, under the lock) records nothing
+    and refuses nothing: the task completes, as it would have without the loop."""
     results = verified.results
 
-    def record(current: st.State, events: list[Event]) -> list[str]:
+    def record(current: st.State, events: list[Event]) -> list[str] | None:
+        if not still_ours(current):
+            return None
         from ralphstate.verify.execute import apply
 
         checked = apply(current, results, "task")
@@ -81,6 +101,8 @@ def _judge(store: Store, state: st.State, subject: str, verified: base.Verified)
         return [str(e["criterion"]) for e in checked]
 
     recorded = base.update(store, record)
+    if recorded is None:
+        return
     failures = [r for r in results if not r.passed and r.criterion in recorded]
     if failures:
         raise Refused(render.task_refused(failures))

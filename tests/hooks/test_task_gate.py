@@ -382,3 +382,32 @@ def test_the_protocol_tells_the_model_how_to_tie_a_task() -> None:
     assert restore.TIE_TASK not in restore.context(state, "startup")
     state["checks"] = {}
     assert restore.TIE_TASK not in restore.context(state, "startup")
+
+
+@pytest.mark.parametrize(
+    ("meanwhile", "status"),
+    [
+        ("pause --reason elsewhere", "paused"),
+        ("cancel", "cancelled"),
+        ("adopt", "in_progress"),  # another session of Claude Code takes it
+    ],
+)
+def test_a_loop_that_left_the_session_while_the_check_ran_lets_the_task_go(
+    root: Path, tmp_path: Path, meanwhile: str, status: str
+) -> None:
+    """The check itself pauses, cancels or takes the loop (as another process would
+    while it runs), then fails: decided again under the lock, the gate records nothing
+    and refuses nothing, and the task completes."""
+    words = repr(["-m", "ralphstate", *meanwhile.split()])
+    check = script(
+        tmp_path / "meanwhile.py",
+        "import os, subprocess, sys\n"
+        "env = dict(os.environ, CLAUDE_CODE_SESSION_ID='session-b')\n"
+        f"subprocess.run([sys.executable, *{words}], check=True, env=env)\n"
+        "sys.exit(1)\n",
+    )
+    make_loop(root, {"tests pass": check})
+    done = complete(root, "tests pass")
+    assert done.returncode == 0, done.stderr
+    state = load(root)
+    assert state["status"] == status and "tests pass" not in state["evidence"], state
