@@ -341,8 +341,11 @@ def _code(store: Store, state: st.State) -> tuple[str | None, bool | None]:
 
     if any(e.get("tree") for e in state["evidence"].values()):
         code = git.snapshot(store.paths)
-        if code is not None:
-            return code.tree, True
+        if code is None:  # the evidence was taken in git: a failed snapshot is unknown
+            from ralphstate.core import queries
+
+            return queries.UNKNOWN_TREE, True
+        return code.tree, True
     return None, (git.toplevel(store.paths.root) is not None) if has_checks else None
 
 

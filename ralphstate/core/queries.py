@@ -60,9 +60,16 @@ def standing(state: State, criterion: str) -> Standing | None:
     return "unchecked" if criterion in state["checks"] else None
 
 
+# The tree a snapshot that failed holds (git timed out, a nested repository it could
+# not read): unknown, so every piece of evidence that names a tree is stale, and its
+# check runs again; never an id git gives.
+UNKNOWN_TREE = "unknown"
+
+
 def stale(state: State, tree: str | None) -> list[str]:
     """The verified criteria whose check passed on another tree than `tree`, the id of
-    the tree the work tree holds now (None: not known, so nothing is stale). Evidence
+    the tree the work tree holds now (None: outside git, so nothing is stale;
+    `UNKNOWN_TREE`: the snapshot failed, so all evidence that names a tree is). Evidence
     that records no tree (outside git, or written before trees were recorded) is
     never stale: nothing says the code changed."""
     if tree is None:

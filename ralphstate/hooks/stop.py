@@ -264,5 +264,5 @@ def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
         return []
     from ralphstate.storage import git
 
-    code = git.snapshot(loop)
-    return queries.stale(state, code.tree if code else None)
+    code = git.snapshot(loop)  # None: failed, the evidence named a tree (git was there)
+    return queries.stale(state, code.tree if code else queries.UNKNOWN_TREE)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralphstate.core import limits
+from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.report.story import Story, gather
 from ralphstate.storage import git
@@ -24,8 +24,8 @@ def story(store: Store) -> Story:
     history = of_loop(history, state["loopId"])  # an earlier loop here is not this story
     tree = None
     if any(e.get("tree") for e in state["evidence"].values()):
-        code = git.snapshot(store.paths)
-        tree = code.tree if code else None
+        code = git.snapshot(store.paths)  # None: failed (some evidence names a tree)
+        tree = code.tree if code else queries.UNKNOWN_TREE
     from ralphstate.core import redgreen
     from ralphstate.storage import ledger
 
