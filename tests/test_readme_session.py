@@ -123,6 +123,8 @@ def test_a_real_session_prints_what_the_page_shows(
     assert outputs[0] == ""
     assert len(outputs) - 1 == len(expected)
     for (command, lines), out in zip(expected, outputs[1:], strict=True):
+        if sys.version_info < (3, 11):  # unittest names a test without its method before
+            out = out.replace("(test_slug.SlugTest)", "(test_slug.SlugTest.test_accents)")
         assert shown(lines, str(home)).fullmatch(out), f"$ {command}\n{out}"
 
 
