@@ -6,17 +6,20 @@ plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate
 the plugin's own version (`.claude-plugin/plugin.json`) and hands the work over:
 
 1. ralphstate of that version importable by this interpreter: run it in this process;
-2. else the plugin's own environment, `${CLAUDE_PLUGIN_DATA}/venv`, once built for that
-   version: imported into this process when this interpreter is of the Python version
-   it was built with, else run by its own Python in isolated mode;
+2. else the plugin's own environment for that version,
+   `${CLAUDE_PLUGIN_DATA}/env-VERSION/venv`, once built: imported into this process when
+   this interpreter is of the Python version it was built with, else run by its own
+   Python in isolated mode;
 3. else build that environment (`launch.py build`: `python -m venv`, then pip installs
    the plugin's own files with their dependencies). A hook starts the build in a
    detached process and allows at once, with a one-line `systemMessage` saying loops are
    not enforced until it is ready; `cli` builds in the foreground and then runs.
 
-One build at a time (a lock file beside the environment); the environment is rebuilt
-when the plugin's version changes; a build that failed is tried again at the next
-SessionStart (or `cli`), and until then each hook says so in one line, naming the log.
+One build at a time (a lock file beside the environment, naming the building
+process); each plugin version has its own environment, and a build removes those no
+session can run any more (plugin_env.sweep); a build that failed is tried again at the
+next SessionStart (or `cli`), and until then each hook says so in one line, naming the
+log.
 
 When `ralphstate install` has already put the same hook into one of Claude Code's
 settings files, the hook stays silent, so one stop is never judged twice.

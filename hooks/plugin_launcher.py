@@ -193,8 +193,7 @@ def _own_events(path: str, name: str) -> "set[str]":
     """The ralphstate subcommands that `path` runs for Claude Code event `name`."""
     found: set[str] = set()
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SETTINGS_BYTES + 1)
+        raw = _read_settings(path)
         if len(raw) > MAX_SETTINGS_BYTES:  # ralphstate refuses such a file too
             return found
         groups = loads(raw.decode("utf-8-sig"))["hooks"][name]  # type: ignore[index]
@@ -213,6 +212,29 @@ def _own_events(path: str, name: str) -> "set[str]":
             if match:
                 found.add(next(group for group in match.groups() if group).lower())
     return found
+
+
+def _read_settings(path: str) -> bytes:
+    """The first MAX_SETTINGS_BYTES + 1 bytes of a regular file; b"" for anything else (a
+    link to a device or a pipe, which a clone can put in place of its settings: opened
+    without waiting for a writer, and not read)."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        chunks = []
+        left = MAX_SETTINGS_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _input_cwd(data: bytes) -> "str | None":
@@ -262,13 +284,12 @@ def _run(event: str, data: bytes, version: str) -> "tuple[bytes, int]":
             _say(f"ralphstate: could not run {python} ({exc}); allowing.")
             return b"", 0
         return _only_json(done.stdout), done.returncode
-    if plugin_env.building(home):
+    if plugin_env.building(home, version):
         return _notice(preparing(version)), 0
     if plugin_env.failed(home, version) and event != "session-start":
-        return _notice(build_failed(home)), 0
+        return _notice(build_failed(home, version)), 0
     try:
-        home.mkdir(parents=True, exist_ok=True)
-        plugin_env.start_build(home)
+        plugin_env.start_build(home, version)
     except OSError as exc:
         return _notice(f"ralphstate: could not start building its environment ({exc})."), 0
     return _notice(preparing(version)), 0
@@ -296,7 +317,7 @@ def _import_from_env(data: str, version: str) -> "object | None":
     of the Python version the environment was built with (its site-packages are for
     that version): one interpreter start instead of two, at every hook. None otherwise,
     and the environment's own Python runs the hook."""
-    venv = os.path.join(data, "venv")
+    venv = plugin_env.venv_dir(data, version)
     if os.name == "nt":
         packages = os.path.join(venv, "Lib", "site-packages")
         built = _pyvenv_version(venv)
@@ -366,13 +387,15 @@ def preparing(version: str) -> str:
     )
 
 
-def build_failed(data: "os.PathLike[str]") -> str:
-    from pathlib import Path
-
+def build_failed(data: "os.PathLike[str]", version: str) -> str:
     return (
         "ralphstate: its Python environment could not be built (see"
-        f" {Path(data) / 'build.log'}); loops are not enforced. A new session tries again."
+        f" {build_log(data, version)}); loops are not enforced. A new session tries again."
     )
+
+
+def build_log(data: "os.PathLike[str]", version: str) -> str:
+    return os.path.join(plugin_env.env_home(data, version), "build.log")
 
 
 def no_data() -> str:
@@ -418,7 +441,8 @@ def cli(args: "list[str]") -> int:
         _say(f"ralphstate: setting up its Python environment for plugin version {version}...")
         python = plugin_env.wait_for_build(data, version)
     if python is None:
-        _say(f"ralphstate: its Python environment could not be built; see {data / 'build.log'}.")
+        log = build_log(data, version)
+        _say(f"ralphstate: its Python environment could not be built; see {log}.")
         return 1
     command = [python, "-I", "-m", "ralphstate", *args]
     if os.name != "nt":

@@ -235,7 +235,8 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     # First use: the plugin builds its environment while the session goes on.
     api.add_turns([text("Hello.")])
     claude("-p", "hello", "--output-format", "json", cwd=project)
-    venv = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate" / "venv"
+    data = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate"
+    venv = data / f"env-{version_dir.name}" / "venv"
     deadline = time.monotonic() + BUILD_TIMEOUT
     while not (venv / "ralphstate-plugin-version").exists():
         assert time.monotonic() < deadline, "the plugin's environment was not built in time"

@@ -75,12 +75,13 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
         f" {version} (first use, about a minute at most); loops are not enforced until it"
         " is ready."
     }
-    stamp = data / "venv" / "ralphstate-plugin-version"
+    env_home = data / f"env-{version}"
+    stamp = env_home / "venv" / "ralphstate-plugin-version"
     deadline = time.monotonic() + BUILD_TIMEOUT
-    while not stamp.exists() and (data / "build.lock").exists():
+    while not stamp.exists() and (env_home / "build.lock").exists():
         assert time.monotonic() < deadline, "the plugin's environment was not built in time"
         time.sleep(0.5)
-    assert stamp.read_text() == version, (data / "build.log").read_text()
+    assert stamp.read_text() == version, (env_home / "build.log").read_text()
 
     # A person starts a loop with the plugin's command: it runs in that environment.
     started = person(project, plugin_env, "init", "Add a CSV export", "-c", "tests pass")
@@ -221,7 +222,7 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
         BUILD_TIMEOUT,
     )
     assert started.returncode == 0, started.stderr
-    assert (data / "venv" / "ralphstate-plugin-version").read_text() == version
+    assert (data / f"env-{version}" / "venv" / "ralphstate-plugin-version").read_text() == version
 
     api.add_turns(
         [text("Starting.")],
@@ -232,3 +233,92 @@ def test_the_marketplace_in_the_repository_installs_the_plugin(
     assert result["result"] == "Done.\n\n<loop-complete>"
     state = json.loads((project / ".loop" / "state.json").read_text())
     assert (state["status"], state["iteration"]) == ("complete", 1)
+
+
+def test_a_session_keeps_its_plugin_version_across_an_update_and_each_has_its_environment(
+    tmp_path: Path,
+    claude_bin: Path,
+    run_claude: RunClaude,
+    api: FakeAnthropicAPI,
+    project: Path,
+    home: Path,
+    plugin_env: dict[str, str],
+) -> None:
+    """What an open session keeps after a plugin update, asked of the real client with a
+    git marketplace (a local bare repository under an https name, through git's own
+    `insteadOf`): the plugin is updated from inside a session (its Bash tool runs
+    `claude plugin update`), and that session's Stop hook still runs the old version's
+    copy, whose environment is left alone; the old copy stays in the cache (orphaned),
+    so a new session's build of the new version keeps the old environment until
+    Claude Code's sweep removes that copy."""
+
+    def git(*args: str, cwd: Path) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+    def claude(*args: str) -> str:
+        done = run_client([str(claude_bin), *args], project, plugin_env, 60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    old, new = ralphstate.__version__, "9.9.9"
+    source = published(tmp_path)
+    git("init", "-q", "-b", "main", cwd=source)
+    git("add", "-A", cwd=source)
+    git("-c", "user.name=p", "-c", "user.email=p@example.com", "commit", "-qm", old, cwd=source)
+    git("clone", "-q", "--bare", str(source), str(tmp_path / "ralphstate.git"), cwd=tmp_path)
+    rewrite = f"url.{(tmp_path).as_uri()}/.insteadOf"
+    git(
+        "config",
+        "--file",
+        str(home / ".gitconfig"),
+        rewrite,
+        "https://git.example.invalid/",
+        cwd=home,
+    )
+    claude("plugin", "marketplace", "add", "https://git.example.invalid/ralphstate.git")
+    claude("plugin", "install", "ralphstate@ralphstate")
+    cache = home / ".claude" / "plugins" / "cache" / "ralphstate" / "ralphstate"
+    data = home / ".claude" / "plugins" / "data" / "ralphstate-ralphstate"
+    # The old version's environment, as its build leaves it (a stand-in Python).
+    venv = data / f"env-{old}" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\nexit 0\n")
+    (venv / "bin" / "python").chmod(0o755)
+    (venv / "ralphstate-plugin-version").write_text(old)
+    (venv.parent / "plugin-root").write_text(str(cache / old))
+
+    # The maintainers release the new version.
+    manifest = source / ".claude-plugin" / "plugin.json"
+    manifest.write_text(manifest.read_text().replace(f'"version": "{old}"', f'"version": "{new}"'))
+    git("-c", "user.name=p", "-c", "user.email=p@example.com", "commit", "-qam", new, cwd=source)
+    git("push", "-q", str(tmp_path / "ralphstate.git"), "main", cwd=source)
+
+    update = f"{claude_bin} plugin marketplace update ralphstate"
+    update += f" && {claude_bin} plugin update ralphstate@ralphstate"
+    api.add_turns([bash(update)], [text("Updated.")])
+    _, result = run_claude(project, "update", "--allowedTools", "Bash", env=plugin_env)
+    assert result["result"] == "Updated."
+    assert new in tool_results(api.conversation()[-1])[-1]
+    assert {p.name for p in cache.iterdir() if p.is_dir()} == {old, new}
+    assert (cache / old / ".orphaned_at").exists()
+    # The Stop hook of the session that updated ran the old copy: nothing was built.
+    assert sorted(p.name for p in data.iterdir()) == [f"env-{old}"]
+
+    offline = dict(plugin_env, PIP_FIND_LINKS=str(tmp_path / "no-wheels"))
+    api.add_turns([text("Hello.")])
+    run_claude(project, "hello", env=offline)  # the new version's SessionStart builds
+    home_new = data / f"env-{new}"
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while not (home_new / "build-failed").exists() or (home_new / "build.lock").exists():
+        assert time.monotonic() < deadline, "the new version's build did not end"
+        time.sleep(0.2)
+    assert venv.is_dir()  # its copy is in the cache: an open session may run it
+
+    shutil.rmtree(cache / old)  # Claude Code's sweep, about 14 days after the update
+    api.add_turns([text("Hello.")])
+    run_claude(project, "hello", env=offline)
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while venv.parent.exists() or (home_new / "build.lock").exists():
+        assert time.monotonic() < deadline, "the old environment was not removed"
+        time.sleep(0.2)
+    assert sorted(p.name for p in data.iterdir()) == [f"env-{new}"]

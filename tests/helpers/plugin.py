@@ -47,15 +47,24 @@ def plugin_copy(where: Path, version: str = VERSION) -> Path:
     return where
 
 
-def fake_env(data: Path, version: str = VERSION, body: str = "") -> Path:
+def env_home(data: Path, version: str = VERSION) -> Path:
+    """Where the plugin keeps `version`'s environment under `data`."""
+    return data / f"env-{version}"
+
+
+def fake_env(data: Path, version: str = VERSION, body: str = "", root: Path | None = None) -> Path:
     """An environment under `data` that is ready for `version`; its Python prints its
-    arguments and input as JSON, or runs `body`."""
-    python = data / "venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    arguments and input as JSON, or runs `body`. `root`: the plugin root it records as
+    having built it."""
+    venv = env_home(data, version) / "venv"
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     python.parent.mkdir(parents=True)
     body = body or "print(json.dumps({'argv': sys.argv[1:], 'stdin': sys.stdin.read()}))"
     python.write_text(f"#!{sys.executable}\nimport json, sys\n{body}\n")
     python.chmod(0o755)
-    (data / "venv" / "ralphstate-plugin-version").write_text(version)
+    (venv / "ralphstate-plugin-version").write_text(version)
+    if root is not None:
+        (venv.parent / "plugin-root").write_text(str(root))
     return python
 
 
@@ -107,10 +116,11 @@ def notice(done: subprocess.CompletedProcess[bytes]) -> str:
     return str(out["systemMessage"])
 
 
-def wait_for_build(data: Path, timeout: float = 120) -> None:
+def wait_for_build(data: Path, timeout: float = 120, version: str = VERSION) -> None:
     """Until the detached build has let go of its lock."""
+    home = env_home(data, version)
     deadline = time.monotonic() + timeout
-    while (data / "build.lock").exists() or not (data / "build.log").exists():
+    while (home / "build.lock").exists() or not (home / "build.log").exists():
         assert time.monotonic() < deadline, "the build did not finish"
         time.sleep(0.1)
 

@@ -10,6 +10,7 @@ that succeeds is in tests/e2e/test_plugin_e2e.py.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import ralphstate
 from tests.helpers import REPO
@@ -27,8 +29,10 @@ from tests.helpers.plugin import (
     TASK,
     VERSION,
     env_for,
+    env_home,
     fake_env,
     hook,
+    may_loop,
     notice,
     plugin_copy,
     wait_for_build,
@@ -46,48 +50,49 @@ def test_the_first_hook_starts_a_build_a_failure_is_said_until_a_new_session(
     assert notice(done) == PREPARING
     assert done.stderr == b""
     # The build runs on in its own process, holding the lock: the hook did not wait.
-    assert (data / "build.lock").exists()
+    assert (env_home(data) / "build.lock").exists()
     assert notice(hook(launch, "stop", env)) == PREPARING
     wait_for_build(data)
-    log = (data / "build.log").read_text()
-    assert f"ralphstate plugin {VERSION}: building {data / 'venv'} from {plugin}" in log
+    log = (env_home(data) / "build.log").read_text()
+    assert f"ralphstate plugin {VERSION}: building {env_home(data) / 'venv'} from {plugin}" in log
     assert "-m pip install" in log
     # pip found nothing to install: the build failed, and each hook says so ...
-    assert (data / "build-failed").read_text() == VERSION
+    assert (env_home(data) / "build-failed").read_text() == VERSION
     failed = (
-        f"ralphstate: its Python environment could not be built (see {data / 'build.log'});"
+        "ralphstate: its Python environment could not be built"
+        f" (see {env_home(data) / 'build.log'});"
         " loops are not enforced. A new session tries again."
     )
     for event in ("stop", "pre-compact"):
         assert notice(hook(launch, event, env)) == failed
-    assert not (data / "build.lock").exists()  # ... without starting another build
+    assert not (env_home(data) / "build.lock").exists()  # ... without starting another build
     assert notice(hook(launch, "session-start", env)) == PREPARING
-    assert (data / "build.lock").exists()
+    assert (env_home(data) / "build.lock").exists()
     wait_for_build(data)
 
 
 def test_a_build_under_way_is_not_started_twice(tmp_path: Path, plugin: Path, data: Path) -> None:
-    data.mkdir()
-    (data / "build.lock").write_text("12345")
+    env_home(data).mkdir(parents=True)
+    (env_home(data) / "build.lock").write_text(str(os.getpid()))
     done = hook(plugin / "hooks" / "launch.py", "stop", env_for(tmp_path, data))
     assert notice(done) == PREPARING
     time.sleep(0.5)
-    assert not (data / "build.log").exists()
-    assert (data / "build.lock").read_text() == "12345"
+    assert not (env_home(data) / "build.log").exists()
+    assert (env_home(data) / "build.lock").read_text() == str(os.getpid())
 
 
 def test_a_lock_left_by_a_build_that_died_is_taken_over(
     tmp_path: Path, plugin: Path, data: Path
 ) -> None:
-    data.mkdir()
-    lock = data / "build.lock"
+    env_home(data).mkdir(parents=True)
+    lock = env_home(data) / "build.lock"
     lock.write_text("12345")
     old = time.time() - 3600
     os.utime(lock, (old, old))
     done = hook(plugin / "hooks" / "launch.py", "stop", env_for(tmp_path, data))
     assert notice(done) == PREPARING
     wait_for_build(data)
-    assert "building" in (data / "build.log").read_text()
+    assert "building" in (env_home(data) / "build.log").read_text()
 
 
 def test_without_a_data_directory_the_session_start_says_how_to_install(
@@ -171,11 +176,12 @@ def test_bin_builds_first_and_says_why_it_failed(tmp_path: Path, plugin: Path, d
     )
     assert done.returncode == 1
     assert done.stdout == b""
+    log = env_home(data) / "build.log"
     assert done.stderr.decode().splitlines() == [
         f"ralphstate: setting up its Python environment for plugin version {VERSION}...",
-        f"ralphstate: its Python environment could not be built; see {data / 'build.log'}.",
+        f"ralphstate: its Python environment could not be built; see {log}.",
     ]
-    assert "exit status" in (data / "build.log").read_text()
+    assert "exit status" in (env_home(data) / "build.log").read_text()
 
 
 # -- the plugin's files --------------------------------------------------------------------
@@ -196,12 +202,7 @@ def test_the_plugin_directory_links_what_the_plugin_needs_and_nothing_else() -> 
     files and to what its environment is built from, never the checkout's `.venv` or
     tests. Each link is a relative one into the repository, which the client copies as
     the file it names."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
-    assert spec is not None and spec.loader is not None
-    plugin_env = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin_env)
+    plugin_env = plugin_env_module()
     published = REPO / "plugin"
     needed = {".claude-plugin", "bin", "commands", "hooks", "skills", "LICENSE"}
     assert {p.name for p in published.iterdir()} == needed | set(plugin_env.SOURCES)
@@ -242,3 +243,115 @@ def test_without_its_launcher_the_plugin_command_lets_the_task_complete(
     )
     assert (done.returncode, done.stdout) == (0, b"")
     assert b"no hooks/launch.py" in done.stderr
+
+
+# -- the build lock names the build ---------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has ended (and been waited for)."""
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+@POSIX_ONLY
+def test_the_lock_names_the_build_and_a_killed_build_is_taken_over_at_once(
+    tmp_path: Path, plugin: Path, data: Path
+) -> None:
+    """The lock holds the detached build's own pid, not the hook's that started it: a
+    build killed mid-way is taken over by the next hook at once, not in 15 minutes."""
+    env = env_for(tmp_path, data)
+    launch = plugin / "hooks" / "launch.py"
+    assert notice(hook(launch, "session-start", env)) == PREPARING
+    lock = env_home(data) / "build.lock"
+    pid = int(lock.read_text())
+    command = Path(f"/proc/{pid}/cmdline")
+    if command.exists():  # Linux: the process is the build itself
+        assert b"build\0--locked" in command.read_bytes()
+    os.kill(pid, 9)
+    deadline = time.monotonic() + 10
+    while plugin_env_module().alive(pid):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert lock.exists()  # a killed build leaves its lock
+    (env_home(data) / "build.log").unlink(missing_ok=True)
+    assert notice(hook(launch, "stop", env)) == PREPARING
+    assert int(lock.read_text()) != pid  # a new build took it
+    wait_for_build(data)
+    assert "building" in (env_home(data) / "build.log").read_text()
+
+
+def test_bin_does_not_wait_for_a_build_that_died(tmp_path: Path, plugin: Path, data: Path) -> None:
+    """A fresh lock naming a process that has ended: `bin/ralphstate` builds at once
+    (here the offline build fails in seconds) instead of waiting out the lock's age."""
+    env_home(data).mkdir(parents=True)
+    (env_home(data) / "build.lock").write_text(str(_dead_pid()))
+    started = time.monotonic()
+    done = subprocess.run(
+        [*BARE, str(plugin / "hooks" / "launch.py"), "cli", "--version"],
+        env=env_for(tmp_path, data),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert time.monotonic() - started < 100
+    assert "exit status" in (env_home(data) / "build.log").read_text()
+
+
+# -- one environment per version ------------------------------------------------------------
+
+
+@POSIX_ONLY
+def test_each_version_has_its_own_environment_and_an_old_one_goes_with_its_files(
+    tmp_path: Path, data: Path
+) -> None:
+    """A session still running the old version keeps its environment while Claude Code
+    keeps that version's files (it does, for about 14 days after an update); a build
+    of the new version never touches it, and removes it once those files are gone."""
+    cache = tmp_path / "cache" / "market" / "ralphstate"
+    old, new = plugin_copy(cache / "0.0.9", "0.0.9"), plugin_copy(cache / "9.0.0", "9.0.0")
+    fake_env(data, "0.0.9", body="print(json.dumps({'ran': 'old'}))", root=old)
+    env = env_for(tmp_path, data)
+    may_loop(tmp_path)
+    assert notice(hook(new / "hooks" / "launch.py", "stop", env)) == PREPARING.replace(
+        VERSION, "9.0.0"
+    )
+    wait_for_build(data, version="9.0.0")
+    # The old session's hook still runs its own environment, not rebuilt.
+    assert json.loads(hook(old / "hooks" / "launch.py", "stop", env).stdout) == {"ran": "old"}
+    assert not (env_home(data, "0.0.9") / "build.log").exists()
+    # Claude Code's sweep removes the old version's files; the next build removes its env.
+    shutil.rmtree(old)
+    hook(new / "hooks" / "launch.py", "session-start", env)
+    wait_for_build(data, version="9.0.0")
+    assert sorted(p.name for p in data.iterdir()) == ["env-9.0.0"]
+
+
+@POSIX_ONLY
+def test_the_single_environment_of_older_plugins_goes_once_its_version_is_gone(
+    tmp_path: Path, data: Path
+) -> None:
+    """Versions before per-version environments kept one at `data/venv`: a new
+    version's build leaves it while the cache holds that version, then removes it."""
+    cache = tmp_path / "cache" / "market" / "ralphstate"
+    old, new = plugin_copy(cache / "0.0.9", "0.0.9"), plugin_copy(cache / "9.0.0", "9.0.0")
+    (data / "venv").mkdir(parents=True)
+    (data / "venv" / "ralphstate-plugin-version").write_text("0.0.9")
+    (data / "build.log").write_text("ready\n")
+    env = env_for(tmp_path, data)
+    hook(new / "hooks" / "launch.py", "session-start", env)
+    wait_for_build(data, version="9.0.0")
+    assert (data / "venv").is_dir()
+    shutil.rmtree(old)
+    hook(new / "hooks" / "launch.py", "session-start", env)
+    wait_for_build(data, version="9.0.0")
+    assert sorted(p.name for p in data.iterdir()) == ["env-9.0.0"]
+
+
+def plugin_env_module() -> Any:
+    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from tests.helpers.plugin import (
     TASK,
     VERSION,
     env_for,
+    env_home,
     fake_env,
     hook,
     may_loop,
@@ -62,8 +64,8 @@ def test_an_environment_of_this_python_version_runs_in_this_process(
     this Python's version, so the launcher imports the hook from there."""
     may_loop(tmp_path)
     fake_env(data, body="print(json.dumps({'ran': 'the environment python'}))")
-    packages = data / "venv" / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    packages = packages / "site-packages"
+    python = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    packages = env_home(data) / "venv" / "lib" / python / "site-packages"
     hooks = packages / "ralphstate" / "hooks"
     hooks.mkdir(parents=True)
     (packages / "ralphstate" / "__init__.py").write_text(f"__version__ = {VERSION!r}\n")
@@ -133,9 +135,10 @@ def test_a_ralphstate_or_an_environment_of_another_version_is_not_used(tmp_path:
     launch = plugin / "hooks" / "launch.py"
     done = hook(launch, "stop", env_for(tmp_path, data), python=[sys.executable])
     assert notice(done) == PREPARING.replace(VERSION, "99.0.0")
-    wait_for_build(data)
-    assert "ralphstate plugin 99.0.0: building" in (data / "build.log").read_text()
-    assert not (data / "venv" / "ralphstate-plugin-version").exists()
+    wait_for_build(data, version="99.0.0")
+    home = env_home(data, "99.0.0")
+    assert "ralphstate plugin 99.0.0: building" in (home / "build.log").read_text()
+    assert not (home / "venv" / "ralphstate-plugin-version").exists()
 
 
 # -- a task refused: the one exit that is not 0 --------------------------------------------
@@ -432,3 +435,31 @@ def test_a_settings_file_is_read_within_ralphstates_bound(tmp_path: Path) -> Non
     padded = json.dumps(settings) + " " * limits.MAX_SETTINGS_BYTES
     path.write_text(padded, encoding="utf-8")
     assert launch._own_events(str(path), "Stop") == set()
+
+
+@POSIX_ONLY
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero"])
+def test_a_settings_file_that_is_a_pipe_or_a_device_is_not_read(
+    tmp_path: Path, plugin: Path, data: Path, target: str
+) -> None:
+    """A clone's `.claude/settings.local.json` linked to a pipe (which no one writes) or
+    to /dev/zero: the launcher neither waits on it nor reads it, and runs the hook."""
+    may_loop(tmp_path)
+    fake_env(data)
+    settings = tmp_path / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    if target == "fifo":
+        os.mkfifo(tmp_path / "pipe")
+        settings.symlink_to(tmp_path / "pipe")
+    else:
+        settings.symlink_to(target)
+    done = subprocess.run(
+        [*BARE, str(plugin / "hooks" / "launch.py"), "stop"],
+        input=b"{}",
+        env=env_for(tmp_path, data),
+        capture_output=True,
+        timeout=20,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["argv"][-1] == "stop", done.stderr
