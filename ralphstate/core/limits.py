@@ -169,6 +169,11 @@ STAMP_SECONDS = 10.0
 # git reads them all.
 SNAPSHOT_BIG_FILE_BYTES = 1024 * 1024
 MAX_UNTRACKED_LIST_BYTES = 16 * 1024 * 1024
+# Repositories inside the work tree (submodules, and repositories in untracked
+# directories): a snapshot reads each one's work tree, to this depth and at most this
+# many per repository; more, and the snapshot is unknown (the checks run again).
+MAX_NESTED_REPOS = 64
+MAX_NESTED_DEPTH = 3
 # The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
 # guard, the longest one, and the most of a guarded files' diff `review` shows.
 MAX_GUARDS = 200

@@ -197,12 +197,24 @@ def tracked_snapshot(
 def _snapshot(
     paths: LoopPaths, budget: float, *, tracked: bool
 ) -> tuple[Snapshot, str | None] | None:
-    root = paths.root
     deadline = time.monotonic() + budget
 
     def left() -> float:
         return deadline - time.monotonic()
 
+    def pathspec(top: Path) -> list[str]:
+        return loop_pathspec(paths, top)
+
+    return _snapshot_at(paths.root, pathspec, left, tracked, limits.MAX_NESTED_DEPTH)
+
+
+def _snapshot_at(
+    root: Path,
+    pathspec: Callable[[Path], list[str]],
+    left: Callable[[], float],
+    tracked: bool,
+    depth: int,
+) -> tuple[Snapshot, str | None] | None:
     where = _where(root, left())
     if where is None:
         return None
@@ -215,7 +227,7 @@ def _snapshot(
             # as the index was written ("racily clean") by comparing the two, and a
             # fresh mtime would make such an edit look unchanged.
             shutil.copy2(real_index, temp_index)
-        spec = loop_pathspec(paths, top)
+        spec = pathspec(top)
         # The clean room checks the tracked files' tree out of the repository: its
         # objects go there (`storage/cleanroom.py`); every other object, to the store.
         env = git_env(GIT_INDEX_FILE=str(temp_index), **scratch.objects_env(store, objects))
@@ -227,9 +239,10 @@ def _snapshot(
         if done is None:
             return None
         tracked_tree = done.strip() if tracked else None
-        tree = _with_untracked(top, spec, env, left)
-        if tree is None or tracked_tree == "":
+        found = _with_untracked(top, spec, env, left)
+        if found is None or tracked_tree == "":
             return None
+        tree, nested = found
         dirty = tree != EMPTY_TREE
         if commit is not None:
             diff = run_git(
@@ -241,7 +254,52 @@ def _snapshot(
             if diff is None or diff.code not in (0, 1):
                 return None
             dirty = diff.code == 1
+        if nested:
+            folded = _fold_nested(top, nested, env, left, depth)
+            if folded is None:
+                return None
+            tree, dirty = folded[0] or tree, dirty or folded[1]
         return Snapshot(commit, dirty, tree, branch(root, max(left(), 0.001))), tracked_tree
+
+
+def _fold_nested(
+    top: Path,
+    nested: list[tuple[str, bool]],
+    env: dict[str, str],
+    left: Callable[[], float],
+    depth: int,
+) -> tuple[str | None, bool] | None:
+    """The tree of the temporary index (in `env`) once each repository inside the work
+    tree (`nested`: its path, and whether it is untracked) is in it as the tree its own
+    work tree holds, in place of the commit a submodule's entry names: an edit inside a
+    submodule changes the snapshot as an edit outside does. Whether any of them differs
+    from what the project's HEAD holds; None when one cannot be read (too many, too
+    deep, or git fails). The tree is None when none of them is checked out."""
+    if len(nested) > limits.MAX_NESTED_REPOS or depth <= 0:
+        return None
+    entries: list[bytes] = []
+    dirty = False
+
+    def everything(_top: Path) -> list[str]:
+        return [":/"]
+
+    for rel, untracked in nested:
+        inner = top / rel
+        if not (inner / ".git").exists():  # a submodule not checked out: its commit
+            continue
+        found = _snapshot_at(inner, everything, left, False, depth - 1)
+        if found is None:
+            return None
+        dirty = dirty or untracked or found[0].dirty
+        entries.append(b"160000 %s\t%s\0" % (found[0].tree.encode(), os.fsencode(rel)))
+    if not entries:
+        return None, dirty
+    steps: list[tuple[list[str], bytes | None]] = [
+        (["update-index", "-z", "--index-info"], b"".join(entries)),
+        (["write-tree", "--missing-ok"], None),
+    ]
+    written = _steps(steps, top, env, left)
+    return (written.strip(), dirty) if written and written.strip() else None
 
 
 def _where(root: Path | str, timeout: float) -> tuple[Path, Path, Path] | None:
@@ -286,10 +344,13 @@ def _steps(
 
 def _with_untracked(
     top: Path, spec: list[str], env: dict[str, str], left: Callable[[], float]
-) -> str | None:
+) -> tuple[str, list[tuple[str, bool]]] | None:
     """The tree of the temporary index (in `env`) once the untracked files that are not
     ignored join it, the loop's directory left out: each as git reads it, or, past the
-    size limit, as its summary (`storage/scratch.py`). None when git fails."""
+    size limit, as its summary (`storage/scratch.py`). The repositories inside the work
+    tree are left for `_fold_nested`: the untracked ones (git lists each
+    as one name ending in `/`) and the submodules `.gitmodules` declares, each with
+    whether it is untracked. None when git fails."""
     listing = ["ls-files", "-z", "--others", "--exclude-standard", "--full-name", "--", *spec]
     limit = limits.MAX_UNTRACKED_LIST_BYTES
     done = run_git(listing, top, env=env, timeout=left(), limit=limit) if left() > 0 else None
@@ -298,8 +359,11 @@ def _with_untracked(
     if len(done.out_bytes) >= limit:  # too many names to hold: git reads them all
         every = [["add", "--all", "--", ":/"], *_drop(spec), ["write-tree"]]
         found = _steps(every, top, env, left)
-        return found.strip() if found else None
+        return (found.strip(), []) if found else None
     names = [os.fsdecode(name) for name in done.out_bytes.split(b"\0") if name]
+    nested = [(name.rstrip("/"), True) for name in names if name.endswith("/")]
+    names = [name for name in names if not name.endswith("/")]
+    nested += [(name, False) for name in _submodules(top, env, left)]
     config = _config(top, env, left) if names else ""
     read, summarised = scratch.split(top, names, scratch.threshold(config))
     steps: list[tuple[list[str], bytes | None]] = []
@@ -311,7 +375,19 @@ def _with_untracked(
         steps.append((["update-index", "-z", "--index-info"], info))
     steps.append((["write-tree", *(["--missing-ok"] if summarised else [])], None))
     found = _steps(steps, top, env, left)
-    return found.strip() if found else None
+    return (found.strip(), nested) if found else None
+
+
+def _submodules(top: Path, env: dict[str, str], left: Callable[[], float]) -> list[str]:
+    """The paths of the submodules `.gitmodules` declares, as git reads that file."""
+    if not (top / ".gitmodules").is_file():
+        return []
+    asked = ["config", "-z", "--file", ".gitmodules", "--get-regexp", r"^submodule\..*\.path$"]
+    said = run_git(asked, top, env=env, timeout=left()) if left() > 0 else None
+    if said is None or said.code != 0:
+        return []
+    found = (entry.partition("\n")[2] for entry in said.out.split("\0") if entry)
+    return sorted({path.strip("/") for path in found if path.strip("/")})
 
 
 def _config(top: Path, env: dict[str, str], left: Callable[[], float]) -> str:

@@ -140,3 +140,75 @@ def test_a_snapshot_shares_one_time_budget(repo: Path) -> None:
     paths = LoopPaths(repo, repo / ".loop")
     assert git.snapshot(paths, budget=limits.GIT_SNAPSHOT_SECONDS) is not None
     assert git.snapshot(paths, budget=0.0) is None  # nothing left: no answer, not a wrong one
+
+
+# -- repositories inside the work tree ------------------------------------------------------
+
+
+def with_submodule(repo: Path, tmp_path: Path) -> Path:
+    """`repo` with a submodule at `lib/`, committed; the submodule's work tree."""
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    init_repo(upstream, {"core.py": "VALUE = 1\n"})
+    run_git(
+        repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "lib"
+    )
+    run_git(repo, "commit", "-qm", "the submodule")
+    return repo / "lib"
+
+
+def test_an_edit_inside_a_submodule_changes_the_tree(repo: Path, tmp_path: Path) -> None:
+    lib = with_submodule(repo, tmp_path)
+    before = snap(repo)
+    assert not before.dirty
+    (lib / "core.py").write_text("VALUE = 2\n")
+    edited = snap(repo)
+    assert edited.tree != before.tree and edited.dirty
+    (lib / "new.py").write_text("pass\n")  # untracked inside it: counts as well
+    assert snap(repo).tree not in (before.tree, edited.tree)
+    (lib / "new.py").unlink()
+    # Committing inside the submodule, then its new commit in the project: same code.
+    run_git(lib, "commit", "-qam", "two")
+    assert snap(repo).tree == edited.tree
+    run_git(repo, "commit", "-qam", "the submodule at two")
+    committed = snap(repo)
+    assert committed.tree == edited.tree and not committed.dirty
+    (lib / "core.py").write_text("VALUE = 1\n")
+    assert snap(repo).tree == before.tree  # the first content again: the first id
+
+
+def test_a_repository_in_an_untracked_directory_is_read_like_the_rest(repo: Path) -> None:
+    """An empty nested repository (`git init scratch`) made the snapshot fail; one with
+    commits was taken as its commit only, so edits inside it were not seen."""
+    before = snap(repo)
+    run_git(repo, "init", "-q", "scratch")
+    empty = snap(repo)
+    assert empty.dirty
+    (repo / "scratch" / "notes.txt").write_text("one\n")
+    one = snap(repo)
+    assert one.tree != empty.tree != before.tree
+    run_git(repo / "scratch", "add", "notes.txt")
+    run_git(repo / "scratch", "commit", "-qm", "notes")
+    assert snap(repo).tree == one.tree
+    (repo / "scratch" / "notes.txt").write_text("two\n")
+    assert snap(repo).tree != one.tree
+
+
+def test_more_nested_repositories_than_it_reads_make_the_snapshot_unknown(repo: Path) -> None:
+    for n in range(limits.MAX_NESTED_REPOS):
+        run_git(repo, "init", "-q", f"nested/{n}")
+    assert git.snapshot(LoopPaths(repo, repo / ".loop")) is not None
+    run_git(repo, "init", "-q", "nested/one-more")
+    assert git.snapshot(LoopPaths(repo, repo / ".loop")) is None
+
+
+def test_nested_repositories_deeper_than_it_reads_make_the_snapshot_unknown(repo: Path) -> None:
+    inner = repo
+    for level in range(limits.MAX_NESTED_DEPTH):
+        inner = inner / f"level{level}"
+        run_git(repo, "init", "-q", str(inner.relative_to(repo)))
+    before = snap(repo)
+    (inner / "deep.txt").write_text("seen\n")
+    assert snap(repo).tree != before.tree
+    run_git(repo, "init", "-q", str((inner / "too-deep").relative_to(repo)))
+    assert git.snapshot(LoopPaths(repo, repo / ".loop")) is None
