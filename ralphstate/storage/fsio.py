@@ -92,14 +92,18 @@ def _swap_if_holds(tmp: str, path: Path, expect: bytes, data: bytes, ours: int) 
                 return True
             try:
                 exchange(tmp, str(path))  # undo: the save that landed goes back in place
-            except FileNotFoundError:  # and `path` was removed meanwhile
-                os.rename(tmp, path)
+            except FileNotFoundError:  # `path` was renamed away meanwhile (a backup):
+                # the save goes back only where no newer one was made since.
+                _create_if_absent(tmp, path)
                 return False
             if _inode(tmp) != ours or not _holds(tmp, data):
                 # While ours was in place, another file replaced it or a save was made
                 # into it: that is the newest save, so it goes back in place, and the
                 # older one is dropped (as that save would have dropped it).
-                exchange(tmp, str(path))
+                try:
+                    exchange(tmp, str(path))
+                except FileNotFoundError:  # renamed away again: back only if none is
+                    _create_if_absent(tmp, path)
             return False
     _replace(tmp, path)  # checked just above: the window left is microseconds
     return True

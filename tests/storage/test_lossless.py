@@ -197,6 +197,44 @@ def test_an_exchange_that_finds_a_save_puts_it_back(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
 
 
+@LINUX_ONLY
+def test_a_newer_save_made_while_an_exchange_is_undone_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window the editor race measured (2 saves lost in about 84,000): an editor
+    that saves by renaming the file away to a backup and writing a new one. Its save N
+    lands just before the exchange; its save N+1 renames the file away while
+    ralphstate's is in place, so the undo finds no file, and writes its new file just
+    before the save N is put back. Save N+1, the newest, is what stays."""
+    target = tmp_path / "state.json"
+    backup = tmp_path / "state.json~"
+    target.write_bytes(b"old")
+    real = fsio._exchanger()
+    assert real is not None
+    calls: list[int] = []
+
+    def editor_between(a: str, b: str) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            Path(b).rename(backup)  # save N, by renaming away
+            Path(b).write_bytes(b"save N")
+            backup.unlink()
+            real(a, b)  # ralphstate's file in place, save N displaced
+            Path(b).rename(backup)  # save N+1 begins: ralphstate's file renamed away
+            return
+        try:
+            real(a, b)  # the undo: no file at `b`
+        finally:
+            Path(b).write_bytes(b"save N+1")  # the editor writes its new file
+
+    monkeypatch.setattr(fsio, "_exchange_fn", [editor_between])
+    assert fsio.atomic_write(target, b"new", expect=b"old") is False
+    assert len(calls) == 2
+    assert target.read_bytes() == b"save N+1"
+    backup.unlink()  # the editor removes its backup: ralphstate's file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
 # -- a file read while it is being saved in place ---------------------------------------
 
 # A person's editor saving state.json in place, in two writes a few milliseconds apart
