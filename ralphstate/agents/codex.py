@@ -10,7 +10,7 @@ shell commands the session in `CODEX_SESSION_ID` (and `CODEX_THREAD_ID`). Under
 
 from __future__ import annotations
 
-from ralphstate.agents.contract import Agent, HookCommand, HookFile, command_handler, tokens
+from ralphstate.agents.contract import Agent, HookFile, command_handler, tokens
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,14 +46,6 @@ def report(found: list[dict[str, Any]]) -> Report | None:
 SESSION_END_MOST = 3
 
 
-def _handler(command: HookCommand) -> dict[str, object]:
-    """Claude Code's handler shape, with the SessionEnd time Codex allows."""
-    handler = command_handler(command)
-    if command.sub == "session-end":
-        handler["timeout"] = min(command.seconds, SESSION_END_MOST)
-    return handler
-
-
 AGENT = Agent(
     name="codex",
     title="Codex CLI",
@@ -72,7 +64,8 @@ AGENT = Agent(
             "PreCompact": "pre-compact",
             "SessionEnd": "session-end",
         },
-        handler=_handler,
+        handler=command_handler,
+        ceilings={"session-end": SESSION_END_MOST},
         matcher_events=frozenset({"SessionStart", "PreCompact"}),
         # Codex runs a hook only once the person trusted it (by its hash: a changed
         # command is new again), and a project's hooks only in a trusted project; an

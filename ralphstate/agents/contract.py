@@ -163,6 +163,8 @@ class HookFile:
     the rest of the file. `matcher_said` and `timeout_unit`: how `install` words a
     matcher it set and a timeout it raised. `trust`: what the person must do before the
     agent runs hooks it has not seen, which `install` says when it wrote new ones.
+    `ceilings`: the most seconds the agent allows a hook (by subcommand), where that is
+    less than ralphstate's own timeout for it.
     """
 
     def __init__(
@@ -185,6 +187,7 @@ class HookFile:
         timeout_unit: str = "",
         plugin: Plugin | None = None,
         trust: str | None = None,
+        ceilings: dict[str, int] | None = None,
     ) -> None:
         self.shape = shape
         self.project = project
@@ -203,6 +206,11 @@ class HookFile:
         self.timeout_unit = timeout_unit
         self.plugin = plugin
         self.trust = trust
+        self.ceilings = ceilings or {}
+
+    def seconds(self, sub: str) -> int:
+        """The timeout `ralphstate hook SUB` is given in this agent's hook file."""
+        return min(timeout(sub), self.ceilings.get(sub, timeout(sub)))
 
     @property
     def scopes(self) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphstate.agents import table
-from ralphstate.agents.contract import Agent, HookCommand, timeout
+from ralphstate.agents.contract import Agent, HookCommand
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import DEFAULT_AGENT
 from ralphstate.install import hookfile, plugin, settings, taskenv
@@ -199,7 +199,7 @@ def _handler(spec: Agent, sub: str) -> dict[str, Any]:
         raise RalphstateError(f"{spec.name} has no hook file of handlers.")
     flag = None if spec.name == DEFAULT_AGENT else spec.name
     command = HookCommand(
-        sub, shell_command(sub, flag), powershell_command(sub, flag), timeout(sub)
+        sub, shell_command(sub, flag), powershell_command(sub, flag), spec.hook_file.seconds(sub)
     )
     return dict(spec.hook_file.handler(command))
 
