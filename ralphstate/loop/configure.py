@@ -54,18 +54,23 @@ def _on_off(text: str) -> bool | None:
 
 def _count(name: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text.strip())
-        except ValueError:
-            value = 0
-        if not 1 <= value <= st.MAX_ITERATIONS_CEILING:
-            raise RalphstateError(
-                f"{name} must be a whole number from 1 to {st.MAX_ITERATIONS_CEILING},"
-                f" not {visible(text)[:40]!r}."
-            )
-        return value
+        return _whole(name, text, st.MAX_ITERATIONS_CEILING)
 
     return parse
+
+
+def _whole(name: str, text: str, most: int, other: str = "") -> int:
+    """`text` as a whole number from 1 to `most`; else one sentence naming `name` and
+    what it may be (`other`: another word it takes)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = 0
+    if not 1 <= value <= most:
+        raise RalphstateError(
+            f"{name} must be a whole number from 1 to {most}{other}, not {visible(text)[:40]!r}."
+        )
+    return value
 
 
 def _marker(text: str) -> str:
@@ -179,16 +184,7 @@ def _jobs(text: str) -> int | None:
     """How many checks run at once, or `default` (null: the processors, at least 16)."""
     if text.strip().lower() == "default":
         return None
-    try:
-        value = int(text.strip())
-    except ValueError:
-        value = 0
-    if not 1 <= value <= limits.MAX_CHECK_JOBS:
-        raise RalphstateError(
-            f"verify-jobs must be a whole number from 1 to {limits.MAX_CHECK_JOBS}, or"
-            f" default, not {visible(text)[:40]!r}."
-        )
-    return value
+    return _whole("verify-jobs", text, limits.MAX_CHECK_JOBS, ", or default")
 
 
 def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
