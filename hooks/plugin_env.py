@@ -78,8 +78,13 @@ def loads(text: str) -> object:
 
 def plugin_version() -> str:
     """The plugin's version, from its manifest; "" when it cannot be read."""
+    return version_at(ROOT)
+
+
+def version_at(root: str) -> str:
+    """The version in the manifest of the plugin at `root`; "" when it cannot be read."""
     try:
-        with open(os.path.join(ROOT, ".claude-plugin", "plugin.json"), "rb") as f:
+        with open(os.path.join(root, ".claude-plugin", "plugin.json"), "rb") as f:
             version = loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8")).get("version")  # type: ignore[attr-defined]
     except (OSError, ValueError, AttributeError):
         return ""
@@ -321,16 +326,7 @@ def in_use(home: "Path", legacy: bool = False) -> bool:
             root = (home / ROOT_MARKER).read_text(encoding="utf-8")[:MAX_MANIFEST_BYTES]
     except (OSError, ValueError):
         return False  # never built: a failed build's leftovers
-    return bool(built) and _version_at(root) == built
-
-
-def _version_at(root: str) -> str:
-    try:
-        with open(os.path.join(root, ".claude-plugin", "plugin.json"), "rb") as f:
-            version = loads(f.read(MAX_MANIFEST_BYTES).decode("utf-8")).get("version")  # type: ignore[attr-defined]
-    except (OSError, ValueError, AttributeError):
-        return ""
-    return version if isinstance(version, str) else ""
+    return bool(built) and version_at(root) == built
 
 
 def _build(home: "Path", version: str) -> bool:

@@ -3,6 +3,7 @@ stand-in environments, and the launcher run as Claude Code runs it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -45,6 +46,15 @@ def plugin_copy(where: Path, version: str = VERSION) -> Path:
         REPO / "ralphstate", where / "ralphstate", ignore=shutil.ignore_patterns("__pycache__")
     )
     return where
+
+
+def plugin_env_module() -> Any:
+    """hooks/plugin_env.py, imported from its file."""
+    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def env_home(data: Path, version: str = VERSION) -> Path:

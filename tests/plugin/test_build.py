@@ -33,6 +33,7 @@ from tests.helpers.plugin import (
     fake_env,
     hook,
     may_loop,
+    plugin_env_module,
     notice,
     plugin_copy,
     wait_for_build,
@@ -349,9 +350,3 @@ def test_the_single_environment_of_older_plugins_goes_once_its_version_is_gone(
     assert sorted(p.name for p in data.iterdir()) == ["env-9.0.0"]
 
 
-def plugin_env_module() -> Any:
-    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

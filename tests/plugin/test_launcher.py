@@ -33,6 +33,7 @@ from tests.helpers.plugin import (
     fake_env,
     hook,
     may_loop,
+    plugin_env_module,
     notice,
     plugin_copy,
     wait_for_build,
@@ -336,15 +337,6 @@ def test_a_blocking_stop_imports_what_the_installed_command_does(
     assert runs["launcher"].stdout == runs["installed"].stdout
     extra = imported(runs["launcher"].stderr) - imported(runs["installed"].stderr)
     assert extra <= OWN_IMPORTS
-
-
-def plugin_env_module() -> Any:
-    """hooks/plugin_env.py, imported from its file."""
-    spec = importlib.util.spec_from_file_location("plugin_env", REPO / "hooks" / "plugin_env.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize(
