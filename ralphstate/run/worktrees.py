@@ -38,6 +38,9 @@ COPIED = (
     "stallLimit",
     "completionMarker",
     "continueMessage",
+    "verifyJobs",
+    "verifyBudget",
+    "runAlone",
 )
 CONFIG_NAME = "config.toml"
 

@@ -255,6 +255,9 @@ def test_a_bad_branch_name_is_one_sentence(rs: Any, repo: Path, agent: Any) -> N
 def test_loops_side_by_side_in_worktrees(rs: Any, repo: Path, agent: Any) -> None:
     make_loop(rs)
     assert rs("criteria", "check", "tests pass", f'"{sys.executable}" -c "pass"').code == 0
+    for key, value in (("verify-jobs", "3"), ("verify-budget", "90")):
+        assert rs("config", key, value).code == 0
+    assert rs("criteria", "check", "tests pass", "--alone").code == 0
     added = rs("worktree", "add", "alpha")
     assert added.code == 0, added
     alpha = repo.parent / f"{repo.name}-worktrees" / "alpha"
@@ -262,6 +265,9 @@ def test_loops_side_by_side_in_worktrees(rs: Any, repo: Path, agent: Any) -> Non
     copied = state(alpha)
     assert copied["spec"] == "Build the parser" and copied["iteration"] == 0
     assert copied["checks"] == state(repo)["checks"]
+    # How its checks run comes along too.
+    assert (copied["verifyJobs"], copied["verifyBudget"]) == (3, 90)
+    assert copied["runAlone"] == ["tests pass"]
     assert copied["loopId"] != state(repo)["loopId"]
     # The second loop is made by `run --worktree`, and runs there at once.
     done = run(repo, "--agent", agent(), "--worktree", "beta", "--commit", "--max", "5")
