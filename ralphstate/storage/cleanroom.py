@@ -109,7 +109,10 @@ def open_room(
         hooks = scratch / "hooks"  # empty: the repository's hooks do not run
         hooks.mkdir()
         add = ["worktree", "add", "--detach", "--quiet", str(where), commit]
-        _git(["-c", f"core.hooksPath={hooks}", *add], root, "check out the room", budget, left())
+        # Every tracked file, whatever sparse checkout the work tree has (git copies its
+        # patterns into a new worktree): a pattern must not leave the tests out.
+        options = ["-c", f"core.hooksPath={hooks}", "-c", "core.sparseCheckout=false"]
+        _git([*options, *add], root, "check out the room", budget, left())
         inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
         cwd = where if inside == os.curdir else where / inside
         cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet

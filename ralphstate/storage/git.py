@@ -405,22 +405,32 @@ def _excluded(spec: list[str]) -> list[str]:
 
 def checkout_settings(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
     """A fingerprint of what makes git write other content than a tree holds when it
-    checks files out: its filters (`filter.*` in git config) and the repository's own
-    attributes file (`.git/info/attributes`, `core.attributesFile`). None outside a
-    repository. A clean room checks files out, so a filter added since the person's
-    approval is a change to review."""
+    checks files out, or leave files out: its filters (`filter.*` in git config), the
+    repository's own attributes file (`.git/info/attributes`, `core.attributesFile`)
+    and its sparse checkout (`core.sparseCheckout*`, `info/sparse-checkout`). None
+    outside a repository. A clean room checks files out, so such a setting added since
+    the person's approval is a change to review."""
     import hashlib
 
-    pattern = r"^(filter\.|core\.attributesfile)"
+    pattern = r"^(filter\.|core\.attributesfile|core\.sparsecheckout)"
     found = run_git(["config", "--get-regexp", pattern], root, timeout=timeout)
-    where = _line(["rev-parse", "--git-path", "info/attributes"], root, timeout)
-    if found is None or where is None or found.code not in (0, 1):
+    args = ["rev-parse", "--git-path", "info/attributes", "--git-path", "info/sparse-checkout"]
+    where = run_git(args, root, timeout=timeout)
+    named = where.out.splitlines() if where is not None and where.ok else []
+    if found is None or len(named) != 2 or found.code not in (0, 1):
         return None
-    path = Path(where) if Path(where).is_absolute() else Path(root) / where
+    attributes, sparse = (_read_head(Path(root), name) for name in named)
+    digest = hashlib.sha256(found.out.encode("utf-8", "surrogateescape") + b"\0" + attributes)
+    if sparse:  # only then: the fingerprint of a repository without one is as it was
+        digest.update(b"\0sparse\0" + sparse)
+    return digest.hexdigest()[:32]
+
+
+def _read_head(root: Path, name: str) -> bytes:
+    """The start of the file git names `name` (relative to `root`); empty if none."""
+    path = Path(name) if Path(name).is_absolute() else root / name
     try:
         with path.open("rb") as handle:
-            attributes = handle.read(limits.MAX_GIT_OUTPUT_BYTES)
+            return handle.read(limits.MAX_GIT_OUTPUT_BYTES)
     except OSError:
-        attributes = b""
-    digest = hashlib.sha256(found.out.encode("utf-8", "surrogateescape") + b"\0" + attributes)
-    return digest.hexdigest()[:32]
+        return b""

@@ -302,3 +302,29 @@ def test_untracked_names_what_git_does_not_ignore(repo: Path) -> None:
     (repo / "build").mkdir()
     (repo / "build" / "out.o").write_text("x")
     assert cleanroom.untracked(paths_of(repo)) == ["helper.py", "newpkg/"]
+
+
+def test_a_sparse_checkout_leaves_nothing_out_of_the_room(repo: Path) -> None:
+    """A sparse checkout (whose patterns git copies into a new worktree) that leaves
+    the person's test out of the work tree does not leave it out of the room, and it
+    changes the checkout settings a person's approval recorded."""
+    before = git.checkout_settings(repo)
+    run_git(repo, "sparse-checkout", "set", "--no-cone", "/*", "!/tests/test_app.py")
+    assert not (repo / "tests" / "test_app.py").exists()
+    assert git.checkout_settings(repo) not in (None, before)
+    room = opened(repo)
+    try:
+        assert files(room.top)["tests/test_app.py"] == FILES["tests/test_app.py"]
+    finally:
+        cleanroom.close(room)
+
+
+def test_checkout_settings_without_a_sparse_checkout_are_as_they_were(repo: Path) -> None:
+    """The fingerprint of a repository with no sparse checkout is the one approvals
+    already hold (it did not cover sparse checkouts before)."""
+    import hashlib
+
+    pattern = r"^(filter\.|core\.attributesfile)"
+    found = run_git(repo, "config", "--get-regexp", pattern, check=False)
+    out = f"{found}\n" if found else ""
+    assert git.checkout_settings(repo) == hashlib.sha256(out.encode() + b"\0").hexdigest()[:32]
