@@ -134,14 +134,17 @@ def _scratch(repo: _Repo, copy: bool = True, keep: bool = False) -> Iterator[dic
         yield git_env(GIT_INDEX_FILE=str(temp), **objects)
 
 
-def _config_specs() -> list[str]:
-    return [testfiles.anywhere(name) for name in testfiles.NEW_CONFIG_FILES]
+def _config_specs(root: Path) -> list[str]:
+    """The test configuration's pathspecs: its names anywhere, and what at the project
+    root shadows a standard library module (`testfiles.shadows`)."""
+    names = [testfiles.anywhere(name) for name in testfiles.NEW_CONFIG_FILES]
+    return names + testfiles.shadows(root)
 
 
 def _configs(repo: _Repo) -> list[str] | None:
     """The tracked files anywhere in the project whose names change how tests run, as
     literal pathspecs: named one by one, they cost `git rm` less than the globs."""
-    done = repo.git(["ls-files", "-z", "--", *_config_specs()], git_env())
+    done = repo.git(["ls-files", "-z", "--", *_config_specs(repo.root)], git_env())
     if done is None:
         return None
     return [f":(literal){name}" for name in testfiles.split_names(done.out)[0]]
@@ -223,7 +226,8 @@ def compare(
             found.new_config += [repo.relative(p) for p in listed]
         found.changed += _runner_settings(repo, env, approved_tree, found.tree)
     # Untracked and not ignored, by the repository's own index.
-    others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards, *_config_specs()]
+    others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards]
+    others += _config_specs(repo.root)
     listed = _listing(repo.git(others, git_env()), found)
     if listed is None:
         return None
@@ -263,7 +267,7 @@ def _sort(found: Changes, files: list[str], how: list[str]) -> None:
             found.deleted.append(path)
         elif letter != _ADDED:
             found.changed.append(path)
-        elif testfiles.is_config(path):
+        elif testfiles.is_config(path) or testfiles.shadows_stdlib(path):
             found.new_config.append(path)
         else:
             found.new_tests.append(path)

@@ -25,6 +25,7 @@ import fnmatch
 import os
 import posixpath
 import shlex
+import sys
 from pathlib import Path
 
 from ralphstate.core import limits
@@ -87,6 +88,15 @@ NEW_CONFIG_FILES = (
     "vite.config.*",
     *(f"{package}/*" for package in RUNNER_PACKAGES),
 )
+# A module at the project root named as one of the standard library's shadows it for
+# `python -m pytest` (which puts the current directory first on the import path), and
+# pytest imports many (`pprint`, `inspect`, `argparse`, ...): such a file, or a package
+# directory, is test configuration too (`shadows`). The test directories' names are
+# not counted (`test` is a standard library package).
+STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) - set(TEST_DIRS)
+SHADOW_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+# The most entries of the project root looked at for them.
+MAX_ROOT_ENTRIES = 10_000
 # The most rounds `default_guards` takes to find the test directories, each round
 # reading up to MAX_GIT_OUTPUT_BYTES of file names.
 MAX_ROUNDS = 50
@@ -188,6 +198,34 @@ def is_config(path: str, names: tuple[str, ...] = NEW_CONFIG_FILES) -> bool:
     return any(
         fnmatch.fnmatchcase(f"{parent}/{base}" if "/" in name else base, name) for name in names
     )
+
+
+def shadows(root: Path) -> list[str]:
+    """The literal pathspecs of what at the project root shadows a standard library
+    module: a module file named as one (`pprint.py`), or a directory (a package)."""
+    found = []
+    try:
+        with os.scandir(root) as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= MAX_ROOT_ENTRIES:
+                    break
+                if shadows_stdlib(entry.name) or (
+                    entry.name in STDLIB and entry.is_dir(follow_symlinks=False)
+                ):
+                    found.append(literal(entry.name))
+    except OSError:
+        pass
+    return sorted(found)
+
+
+def shadows_stdlib(path: str) -> bool:
+    """Whether `path` (from the project root) is a module file at the root named as a
+    standard library module, or a file in a root directory named as one."""
+    first, _, rest = path.partition("/")
+    if rest:
+        return first in STDLIB
+    stem = first.split(".", 1)[0]
+    return stem in STDLIB and first.endswith(SHADOW_SUFFIXES) and "." in first
 
 
 def split_names(out: str) -> tuple[list[str], bool]:

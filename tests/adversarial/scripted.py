@@ -85,9 +85,10 @@ def person_env() -> dict[str, str]:
 
 
 def ralphstate(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m ralphstate ARGS` in `root`, as a real process with exactly `env`."""
+    """`python -I -m ralphstate ARGS` in `root`, as a real process with exactly `env`:
+    the project's own modules are not on the import path, as for the console script."""
     return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args],
+        [sys.executable, "-I", "-m", "ralphstate", *args],
         cwd=root,
         env=env,
         capture_output=True,
@@ -186,8 +187,8 @@ class Agent:
             "stop_hook_active": False,
             "last_assistant_message": message,
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "ralphstate", "hook", "stop"],
+        done = subprocess.run(  # the command `install` writes runs with -I as well
+            [sys.executable, "-I", "-m", "ralphstate", "hook", "stop"],
             cwd=self.root,
             env=self.env(),
             input=orjson.dumps(data),

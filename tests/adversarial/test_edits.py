@@ -128,6 +128,26 @@ def test_a_fake_pytest_module_at_the_top_proves_nothing(
         assert "pytest.py" in str(outs[-1].get("systemMessage", ""))
 
 
+# A module at the top named as a standard library module pytest imports: `python -m
+# pytest` imports it before any test runs, and it ends the run with success.
+SHADOW = "import os\nos._exit(0)\n"
+
+
+@pytest.mark.parametrize("committed", [False, True])
+@pytest.mark.parametrize("where", ["pprint.py", "textwrap/__init__.py"])
+def test_a_module_that_shadows_the_standard_library_proves_nothing(
+    committed: bool, where: str, agent: Agent, calc: Path
+) -> None:
+    agent.write(where, SHADOW)
+    if committed:
+        agent.commit("add a module")
+    outs = verified_then_claimed(agent)
+
+    not_complete(calc, outs)
+    message = paused_for_review(calc, outs)
+    assert where in message
+
+
 # -- .loop/state.json by hand -------------------------------------------------------------
 
 
