@@ -37,6 +37,12 @@ from ralphstate.storage.store import Store
     " every stop; `step done` checks a box.",
 )
 @click.option(
+    "--contract",
+    type=click.Choice(["boxes"]),
+    help="boxes: the --task file's boxes are the criteria; every box ticked is done"
+    " (a tick is a claim; a box's `(check: `CMD`)` proves it).",
+)
+@click.option(
     "--max-iterations",
     type=int,
     default=None,
@@ -109,6 +115,7 @@ def init(
     checks: tuple[tuple[str, str], ...],
     steps: tuple[str, ...],
     task: Path | None,
+    contract: str | None,
     max_iterations: int | None,
     stall_limit: int | None,
     marker: str | None,
@@ -170,6 +177,7 @@ def init(
         guard=list(guard),
         no_guard=no_guard,
         checks=dict(checks),
+        contract=contract,
     )
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
@@ -185,6 +193,11 @@ def init(
     from ralphstate.storage import testfiles
 
     output.text(testfiles.summary(store.paths.root, new["guards"]))
+    if new["boxCriteria"]:
+        output.text(
+            f"the boxes of {new['tasksFile']} are its criteria: a ticked box is a claim,"
+            " a box with a check is proved by it; boxes added later are steps."
+        )
     if not new["criteria"]:
         from ralphstate.core.render import NO_CRITERIA
 

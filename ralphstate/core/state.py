@@ -110,6 +110,9 @@ class State(TypedDict):
     # ralphstate: a markdown file of checkboxes, relative to the project root, whose boxes
     # are the loop's steps (loop/taskfile.py); null: the steps are this file's own.
     tasksFile: str | None
+    # ralphstate: the criteria that are boxes of the task file (`init --contract boxes`):
+    # met when every box with that name is ticked (a claim), or by their check.
+    boxCriteria: list[str]
     # ralphstate: the agent's task list (TaskCreate/TaskUpdate, TodoWrite), mirrored by the
     # PostToolUse hook into the steps; restored at SessionStart (hooks/post_tool_use.py).
     taskList: list[fields.Task]
@@ -204,6 +207,7 @@ def _defaults() -> Raw:
         "maxDuration": None,
         "lastFailure": None,
         "tasksFile": None,
+        "boxCriteria": [],
         "taskList": [],
         "transcriptUsage": None,
         "guards": None,
@@ -294,6 +298,7 @@ def _normalise(raw: Raw) -> State:
     for key in _TEXTS:
         state[key] = fields.opt_str(raw, key)
     state["tasksFile"] = fields.tasks_file(raw)
+    state["boxCriteria"] = fields.str_list(raw, "boxCriteria")
     state["taskList"] = fields.task_list(raw)
     state["guards"] = fields.guards(raw)
     state["expectFail"] = fields.expect_fail(raw)

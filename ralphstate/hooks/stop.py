@@ -50,7 +50,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     known = arrival.Known(loop, session_id)  # made or adopted here, or written by its agent
     facts = decide.StopFacts(
         session_id,
-        lambda: _reply(agent, hook_input),
+        lambda: _tracker_body(loop, state) or _reply(agent, hook_input),
         agent=agent.name,
         runner=runner,
         known_here=known,
@@ -213,6 +213,13 @@ def _unreadable(agent: Agent, hook_input: HookInput) -> str | None:
     except (OSError, ValueError):
         pass
     return "the transcript could not be read"
+
+
+def _tracker_body(loop: paths.LoopPaths, state: st.State) -> str | None:
+    """The body of a tracker task file that holds the marker: it counts as the reply's."""
+    from ralphstate.loop import tracker
+
+    return tracker.body_with_marker(loop.root, state["tasksFile"], state["completionMarker"])
 
 
 def _task_boxes(loop: paths.LoopPaths, state: st.State) -> list[Any] | None:

@@ -19,7 +19,7 @@ from ralphstate.storage.paths import RUN_LOCK, LoopPaths, for_init
 from ralphstate.storage.store import Store
 
 # Keys of a template that `init` reads itself rather than keeping as the state's extras.
-TEMPLATE_ONLY = ("criteria", "steps", "spec", "remainingSteps")
+TEMPLATE_ONLY = ("criteria", "steps", "spec", "remainingSteps", "tracker")
 
 
 def init(
@@ -41,13 +41,17 @@ def init(
     guard: list[str] | None = None,
     no_guard: bool = False,
     checks: dict[str, str] | None = None,
+    contract: str | None = None,
 ) -> tuple[Store, st.State, Any]:
     """Start a loop at the project root of `start` (the current directory), or in
     `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
     one. `no_criteria`: a loop without criteria, which the marker alone ends. `guard`
     adds pathspecs to the guarded files; `no_guard` guards none. `checks`: criteria
     given with their check commands (`init --check NAME COMMAND`), before `criteria`;
-    when a person gives them and the template brings none, they are trusted here."""
+    when a person gives them and the template brings none, they are trusted here.
+    `contract` "boxes": the task file's boxes are the loop's criteria (loop/boxcontract.py).
+    A template or task file with a tracker's frontmatter gives its settings
+    (loop/tracker.py)."""
     base = Path.cwd() if start is None else Path(start)
     loop = for_init(base if here else project_root(base))
     store = Store(loop)
@@ -55,12 +59,18 @@ def init(
     if store.exists() and not force:
         _refuse_unfinished(store)
     extra = dict(template or {})
-    steps, boxes = _task_steps(loop, task, steps, extra)
+    trackers = [extra.pop("tracker")] if "tracker" in extra else []
+    steps, boxes, body = _task_steps(loop, task, steps, extra, trackers)
+    from ralphstate.loop import tracker
+
+    max_iterations, marker, start_at = tracker.settle(trackers, extra, max_iterations, marker)
     max_iterations, stall_limit, marker = _limits(extra, max_iterations, stall_limit, marker)
+    tracker.refuse_marker(body, marker, str(extra.get("tasksFile")))
+    own = _box_contract(contract, boxes, extra)
     spec = _spec(spec, extra)
     checks = _own_checks(checks or {})
     # The template's criteria, then those given with their checks, then the others.
-    criteria = list(dict.fromkeys([*extra.get("criteria", []), *checks, *criteria]))
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *own, *checks, *criteria]))
     if checks:  # over the template's, which wait for trust
         extra["checks"] = {**(extra.get("checks") or {}), **checks}
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
@@ -88,6 +98,7 @@ def init(
     # The hooks know a loop by the registry: a loop it cannot record would be a stranger
     # to them, so init says so before it starts anything.
     registry.check_writable()
+    new["iteration"] = start_at  # where a tracker's count stood
     if boxes is not None:
         taskfile.apply(new, boxes)
     event: dict[str, object] = {
@@ -268,19 +279,49 @@ def _guards(
 
 
 def _task_steps(
-    loop: LoopPaths, task: Path | None, steps: list[str], extra: dict[str, Any]
-) -> tuple[list[str], list[taskfile.Box] | None]:
+    loop: LoopPaths,
+    task: Path | None,
+    steps: list[str],
+    extra: dict[str, Any],
+    trackers: list[tuple[str, dict[str, Any]]],
+) -> tuple[list[str], list[taskfile.Box] | None, str | None]:
     """The steps `init` starts with, and with `--task` the task file's boxes, which are
-    the steps (a template's are dropped); the file's name, inside the project, is set in
-    `extra`."""
+    the steps (a template's are dropped), and its body when it is a tracker, whose
+    settings join `trackers`; the file's name, inside the project, is set in `extra`."""
     if task is None:
-        return steps, None
+        return steps, None, None
     if steps:
         raise RalphstateError("give the steps as --step or as --task's checkboxes, not both.")
-    extra["tasksFile"] = taskfile.relative(loop.root, task)
+    name = extra["tasksFile"] = taskfile.relative(loop.root, task)
     extra.pop("steps", None)
-    boxes = taskfile.boxes(taskfile.read(loop.root, extra["tasksFile"]))
-    return taskfile.steps(boxes)[0], boxes
+    data = taskfile.read(loop.root, name)
+    from ralphstate.loop import tracker
+
+    settings, body = tracker.read(data.decode("utf-8", "replace"), name)
+    if settings is not None:
+        trackers.append((name, settings))
+    boxes = taskfile.boxes(data)
+    return taskfile.steps(boxes)[0], boxes, None if settings is None else body
+
+
+def _box_contract(
+    contract: str | None, boxes: list[taskfile.Box] | None, extra: dict[str, Any]
+) -> list[str]:
+    """With `--contract boxes`, the task file's boxes as criteria (`boxCriteria`), with
+    the checks they carry, which wait for trust as a template's do."""
+    if contract is None:
+        return []
+    from ralphstate.loop import boxcontract
+
+    if contract not in boxcontract.CONTRACTS:
+        raise RalphstateError(f"--contract is boxes, not {contract!r}.")
+    if boxes is None:
+        raise RalphstateError("--contract boxes needs the task file: give --task FILE.")
+    names, checks = boxcontract.criteria(boxes, str(extra["tasksFile"]))
+    extra["boxCriteria"] = names
+    if checks:
+        extra["checks"] = {**(extra.get("checks") or {}), **checks}
+    return names
 
 
 def _refuse_unfinished(store: Store) -> None:

@@ -73,6 +73,11 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
 def criteria_set(store: Store, name: str, value: bool, note: str | None = None) -> tuple[str, bool]:
     def fn(state: st.State, events: list[Event]) -> str:
         found = find_criterion(state, name)
+        if found in state["boxCriteria"] and found not in state["checks"]:
+            raise RalphstateError(
+                f"{found!r} is a box of {state['tasksFile']}, the loop's contract: tick or"
+                " untick it there."
+            )
         before = queries.met(state, found)
         if before == value and found in state["criteriaStatus"]:
             return found

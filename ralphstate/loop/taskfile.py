@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.limits import MAX_TASKS_FILE_BYTES
@@ -21,6 +22,10 @@ from ralphstate.storage import fsio
 
 _BOX = re.compile(rb"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[([ xX])\][ \t]+(\S.*?)[ \t]*\r?$")
 _FENCE = re.compile(rb"^[ \t]*(```|~~~)")
+# A box's own check at the end of its text: `NAME (check: `COMMAND`)`.
+_CHECK = re.compile(
+    r"^(?P<name>.*?)\s*\(\s*check:\s*(?P<fence>`+)\s*(?P<command>.+?)\s*(?P=fence)\s*\)$"
+)
 # Reading a file a person or agent may be writing: read it until two reads agree.
 _READS = 5
 
@@ -60,6 +65,15 @@ def boxes(data: bytes) -> list[Box]:
                 found.append(Box(start + match.start(1), text, match.group(1) != b" "))
         start += len(line) + 1
     return found
+
+
+def own_check(text: str) -> tuple[str, str | None]:
+    """(the name, the check) of an item that ends with `(check: `COMMAND`)`; (the
+    text, None) for one that does not."""
+    own = _CHECK.match(text)
+    if own and own.group("name"):
+        return own.group("name"), own.group("command")
+    return text, None
 
 
 def steps(found: list[Box]) -> tuple[list[str], list[str]]:
@@ -122,9 +136,33 @@ def read(root: Path, name: str) -> bytes:
 
 
 def apply(state: st.State, found: list[Box]) -> None:
-    """Make the state's steps the file's boxes."""
+    """Make the state's steps the file's boxes, and, in a loop whose contract they are,
+    its box criteria their ticks (loop/boxcontract.py)."""
     names, done = steps(found)
     st.set_steps(state, names, done)
+    if state["boxCriteria"]:
+        _box_criteria(state, found)
+
+
+def _box_criteria(state: st.State, found: list[Box]) -> None:
+    """Set each box criterion without a check (loop/boxcontract.py) from its boxes: met,
+    as a claim, while every one is ticked; unmet when one is not, or none is left."""
+    ticks: dict[str, bool] = {}
+    for box in found:
+        name = own_check(box.text)[0]
+        ticks[name] = ticks.get(name, True) and box.done
+    for name in state["boxCriteria"]:
+        if name not in state["criteria"] or name in state["checks"]:
+            continue  # removed, or proved by its check
+        met = ticks.get(name, False)
+        claimed = state["evidence"].get(name, {}).get("result") == "claimed"
+        if state["criteriaStatus"].get(name) is met and claimed == met:
+            continue
+        state["criteriaStatus"][name] = met
+        if met:
+            state["evidence"][name] = {"result": "claimed", "at": clock.now_iso()}
+        else:
+            state["evidence"].pop(name, None)
 
 
 def sync(state: st.State, root: Path) -> None:

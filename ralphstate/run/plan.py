@@ -123,6 +123,9 @@ def make_plan(
     for path in files:
         if not path.is_file():
             raise RalphstateError(f"the context file {path} does not exist.")
+    from ralphstate.loop import linkedspecs  # the specs the task file's header names
+
+    files += linkedspecs.linked(store.paths.root, state, files)
     used = (
         (
             agent is None
