@@ -75,8 +75,8 @@ def criteria_set(store: Store, name: str, value: bool, note: str | None = None) 
         found = find_criterion(state, name)
         if found in state["boxCriteria"] and found not in state["checks"]:
             raise RalphstateError(
-                f"{found!r} is a box of {state['tasksFile']}, the loop's contract: tick or"
-                " untick it there."
+                f"{found!r} is a box of {state['tasksFile']}, the loop's contract: tick it"
+                " there (`ralphstate step done` ticks it); a tick is the claim."
             )
         before = queries.met(state, found)
         if before == value and found in state["criteriaStatus"]:

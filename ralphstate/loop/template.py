@@ -101,7 +101,7 @@ def _kind(name: str) -> str:
         return "criteria"
     if words & {"step", "steps", "tasks", "phase", "backlog", "todo"}:
         return "steps"
-    if words & {"spec", "specification", "goal", "objective"}:
+    if words & {"spec", "specs", "specification", "specifications", "goal", "objective"}:
         return "spec"
     return ""
 

@@ -121,11 +121,16 @@ def test_the_agent_cannot_stand_in_for_a_box(project: Path) -> None:
     assert (code, err) == (
         1,
         (
-            "ralphstate: 'write the docs' is a box of TASKS.md, the loop's contract: tick or"
-            " untick it there.\n"
+            "ralphstate: 'write the docs' is a box of TASKS.md, the loop's contract: tick it"
+            " there (`ralphstate step done` ticks it); a tick is the claim.\n"
         ),
     )
     assert state_of(project)["criteriaStatus"] == {"write the docs": False}
+    assert ralphstate(project, "step", "done", "write the docs")[0] == 0
+    state = state_of(project)
+    assert state["criteriaStatus"] == {"write the docs": True}
+    assert state["evidence"]["write the docs"]["result"] == "claimed"
+    assert (project / "TASKS.md").read_text() == "- [x] write the docs\n"
 
 
 def test_a_box_criterion_is_met_while_its_boxes_are_ticked_and_there() -> None:
