@@ -309,7 +309,8 @@ def _box_contract(
 ) -> list[str]:
     """With `--contract boxes`, the task file's boxes as criteria (`boxCriteria`), with
     the checks they carry, which wait for trust as a template's do."""
-    if contract is None:
+    if contract is None:  # only the person's --contract makes boxes criteria, never a template
+        extra.pop("boxCriteria", None)
         return []
     from ralphstate.loop import boxcontract
 

@@ -234,3 +234,13 @@ def test_the_specs_the_task_files_header_links_are_in_the_prompt(
     assert "DESIGN: a controller spawns the agent" in given
     assert '<context-file path=".awa/specs/REQ-LOOP-awa-loop.md">' in given
     assert "never in the prompt" not in given
+
+
+def test_only_the_persons_option_makes_boxes_criteria(project: Path) -> None:
+    (project / "TASKS.md").write_text("- [x] docs\n")
+    (project / "t.json").write_text(
+        '{"spec": "s", "criteria": ["docs"], "boxCriteria": ["docs"], "tasksFile": "TASKS.md"}'
+    )
+    assert ralphstate(project, "init", "--from", "t.json")[0] == 0
+    state = state_of(project)
+    assert (state["boxCriteria"], state["criteriaStatus"]) == ([], {"docs": False})
