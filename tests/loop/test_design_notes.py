@@ -244,3 +244,18 @@ def test_only_the_persons_option_makes_boxes_criteria(project: Path) -> None:
     assert ralphstate(project, "init", "--from", "t.json")[0] == 0
     state = state_of(project)
     assert (state["boxCriteria"], state["criteriaStatus"]) == ([], {"docs": False})
+
+
+def test_the_stop_hook_completes_a_box_contract_on_claims(project: Path) -> None:
+    (project / "TASKS.md").write_text("- [ ] write the docs\n- [ ] write the tests\n")
+    assert ralphstate(project, "init", "p", "--task", "TASKS.md", "--contract", "boxes")[0] == 0
+    own(project)
+    blocked = stop(project)  # the marker said, a box still open
+    assert blocked is not None and blocked["decision"] == "block"
+    assert "write the docs" in blocked["reason"]
+    (project / "TASKS.md").write_text("- [x] write the docs\n- [x] write the tests\n")
+    done = stop(project)
+    assert done is not None and "claimed" in done["systemMessage"]
+    state = state_of(project)
+    assert state["status"] == "complete"
+    assert state["evidence"]["write the tests"]["result"] == "claimed"
