@@ -170,6 +170,9 @@ def block_unmet(state: st.State, unmet: list[str], failures: Sequence[CheckFailu
         lines.append("Keep working. That criterion has a check: run it, and what it proves is")
         lines.append("recorded (setting it true by hand is only a claim):")
         lines.append(f"  {command('verify', unmet[0])}")
+    elif unmet[0] in state["boxCriteria"]:  # its box in the task file is its claim
+        lines.append("Keep working. That criterion is a box of the task file: once done, tick it:")
+        lines.append(f"  {command('step done', unmet[0])}")
     else:
         lines.append("Keep working. After verifying a criterion, record it:")
         lines.append(f"  {command('criteria set', unmet[0], 'true')}")

@@ -253,6 +253,8 @@ def test_the_stop_hook_completes_a_box_contract_on_claims(project: Path) -> None
     blocked = stop(project)  # the marker said, a box still open
     assert blocked is not None and blocked["decision"] == "block"
     assert "write the docs" in blocked["reason"]
+    assert "ralphstate step done" in blocked["reason"]  # the box is the claim, not `criteria set`
+    assert "criteria set" not in blocked["reason"]
     (project / "TASKS.md").write_text("- [x] write the docs\n- [x] write the tests\n")
     done = stop(project)
     assert done is not None and "claimed" in done["systemMessage"]
