@@ -7,8 +7,8 @@ naming steps, tasks, a backlog or a phase become steps, with the headings inside
 plan's "### Phase 1: Specifications" under "## Steps"); `- [x]` items start out met or
 done. Boxes under other headings ("Open Questions") are not read; a box under the spec's
 heading is refused, as is a template with no box to read. A tracker's frontmatter
-(loop/tracker.py) is read first. A criterion item
-that ends with `(check: `COMMAND`)` carries its check:
+(loop/tracker.py) is read first. A criterion item that ends with `(check: `COMMAND`)`
+carries its check:
 
     - [ ] tests pass (check: `python3 -m pytest -q`)
 
