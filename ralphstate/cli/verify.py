@@ -159,7 +159,10 @@ def trust_command() -> None:
     store = locate()
     require_person(store.paths, "`ralphstate trust`")
     configured = runconfig.load(store.paths.root, store.paths.dir)
-    settings = runconfig.reviewed(configured, store.paths.root)
+    from ralphstate.loop import linkedspecs
+
+    specs = linkedspecs.linked(store.paths.root, store.load(), configured.context)
+    settings = runconfig.reviewed(configured, store.paths.root, specs)
     state = checks.trust_checks(store, settings)
     armed = trust.armed(state)
     for name, command in armed.items():
@@ -177,6 +180,8 @@ def trust_command() -> None:
         output.text(f"  run context file ({visible(where)}): {visible(path)}")
     if configured.notify is not None:
         output.text(f"  run notifier ({visible(where)}): {visible(configured.notify)}")
+    for path in specs:
+        output.text(f"  run linked spec (the task file): {visible(path)}")
     if settings:
         output.text(f"trusted these settings of `ralphstate run` in {store.paths.root}")
     if not armed:

@@ -125,7 +125,8 @@ def make_plan(
             raise RalphstateError(f"the context file {path} does not exist.")
     from ralphstate.loop import linkedspecs  # the specs the task file's header names
 
-    files += linkedspecs.linked(store.paths.root, state, files)
+    linked = linkedspecs.linked(store.paths.root, state, files)
+    files += linked
     used = (
         (
             agent is None
@@ -155,7 +156,7 @@ def make_plan(
         keep_logs=config.keep_logs or runfiles.KEEP_LOGS,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
-        review=runconfig.reviewed(config, store.paths.root) if used else {},
+        review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
     )
 
 
@@ -185,10 +186,12 @@ def check_trusted(store: Store, plan: Plan) -> None:
             "fallbacks": "fallbacks",
             "context": "context files",
             "notify": "the notifier",
+            "specs": "the specs the task file links to",
         }
         named = " and ".join(words.get(k, k) for k in plan.review)
+        where = ", ".join(plan.sources) or "the task file"
         raise RalphstateError(
-            f"what {visible(', '.join(plan.sources))} chooses for `ralphstate run` ({named})"
+            f"what {visible(where)} chooses for `ralphstate run` ({named})"
             " is not trusted on this machine; review it (`ralphstate run --dry-run`), then"
             " run `ralphstate trust` (or give --agent, --context and --notify on the command"
             " line)."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,11 +86,14 @@ def load(root: Path, loop_dir: Path) -> RunConfig:
     return config
 
 
-def reviewed(config: RunConfig, root: Path) -> dict[str, object]:
+def reviewed(config: RunConfig, root: Path, specs: Sequence[Path] = ()) -> dict[str, object]:
     """What a person must have trusted before `run` uses it: the agent commands (the
     fallbacks too), the notifier and the context files the configuration files name
-    (they may have come with a clone)."""
+    (they may have come with a clone), and the specs the task file links to (`specs`:
+    the agent may have written those links)."""
     settings: dict[str, object] = {}
+    if specs:
+        settings["specs"] = [_shown(path, root) for path in specs]
     if config.agent is not None:
         settings["agent"] = config.agent
     if config.fallbacks:
