@@ -32,8 +32,12 @@ Entries = dict[str, Entry]
 
 
 def key(paths: LoopPaths) -> str:
-    """The entry's key: the loop directory's real path."""
-    return os.path.realpath(paths.dir)
+    """The entry's key: the loop directory's path, its parent's real path joined with
+    its own name. The name itself is not followed: a `.loop` that comes to be a link to
+    another directory of the project is the same loop, with the same trust and record
+    of approvals (following it, the record was not found, and a weakened contract was
+    taken as the loop first seen)."""
+    return str(Path(os.path.realpath(paths.dir.parent)) / paths.dir.name)
 
 
 def read(path: Path) -> Entries:

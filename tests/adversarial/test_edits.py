@@ -199,6 +199,20 @@ def test_a_hand_edit_of_the_contract_pauses_for_review(
     assert "a hand edit of state.json" in message, message
 
 
+def test_a_hand_edit_through_a_linked_loop_directory_pauses_for_review(
+    agent: Agent, calc: Path
+) -> None:
+    """`.loop` moved aside and linked back: the same loop, whose record of approvals is
+    still found, so the weakened contract is the person's to review."""
+    (calc / ".loop").rename(calc / ".loopx")
+    (calc / ".loop").symlink_to(".loopx")
+    agent.edit_state(criteria=[LATER], criteriaStatus={LATER: True}, checks={})
+    outs = agent.insist()
+
+    message = paused_for_review(calc, outs)
+    assert f"criterion '{CRITERION}' was removed" in message, message
+
+
 def test_a_hand_edited_evidence_is_checked_again(agent: Agent, calc: Path) -> None:
     forged = {"result": "verified", "exitCode": 0, "at": "2026-01-01T00:00:00Z"}
     agent.edit_state(criteriaStatus={CRITERION: True}, evidence={CRITERION: forged})
