@@ -144,8 +144,8 @@ def run_checks(
             found = fitting.verify(store, names, restore=restore, by=by)
     except execute.Untrusted:
         return Verified([], untrusted=True)
-    except RalphstateError as exc:
-        raise Fault(str(exc).rstrip(".")) from None
+    except RalphstateError as exc:  # (a clean room that cannot be made, say): the person
+        raise Unusable(str(exc).rstrip(".")) from None  # is told the gate failed open
     except KeyboardInterrupt as exc:  # SIGTERM: the client gave up waiting for this hook
         left = len(exc.unfinished) if isinstance(exc, pool.Interrupted) else 1
         killed = "the running check was" if left == 1 else "the running checks were"

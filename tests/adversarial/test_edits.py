@@ -213,6 +213,17 @@ def test_a_hand_edit_through_a_linked_loop_directory_pauses_for_review(
     assert f"criterion '{CRITERION}' was removed" in message, message
 
 
+def test_a_clean_room_broken_on_purpose_is_told_to_the_person(agent: Agent, calc: Path) -> None:
+    """git cannot make the clean room (a file where its worktrees go): the stop is let
+    go, as a fault is, but never silently, and the loop is not complete."""
+    (calc / ".git" / "worktrees").write_text("")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    said = str(outs[-1].get("systemMessage", ""))
+    assert "could not make the clean room" in said and "not enforced" in said, outs
+
+
 def test_a_hand_edited_evidence_is_checked_again(agent: Agent, calc: Path) -> None:
     forged = {"result": "verified", "exitCode": 0, "at": "2026-01-01T00:00:00Z"}
     agent.edit_state(criteriaStatus={CRITERION: True}, evidence={CRITERION: forged})
