@@ -9,6 +9,7 @@ import contextlib
 
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
 from ralphstate.storage import ledger
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
@@ -28,6 +29,16 @@ def notice(store: Store, state: st.State) -> str | None:
             " not write that: it ended outside ralphstate (a hand edit) and is not verified."
             " `ralphstate status` shows what ralphstate knows; `ralphstate resume` puts it"
             " back in progress."
+        )
+    if ledger.paused_outside(paths, state):
+        if not ledger.told(paths, state, f"outside:paused:{state['pauseReason']}"):
+            return None
+        _record(store, state)
+        return (
+            "ralphstate: state.json says the loop is paused"
+            f" ({visible(str(state['pauseReason']))[:40]}), but ralphstate did not write that:"
+            " it was paused outside ralphstate (a hand edit), not by a person's command."
+            " `ralphstate resume` goes on."
         )
     from ralphstate.loop.review import agent_ending
 

@@ -201,6 +201,15 @@ def ended_outside(paths: LoopPaths, state: st.State) -> bool:
     return entry is not None and entry.get("status") in st.ACTIVE
 
 
+def paused_outside(paths: LoopPaths, state: st.State) -> bool:
+    """The loop is paused, but ralphstate last wrote it in progress: it was paused
+    outside ralphstate (a hand edit of state.json), whatever reason the file gives."""
+    if state["status"] != "paused":
+        return False
+    entry = of_loop(paths, state)
+    return entry is not None and entry.get("status") == "in_progress"
+
+
 def in_progress_gone(paths: LoopPaths) -> str | None:
     """The id of the loop whose state.json is gone while ralphstate last knew it not
     over (deleted during the loop); None otherwise."""

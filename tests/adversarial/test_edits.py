@@ -166,6 +166,18 @@ def test_a_hand_edit_to_complete_is_told_once_and_is_not_verified(
     assert "ended outside ralphstate" in person.rs("report").stdout.lower()
 
 
+def test_a_hand_edit_to_paused_is_told_as_such_not_as_the_persons(agent: Agent, calc: Path) -> None:
+    """The agent writes `paused` with the reason a person's pause has: the stop is let
+    go (a paused loop holds nobody), but the person is told once it was a hand edit."""
+    agent.edit_state(status="paused", pauseReason="user")
+    first, again = agent.stop(), agent.stop()
+
+    message = str(first.get("systemMessage", ""))
+    assert "paused outside ralphstate (a hand edit)" in message, first
+    assert "systemMessage" not in again, again
+    assert [e["status"] for e in history(calc, "ended_outside")] == ["paused"]
+
+
 @pytest.mark.parametrize(
     ("edit", "said"),
     [
