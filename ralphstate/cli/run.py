@@ -17,6 +17,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop.project import locate
 from ralphstate.run import runconfig
+from ralphstate.sandbox.modes import MODES
 from ralphstate.storage.store import Store
 
 
@@ -161,6 +162,20 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     default=None,
     help="On a usage or rate limit: wait until it resets and retry, or pause.  [default: wait]",
 )
+@click.option(
+    "--sandbox",
+    type=click.Choice(MODES),
+    default=None,
+    help="Confine each iteration's agent (docs/how-to/sandbox.md); a sandbox that cannot"
+    " start stops the run.  [default: `sandbox` in the config, else none]",
+)
+@click.option(
+    "--no-network",
+    "offline",
+    is_flag=True,
+    default=None,
+    help="With --sandbox bwrap or sandbox-exec: no network inside (for agents that need no API).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 def run_command(
@@ -179,6 +194,8 @@ def run_command(
     max_tokens: int | None,
     max_duration: float | None,
     on_limit: str | None,
+    sandbox: str | None,
+    offline: bool | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -204,6 +221,7 @@ def run_command(
       ralphstate run --agent "my-agent --instructions {prompt_file}"
       ralphstate run --commit --branch loop/csv-export
       ralphstate run --worktree csv-export --commit
+      ralphstate run --sandbox bwrap --agent "codex exec --full-auto" --prompt-mode arg
       ralphstate run --dry-run
     """
     from ralphstate.run import plan, result, runner
@@ -230,6 +248,8 @@ def run_command(
         on_limit=on_limit,
         idle_timeout=idle_timeout,
         notify=notify,
+        sandbox=sandbox,
+        offline=offline or None,
     )
     run_plan.commit, run_plan.branch, run_plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

@@ -24,6 +24,7 @@ from ralphstate.run import (
     usage,
 )
 from ralphstate.run.context import Context
+from ralphstate.sandbox.modes import Box
 from ralphstate.storage import lessons
 
 
@@ -86,7 +87,7 @@ def run_agent(
                 "started_as": lambda pid: agentpid.record(runs, pid),
             }
             try:
-                done = _spawn(ctx.plan.prompt_mode, argv, text, common)
+                done = _spawn(ctx.plan.prompt_mode, argv, text, common, ctx.box)
             finally:
                 terminal.close()
         if done.exit_code != 0 or done.timed_out:
@@ -101,16 +102,22 @@ def run_agent(
         raise RalphstateError(message) from None
 
 
-def _spawn(mode: str, argv: list[str], text: str, common: dict[str, Any]) -> spawn.AgentRun:
+def _spawn(
+    mode: str, argv: list[str], text: str, common: dict[str, Any], box: Box | None
+) -> spawn.AgentRun:
     """The agent gets its prompt in a file (`{prompt_file}` in its command), as its
-    last argument, or on stdin."""
+    last argument, or on stdin; inside the run's sandbox, when it has one."""
+
+    def boxed(final: list[str]) -> list[str]:
+        return final if box is None else box.wrap(final, common["env"])
+
     if mode == "file":
         with spawn.prompt_file(text) as path:
             named = [a.replace(runconfig.PROMPT_FILE, str(path)) for a in argv]
-            return spawn.run_agent(named, stdin_data=None, **common)
+            return spawn.run_agent(boxed(named), stdin_data=None, **common)
     if mode == "arg":
-        return spawn.run_agent([*argv, text], stdin_data=None, **common)
-    return spawn.run_agent(argv, stdin_data=text.encode("utf-8"), **common)
+        return spawn.run_agent(boxed([*argv, text]), stdin_data=None, **common)
+    return spawn.run_agent(boxed(argv), stdin_data=text.encode("utf-8"), **common)
 
 
 def prompt_for(

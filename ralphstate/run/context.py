@@ -18,6 +18,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.run.plan import Plan
 from ralphstate.run.result import IterationRecord
 from ralphstate.run.spawn import Interrupts
+from ralphstate.sandbox.modes import Box
 from ralphstate.storage.store import Event, Store, append_history
 
 
@@ -46,6 +47,8 @@ class Context:
     # What the ending's reason is about, and whose budget ended it (budgets.LOOPS, budgets.RUNS).
     detail: str | None = None
     over: str | None = None
+    # The sandbox every iteration runs in (None: the run was given no sandbox mode).
+    box: Box | None = None
 
     def note(
         self, events: list[Event], of: st.State | None = None, number: int | None = None

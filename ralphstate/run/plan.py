@@ -55,6 +55,10 @@ class Plan:
     keep_logs: int = runfiles.KEEP_LOGS
     agent_errors: int = guards.AGENT_ERRORS
     step_retries: int = guards.STEP_RETRIES
+    # The sandbox mode (`--sandbox`; None: none was asked for) and whether it cuts the
+    # network (docs/how-to/sandbox.md).
+    sandbox: str | None = None
+    offline: bool = False
 
     @property
     def agents(self) -> list[str]:
@@ -81,6 +85,8 @@ def make_plan(
     on_limit: str | None = None,
     idle_timeout: float | None = None,
     notify: str | None = None,
+    sandbox: str | None = None,
+    offline: bool | None = None,
 ) -> Plan:
     """Merge the command line over the config; RalphstateError for a plan that cannot run."""
     config = runconfig.load(store.paths.root, store.paths.dir)
@@ -157,6 +163,8 @@ def make_plan(
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
         review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
+        sandbox=sandbox if sandbox is not None else config.sandbox,
+        offline=offline if offline is not None else not config.sandbox_network,
     )
 
 
@@ -275,4 +283,5 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
         "config": plan.sources,
         "configTrusted": trusted,
+        "sandbox": plan.sandbox,
     }

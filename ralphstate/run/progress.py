@@ -88,6 +88,7 @@ def record(
         decision=decision,
         tokens=figures.tokens if figures else None,
         cost=figures.cost if figures else None,
+        sandbox=ctx.box.how if ctx.box is not None else None,
     )
     ctx.records.append(entry)
     met, total, done, steps = counts(state)

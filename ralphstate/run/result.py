@@ -84,8 +84,11 @@ class IterationRecord:
     # What the agent reported about itself (None: it reported nothing).
     tokens: int | None = None
     cost: float | None = None
+    # How the agent was confined (`--sandbox`; None: the run was given no sandbox mode).
+    sandbox: str | None = None
 
     def as_json(self) -> dict[str, Any]:
+        shown = {} if self.sandbox is None else {"sandbox": self.sandbox}
         return {
             "run": self.run,
             "iteration": self.iteration,
@@ -98,6 +101,7 @@ class IterationRecord:
             "log": self.log,
             "tokens": self.tokens,
             "cost": self.cost,
+            **shown,
         }
 
 
@@ -146,6 +150,9 @@ class Outcome:
         tokens, cost = self.spent()
         if tokens is not None:
             line += f" · {format_spent(tokens, cost)}"
+        confined = {r.sandbox for r in self.iterations if r.sandbox is not None}
+        if confined:
+            line += f" · sandbox: {', '.join(sorted(confined))}"
         hint = {
             "max_iterations": "Give it more with `ralphstate run --max N`.",
             "run_max": "This run's --max is spent; run `ralphstate run` again to continue.",

@@ -44,6 +44,8 @@ KEYS = (
     "notify",
     "keep-awake",
     "keep-logs",
+    "sandbox",
+    "sandbox-network",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -68,6 +70,9 @@ class RunConfig:
     notify: str | None = None
     keep_awake: bool = True
     keep_logs: int | None = None
+    # The sandbox of each iteration (docs/how-to/sandbox.md), and whether it keeps the network.
+    sandbox: str | None = None
+    sandbox_network: bool = True
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -239,6 +244,20 @@ def _keep_logs(config: RunConfig, value: Any, bad: Callable[[str], RalphstateErr
     config.keep_logs = _whole(value, 1, 100_000, bad)
 
 
+def _sandbox(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    from ralphstate.sandbox.modes import MODES
+
+    if value not in MODES:
+        raise bad(" or ".join(MODES))
+    config.sandbox = value
+
+
+def _sandbox_network(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+    if not isinstance(value, bool):
+        raise bad("true or false")
+    config.sandbox_network = value
+
+
 # How each key but `context` (whose files are named from the project) is read.
 _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]] = {
     "agent": _agent,
@@ -256,6 +275,8 @@ _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]],
     "notify": _notify,
     "keep-awake": _keep_awake,
     "keep-logs": _keep_logs,
+    "sandbox": _sandbox,
+    "sandbox-network": _sandbox_network,
 }
 
 

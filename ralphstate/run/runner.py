@@ -42,6 +42,8 @@ from ralphstate.run.context import Context, Reporter
 from ralphstate.run.decide_iteration import Checked, IterationFacts, Verdict, decide_iteration
 from ralphstate.run.plan import Plan, check_trusted, resolve_argv, resolve_program, with_budget
 from ralphstate.run.result import IterationDecision, Outcome
+from ralphstate.sandbox import modes
+from ralphstate.sandbox.modes import Box
 from ralphstate.storage.store import Store
 
 
@@ -66,6 +68,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     chain = [argv] + [
         resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks
     ]
+    box = _sandbox(store, plan, state, chain, report)
     runs = runfiles.prepare(store.paths)
     with runfiles.lock(store.paths):
         left = agentpid.still_running(runs)
@@ -80,7 +83,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
 
                 commits.prepare(store, plan, report)
             with awake.kept_awake(plan.keep_awake):
-                context = Context(store, plan, report, interrupts, log=runs)
+                context = Context(store, plan, report, interrupts, log=runs, box=box)
                 outcome = _Run(context, chain).go()
             if plan.commit and outcome.state is not None and outcome.reason != "commit_failed":
                 from ralphstate.run import commits
@@ -88,6 +91,21 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
                 ended = outcome.outcome + (f" ({outcome.reason})" if outcome.reason else "")
                 commits.after_run(store, ended, outcome.summary()[0], report)
             return outcome
+
+
+def _sandbox(
+    store: Store, plan: Plan, state: st.State, chain: list[list[str]], report: Reporter
+) -> Box | None:
+    """The run's sandbox, started once on trial before anything else (docs/how-to/
+    sandbox.md); RalphstateError, before the first iteration, when it cannot start."""
+    if plan.sandbox is None:
+        return None
+    box = modes.prepare(plan.sandbox, store.paths, list(state["guards"] or []), chain, plan.offline)
+    if box.mode == modes.UNCONFINED:
+        report.line("sandbox: off; the agent runs unconfined, with all your user's rights.")
+    else:
+        report.line(f"sandbox: {box.how}")
+    return box
 
 
 @dataclass

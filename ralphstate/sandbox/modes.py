@@ -1,0 +1,130 @@
+"""Choosing the sandbox of a run, refusing one that cannot start, and wrapping each
+iteration's command in it.
+
+`off` runs the agent unconfined and says so; `auto` takes the best this machine has
+(bubblewrap on Linux, sandbox-exec on macOS) and refuses when there is none. A chosen
+sandbox that cannot start stops the run before its first iteration, in one sentence:
+a run never falls back to an unconfined agent.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ralphstate.core.errors import RalphstateError
+from ralphstate.sandbox import bubblewrap, ccsettings, seatbelt
+from ralphstate.sandbox.reach import Reach, reach
+from ralphstate.storage.paths import LoopPaths
+
+MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
+UNCONFINED = "off"
+# What each mode is, in the words of the run's summary, `status` and the report.
+HOW = {
+    "bwrap": "bubblewrap",
+    "claude": "Claude Code's sandbox",
+    "sandbox-exec": "sandbox-exec",
+    "off": "unconfined",
+}
+
+
+@dataclass
+class Box:
+    """The sandbox every iteration of a run gets."""
+
+    mode: str
+    where: Reach | None = None
+    program: str | None = None
+    offline: bool = False
+    settings: Path | None = None
+
+    @property
+    def how(self) -> str:
+        offline = ", no network" if self.offline and self.mode != "off" else ""
+        return HOW[self.mode] + offline
+
+    def wrap(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        """`argv` as it runs in the sandbox; `env` gets the sandbox's variables."""
+        if self.mode == "off" or self.where is None:
+            return argv
+        if self.mode == "bwrap":
+            env.update(bubblewrap.INSIDE)
+            return bubblewrap.command(str(self.program), self.where, self.offline, argv)
+        if self.mode == "sandbox-exec":
+            env.update(seatbelt.INSIDE)
+            return seatbelt.command(self.where, self.offline, argv)
+        env["RALPHSTATE_SANDBOX"] = "claude"
+        return ccsettings.command(argv, self.settings or Path())
+
+
+def default() -> str:
+    """What `auto` means on this platform."""
+    if sys.platform.startswith("linux"):
+        return "bwrap"
+    if sys.platform == "darwin":
+        return "sandbox-exec"
+    return ""
+
+
+def prepare(
+    mode: str, paths: LoopPaths, guards: list[str], chain: list[list[str]], offline: bool
+) -> Box:
+    """The run's sandbox, started once on trial; RalphstateError, one sentence, when it
+    cannot be had."""
+    if mode == UNCONFINED:
+        return Box("off")
+    chosen = default() if mode == "auto" else mode
+    if not chosen:
+        raise RalphstateError(
+            f"no sandbox works on {sys.platform}; choose --sandbox off to run the agent unconfined."
+        )
+    where = reach(paths, guards, chain)
+    if chosen == "bwrap":
+        return Box(chosen, where, bubblewrap.ready(where, offline), offline)
+    if chosen == "sandbox-exec":
+        return Box(chosen, where, seatbelt.ready(), offline)
+    return _claude(where, chain, offline)
+
+
+def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:
+    others = [argv[0] for argv in chain if not ccsettings.is_claude(argv)]
+    if others:
+        raise RalphstateError(
+            f"--sandbox claude confines Claude Code only, and {others[0]!r} is not Claude"
+            " Code; choose --sandbox bwrap for any agent."
+        )
+    if offline:
+        raise RalphstateError(
+            "--sandbox claude keeps the network on (the client's sandbox has its own"
+            " network rules); choose --sandbox bwrap to cut it."
+        )
+    lacking = ccsettings.missing()
+    if lacking is not None:
+        raise RalphstateError(
+            f"Claude Code's sandbox cannot start here: {lacking}; the run does not go on"
+            " unconfined."
+        )
+    try:
+        path = ccsettings.write(where)
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not write the run's Claude Code settings: {exc.strerror or exc}."
+        ) from None
+    return Box("claude", where, offline=offline, settings=path)
+
+
+def report() -> list[tuple[str, bool, str]]:
+    """Each mode this machine could give a run: (mode, works, what or why not)."""
+    found: list[tuple[str, bool, str]] = []
+    if sys.platform.startswith("linux"):
+        ok, why = bubblewrap.works()
+        found.append(("bwrap", ok, f"bubblewrap starts ({why})" if ok else why))
+    elif sys.platform == "darwin":
+        import shutil
+
+        ok = shutil.which(seatbelt.PROGRAM) is not None
+        found.append(("sandbox-exec", ok, "untested profile" if ok else "not on PATH"))
+    lacking = ccsettings.missing()
+    found.append(("claude", lacking is None, lacking or "bwrap and socat found"))
+    return found
