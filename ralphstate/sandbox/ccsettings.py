@@ -4,10 +4,10 @@
 The settings turn the client's sandbox on and make it refuse to run unsandboxed
 (`failIfUnavailable`; `allowUnsandboxedCommands` false, so the Bash tool has no way
 out), and deny writes to the protected paths twice: to the sandboxed commands
-(`sandbox.filesystem.denyWrite`, absolute paths) and to the file tools (`Edit` and
-`Write` deny rules, whose absolute paths start with `//`). Commands that run in the
-sandbox need no prompt (`autoAllowBashIfSandboxed`), so the agent's `ralphstate`,
-git and the test runner work.
+(`sandbox.filesystem.denyWrite`, absolute paths) and to the file tools (`Edit` deny
+rules, which cover every file-editing tool; their absolute paths start with `//`).
+Commands that run in the sandbox need no prompt (`autoAllowBashIfSandboxed`), so the
+agent's `ralphstate`, git and the test runner work.
 
 For a run the settings go to a file of the run's own, outside the project (`--settings`),
 and the client is told to read the project's and the local settings only
@@ -36,8 +36,10 @@ LINUX_NEEDS = ("bwrap", "socat")
 def settings(where: Reach, also: list[Path] | None = None) -> dict[str, Any]:
     """The sandbox settings that keep the agent from the protected paths (and from
     `also`: the settings file itself)."""
-    denied = [str(p) for p in [*where.protected, *where.store, *(also or [])]]
-    rules = [f"{tool}(/{path})" for path in denied for tool in ("Edit", "Write")]
+    paths = [*where.protected, *where.store, *(also or [])]
+    denied = [str(p) for p in paths]
+    # `Edit` rules cover every file-editing tool; a directory's rule names what is in it.
+    rules = [f"Edit(/{p}/**)" if p.is_dir() else f"Edit(/{p})" for p in paths]
     return {
         "sandbox": {
             "enabled": True,
