@@ -263,4 +263,18 @@ def run(start: Path, home: Path | None = None) -> list[Finding]:
     except RalphstateError as exc:
         findings.append(("fail", str(exc)))
     findings += check_loop(start)
+    return findings + check_sandboxes()
+
+
+def check_sandboxes() -> list[Finding]:
+    """Which `ralphstate run --sandbox` modes work on this machine, and why not
+    (docs/how-to/sandbox.md)."""
+    from ralphstate.sandbox import modes
+
+    findings: list[Finding] = []
+    for mode, works, why in modes.report():
+        if works:
+            findings.append(("ok", f"run --sandbox {mode} works here: {why}"))
+        else:
+            findings.append(("warn", f"run --sandbox {mode} cannot start here: {why}"))
     return findings
