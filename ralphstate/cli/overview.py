@@ -286,11 +286,17 @@ def status(as_json: bool, every: bool) -> None:
 
     proof = review.summary(store, state)
     tree, in_git = _code(store, state)
+    from ralphstate.sandbox.modes import last_run
+
+    boxed = last_run(store)
     if as_json:
         from ralphstate.core import queries
 
         stale = queries.stale(state, tree)
-        output.json({**state, "knownHere": known, "proof": proof, "staleEvidence": stale})
+        sandbox = {} if boxed is None else {"lastRunSandbox": boxed}
+        output.json(
+            {**state, "knownHere": known, "proof": proof, "staleEvidence": stale, **sandbox}
+        )
         return
     from ralphstate.core import views
     from ralphstate.storage import trust
@@ -312,6 +318,8 @@ def status(as_json: bool, every: bool) -> None:
         every=every,
     )
     output.text(shown)
+    if boxed is not None:
+        output.text(f"sandbox of the last run: {visible(boxed)}")
     for line in review.summary_lines(proof):
         output.text(line)
     for line in views.unknown_here(state, known, output.style):

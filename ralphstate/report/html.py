@@ -371,13 +371,20 @@ def _criteria(criteria: list[Criterion]) -> str:
     )
 
 
+def _result(iteration: Iteration) -> str:
+    """An iteration's result, and the sandbox it ran in when the run had one."""
+    if iteration.sandbox:
+        return f"{iteration.result} (sandbox: {iteration.sandbox})"
+    return iteration.result
+
+
 def _iterations(iterations: list[Iteration]) -> str:
     if not iterations:
         return '<div class="card meta">None yet.</div>'
     cost = any(i.cost is not None for i in iterations)
     rows = "".join(
         f"<tr><td>{i.number}</td><td>{_e(i.by)}</td><td>{_e(i.at or '?')}</td>"
-        f"<td>{seconds(i.duration)}</td><td>{_e(i.result)}</td><td>{_e(i.decision)}</td>"
+        f"<td>{seconds(i.duration)}</td><td>{_e(_result(i))}</td><td>{_e(i.decision)}</td>"
         + (f"<td>{'' if i.cost is None else money(i.cost)}</td>" if cost else "")
         + f"<td><code>{_e(short(i.commit))}</code></td></tr>"
         for i in iterations

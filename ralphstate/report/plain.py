@@ -71,6 +71,7 @@ def text(story: Story) -> str:
         extra = f" · {i.tokens:,} tokens" if i.tokens is not None else ""
         extra += f" · cost {money(i.cost)}" if i.cost is not None else ""
         extra += f" · commit {short(i.commit)}" if i.commit else ""
+        extra += f" · sandbox: {visible(i.sandbox)}" if i.sandbox else ""
         lines.append(
             f"  #{i.number:<4} {i.by:<4} {seconds(i.duration):>7} · {visible(i.result)}"
             f" · {visible(i.decision)}{extra}"
@@ -128,7 +129,8 @@ def markdown(story: Story) -> str:
         head = "| # | by | duration | result | decision |" + (" cost |" if cost else "")
         lines += [head + " commit |", "|---" * (6 + cost) + "|"]
         for i in story.iterations:
-            row = f"| {i.number} | {i.by} | {seconds(i.duration)} | {_md(i.result)} |"
+            result = i.result + (f" (sandbox: {i.sandbox})" if i.sandbox else "")
+            row = f"| {i.number} | {i.by} | {seconds(i.duration)} | {_md(result)} |"
             row += f" {_md(i.decision)} |"
             if cost:
                 row += f" {'' if i.cost is None else money(i.cost)} |"

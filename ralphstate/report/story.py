@@ -50,6 +50,8 @@ class Iteration:
     cost: float | None = None
     commit: str | None = None
     tokens: int | None = None
+    # How `ralphstate run` confined the agent (`--sandbox`): None when it was not asked.
+    sandbox: str | None = None
 
 
 @dataclass
@@ -201,6 +203,7 @@ def _iteration(
             str(event.get("decision", "")),
             _number(event.get("cost"), limits.MAX_ITERATION_COST),
             tokens=_count(event.get("tokens")),
+            sandbox=_sandbox(event.get("sandbox")),
         )
     duration = None
     if when is not None and last_end is not None:
@@ -211,6 +214,14 @@ def _iteration(
     else:
         result = "no criteria" if name == "no_criteria" else "marker missing"
     return Iteration(number, "stop", at, duration, result, "block")
+
+
+def _sandbox(value: object) -> str | None:
+    """The sandbox a history line names, as one short line (the history is the
+    project's: anything may be there)."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value.splitlines()[0][:80] if value.strip() else None
 
 
 def _moment(story: Story, event: Event, name: object, at: str | None, number: int) -> None:

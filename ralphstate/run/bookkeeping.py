@@ -90,6 +90,8 @@ def begin(ctx: Context, allowance: Allowance) -> st.State:
         started.update(allowance.given(state))
         if plan.fallbacks:
             started["fallbacks"] = plan.fallbacks
+        if ctx.box is not None:
+            started["sandbox"] = ctx.box.how
         events.append(started)
         return state
 

@@ -94,6 +94,11 @@ def test_the_agent_reaches_nothing_it_must_not_and_its_honest_work_goes_through(
     assert out["runs"][0]["sandbox"] == "bubblewrap"
     assert "sandbox: bubblewrap" in done.stderr
     assert history(calc, "run_iteration")[-1]["sandbox"] == "bubblewrap"
+    assert "sandbox of the last run: bubblewrap" in person.rs("status").stdout
+    assert orjson.loads(person.rs("status", "--json").stdout)["lastRunSandbox"] == "bubblewrap"
+    assert "· sandbox: bubblewrap" in person.rs("report").stdout
+    assert "(sandbox: bubblewrap)" in person.rs("report", "--markdown").stdout
+    assert "(sandbox: bubblewrap)" in person.rs("report", "--html", "-o", "-").stdout
 
 
 def stand_in(directory: Path, script: str) -> dict[str, str]:
