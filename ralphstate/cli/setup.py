@@ -53,6 +53,13 @@ def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
             " without a prompt; never trust, review, cancel or install.  [default: allow]",
         ),
         click.option(
+            "--sandbox",
+            is_flag=True,
+            help="Claude Code: its own sandbox for sessions, with ralphstate's write denials"
+            " (the per-user store, the guarded files, git's configuration and hooks), in the"
+            " settings file; no hooks (docs/how-to/sandbox.md).",
+        ),
+        click.option(
             "--allow-only",
             is_flag=True,
             help="Claude Code: those rules alone, no hooks (for the plugin, which brings its"
@@ -95,6 +102,7 @@ def install_(**options: Any) -> None:
       ralphstate install --allow-only
       ralphstate install --uninstall
       ralphstate install --statusline
+      ralphstate install --sandbox
     """
     _setup(**options)
 
@@ -125,6 +133,7 @@ def _setup(
     allow: bool,
     allow_only: bool,
     uninstall: bool,
+    sandbox: bool = False,
 ) -> None:
     from ralphstate.agents.table import get
     from ralphstate.install.agents import hooks_path, install_agent
@@ -141,6 +150,9 @@ def _setup(
             " --tasks out."
         )
     root = settings_root(Path.cwd())
+    if sandbox:
+        _sandbox(agent, scope, root, uninstall, statusline or tasks or allow_only)
+        return
     if statusline:
         from ralphstate.install import statusline_setup
 
@@ -166,6 +178,21 @@ def _setup(
     hooks = not statusline and not allow_only
     for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
         output.text(line)
+    output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
+
+
+def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: bool) -> None:
+    from ralphstate.install import sandboxing
+    from ralphstate.install.agents import hooks_path
+
+    if agent != "claude" or more:
+        raise click.UsageError(
+            "--sandbox is Claude Code's settings alone; leave --agent, --statusline, --tasks"
+            " and --allow-only out."
+        )
+    result = sandboxing.update(hooks_path(agent, scope or "local", root), root, uninstall)
+    for action in result.actions:
+        output.text(action)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
 
 

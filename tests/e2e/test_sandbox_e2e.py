@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from e2e_support import Cli, ralphstate
+from e2e_support import Cli, RunClaude, ralphstate
 from e2e_support import read_state as state
 from fake_api import FakeAnthropicAPI, bash, text, tool_results
 
@@ -129,3 +129,30 @@ def test_without_socat_the_run_refuses_before_the_first_iteration(
         " and Ubuntu: apt-get install bubblewrap socat); the run does not go on unconfined."
     )
     assert state(project)["iteration"] == 0
+
+
+@pytest.mark.skipif(shutil.which("socat") is None, reason="the client's sandbox needs socat")
+def test_in_a_session_install_sandbox_keeps_the_bash_tool_from_a_guarded_test(
+    cli: Cli,
+    run_claude: RunClaude,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+) -> None:
+    """`install --sandbox` writes the sandbox into the local settings: a plain `claude -p`
+    session in the project (no --settings) cannot write a guarded test with its Bash
+    tool; `--uninstall` takes it away again, and the same command goes through."""
+    guarded_project(project, {**claude_env, **IDENTITY})
+    cli("init", "Add a CSV export", "-c", "tests pass")
+    cli("install", "--sandbox")
+    api.add_turns([bash("echo weakened >> tests/test_a.py")], [text("Tried.")])
+    run_claude(project, "Edit the test.")
+    results = tool_results(api.conversation()[-1])
+    assert "weakened" not in (project / "tests" / "test_a.py").read_text(), results
+    # Refused by the deny rule before the command runs, or by the sandbox when it runs.
+    assert "has been denied" in results[0] or "Read-only file system" in results[0], results
+
+    cli("install", "--sandbox", "--uninstall")
+    api.add_turns([bash("echo weakened >> tests/test_a.py")], [text("Done.")])
+    run_claude(project, "Edit the test.")
+    assert "weakened" in (project / "tests" / "test_a.py").read_text()
