@@ -40,6 +40,13 @@ AGENT_CONFIG: dict[str, tuple[str, ...]] = {
     "cursor-agent": (".cursor",),
     "aider": (".aider.conf.yml",),
 }
+# The variables that move an agent's configuration out of the home, by program name.
+AGENT_CONFIG_ENV: dict[str, tuple[str, ...]] = {
+    "claude": ("CLAUDE_CONFIG_DIR",),
+    "codex": ("CODEX_HOME",),
+    "gemini": ("GEMINI_CONFIG_DIR",),
+    "copilot": ("COPILOT_HOME",),
+}
 # git's own files that run code or change what a command does.
 GIT_PROTECTED = ("config", "config.worktree", "hooks", "info")
 
@@ -155,11 +162,13 @@ def _shebang(script: Path) -> list[Path]:
 
 
 def agent_config(argv: list[str], where: Path | None) -> list[Path]:
-    """The agent's own configuration and credentials in the home `where`."""
-    if where is None:
-        return []
+    """The agent's own configuration and credentials in the home `where`, and where its
+    variables move them."""
     name = Path(argv[0]).name.lower().removesuffix(".exe")
-    return [where / part for part in AGENT_CONFIG.get(name, ())]
+    found = [Path(os.environ[v]) for v in AGENT_CONFIG_ENV.get(name, ()) if os.environ.get(v)]
+    if where is not None:
+        found += [where / part for part in AGENT_CONFIG.get(name, ())]
+    return [p for p in found if p.is_absolute()]
 
 
 def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Reach:

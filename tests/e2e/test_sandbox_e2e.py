@@ -156,3 +156,46 @@ def test_in_a_session_install_sandbox_keeps_the_bash_tool_from_a_guarded_test(
     api.add_turns([bash("echo weakened >> tests/test_a.py")], [text("Done.")])
     run_claude(project, "Edit the test.")
     assert "weakened" in (project / "tests" / "test_a.py").read_text()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+@pytest.mark.skipif(
+    not hasattr(os, "getuid") or os.getuid() != 0,
+    reason="the client's rule for root applies only to root",
+)
+def test_as_root_the_skip_permissions_recipe_runs_inside_bubblewrap(
+    cli: Cli,
+    claude_bin: Path,
+    claude_env: dict[str, str],
+    api: FakeAnthropicAPI,
+    project: Path,
+) -> None:
+    """As root the client refuses --dangerously-skip-permissions outside a sandbox it
+    knows of (IS_SANDBOX=1, or CLAUDE_CODE_BUBBLEWRAP set); `--sandbox bwrap` tells it,
+    and only inside the sandbox: the recipe runs to completion without IS_SANDBOX."""
+    assert "IS_SANDBOX" not in claude_env
+    cli("install")
+    cli("init", "Add a CSV export", "-c", "tests pass")
+    api.add_turns(
+        [bash('ralphstate criteria set "tests pass" true')],
+        [text("Recorded tests pass.")],
+    )
+    agent = join_command([str(claude_bin), "-p", "--dangerously-skip-permissions"])
+    run = ralphstate(
+        project,
+        claude_env,
+        "run",
+        "--sandbox",
+        "bwrap",
+        "--agent",
+        agent,
+        "--max",
+        "1",
+        "--timeout",
+        "90",
+        "--json",
+        timeout=180,
+    )
+    out = json.loads(run.stdout)
+    assert out["outcome"] == "complete", (out, run.stderr)
+    assert out["runs"][0]["sandbox"] == "bubblewrap"
