@@ -286,7 +286,7 @@ def status(as_json: bool, every: bool) -> None:
 
     proof = review.summary(store, state)
     tree, in_git = _code(store, state)
-    from ralphstate.sandbox.modes import last_run
+    from ralphstate.sandbox.lastrun import last_run
 
     boxed = last_run(store)
     if as_json:

@@ -221,7 +221,7 @@ def run_command(
       ralphstate run --agent "my-agent --instructions {prompt_file}"
       ralphstate run --commit --branch loop/csv-export
       ralphstate run --worktree csv-export --commit
-      ralphstate run --sandbox bwrap --agent "codex exec --full-auto" --prompt-mode arg
+      ralphstate run --sandbox bwrap --agent "claude -p --dangerously-skip-permissions"
       ralphstate run --dry-run
     """
     from ralphstate.run import plan, result, runner

@@ -128,10 +128,10 @@ def reach_of(root: Path) -> Reach:
     """The protected paths of the project at `root`: its loop's guarded files when it
     has a loop that can be read, git's files and the per-user store."""
     from ralphstate.sandbox.reach import reach
-    from ralphstate.storage import paths as loop_paths
+    from ralphstate.storage.paths import find, for_init
     from ralphstate.storage.store import Store
 
-    found = loop_paths.find(root) or loop_paths.for_init(root)
+    found = find(root) or for_init(root)
     guards: list[str] = []
     with contextlib.suppress(RalphstateError):  # no loop, or one that cannot be read
         guards = list(Store(found).load()["guards"] or [])

@@ -9,4 +9,5 @@ reach, and the sandboxes that keep it there.
 - `seatbelt`: macOS's `sandbox-exec`, with a profile equivalent to bubblewrap's.
 - `modes`: choosing a mode (`auto`, `off`, ...), refusing one that cannot start, and
   what `doctor` says of each.
+- `lastrun`: how the newest run confined its agent, for `status`.
 """

@@ -13,12 +13,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.sandbox import bubblewrap, ccsettings, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
 from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
 
 MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
 UNCONFINED = "off"
@@ -114,16 +112,6 @@ def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:
             f"could not write the run's Claude Code settings: {exc.strerror or exc}."
         ) from None
     return Box("claude", where, offline=offline, settings=path)
-
-
-def last_run(store: Store) -> str | None:
-    """How the newest `ralphstate run` in the loop's recent history confined its agent;
-    None when no run there was given a sandbox mode."""
-    for entry in reversed(store.history(limits.MAX_LOG_LINES)):
-        if entry.get("event") == "run_started":
-            how = entry.get("sandbox")
-            return how.splitlines()[0][:80] if isinstance(how, str) and how.strip() else None
-    return None
 
 
 def report() -> list[tuple[str, bool, str]]:
