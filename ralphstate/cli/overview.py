@@ -286,17 +286,14 @@ def status(as_json: bool, every: bool) -> None:
 
     proof = review.summary(store, state)
     tree, in_git = _code(store, state)
-    from ralphstate.sandbox.lastrun import last_run
+    from ralphstate.sandbox import lastrun
 
-    boxed = last_run(store)
+    boxed = lastrun.fields(store)
     if as_json:
         from ralphstate.core import queries
 
         stale = queries.stale(state, tree)
-        sandbox = {} if boxed is None else {"lastRunSandbox": boxed}
-        output.json(
-            {**state, "knownHere": known, "proof": proof, "staleEvidence": stale, **sandbox}
-        )
+        output.json({**state, "knownHere": known, "proof": proof, "staleEvidence": stale, **boxed})
         return
     from ralphstate.core import views
     from ralphstate.storage import trust
@@ -318,9 +315,7 @@ def status(as_json: bool, every: bool) -> None:
         every=every,
     )
     output.text(shown)
-    if boxed is not None:
-        output.text(f"sandbox of the last run: {visible(boxed)}")
-    for line in review.summary_lines(proof):
+    for line in [*lastrun.lines(boxed), *review.summary_lines(proof)]:
         output.text(line)
     for line in views.unknown_here(state, known, output.style):
         output.text(line)
