@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -189,3 +190,15 @@ def test_off_says_the_agent_runs_unconfined(calc: Path, tmp_path: Path) -> None:
     assert "sandbox: off; the agent runs unconfined" in done.stderr
     assert orjson.loads(done.stdout)["runs"][0]["sandbox"] == "unconfined"
     assert (calc / "agent-ran").exists()
+
+
+def test_the_prompt_file_in_the_hidden_tmp_reaches_the_agent(calc: Path, tmp_path: Path) -> None:
+    """`--prompt-mode file`: the prompt file lies in the system's temporary directory,
+    which bubblewrap hides; it is shown to the agent read-only all the same."""
+    script = "import sys; open('got-prompt', 'w').write(open(sys.argv[1]).read())"
+    command = join_command([sys.executable, "-c", script, "{prompt_file}"])
+    done = Person(calc).rs(
+        "run", "--sandbox", "bwrap", "--agent", command, "--max", "1", "--json", ok=False
+    )
+    assert orjson.loads(done.stdout)["runs"][0]["exit"] == 0, done.stderr
+    assert "You are iteration 1" in (calc / "got-prompt").read_text()
