@@ -148,6 +148,15 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     command = [str(claude_bin), "-p", "Add a step", "--output-format", "json", *plugin]
     assert json_result(run_client(command, project, plugin_env, 120), "claude")
     assert tool_results(api.conversation()[-1])[-1] == "added step 'document it'"
+    # /ralphstate:sandbox writes Claude Code's sandbox settings for the next sessions.
+    api.add_turns([text("Sandboxed.")])
+    command = [str(claude_bin), "-p", "/ralphstate:sandbox", "--output-format", "json", *plugin]
+    assert json_result(run_client(command, project, plugin_env, 120), "claude")
+    prompt = "\n".join(texts(api.conversation()[-1], "user"))
+    assert "set sandbox.enabled = true" in prompt, prompt
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
+    assert settings["sandbox"]["enabled"] is True and settings["sandbox"]["failIfUnavailable"]
+    assert settings["permissions"]["allow"] == list(RULES)
 
 
 def published(tmp_path: Path) -> Path:

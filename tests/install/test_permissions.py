@@ -121,6 +121,13 @@ def test_the_plugin_s_command_writes_the_rules_alone() -> None:
     assert "```!\nralphstate install --allow-only\n```" in text
 
 
+def test_the_plugin_s_sandbox_command_is_the_persons() -> None:
+    text = (REPO / "commands" / "sandbox.md").read_text()
+    assert "disable-model-invocation: true" in text
+    assert "```!\nralphstate install --sandbox\n```" in text
+    assert "`/ralphstate:sandbox`" in (REPO / "commands" / "start.md").read_text()
+
+
 # -- which commands -------------------------------------------------------------------
 
 
