@@ -42,6 +42,7 @@ COMMANDS = {
     "watch": "ralphstate.cli.run:watch_command",
     "report": "ralphstate.cli.report:report",
     "worktree": "ralphstate.cli.worktree:worktree",
+    "ci": "ralphstate.cli.ci:ci_command",
 }
 
 

@@ -235,6 +235,8 @@ class Outcome:
             out["error"] = self.error
         if self.detail:
             out["detail"] = self.detail
+        if self.budget:
+            out["budget"] = self.budget
         return out
 
 

@@ -1,0 +1,109 @@
+"""What a job tells GitHub Actions, and asks of it: the step's outputs
+(`$GITHUB_OUTPUT`), the job's summary (`$GITHUB_STEP_SUMMARY`), the next job of the same
+workflow (`gh workflow run`, with the inputs this job was given) and the pull request
+(`gh pr`). Outside Actions (a container, a Kubernetes Job) the files are not named and
+nothing is written; `gh` is asked only for what the job was told to do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+
+from ralphstate.core.errors import RalphstateError
+
+GH_TIMEOUT = 120.0
+# A value GITHUB_OUTPUT's heredoc form ends at: never inside an output here.
+DELIMITER = "RALPHSTATE_OUTPUT_END"
+
+
+def set_outputs(outputs: Mapping[str, str], environ: Mapping[str, str]) -> None:
+    """Append `outputs` to the step's output file, when Actions names one."""
+    target = environ.get("GITHUB_OUTPUT")
+    if not target:
+        return
+    lines = []
+    for name, value in outputs.items():
+        if DELIMITER in value:
+            raise RalphstateError(f"the output {name} holds {DELIMITER}.")
+        lines.append(f"{name}<<{DELIMITER}\n{value}\n{DELIMITER}\n")
+    with Path(target).open("a", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+
+
+def add_summary(text: str, environ: Mapping[str, str]) -> None:
+    """Append Markdown `text` to the job's summary, when Actions names the file."""
+    target = environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    with Path(target).open("a", encoding="utf-8") as handle:
+        handle.write(text if text.endswith("\n") else text + "\n")
+
+
+def workflow_name(given: str | None, environ: Mapping[str, str]) -> str | None:
+    """The workflow the next job is asked of: as given, else the file GITHUB_WORKFLOW_REF
+    names (`owner/repo/.github/workflows/loop.yml@refs/heads/main`), else None."""
+    if given:
+        return given
+    ref = environ.get("GITHUB_WORKFLOW_REF", "")
+    path = ref.split("@", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    return name or None
+
+
+def event_inputs(environ: Mapping[str, str]) -> dict[str, str]:
+    """The inputs of the `workflow_dispatch` that started this job ({} for any other
+    event), to hand on to the next job unchanged."""
+    if environ.get("GITHUB_EVENT_NAME") != "workflow_dispatch":
+        return {}
+    path = environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        event = orjson.loads(Path(path).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    inputs = event.get("inputs") if isinstance(event, dict) else None
+    if not isinstance(inputs, dict):
+        return {}
+    return {
+        str(k): v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in inputs.items()
+    }
+
+
+def _gh(args: list[str], root: Path, stdin: bytes | None = None) -> tuple[bool, str]:
+    """`gh ARGS`: whether it succeeded, and what it said."""
+    try:
+        done = subprocess.run(
+            ["gh", *args],
+            cwd=root,
+            input=stdin if stdin is not None else b"",
+            capture_output=True,
+            timeout=GH_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, str(exc)
+    said = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
+    return done.returncode == 0, said
+
+
+def dispatch(root: Path, workflow: str, ref: str, inputs: Mapping[str, str]) -> tuple[bool, str]:
+    """Ask for the next job: `workflow` on `ref` with `inputs`, through `gh`."""
+    body = orjson.dumps(dict(inputs))
+    return _gh(["workflow", "run", workflow, "--ref", ref, "--json"], root, body)
+
+
+def tell_pull_request(root: Path, branch: str, base: str, title: str, body: Path) -> str:
+    """Open the loop branch's pull request with `body`, or comment on the open one;
+    what happened, in one line."""
+    found, _ = _gh(["pr", "view", branch, "--json", "url"], root)
+    if found:
+        ok, said = _gh(["pr", "comment", branch, "--body-file", str(body)], root)
+        return "commented on the pull request" if ok else f"could not comment: {said}"
+    args = ["pr", "create", "--head", branch, "--base", base, "--title", title]
+    ok, said = _gh([*args, "--body-file", str(body)], root)
+    return f"opened {said.splitlines()[-1]}" if ok and said else f"could not open one: {said}"

@@ -1,0 +1,312 @@
+"""One job of a loop on CI (`ralphstate ci`): the loop's branch checked out, the trusted
+contract put back and approved, `ralphstate run --commit` within the job's time
+budget with each commit pushed as it is made, then the report, the outputs, and the
+next job asked for when the time budget alone ended this one
+(docs/how-to/github-action.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ralphstate.ci import github, trusted
+from ralphstate.core import budgets
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
+
+PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
+PUSH_TIMEOUT = 120.0
+# The least a job's run is given, whatever the time budget leaves.
+LEAST_SECONDS = 1
+
+
+@dataclass
+class Job:
+    """What the workflow (or the container's environment) asks of one job."""
+
+    agent: str
+    branch: str
+    time_budget: float
+    spec: str | None = None
+    criteria: list[str] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
+    max_iterations: int | None = None
+    max_cost: float | None = None
+    max_tokens: int | None = None
+    remote: str = "origin"
+    base: str | None = None  # the base branch: the pull request's, the dispatch's ref
+    next_job: bool = True
+    workflow: str | None = None
+    pull_request: bool = False
+    report: Path | None = None
+
+
+@dataclass
+class Ended:
+    """How the job ended, as its outputs say it."""
+
+    outcome: str
+    reason: str | None
+    continues: bool
+    result: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def ralphstate(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`ralphstate ARGS` in `root`, with this Python; its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args], cwd=root, capture_output=True, check=False
+    )
+
+
+def parse_time_budget(text: str) -> float:
+    seconds = budgets.parse_duration(text)
+    if seconds is None or seconds <= 0:
+        raise RalphstateError(f"{visible(text)} is not a time budget (say 5h30m, 90m or 3600).")
+    return seconds
+
+
+def switch_to_branch(root: Path, remote: str, branch: str) -> bool:
+    """Check out `branch` as the remote holds it, or create it here from HEAD; whether
+    it existed there."""
+    valid = git(root, "check-ref-format", "--branch", branch)
+    if valid.returncode != 0:
+        raise RalphstateError(f"{visible(branch)} is not a valid branch name.")
+    fetched = git(
+        root, "fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
+    )
+    args = ["checkout", "--quiet", "-B", branch]
+    if fetched.returncode == 0:
+        args.append(f"{remote}/{branch}")
+    done = git(root, *args)
+    if done.returncode != 0:
+        raise RalphstateError(f"could not check out {visible(branch)}: {done.stderr.strip()}")
+    return fetched.returncode == 0
+
+
+def start_loop(root: Path, job: Job) -> None:
+    """`ralphstate init` with the workflow's spec, criteria, steps and checks."""
+    if not job.spec or not job.criteria:
+        raise RalphstateError(
+            "there is no loop on the branch or the base, and the workflow gives no spec and"
+            " criteria to start one."
+        )
+    args = ["init", job.spec]
+    for name in job.criteria:
+        args += ["-c", name]
+    for step in job.steps:
+        args += ["-s", step]
+    commands = [args] + [["criteria", "check", n, c] for n, c in job.checks.items()]
+    for each in commands:
+        done = ralphstate(root, *each)
+        if done.returncode != 0:
+            raise RalphstateError(done.stderr.decode("utf-8", "replace").strip())
+
+
+def trusted_contract(root: Path, job: Job, base_commit: str) -> tuple[Any, str]:
+    """The contract that proves the loop done, and where it came from."""
+    if job.criteria:
+        return trusted.from_inputs(job.criteria, job.checks), "the workflow"
+    found = trusted.from_commit(root, base_commit)
+    if found is None:
+        raise RalphstateError(
+            f"the base commit {base_commit[:10]} holds no {trusted.STATE_PATH} and the workflow"
+            " gives no criteria: nothing a person committed says what proves the loop done."
+        )
+    return found, f"{trusted.STATE_PATH} at {base_commit[:10]}"
+
+
+class Pusher:
+    """Pushes the branch whenever its head moves, while the run goes on, so a job
+    cancelled midway loses at most the iteration under way."""
+
+    def __init__(self, root: Path, remote: str, branch: str) -> None:
+        self.root, self.remote, self.branch = root, remote, branch
+        self.pushed: str | None = None
+        self.failed: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> Pusher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.push()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(PUSH_EVERY):
+            self.push()
+
+    def push(self) -> None:
+        head = git(self.root, "rev-parse", "HEAD").stdout.strip()
+        if not head or head == self.pushed:
+            return
+        done = git(self.root, "push", "--quiet", self.remote, f"{head}:refs/heads/{self.branch}")
+        if done.returncode == 0:
+            self.pushed, self.failed = head, None
+        else:
+            self.failed = done.stderr.strip() or f"git push exited {done.returncode}"
+
+
+def run_args(job: Job, seconds: float) -> list[str]:
+    args = ["run", "--agent", job.agent, "--commit", "--json"]
+    args += ["--max-duration", str(max(LEAST_SECONDS, int(seconds)))]
+    for option, value in (
+        ("--max", job.max_iterations),
+        ("--max-cost", job.max_cost),
+        ("--max-tokens", job.max_tokens),
+    ):
+        if value is not None:
+            args += [option, str(value)]
+    return args
+
+
+def continues(result: Mapping[str, Any]) -> bool:
+    """Whether the run stopped only because this job's time ran out: paused on a budget
+    of this run's, and that budget its duration."""
+    return (
+        result.get("outcome") == "paused"
+        and result.get("reason") == "budget"
+        and result.get("budget") == budgets.RUNS
+        and str(result.get("detail") or "").startswith("duration")
+    )
+
+
+def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Pusher]:
+    """`ralphstate run` with the time the budget leaves; its `--json` object."""
+    left = job.time_budget - (time.monotonic() - started)
+    with Pusher(root, job.remote, job.branch) as pusher:
+        done = subprocess.run(
+            [sys.executable, "-m", "ralphstate", *run_args(job, left)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            check=False,
+        )
+    try:
+        result = orjson.loads(done.stdout)
+    except orjson.JSONDecodeError:
+        result = None
+    if not isinstance(result, dict):
+        result = {"outcome": "error", "reason": None, "exitCode": done.returncode}
+    return result, pusher
+
+
+def prepare(root: Path, job: Job) -> list[str]:
+    """The branch checked out, the loop found or started, its contract the trusted one
+    and approved; what was put back, one sentence each."""
+    from ralphstate.loop.project import locate
+
+    head = git(root, "rev-parse", "HEAD").stdout.strip()
+    if not head:
+        raise RalphstateError(f"{root} is not a git checkout with a commit.")
+    contract, source = trusted_contract(root, job, head)
+    switch_to_branch(root, job.remote, job.branch)
+    if not (root / trusted.STATE_PATH).exists():
+        start_loop(root, job)
+    store = locate(root)
+    put_back = trusted.put_back(store, contract, source)
+    trusted.approve(store)
+    return [
+        f"The loop's branch changed what proves it done; {source} was put back: {d}."
+        for d in put_back
+    ]
+
+
+def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
+    """One job, from checkout to the next job's dispatch."""
+    started = time.monotonic()
+    notes = prepare(root, job)
+    result, pusher = run_loop(root, job, started)
+    if pusher.failed:
+        notes.append(f"The branch could not be pushed: {visible(pusher.failed)}")
+    ended = Ended(
+        str(result.get("outcome")), result.get("reason"), continues(result), result, notes
+    )
+    report = write_report(root, job)
+    if ended.continues and job.next_job and not pusher.failed:
+        ended.notes.append(ask_next_job(root, job, environ))
+    elif ended.continues:
+        ended.continues = False
+        ended.notes.append("The job's time ran out; no next job was asked for.")
+    elif job.pull_request and job.base:
+        title = f"ralphstate: {job.spec or job.branch}"
+        said = github.tell_pull_request(root, job.branch, job.base, title, report)
+        ended.notes.append(f"Pull request: {visible(said)}.")
+    github.add_summary(summary(root, ended, report), environ)
+    github.set_outputs(outputs(root, ended, report), environ)
+    return ended
+
+
+def ask_next_job(root: Path, job: Job, environ: Mapping[str, str]) -> str:
+    workflow = github.workflow_name(job.workflow, environ)
+    ref = job.base or environ.get("GITHUB_REF_NAME") or ""
+    if not workflow or not ref:
+        return "The job's time ran out, and no workflow or ref is known to ask the next job of."
+    ok, said = github.dispatch(root, workflow, ref, github.event_inputs(environ))
+    if ok:
+        return f"The job's time ran out: the next job of {visible(workflow)} goes on with the loop."
+    return f"The job's time ran out, and the next job could not be asked for: {visible(said)}"
+
+
+def write_report(root: Path, job: Job) -> Path:
+    target = job.report or root / ".loop" / "runs" / "report.md"
+    done = ralphstate(root, "report", "--markdown", "-o", str(target))
+    if done.returncode != 0:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(
+            "The report could not be written: " + done.stderr.decode("utf-8", "replace")
+        )
+    return target
+
+
+def loop_figures(root: Path) -> dict[str, Any]:
+    try:
+        state: dict[str, Any] = orjson.loads((root / trusted.STATE_PATH).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return state
+
+
+def outputs(root: Path, ended: Ended, report: Path) -> dict[str, str]:
+    state = loop_figures(root)
+    criteria = ended.result.get("criteria") or {}
+    usage = state.get("usage") or {}
+    return {
+        "outcome": ended.outcome,
+        "reason": str(ended.reason or ""),
+        "iterations": str(state.get("iteration", "")),
+        "cost": str(usage.get("cost", "")) if isinstance(usage, dict) else "",
+        "criteria-met": f"{criteria.get('met', '')}/{criteria.get('total', '')}",
+        "report": str(report),
+        "continues": "true" if ended.continues else "false",
+    }
+
+
+def summary(root: Path, ended: Ended, report: Path) -> str:
+    head = ended.outcome + (f" ({ended.reason})" if ended.reason else "")
+    lines = [f"## ralphstate: {head}", ""]
+    lines += [f"- {note}" for note in ended.notes]
+    try:
+        body = report.read_text(encoding="utf-8")
+    except OSError:
+        body = ""
+    return "\n".join([*lines, "", body])

@@ -1,0 +1,114 @@
+"""Trust on a runner: what proves the loop done comes from what a person committed,
+never from the loop's branch (SECURITY.md, "Trust on a runner").
+
+A fresh runner has no trust store and no ledger, and the loop's branch is written by
+the agent: a check it changed there would run, and be approved, if the job took the
+branch as it found it. So before each job's run the contract (criteria, checks, their
+timeouts, the switches of docs/explanation/proof.md) is read from the trusted source,
+the workflow's own inputs or `.loop/state.json` as the base commit holds it, and put
+back into the branch's state where the two differ; a check the branch added that the
+source does not have is taken out. Only then is the contract approved and its checks
+trusted on this runner, as the person's, and the job says what it put back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ralphstate.core import actor, limits, proof
+from ralphstate.core import state as st
+from ralphstate.core.errors import CorruptState, RalphstateError
+from ralphstate.core.render import quote
+from ralphstate.core.text import visible
+from ralphstate.storage import git
+from ralphstate.storage.store import Event, Store
+
+STATE_PATH = ".loop/state.json"
+
+
+def from_inputs(criteria: list[str], checks: dict[str, str]) -> proof.Contract:
+    """The contract the workflow file states: its criteria, and their checks."""
+    unknown = [name for name in checks if name not in criteria]
+    if unknown:
+        raise RalphstateError(
+            f"the workflow gives a check for {quote(unknown[0])}, which is not one of its criteria."
+        )
+    return {
+        "criteria": list(criteria),
+        "checks": dict(checks),
+        "checkTimeouts": {},
+        "verifyOnStop": True,
+        "noCriteria": False,
+        "guards": None,
+        "cleanVerify": True,
+        "expectFail": [],
+    }
+
+
+def from_commit(root: Path, commit: str) -> proof.Contract | None:
+    """The contract of the loop `commit` holds in `.loop/state.json`; None when it holds
+    none. RalphstateError when the file there cannot be read as a loop."""
+    shown = git.run_git(["show", f"{commit}:{STATE_PATH}"], root, limit=limits.MAX_STATE_BYTES + 1)
+    if shown is None or not shown.ok:
+        return None
+    try:
+        state = st.parse(shown.out_bytes)
+    except CorruptState as exc:
+        raise RalphstateError(f"{STATE_PATH} at {commit[:10]} cannot be used: {exc}") from None
+    return proof.contract_of(state)
+
+
+def differences(trusted: proof.Contract, state: st.State) -> list[str]:
+    """How the loop's contract differs from the trusted one, one sentence each: what
+    weakens it, and checks the trusted source does not have."""
+    current = proof.contract_of(state)
+    found = proof.weakenings(trusted, current)
+    allowed: dict[str, str] = trusted.get("checks", {})
+    for name, command in current["checks"].items():
+        if name not in allowed:
+            found.append(
+                f"a check for {quote(name)} (`{visible(command)}`) that the trusted"
+                " contract does not have"
+            )
+    return found
+
+
+def put_back(store: Store, trusted: proof.Contract, source: str) -> list[str]:
+    """Put the trusted contract (from `source`, as a person reads it) back into the
+    loop where it differs, and say so in history; the differences found."""
+
+    def change(state: st.State, events: list[Event]) -> list[str]:
+        found = differences(trusted, state)
+        if not found:
+            return found
+        proof.restored(state, trusted)
+        allowed: dict[str, Any] = trusted.get("checks", {})
+        for name in [n for n in state["checks"] if n not in allowed]:
+            del state["checks"][name]
+            state["checkTimeouts"].pop(name, None)
+            state["evidence"].pop(name, None)
+            state["criteriaStatus"][name] = False
+        events.append({"event": "reverted", "contract": trusted, "from": source})
+        return found
+
+    return store.update(change)
+
+
+def approve(store: Store) -> None:
+    """Approve the loop's contract as it now stands and trust its checks on this runner,
+    as the person's: the job does it for the person who wrote the workflow."""
+    from ralphstate.loop import review
+    from ralphstate.loop.person import require_person
+    from ralphstate.storage import trust
+    from ralphstate.storage.store import append_history
+
+    require_person(store.paths, "`ralphstate ci`")
+    state = review.approve(store, actor.current(), None)
+    armed = trust.armed(state)
+    event: Event = {
+        "event": "trusted",
+        "checks": len(armed),
+        "checksHash": trust.checks_hash(armed)[:16],
+    }
+    append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])

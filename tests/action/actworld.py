@@ -1,0 +1,242 @@
+"""A small world for the action's end-to-end tests: a bare repository as the remote, a
+base branch holding a loop a person committed, the example workflow, and `act` running
+one job at a time on this machine without Docker (host mode), each in a fresh clone with
+a fresh HOME, as a new runner would.
+
+The remote actions are replaced by stand-ins (standins/): checkout clones the bare
+repository, upload-artifact copies into a directory, and `gh` records what it was asked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ralphstate.run import spawn
+from tests.helpers.gitrepo import IDENTITY
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+EXAMPLE = REPO / "docs" / "examples" / "loop.yml"
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
+UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
+ACTION = "OWNER/ralphstate@0000000000000000000000000000000000000000"
+# What the action installs from: the files `pip install` needs, nothing of this checkout's
+# environments or caches.
+ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE", "ralphstate")
+ACT_TIMEOUT = 300.0
+# Each job's time budget, in seconds: the first job's second iteration outlives it.
+TIME_BUDGET = 15
+
+# The check a person committed to the base branch: done.txt holds "done".
+CHECK = "import pathlib, sys\nsys.exit(pathlib.Path('done.txt').read_text() != 'done\\n')\n"
+
+# The scripted agent. Job 1 (AGENT_PLAN=slow): the first iteration writes step1.txt,
+# the second works on past the job's time. Job 2 (finish): writes done.txt. fail: exits 7.
+AGENT = r"""
+import os, sys, time
+from pathlib import Path
+
+sys.stdin.read()
+plan = os.environ["AGENT_PLAN"]
+if plan == "fail":
+    print("agent: cannot work", flush=True)
+    sys.exit(7)
+if plan == "finish":
+    Path("done.txt").write_text("done\n")
+    print("agent: done", flush=True)
+elif not Path("step1.txt").exists():
+    Path("step1.txt").write_text("first\n")
+    print("agent: step 1", flush=True)
+else:
+    Path("step2.txt").write_text("second\n")
+    print("agent: working on, past the job's time", flush=True)
+    time.sleep(120)
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout.strip()
+
+
+@dataclass
+class JobRun:
+    """One job as act ran it: its exit code, its log's JSON lines, its summary."""
+
+    code: int
+    lines: list[dict[str, Any]]
+    home: Path
+    workspace: Path | None = None
+
+    @property
+    def summary(self) -> str:
+        return "".join(
+            str(e.get("content", "")) for e in self.lines if e.get("command") == "summary"
+        )
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        return {
+            str(e.get("name")): str(e.get("arg"))
+            for e in self.lines
+            if e.get("command") == "set-output"
+        }
+
+    def said(self) -> str:
+        return "".join(str(e.get("msg", "")) for e in self.lines)
+
+
+@dataclass
+class World:
+    root: Path
+    environ: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def remote(self) -> Path:
+        return self.root / "remote.git"
+
+    @property
+    def gh_log(self) -> Path:
+        return self.root / "gh.jsonl"
+
+    @property
+    def evil(self) -> Path:
+        return self.root / "evil-check-ran"
+
+    def gh_calls(self) -> list[dict[str, Any]]:
+        if not self.gh_log.exists():
+            return []
+        return [orjson.loads(line) for line in self.gh_log.read_bytes().splitlines()]
+
+    def agent_pushes_a_check(self, branch: str) -> None:
+        """What an agent with the job's token can do between jobs: push a commit to the
+        loop's branch that replaces the check of "tests pass" with one leaving a mark."""
+        work = self.root / "agent-push"
+        env = {**self.environ, "HOME": str(self.root / "agent-home")}
+        git(self.root, "clone", "--quiet", "--branch", branch, str(self.remote), str(work))
+        state_file = work / ".loop" / "state.json"
+        state = orjson.loads(state_file.read_bytes())
+        state["checks"]["tests pass"] = spawn.join_command(["touch", str(self.evil)])
+        state_file.write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2))
+        for args in (
+            ["commit", "--quiet", "-am", "a check that always passes"],
+            ["push", "--quiet"],
+        ):
+            subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
+
+    def job(self, name: str, inputs: dict[str, str], plan: str) -> JobRun:
+        """One job of the example workflow: `workflow_dispatch` with `inputs`, in a fresh
+        clone of the remote and a fresh HOME, the agent following `plan`."""
+        clone = self.root / f"{name}-clone"
+        home = self.root / f"{name}-home"
+        home.mkdir()
+        git(self.root, "clone", "--quiet", str(self.remote), str(clone))
+        event = self.root / f"{name}-event.json"
+        event.write_bytes(orjson.dumps({"inputs": inputs, "ref": "refs/heads/main"}))
+        env = {
+            **self.environ,
+            "HOME": str(home),
+            "AGENT_PLAN": plan,
+        }
+        args = [
+            str(Path(sys.executable).parent / "act"),
+            "workflow_dispatch",
+            "-W",
+            ".github/workflows/loop.yml",
+            "-e",
+            str(event),
+            "-P",
+            "ubuntu-latest=-self-hosted",
+            "--json",
+            "--local-repository",
+            f"{CHECKOUT}={HERE / 'standins' / 'checkout'}",
+            "--local-repository",
+            f"{UPLOAD}={HERE / 'standins' / 'upload-artifact'}",
+            "--local-repository",
+            f"{ACTION}={self.root / 'action'}",
+        ]
+        done = subprocess.run(
+            args, cwd=clone, env=env, capture_output=True, timeout=ACT_TIMEOUT, check=False
+        )
+        lines = []
+        for line in done.stdout.splitlines():
+            try:
+                lines.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                lines.append({"msg": line.decode("utf-8", "replace")})
+        return JobRun(done.returncode, lines, home)
+
+
+def make_world(root: Path) -> World:
+    """The remote, its base branch `main` holding a loop a person started (criterion
+    "tests pass", its check), the example workflow with the scripted agent, and the
+    action's own files."""
+    world = World(root)
+    action = root / "action"
+    action.mkdir()
+    for name in ACTION_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, action / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, action / name)
+    agent = root / "agent.py"
+    agent.write_text(AGENT)
+    tools = root / "bin"
+    tools.mkdir()
+    # A python3 that does not depend on HOME (a pyenv shim does), the stand-in gh.
+    real = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (tools / "python3").symlink_to(real if real.exists() else Path(sys.executable))
+    shutil.copy2(HERE / "standins" / "bin" / "gh", tools / "gh")
+    world.environ = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("RALPHSTATE_", "GIT_"))},
+        **IDENTITY,
+        "GIT_CONFIG_GLOBAL": str(root / "gitconfig"),
+        "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}",
+        "STANDIN_REMOTE": str(world.remote),
+        "STANDIN_ARTIFACTS": str(root / "artifacts"),
+        "STANDIN_GH_LOG": str(world.gh_log),
+        "EVIL_MARK": str(world.evil),
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        # A new runner each job, but one download of the dependencies per test.
+        "PIP_CACHE_DIR": str(root / "pip-cache"),
+    }
+    (root / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n")
+    agent_command = spawn.join_command([sys.executable, str(agent)])
+    workflow = EXAMPLE.read_text().replace(
+        "agent: claude -p --dangerously-skip-permissions --output-format json",
+        f"agent: {agent_command}",
+    )
+    workflow = workflow.replace("time-budget: 5h30m", f"time-budget: {TIME_BUDGET}")
+    seed = root / "seed"
+    seed.mkdir()
+    env = {
+        **world.environ,
+        "HOME": str(root / "seed-home"),
+        "RALPHSTATE_HOME": str(root / "seed-rs"),
+    }
+
+    def run(*args: str) -> None:
+        subprocess.run(args, cwd=seed, env=env, check=True, capture_output=True)
+
+    run("git", "init", "--quiet", "-b", "main")
+    (seed / "check.py").write_text(CHECK)
+    (seed / ".github" / "workflows").mkdir(parents=True)
+    (seed / ".github" / "workflows" / "loop.yml").write_text(workflow)
+    rs = [sys.executable, "-m", "ralphstate"]
+    run(*rs, "init", "Write done.txt", "-c", "tests pass", "-s", "write it")
+    run(*rs, "criteria", "check", "tests pass", spawn.join_command(["python3", "check.py"]))
+    run("git", "add", "-A")
+    run("git", "commit", "--quiet", "-m", "a loop, its check and the workflow")
+    run("git", "init", "--quiet", "--bare", str(world.remote))
+    run("git", "push", "--quiet", str(world.remote), "main")
+    return world

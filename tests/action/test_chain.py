@@ -1,0 +1,78 @@
+"""The action under `act`, job after job: a loop longer than a job goes on in the next
+one, on a new machine, and only the trusted contract runs there."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.action.actworld import git, make_world
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
+]
+
+
+def test_a_loop_longer_than_a_job_goes_on_in_the_next_job(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    inputs = {"branch": "ralphstate/done"}
+
+    first = world.job("job1", inputs, "slow")
+
+    assert first.code == 0, first.said()[-4000:]
+    assert first.outputs["outcome"] == "paused"
+    assert first.outputs["continues"] == "true"
+    [dispatch] = [c for c in world.gh_calls() if c["argv"][:2] == ["workflow", "run"]]
+    assert dispatch["argv"] == ["workflow", "run", "loop.yml", "--ref", "main", "--json"]
+    assert orjson.loads(dispatch["stdin"]) == inputs
+    pushed = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/done:.loop/state.json")
+    )
+    assert (pushed["status"], pushed["pauseReason"]) == ("paused", "budget")
+    assert pushed["checks"]["tests pass"] == "python3 check.py"
+    world.agent_pushes_a_check("ralphstate/done")
+
+    second = world.job("job2", orjson.loads(dispatch["stdin"]), "finish")
+
+    assert second.code == 0, second.said()[-4000:]
+    assert second.outputs["outcome"] == "complete"
+    assert second.outputs["continues"] == "false"
+    assert not world.evil.exists()  # the agent's check never ran
+    done = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/done:.loop/state.json")
+    )
+    assert done["status"] == "complete"
+    history = git(
+        tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/done:.loop/history.jsonl"
+    )
+    assert orjson.loads(history.splitlines()[-1])["event"] == "run_finished"  # the last state
+    assert done["loopId"] == pushed["loopId"]
+    assert done["iteration"] > pushed["iteration"] == 2  # carried on, not started again
+    assert done["checks"]["tests pass"] == "python3 check.py"
+    assert "put back" in second.summary
+    assert "Write done.txt" in second.summary  # the report
+    calls = [c["argv"][:2] for c in world.gh_calls()]
+    assert calls.count(["workflow", "run"]) == 1  # no next job after the loop completed
+    assert ["pr", "create"] in calls  # the example asks for a pull request
+
+
+def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+
+    job = world.job("job1", {"branch": "ralphstate/fails"}, "fail")
+
+    assert job.code != 0  # the job fails where a person looks
+    assert (job.outputs["outcome"], job.outputs["reason"]) == ("paused", "agent_errors")
+    assert job.outputs["continues"] == "false"
+    calls = [c["argv"][:2] for c in world.gh_calls()]
+    assert ["workflow", "run"] not in calls
+    assert ["pr", "create"] in calls  # the person is told on the pull request
+    assert "agent_errors" in job.summary
+    state = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/fails:.loop/state.json")
+    )
+    assert (state["status"], state["pauseReason"]) == ("paused", "agent_errors")
