@@ -7,15 +7,16 @@ nothing is written; `gh` is asked only for what the job was told to do.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import orjson
 
 from ralphstate.core.errors import RalphstateError
+from ralphstate.storage import children
 
 GH_TIMEOUT = 120.0
+OUTPUT_BYTES = 64 * 1024
 # A value GITHUB_OUTPUT's heredoc form ends at: never inside an output here.
 DELIMITER = "RALPHSTATE_OUTPUT_END"
 
@@ -77,18 +78,13 @@ def event_inputs(environ: Mapping[str, str]) -> dict[str, str]:
 def _gh(args: list[str], root: Path, stdin: bytes | None = None) -> tuple[bool, str]:
     """`gh ARGS`: whether it succeeded, and what it said."""
     try:
-        done = subprocess.run(
-            ["gh", *args],
-            cwd=root,
-            input=stdin if stdin is not None else b"",
-            capture_output=True,
-            timeout=GH_TIMEOUT,
-            check=False,
+        done = children.run(
+            ["gh", *args], cwd=root, input=stdin, timeout=GH_TIMEOUT, limit=OUTPUT_BYTES
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return False, str(exc)
-    said = (done.stdout + done.stderr).decode("utf-8", "replace").strip()
-    return done.returncode == 0, said
+    except OSError as exc:
+        return False, f"gh could not be started: {exc.strerror or exc}"
+    said = (done.out + done.err).decode("utf-8", "replace").strip()
+    return done.code == 0, said
 
 
 def dispatch(root: Path, workflow: str, ref: str, inputs: Mapping[str, str]) -> tuple[bool, str]:

@@ -7,11 +7,14 @@ next job asked for when the time budget alone ended this one
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,9 +25,14 @@ from ralphstate.ci import github, trusted
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
+from ralphstate.storage import children
 
+# What only the job itself uses, kept from the agent's environment: the token `gh` asks
+# for the next job and tells the pull request with.
+JOB_ONLY = ("GH_TOKEN", "GITHUB_TOKEN")
 PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
 PUSH_TIMEOUT = 120.0
+OUTPUT_BYTES = 1 << 20  # of a command's output kept
 # The least a job's run is given, whatever the time budget leaves.
 LEAST_SECONDS = 1
 
@@ -47,6 +55,7 @@ class Job:
     base: str | None = None  # the base branch: the pull request's, the dispatch's ref
     next_job: bool = True
     workflow: str | None = None
+    next_inputs: dict[str, str] = field(default_factory=dict)
     pull_request: bool = False
     report: Path | None = None
 
@@ -62,17 +71,24 @@ class Ended:
     notes: list[str] = field(default_factory=list)
 
 
-def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout, check=False
-    )
+def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> children.Finished:
+    """`git ARGS` in `root`, with the job's own environment (its credentials)."""
+    return children.run(["git", *args], cwd=root, timeout=timeout, limit=OUTPUT_BYTES)
 
 
-def ralphstate(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def ralphstate(root: Path, *args: str) -> children.Finished:
     """`ralphstate ARGS` in `root`, with this Python; its output captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "ralphstate", *args], cwd=root, capture_output=True, check=False
-    )
+    argv = [sys.executable, "-m", "ralphstate", *args]
+    return children.run(argv, cwd=root, timeout=None, limit=OUTPUT_BYTES)
+
+
+def text(done: children.Finished) -> str:
+    """What a command said on stderr, as one stripped text."""
+    return done.err.decode("utf-8", "replace").strip()
+
+
+def stdout(done: children.Finished) -> str:
+    return done.out.decode("utf-8", "replace").strip()
 
 
 def parse_time_budget(text: str) -> float:
@@ -86,18 +102,18 @@ def switch_to_branch(root: Path, remote: str, branch: str) -> bool:
     """Check out `branch` as the remote holds it, or create it here from HEAD; whether
     it existed there."""
     valid = git(root, "check-ref-format", "--branch", branch)
-    if valid.returncode != 0:
+    if valid.code != 0:
         raise RalphstateError(f"{visible(branch)} is not a valid branch name.")
     fetched = git(
         root, "fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}"
     )
     args = ["checkout", "--quiet", "-B", branch]
-    if fetched.returncode == 0:
+    if fetched.code == 0:
         args.append(f"{remote}/{branch}")
     done = git(root, *args)
-    if done.returncode != 0:
-        raise RalphstateError(f"could not check out {visible(branch)}: {done.stderr.strip()}")
-    return fetched.returncode == 0
+    if done.code != 0:
+        raise RalphstateError(f"could not check out {visible(branch)}: {visible(text(done))}")
+    return fetched.code == 0
 
 
 def start_loop(root: Path, job: Job) -> None:
@@ -115,8 +131,8 @@ def start_loop(root: Path, job: Job) -> None:
     commands = [args] + [["criteria", "check", n, c] for n, c in job.checks.items()]
     for each in commands:
         done = ralphstate(root, *each)
-        if done.returncode != 0:
-            raise RalphstateError(done.stderr.decode("utf-8", "replace").strip())
+        if done.code != 0:
+            raise RalphstateError(visible(text(done)))
 
 
 def trusted_contract(root: Path, job: Job, base_commit: str) -> tuple[Any, str]:
@@ -157,14 +173,14 @@ class Pusher:
             self.push()
 
     def push(self) -> None:
-        head = git(self.root, "rev-parse", "HEAD").stdout.strip()
+        head = stdout(git(self.root, "rev-parse", "HEAD"))
         if not head or head == self.pushed:
             return
         done = git(self.root, "push", "--quiet", self.remote, f"{head}:refs/heads/{self.branch}")
-        if done.returncode == 0:
+        if done.code == 0:
             self.pushed, self.failed = head, None
         else:
-            self.failed = done.stderr.strip() or f"git push exited {done.returncode}"
+            self.failed = text(done) or f"git push ended with {done.code}"
 
 
 def run_args(job: Job, seconds: float) -> list[str]:
@@ -178,6 +194,23 @@ def run_args(job: Job, seconds: float) -> list[str]:
         if value is not None:
             args += [option, str(value)]
     return args
+
+
+@contextlib.contextmanager
+def forwarded_interrupts(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    """A job cancelled (SIGINT, then SIGTERM from the runner) stops the run as Ctrl-C
+    does: the iteration recorded, the loop paused, its record committed and pushed."""
+
+    def forward(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            child.send_signal(signal.SIGINT)
+
+    before = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
 
 
 def continues(result: Mapping[str, Any]) -> bool:
@@ -194,19 +227,24 @@ def continues(result: Mapping[str, Any]) -> bool:
 def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Pusher]:
     """`ralphstate run` with the time the budget leaves; its `--json` object."""
     left = job.time_budget - (time.monotonic() - started)
+    argv = [sys.executable, "-m", "ralphstate", *run_args(job, left)]
+    env = {k: v for k, v in os.environ.items() if k not in JOB_ONLY}
     with Pusher(root, job.remote, job.branch) as pusher:
-        done = subprocess.run(
-            [sys.executable, "-m", "ralphstate", *run_args(job, left)],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            check=False,
+        # The run's progress and the agent's output go to the job's log (stderr); its
+        # one JSON object comes on stdout.
+        child = children.start(
+            argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=sys.stderr.fileno()
         )
+        with forwarded_interrupts(child):
+            assert child.stdout is not None
+            out = child.stdout.read()
+            code = child.wait()
     try:
-        result = orjson.loads(done.stdout)
+        result = orjson.loads(out)
     except orjson.JSONDecodeError:
         result = None
     if not isinstance(result, dict):
-        result = {"outcome": "error", "reason": None, "exitCode": done.returncode}
+        result = {"outcome": "error", "reason": None, "exitCode": code or 1}
     return result, pusher
 
 
@@ -215,7 +253,7 @@ def prepare(root: Path, job: Job) -> list[str]:
     and approved; what was put back, one sentence each."""
     from ralphstate.loop.project import locate
 
-    head = git(root, "rev-parse", "HEAD").stdout.strip()
+    head = stdout(git(root, "rev-parse", "HEAD"))
     if not head:
         raise RalphstateError(f"{root} is not a git checkout with a commit.")
     contract, source = trusted_contract(root, job, head)
@@ -261,7 +299,9 @@ def ask_next_job(root: Path, job: Job, environ: Mapping[str, str]) -> str:
     ref = job.base or environ.get("GITHUB_REF_NAME") or ""
     if not workflow or not ref:
         return "The job's time ran out, and no workflow or ref is known to ask the next job of."
-    ok, said = github.dispatch(root, workflow, ref, github.event_inputs(environ))
+    ok, said = github.dispatch(
+        root, workflow, ref, {**github.event_inputs(environ), **job.next_inputs}
+    )
     if ok:
         return f"The job's time ran out: the next job of {visible(workflow)} goes on with the loop."
     return f"The job's time ran out, and the next job could not be asked for: {visible(said)}"
@@ -270,11 +310,9 @@ def ask_next_job(root: Path, job: Job, environ: Mapping[str, str]) -> str:
 def write_report(root: Path, job: Job) -> Path:
     target = job.report or root / ".loop" / "runs" / "report.md"
     done = ralphstate(root, "report", "--markdown", "-o", str(target))
-    if done.returncode != 0:
+    if done.code != 0:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            "The report could not be written: " + done.stderr.decode("utf-8", "replace")
-        )
+        target.write_text(f"The report could not be written: {text(done)}\n", encoding="utf-8")
     return target
 
 

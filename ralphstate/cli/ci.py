@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import click
+import orjson
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
@@ -26,6 +27,18 @@ def _checks(text: str | None) -> dict[str, str]:
         if not sep or not name.strip() or not command.strip():
             raise RalphstateError(f"a check is `criterion: command`, not {line!r}.")
         found[name.strip()] = command.strip()
+    return found
+
+
+def _object(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    try:
+        found = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        found = None
+    if not isinstance(found, dict) or not all(isinstance(v, str) for v in found.values()):
+        raise RalphstateError(f"--next-inputs is a JSON object of strings, not {text!r}.")
     return found
 
 
@@ -54,6 +67,8 @@ def _checks(text: str | None) -> dict[str, str]:
     "--next-job/--no-next-job", default=True, help="Ask for the next job when time runs out."
 )
 @click.option("--workflow", default=None, help="The workflow file the next job runs.")
+@click.option("--next-inputs", default=None, metavar="JSON",
+              help="Inputs the next job gets over this job's own (a JSON object).")  # fmt: skip
 @click.option(
     "--pull-request/--no-pull-request", default=False, help="Open or update a pull request."
 )
@@ -74,6 +89,7 @@ def ci_command(
     base: str | None,
     next_job: bool,
     workflow: str | None,
+    next_inputs: str | None,
     pull_request: bool,
     report: Path | None,
 ) -> None:
@@ -110,6 +126,7 @@ def ci_command(
         base=base or None,
         next_job=next_job,
         workflow=workflow or None,
+        next_inputs=_object(next_inputs),
         pull_request=pull_request,
         report=report,
     )

@@ -1,0 +1,193 @@
+"""The pieces of `ralphstate ci` and the files around it, without `act`: the contract put
+back from the trusted source, the decision to ask for the next job, what goes to
+GitHub, the action's inputs reaching the command, the container running the same
+command, and the linters over every workflow file."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from ralphstate.ci import github, job, trusted
+from ralphstate.cli.ci import ci_command
+from ralphstate.core import budgets
+from ralphstate.loop.project import locate
+from tests.helpers import REPO
+
+WORKFLOWS = sorted((REPO / "docs" / "examples").glob("*.yml"))
+ACTION = REPO / "action.yml"
+
+
+def rs(root: Path, *args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphstate", *args], cwd=root, capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_changed_check_and_an_added_one_are_put_back(project: Path) -> None:
+    rs(project, "init", "Fix it", "-c", "tests pass", "-c", "docs")
+    rs(project, "criteria", "check", "tests pass", "python -m pytest")
+    store = locate(project)
+    contract = trusted.from_inputs(["tests pass", "docs"], {"tests pass": "python -m pytest"})
+    state_file = project / ".loop" / "state.json"
+    state: dict[str, Any] = orjson.loads(state_file.read_bytes())
+    state["checks"] = {"tests pass": "true", "docs": "touch mark"}
+    state_file.write_bytes(orjson.dumps(state))
+
+    found = trusted.put_back(store, contract, "the workflow")
+
+    assert found == [
+        "the check of 'tests pass' was replaced: `python -m pytest` became `true`",
+        'a check for "docs" (`touch mark`) that the trusted contract does not have',
+    ]
+    after = store.load()
+    assert after["checks"] == {"tests pass": "python -m pytest"}
+    assert trusted.put_back(store, contract, "the workflow") == []  # nothing left to put back
+
+
+def test_the_contract_of_the_base_commit_is_read_from_git(project: Path, tmp_path: Path) -> None:
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "a@b.invalid"]):
+        subprocess.run(["git", *args], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.name", "A"], cwd=project, check=True)
+    assert trusted.from_commit(project, "HEAD") is None  # no commit, no loop
+    rs(project, "init", "Fix it", "-c", "tests pass")
+    rs(project, "criteria", "check", "tests pass", "python -m pytest")
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "commit", "-qm", "loop"], cwd=project, check=True)
+    rs(project, "criteria", "check", "tests pass", "true")  # after the commit: not the base's
+
+    contract = trusted.from_commit(project, "HEAD")
+
+    assert contract is not None and contract["checks"] == {"tests pass": "python -m pytest"}
+
+
+def test_a_check_for_no_criterion_of_the_workflow_is_refused() -> None:
+    with pytest.raises(Exception, match="not one of its criteria"):
+        trusted.from_inputs(["tests pass"], {"docs": "true"})
+
+
+@pytest.mark.parametrize(
+    ("result", "goes_on"),
+    [
+        (
+            {
+                "outcome": "paused",
+                "reason": "budget",
+                "budget": budgets.RUNS,
+                "detail": "duration 15s of this run's 15s",
+            },
+            True,
+        ),
+        (
+            {
+                "outcome": "paused",
+                "reason": "budget",
+                "budget": budgets.LOOPS,
+                "detail": "duration 8h of the loop's 8h",
+            },
+            False,
+        ),
+        (
+            {
+                "outcome": "paused",
+                "reason": "budget",
+                "budget": budgets.RUNS,
+                "detail": "cost $5.00 of this run's $5.00",
+            },
+            False,
+        ),
+        ({"outcome": "complete", "reason": None}, False),
+        ({"outcome": "paused", "reason": "agent_errors"}, False),
+        ({"outcome": "paused", "reason": "review"}, False),
+    ],
+)
+def test_only_the_jobs_time_running_out_asks_for_the_next_job(
+    result: dict[str, Any], goes_on: bool
+) -> None:
+    assert job.continues(result) is goes_on
+
+
+def test_outputs_and_summary_go_where_actions_says(tmp_path: Path) -> None:
+    out, summary = tmp_path / "out", tmp_path / "summary"
+    env = {"GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)}
+
+    github.set_outputs({"outcome": "complete", "criteria-met": "2/2"}, env)
+    github.add_summary("## done", env)
+    github.set_outputs({"x": "y"}, {})  # outside Actions: nothing, no error
+
+    assert out.read_text() == (
+        "outcome<<RALPHSTATE_OUTPUT_END\ncomplete\nRALPHSTATE_OUTPUT_END\n"
+        "criteria-met<<RALPHSTATE_OUTPUT_END\n2/2\nRALPHSTATE_OUTPUT_END\n"
+    )
+    assert summary.read_text() == "## done\n"
+
+
+def test_the_next_job_is_asked_of_this_workflow_with_this_jobs_inputs(tmp_path: Path) -> None:
+    event = tmp_path / "event.json"
+    event.write_text('{"inputs": {"branch": "loop/a", "n": 3}}')
+    env = {
+        "GITHUB_EVENT_NAME": "workflow_dispatch",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKFLOW_REF": "me/project/.github/workflows/loop.yml@refs/heads/main",
+    }
+    assert github.event_inputs(env) == {"branch": "loop/a", "n": "3"}
+    assert github.event_inputs({**env, "GITHUB_EVENT_NAME": "schedule"}) == {}
+    assert github.workflow_name(None, env) == "loop.yml"
+    assert github.workflow_name("other.yml", env) == "other.yml"
+    assert github.workflow_name(None, {}) is None
+
+
+def action() -> dict[str, Any]:
+    yaml = pytest.importorskip("yaml")
+    found: dict[str, Any] = yaml.safe_load(ACTION.read_text())
+    return found
+
+
+def test_every_input_of_the_action_reaches_an_option_of_ralphstate_ci() -> None:
+    steps = action()["runs"]["steps"]
+    [loop] = [s for s in steps if s.get("id") == "loop"]
+    options = {
+        f"RALPHSTATE_CI_{name.upper()}"
+        for p in ci_command.params
+        for name in [p.name or ""]
+        if p.name
+    } | {"RALPHSTATE_CI_MAX"}
+    given = {k for k in loop["env"] if k.startswith("RALPHSTATE_CI_")}
+    assert given <= options
+    used = set(re.findall(r"inputs\.([\w-]+)", ACTION.read_text()))
+    assert used == set(action()["inputs"])  # every input is used, none made up
+    assert 'ralphstate-venv/bin/ralphstate" ci' in loop["run"]
+
+
+def test_the_container_runs_the_command_the_action_runs() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["ralphstate", "ci"]' in dockerfile
+    copied = re.findall(r"^COPY (.+) /opt/ralphstate/", dockerfile, re.MULTILINE)
+    assert " ".join(copied).split() == ["pyproject.toml", "README.md", "LICENSE", "ralphstate"]
+    assert "pip install --no-cache-dir /opt/ralphstate" in dockerfile
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("actionlint", [str(p) for p in WORKFLOWS]),
+        ("zizmor", ["--offline", "--no-progress", str(ACTION), *map(str, WORKFLOWS)]),
+        ("hadolint", [str(REPO / "Dockerfile")]),
+    ],
+)
+def test_the_action_the_workflows_and_the_dockerfile_pass_their_linters(
+    tool: str, args: list[str]
+) -> None:
+    program = shutil.which(tool) or str(Path(sys.executable).parent / tool)
+    if not Path(program).exists():
+        pytest.skip(f"{tool} is not installed (the `test` extra installs it)")
+    done = subprocess.run([program, *args], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
