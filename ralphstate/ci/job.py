@@ -262,7 +262,7 @@ def prepare(root: Path, job: Job) -> list[str]:
         start_loop(root, job)
     store = locate(root)
     put_back = trusted.put_back(store, contract, source)
-    trusted.approve(store)
+    trusted.approve(store, head)
     return [
         f"The loop's branch changed what proves it done; {source} was put back: {d}."
         for d in put_back

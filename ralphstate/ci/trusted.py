@@ -95,16 +95,27 @@ def put_back(store: Store, trusted: proof.Contract, source: str) -> list[str]:
     return store.update(change)
 
 
-def approve(store: Store) -> None:
+def approve(store: Store, base: str) -> None:
     """Approve the loop's contract as it now stands and trust its checks on this runner,
-    as the person's: the job does it for the person who wrote the workflow."""
+    as the person's: the job does it for the person who wrote the workflow. The guarded
+    files are approved as the commit `base` holds them, not as the branch does: a test
+    the agent changed on the branch in an earlier job is a change to review, as it is
+    within one run."""
     from ralphstate.loop import review
     from ralphstate.loop.person import require_person
-    from ralphstate.storage import trust
+    from ralphstate.storage import ledger, trust
     from ralphstate.storage.store import append_history
 
     require_person(store.paths, "`ralphstate ci`")
-    state = review.approve(store, actor.current(), None)
+    by = actor.current()
+    state = review.approve(store, by, None)
+    if state.get("guards"):
+        tree = git.run_git(
+            ["rev-parse", "--verify", "--quiet", f"{base}^{{tree}}"], store.paths.root
+        )
+        if tree is None or not tree.ok:
+            raise RalphstateError(f"git does not know the base commit {base[:10]}.")
+        ledger.approve(store.paths, state, by, proof.contract_of(state), tree.out.strip())
     armed = trust.armed(state)
     event: Event = {
         "event": "trusted",

@@ -191,3 +191,29 @@ def test_the_action_the_workflows_and_the_dockerfile_pass_their_linters(
         pytest.skip(f"{tool} is not installed (the `test` extra installs it)")
     done = subprocess.run([program, *args], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_guarded_test_changed_on_the_branch_is_a_change_to_review(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ralphstate.loop import review
+    from tests.helpers.gitrepo import git, init_repo, use_identity
+
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project, {"test_calc.py": "assert 1 + 1 == 2\n"})
+    rs(project, "init", "Fix it", "-c", "tests pass")
+    rs(project, "criteria", "check", "tests pass", "python test_calc.py")
+    assert locate(project).load()["guards"]  # the test the check names is guarded
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "the loop")
+    base = git(project, "rev-parse", "HEAD")
+    git(project, "checkout", "-qb", "ralphstate/fix")
+    (project / "test_calc.py").write_text("assert True\n")  # an earlier job's agent
+    git(project, "commit", "-qam", "iteration 3")
+    monkeypatch.setenv("RALPHSTATE_HOME", str(tmp_path / "new-runner"))  # no ledger yet
+
+    store = locate(project)
+    trusted.approve(store, base)
+
+    changes = review.pending(store, store.load()).changes
+    assert any("test_calc.py" in change for change in changes), changes
