@@ -24,7 +24,7 @@ from tests.helpers.gitrepo import IDENTITY
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent
-EXAMPLE = REPO / "docs" / "examples" / "loop.yml"
+EXAMPLES = REPO / "docs" / "examples"
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 UPLOAD = "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02"
 ACTION = "OWNER/ralphstate@0000000000000000000000000000000000000000"
@@ -133,8 +133,10 @@ class World:
         ):
             subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
 
-    def job(self, name: str, inputs: dict[str, str], plan: str) -> JobRun:
-        """One job of the example workflow: `workflow_dispatch` with `inputs`, in a fresh
+    def job(
+        self, name: str, inputs: dict[str, str], plan: str, workflow: str = "loop.yml"
+    ) -> JobRun:
+        """One job of an example workflow: `workflow_dispatch` with `inputs`, in a fresh
         clone of the remote and a fresh HOME, the agent following `plan`."""
         clone = self.root / f"{name}-clone"
         home = self.root / f"{name}-home"
@@ -151,7 +153,7 @@ class World:
             str(Path(sys.executable).parent / "act"),
             "workflow_dispatch",
             "-W",
-            ".github/workflows/loop.yml",
+            f".github/workflows/{workflow}",
             "-e",
             str(event),
             "-P",
@@ -176,7 +178,7 @@ class World:
         return JobRun(done.returncode, lines, home)
 
 
-def make_world(root: Path) -> World:
+def make_world(root: Path, with_loop: bool = True) -> World:
     """The remote, its base branch `main` holding a loop a person started (criterion
     "tests pass", its check), the example workflow with the scripted agent, and the
     action's own files."""
@@ -212,11 +214,13 @@ def make_world(root: Path) -> World:
     }
     (root / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n")
     agent_command = spawn.join_command([sys.executable, str(agent)])
-    workflow = EXAMPLE.read_text().replace(
-        "agent: claude -p --dangerously-skip-permissions --output-format json",
-        f"agent: {agent_command}",
-    )
-    workflow = workflow.replace("time-budget: 5h30m", f"time-budget: {TIME_BUDGET}")
+    workflows = {}
+    for example in EXAMPLES.glob("*.yml"):
+        text = example.read_text().replace(
+            "agent: claude -p --dangerously-skip-permissions --output-format json",
+            f"agent: {agent_command}",
+        )
+        workflows[example.name] = text.replace("time-budget: 5h30m", f"time-budget: {TIME_BUDGET}")
     seed = root / "seed"
     seed.mkdir()
     env = {
@@ -231,10 +235,12 @@ def make_world(root: Path) -> World:
     run("git", "init", "--quiet", "-b", "main")
     (seed / "check.py").write_text(CHECK)
     (seed / ".github" / "workflows").mkdir(parents=True)
-    (seed / ".github" / "workflows" / "loop.yml").write_text(workflow)
+    for name, text in workflows.items():
+        (seed / ".github" / "workflows" / name).write_text(text)
     rs = [sys.executable, "-m", "ralphstate"]
-    run(*rs, "init", "Write done.txt", "-c", "tests pass", "-s", "write it")
-    run(*rs, "criteria", "check", "tests pass", spawn.join_command(["python3", "check.py"]))
+    if with_loop:
+        run(*rs, "init", "Write done.txt", "-c", "tests pass", "-s", "write it")
+        run(*rs, "criteria", "check", "tests pass", spawn.join_command(["python3", "check.py"]))
     run("git", "add", "-A")
     run("git", "commit", "--quiet", "-m", "a loop, its check and the workflow")
     run("git", "init", "--quiet", "--bare", str(world.remote))

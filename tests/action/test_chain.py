@@ -76,3 +76,25 @@ def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path) -> No
         git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/fails:.loop/state.json")
     )
     assert (state["status"], state["pauseReason"]) == ("paused", "agent_errors")
+
+
+def test_a_loop_started_from_the_form_keeps_the_forms_contract(tmp_path: Path) -> None:
+    world = make_world(tmp_path, with_loop=False)
+    inputs = {
+        "branch": "ralphstate/form",
+        "spec": "Write done.txt",
+        "criteria": "tests pass",
+        "checks": "tests pass: python3 check.py",
+        "time-budget": "60",
+    }
+
+    job = world.job("job1", inputs, "finish", workflow="start.yml")
+
+    assert job.code == 0, job.said()[-4000:]
+    assert (job.outputs["outcome"], job.outputs["continues"]) == ("complete", "false")
+    state = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/form:.loop/state.json")
+    )
+    assert (state["spec"], state["status"]) == ("Write done.txt", "complete")
+    assert state["checks"] == {"tests pass": "python3 check.py"}
+    assert state["evidence"]["tests pass"]["result"] == "verified"
