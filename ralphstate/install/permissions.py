@@ -56,6 +56,7 @@ PERSON_COMMANDS = (
     "install",
     "uninstall",
     "run",
+    "ci",
     "criteria remove",
     "demo",
     "doctor",
