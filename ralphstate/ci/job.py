@@ -51,6 +51,9 @@ class Job:
     max_iterations: int | None = None
     max_cost: float | None = None
     max_tokens: int | None = None
+    # The loop's own budgets, over every job (`maxCost`, `maxTokens`, `maxDuration`),
+    # when the workflow gives them; else the base's.
+    loop_budget: dict[str, Any] = field(default_factory=dict)
     remote: str = "origin"
     base: str | None = None  # the base branch: the pull request's, the dispatch's ref
     next_job: bool = True
@@ -138,14 +141,16 @@ def start_loop(root: Path, job: Job) -> None:
 def trusted_contract(root: Path, job: Job, base_commit: str) -> tuple[Any, str]:
     """The contract that proves the loop done, and where it came from."""
     if job.criteria:
-        return trusted.from_inputs(job.criteria, job.checks), "the workflow"
-    found = trusted.from_commit(root, base_commit)
-    if found is None:
+        found = trusted.from_inputs(job.criteria, job.checks, job.loop_budget)
+        return found, "the workflow"
+    committed = trusted.from_commit(root, base_commit)
+    if committed is None:
         raise RalphstateError(
             f"the base commit {base_commit[:10]} holds no {trusted.STATE_PATH} and the workflow"
             " gives no criteria: nothing a person committed says what proves the loop done."
         )
-    return found, f"{trusted.STATE_PATH} at {base_commit[:10]}"
+    committed[trusted.BUDGET].update(job.loop_budget)
+    return committed, f"{trusted.STATE_PATH} at {base_commit[:10]}"
 
 
 class Pusher:

@@ -14,7 +14,7 @@ trusted on this runner, as the person's, and the job says what it put back.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ralphstate.core import actor, limits, proof
 from ralphstate.core import state as st
@@ -25,10 +25,22 @@ from ralphstate.storage import git
 from ralphstate.storage.store import Event, Store
 
 STATE_PATH = ".loop/state.json"
+# The loop's own budgets, which hold across every job: trusted as the contract is.
+BUDGET_KEYS = ("maxCost", "maxTokens", "maxDuration")
+BUDGET = "loopBudget"  # their place in a trusted contract
 
 
-def from_inputs(criteria: list[str], checks: dict[str, str]) -> proof.Contract:
-    """The contract the workflow file states: its criteria, and their checks."""
+def budget_of(state: st.State) -> dict[str, Any]:
+    """The loop's budgets as `state` holds them (None: no budget of that figure)."""
+    raw: dict[str, Any] = dict(state)
+    return {key: raw.get(key) for key in BUDGET_KEYS}
+
+
+def from_inputs(
+    criteria: list[str], checks: dict[str, str], budget: dict[str, Any] | None = None
+) -> proof.Contract:
+    """The contract the workflow file states: its criteria, their checks, and the
+    loop's budgets (none when it gives none)."""
     unknown = [name for name in checks if name not in criteria]
     if unknown:
         raise RalphstateError(
@@ -43,6 +55,7 @@ def from_inputs(criteria: list[str], checks: dict[str, str]) -> proof.Contract:
         "guards": None,
         "cleanVerify": True,
         "expectFail": [],
+        BUDGET: {key: (budget or {}).get(key) for key in BUDGET_KEYS},
     }
 
 
@@ -56,7 +69,7 @@ def from_commit(root: Path, commit: str) -> proof.Contract | None:
         state = st.parse(shown.out_bytes)
     except CorruptState as exc:
         raise RalphstateError(f"{STATE_PATH} at {commit[:10]} cannot be used: {exc}") from None
-    return proof.contract_of(state)
+    return {**proof.contract_of(state), BUDGET: budget_of(state)}
 
 
 def differences(trusted: proof.Contract, state: st.State) -> list[str]:
@@ -71,6 +84,10 @@ def differences(trusted: proof.Contract, state: st.State) -> list[str]:
                 f"a check for {quote(name)} (`{visible(command)}`) that the trusted"
                 " contract does not have"
             )
+    allowed_budget: dict[str, Any] = trusted.get(BUDGET) or {}
+    for key, value in budget_of(state).items():
+        if key in allowed_budget and allowed_budget[key] != value:
+            found.append(f"{key} was {value}, not {allowed_budget[key]}")
     return found
 
 
@@ -89,6 +106,7 @@ def put_back(store: Store, trusted: proof.Contract, source: str) -> list[str]:
             state["checkTimeouts"].pop(name, None)
             state["evidence"].pop(name, None)
             state["criteriaStatus"][name] = False
+        cast(dict[str, Any], state).update(trusted.get(BUDGET) or {})
         events.append({"event": "reverted", "contract": trusted, "from": source})
         return found
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 import orjson
@@ -27,6 +28,20 @@ def _checks(text: str | None) -> dict[str, str]:
         if not sep or not name.strip() or not command.strip():
             raise RalphstateError(f"a check is `criterion: command`, not {line!r}.")
         found[name.strip()] = command.strip()
+    return found
+
+
+def _loop_budget(cost: float | None, tokens: int | None, duration: str | None) -> dict[str, Any]:
+    """The loop's budgets the workflow gives, by their keys in state.json."""
+    found: dict[str, Any] = {}
+    if cost is not None:
+        found["maxCost"] = cost
+    if tokens is not None:
+        found["maxTokens"] = tokens
+    if duration:
+        from ralphstate.ci import job
+
+        found["maxDuration"] = job.parse_time_budget(duration)
     return found
 
 
@@ -59,6 +74,9 @@ def _object(text: str | None) -> dict[str, str]:
               help="At most this many iterations in this job.")  # fmt: skip
 @click.option("--max-cost", type=float, default=None, help="This job's cost budget, USD.")
 @click.option("--max-tokens", type=int, default=None, help="This job's token budget.")
+@click.option("--loop-max-cost", type=float, default=None, help="The loop's cost budget, USD.")
+@click.option("--loop-max-tokens", type=int, default=None, help="The loop's token budget.")
+@click.option("--loop-max-duration", default=None, help="The loop's time budget (48h).")
 @click.option("--remote", default="origin", show_default=True, help="Where the branch is pushed.")
 @click.option(
     "--base", default=None, help="The base branch: the pull request's and the next job's."
@@ -85,6 +103,9 @@ def ci_command(
     max_iterations: int | None,
     max_cost: float | None,
     max_tokens: int | None,
+    loop_max_cost: float | None,
+    loop_max_tokens: int | None,
+    loop_max_duration: str | None,
     remote: str,
     base: str | None,
     next_job: bool,
@@ -122,6 +143,7 @@ def ci_command(
         max_iterations=max_iterations,
         max_cost=max_cost,
         max_tokens=max_tokens,
+        loop_budget=_loop_budget(loop_max_cost, loop_max_tokens, loop_max_duration),
         remote=remote,
         base=base or None,
         next_job=next_job,

@@ -217,3 +217,16 @@ def test_a_guarded_test_changed_on_the_branch_is_a_change_to_review(
 
     changes = review.pending(store, store.load()).changes
     assert any("test_calc.py" in change for change in changes), changes
+
+
+def test_the_loops_budget_raised_on_the_branch_is_put_back(project: Path) -> None:
+    rs(project, "init", "Fix it", "-c", "tests pass")
+    rs(project, "config", "max-cost", "500")  # as an agent's hand edit would leave it
+    store = locate(project)
+    contract = trusted.from_inputs(["tests pass"], {}, {"maxCost": 5.0})
+
+    found = trusted.put_back(store, contract, "the workflow")
+
+    assert found == ["maxCost was 500.0, not 5.0"]
+    after = store.load()
+    assert (after["maxCost"], after["maxTokens"], after["maxDuration"]) == (5.0, None, None)
