@@ -95,6 +95,7 @@ def stdout(done: children.Finished) -> str:
 
 
 def parse_time_budget(text: str) -> float:
+    """Seconds from `5h30m`, `90m` or `3600`; RalphstateError for anything else."""
     seconds = budgets.parse_duration(text)
     if seconds is None or seconds <= 0:
         raise RalphstateError(f"{visible(text)} is not a time budget (say 5h30m, 90m or 3600).")
@@ -189,6 +190,7 @@ class Pusher:
 
 
 def run_args(job: Job, seconds: float) -> list[str]:
+    """`ralphstate run`'s arguments for this job, `seconds` left of its time."""
     args = ["run", "--agent", job.agent, "--commit", "--json"]
     args += ["--max-duration", str(max(LEAST_SECONDS, int(seconds)))]
     for option, value in (
@@ -286,7 +288,8 @@ def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     )
     report = write_report(root, job)
     if ended.continues and job.next_job and not pusher.failed:
-        ended.notes.append(ask_next_job(root, job, environ))
+        ended.continues, note = ask_next_job(root, job, environ)
+        ended.notes.append(note)
     elif ended.continues:
         ended.continues = False
         ended.notes.append("The job's time ran out; no next job was asked for.")
@@ -294,25 +297,30 @@ def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
         title = f"ralphstate: {job.spec or job.branch}"
         said = github.tell_pull_request(root, job.branch, job.base, title, report)
         ended.notes.append(f"Pull request: {visible(said)}.")
-    github.add_summary(summary(root, ended, report), environ)
+    github.add_summary(summary(ended, report), environ)
     github.set_outputs(outputs(root, ended, report), environ)
     return ended
 
 
-def ask_next_job(root: Path, job: Job, environ: Mapping[str, str]) -> str:
+def ask_next_job(root: Path, job: Job, environ: Mapping[str, str]) -> tuple[bool, str]:
+    """Dispatch the next job of the workflow on the base with this job's inputs (and
+    `next_inputs` over them): whether it was asked for, and the sentence that says so."""
     workflow = github.workflow_name(job.workflow, environ)
     ref = job.base or environ.get("GITHUB_REF_NAME") or ""
     if not workflow or not ref:
-        return "The job's time ran out, and no workflow or ref is known to ask the next job of."
-    ok, said = github.dispatch(
-        root, workflow, ref, {**github.event_inputs(environ), **job.next_inputs}
-    )
+        return False, "The job's time ran out, and no workflow or ref names the next job."
+    inputs = {**github.event_inputs(environ), **job.next_inputs}
+    ok, said = github.dispatch(root, workflow, ref, inputs)
     if ok:
-        return f"The job's time ran out: the next job of {visible(workflow)} goes on with the loop."
-    return f"The job's time ran out, and the next job could not be asked for: {visible(said)}"
+        return True, f"The job's time ran out: the next job of {visible(workflow)} goes on."
+    return (
+        False,
+        f"The job's time ran out, and the next job could not be asked for: {visible(said)}",
+    )
 
 
 def write_report(root: Path, job: Job) -> Path:
+    """`ralphstate report --markdown` into the report's file (a sentence when it fails)."""
     target = job.report or root / ".loop" / "runs" / "report.md"
     done = ralphstate(root, "report", "--markdown", "-o", str(target))
     if done.code != 0:
@@ -322,6 +330,7 @@ def write_report(root: Path, job: Job) -> Path:
 
 
 def loop_figures(root: Path) -> dict[str, Any]:
+    """The loop's state as the run left it, for the outputs ({} when it cannot be read)."""
     try:
         state: dict[str, Any] = orjson.loads((root / trusted.STATE_PATH).read_bytes())
     except (OSError, orjson.JSONDecodeError):
@@ -330,6 +339,7 @@ def loop_figures(root: Path) -> dict[str, Any]:
 
 
 def outputs(root: Path, ended: Ended, report: Path) -> dict[str, str]:
+    """The step's outputs, as action.yml names them."""
     state = loop_figures(root)
     criteria = ended.result.get("criteria") or {}
     usage = state.get("usage") or {}
@@ -344,7 +354,8 @@ def outputs(root: Path, ended: Ended, report: Path) -> dict[str, str]:
     }
 
 
-def summary(root: Path, ended: Ended, report: Path) -> str:
+def summary(ended: Ended, report: Path) -> str:
+    """The job's summary: how it ended and what the job did, then the report."""
     head = ended.outcome + (f" ({ended.reason})" if ended.reason else "")
     lines = [f"## ralphstate: {head}", ""]
     lines += [f"- {note}" for note in ended.notes]
