@@ -98,3 +98,29 @@ def test_a_loop_started_from_the_form_keeps_the_forms_contract(tmp_path: Path) -
     assert (state["spec"], state["status"]) == ("Write done.txt", "complete")
     assert state["checks"] == {"tests pass": "python3 check.py"}
     assert state["evidence"]["tests pass"]["result"] == "verified"
+
+
+def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(tmp_path: Path) -> None:
+    world = make_world(tmp_path, with_loop=False)
+
+    job = world.job("job1", {"only": ""}, "slow", workflow="matrix.yml")
+
+    assert job.code == 0, job.said()[-4000:]
+    asked = [c for c in world.gh_calls() if c["argv"][:2] == ["workflow", "run"]]
+    assert {c["argv"][2] for c in asked} == {"matrix.yml"}
+    assert sorted(orjson.loads(c["stdin"])["only"] for c in asked) == [
+        "csv-export",
+        "faster-search",
+    ]
+    branches = git(tmp_path, "--git-dir", str(world.remote), "branch", "--format=%(refname:short)")
+    assert branches.split() == ["main", "ralphstate/csv-export", "ralphstate/faster-search"]
+    state = orjson.loads(
+        git(
+            tmp_path,
+            "--git-dir",
+            str(world.remote),
+            "show",
+            "ralphstate/csv-export:.loop/state.json",
+        )
+    )
+    assert state["criteria"] == ["tests pass", "exports match the fixtures"]
