@@ -178,7 +178,7 @@ class World:
         return JobRun(done.returncode, lines, home)
 
 
-def make_world(root: Path, with_loop: bool = True) -> World:
+def make_world(root: Path, with_loop: bool = True, pip_cache: Path | None = None) -> World:
     """The remote, its base branch `main` holding a loop a person started (criterion
     "tests pass", its check), the example workflow with the scripted agent, and the
     action's own files."""
@@ -209,8 +209,8 @@ def make_world(root: Path, with_loop: bool = True) -> World:
         "STANDIN_GH_LOG": str(world.gh_log),
         "EVIL_MARK": str(world.evil),
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        # A new runner each job, but one download of the dependencies per test.
-        "PIP_CACHE_DIR": str(root / "pip-cache"),
+        # A new runner each job, but the dependencies downloaded once.
+        "PIP_CACHE_DIR": str(pip_cache or root / "pip-cache"),
     }
     (root / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n")
     agent_command = spawn.join_command([sys.executable, str(agent)])

@@ -11,14 +11,22 @@ import pytest
 
 from tests.action.actworld import git, make_world
 
+
+@pytest.fixture(scope="module")
+def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One pip cache for every job of these tests: each runner is new, the downloads
+    need not be."""
+    return tmp_path_factory.mktemp("pip-cache")
+
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),
 ]
 
 
-def test_a_loop_longer_than_a_job_goes_on_in_the_next_job(tmp_path: Path) -> None:
-    world = make_world(tmp_path)
+def test_a_loop_longer_than_a_job_goes_on_in_the_next_job(tmp_path: Path, pip_cache: Path) -> None:
+    world = make_world(tmp_path, pip_cache=pip_cache)
     inputs = {"branch": "ralphstate/done"}
 
     first = world.job("job1", inputs, "slow")
@@ -60,8 +68,8 @@ def test_a_loop_longer_than_a_job_goes_on_in_the_next_job(tmp_path: Path) -> Non
     assert ["pr", "create"] in calls  # the example asks for a pull request
 
 
-def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path) -> None:
-    world = make_world(tmp_path)
+def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path, pip_cache: Path) -> None:
+    world = make_world(tmp_path, pip_cache=pip_cache)
 
     job = world.job("job1", {"branch": "ralphstate/fails"}, "fail")
 
@@ -78,8 +86,10 @@ def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path) -> No
     assert (state["status"], state["pauseReason"]) == ("paused", "agent_errors")
 
 
-def test_a_loop_started_from_the_form_keeps_the_forms_contract(tmp_path: Path) -> None:
-    world = make_world(tmp_path, with_loop=False)
+def test_a_loop_started_from_the_form_keeps_the_forms_contract(
+    tmp_path: Path, pip_cache: Path
+) -> None:
+    world = make_world(tmp_path, with_loop=False, pip_cache=pip_cache)
     inputs = {
         "branch": "ralphstate/form",
         "spec": "Write done.txt",
@@ -100,8 +110,10 @@ def test_a_loop_started_from_the_form_keeps_the_forms_contract(tmp_path: Path) -
     assert state["evidence"]["tests pass"]["result"] == "verified"
 
 
-def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(tmp_path: Path) -> None:
-    world = make_world(tmp_path, with_loop=False)
+def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(
+    tmp_path: Path, pip_cache: Path
+) -> None:
+    world = make_world(tmp_path, with_loop=False, pip_cache=pip_cache)
 
     job = world.job("job1", {"only": ""}, "slow", workflow="matrix.yml")
 
