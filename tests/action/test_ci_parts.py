@@ -230,3 +230,26 @@ def test_the_loops_budget_raised_on_the_branch_is_put_back(project: Path) -> Non
     assert found == ["maxCost was 500.0, not 5.0"]
     after = store.load()
     assert (after["maxCost"], after["maxTokens"], after["maxDuration"]) == (5.0, None, None)
+
+
+def docker_runs() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    done = subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30)
+    return done.returncode == 0
+
+
+@pytest.mark.e2e
+def test_the_image_builds_and_its_command_is_ralphstate_ci(tmp_path: Path) -> None:
+    """Where a container engine runs (not on every machine this suite runs on)."""
+    if not docker_runs():
+        pytest.skip("no container engine runs here: the image is linted, not built")
+    tag = "ralphstate-ci-test"
+    build = subprocess.run(
+        ["docker", "build", "-q", "-t", tag, str(REPO)], capture_output=True, text=True, check=False
+    )
+    assert build.returncode == 0, build.stderr
+    shown = subprocess.run(
+        ["docker", "run", "--rm", tag, "--help"], capture_output=True, text=True, check=False
+    )
+    assert shown.stdout.startswith("Usage: ralphstate ci "), shown.stdout + shown.stderr
