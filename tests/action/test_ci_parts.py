@@ -173,6 +173,9 @@ def test_the_container_runs_the_command_the_action_runs() -> None:
     copied = re.findall(r"^COPY (.+) /opt/ralphstate/", dockerfile, re.MULTILINE)
     assert " ".join(copied).split() == ["pyproject.toml", "README.md", "LICENSE", "ralphstate"]
     assert "pip install --no-cache-dir /opt/ralphstate" in dockerfile
+    ignore = (REPO / ".dockerignore").read_text().splitlines()
+    kept = [line[1:].rstrip("/") for line in ignore if line.startswith("!")]
+    assert kept == " ".join(copied).split()  # the build context holds what is copied
 
 
 @pytest.mark.parametrize(
