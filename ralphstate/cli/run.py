@@ -176,6 +176,18 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     default=None,
     help="With --sandbox bwrap or sandbox-exec: no network inside (for agents that need no API).",
 )
+@click.option(
+    "--shell/--no-shell",
+    default=None,
+    help="Run the agent command through /bin/sh, for `VAR=x cmd`, `a && b` or a pipe."
+    "  [default: `shell` in the config, else no shell]",
+)
+@click.option(
+    "--strict/--no-strict",
+    default=None,
+    help="Pause the loop when a criterion's check that passed fails after an iteration."
+    "  [default: `strict` in the config, else off]",
+)
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 def run_command(
@@ -196,6 +208,8 @@ def run_command(
     on_limit: str | None,
     sandbox: str | None,
     offline: bool | None,
+    shell: bool | None,
+    strict: bool | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -250,6 +264,8 @@ def run_command(
         notify=notify,
         sandbox=sandbox,
         offline=offline or None,
+        shell=shell,
+        strict=strict,
     )
     run_plan.commit, run_plan.branch, run_plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

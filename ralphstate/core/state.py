@@ -19,7 +19,7 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from ralphstate.core import checkrun, fields
+from ralphstate.core import checkrun, fields, workfields
 from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS
 from ralphstate.core.marker import marker_problem
@@ -137,6 +137,10 @@ class State(TypedDict):
     # ralphstate: a verification stopped before its checks finished (`at`, `by`, `how`,
     # the `criteria` whose check did not finish), until each of those checks ran again.
     verifyInterrupted: dict[str, Any] | None
+    # ralphstate: per-step retries over runs, the steps verification added, the readiness
+    stepRetries: dict[str, int]  # score of the spec at `init` (core/workfields.py)
+    fixSteps: list[str]
+    readiness: workfields.Readiness | None
 
 
 Raw = dict[str, Any]
@@ -167,6 +171,7 @@ RUN_FIELDS = (
     "taskList",
     "transcriptUsage",
     "verifyInterrupted",
+    *workfields.RUN_KEYS,
 )
 
 
@@ -217,6 +222,7 @@ def _defaults() -> Raw:
         "verifyJobs": None,
         "runAlone": [],
         "verifyInterrupted": None,
+        **workfields.defaults(),
     }
 
 
@@ -302,7 +308,7 @@ def _normalise(raw: Raw) -> State:
     state["taskList"] = fields.task_list(raw)
     state["guards"] = fields.guards(raw)
     state["expectFail"] = fields.expect_fail(raw)
-    state.update(checkrun.settings(raw))
+    state.update(checkrun.settings(raw), **workfields.read(raw))
     # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
     state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
     fields.spending(raw, state)

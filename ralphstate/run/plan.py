@@ -13,7 +13,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.text import visible
-from ralphstate.run import guards, prompt, runconfig, runfiles, spawn
+from ralphstate.run import guards, prompt, runconfig, runfiles, shellcmd, spawn
 from ralphstate.storage.store import Store
 
 
@@ -59,6 +59,10 @@ class Plan:
     # network (docs/how-to/sandbox.md).
     sandbox: str | None = None
     offline: bool = False
+    # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
+    # check that passed fails after an iteration (run/strict.py).
+    shell: bool = False
+    strict: bool = False
 
     @property
     def agents(self) -> list[str]:
@@ -87,6 +91,8 @@ def make_plan(
     notify: str | None = None,
     sandbox: str | None = None,
     offline: bool | None = None,
+    shell: bool | None = None,
+    strict: bool | None = None,
 ) -> Plan:
     """Merge the command line over the config; RalphstateError for a plan that cannot run."""
     config = runconfig.load(store.paths.root, store.paths.dir)
@@ -95,15 +101,16 @@ def make_plan(
         chain = list(fallbacks)
     else:
         chain = [] if agent is not None else config.fallbacks
+    through_shell = shell if shell is not None else config.shell
     for other in chain:
-        spawn.split_command(other)  # a command that cannot be read is refused now
+        shellcmd.argv(other, through_shell)  # a command that cannot be read is refused now
     if not command or not command.strip():
         raise RalphstateError(
             'no agent command: give one with --agent "CMD", or set `agent` in the'
             " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
             " .loop/config.toml."
         )
-    argv = spawn.split_command(command)
+    argv = shellcmd.argv(command, through_shell)
     mode = prompt_mode or config.prompt_mode
     has_slot = any(runconfig.PROMPT_FILE in part for part in argv)
     if mode is None:
@@ -162,6 +169,8 @@ def make_plan(
         keep_logs=config.keep_logs or runfiles.KEEP_LOGS,
         agent_errors=config.agent_errors or guards.AGENT_ERRORS,
         step_retries=config.step_retries or guards.STEP_RETRIES,
+        shell=through_shell,
+        strict=strict if strict is not None else config.strict,
         review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
         sandbox=sandbox if sandbox is not None else config.sandbox,
         offline=offline if offline is not None else not config.sandbox_network,
@@ -195,6 +204,7 @@ def check_trusted(store: Store, plan: Plan) -> None:
             "context": "context files",
             "notify": "the notifier",
             "specs": "the specs the task file links to",
+            "shell": "running it through a shell",
         }
         named = " and ".join(words.get(k, k) for k in plan.review)
         where = ", ".join(plan.sources) or "the task file"

@@ -46,6 +46,8 @@ KEYS = (
     "keep-logs",
     "sandbox",
     "sandbox-network",
+    "shell",
+    "strict",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -73,6 +75,8 @@ class RunConfig:
     # The sandbox of each iteration (docs/how-to/sandbox.md), and whether it keeps the network.
     sandbox: str | None = None
     sandbox_network: bool = True
+    shell: bool = False
+    strict: bool = False
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -101,6 +105,8 @@ def reviewed(config: RunConfig, root: Path, specs: Sequence[Path] = ()) -> dict[
         settings["specs"] = [_shown(path, root) for path in specs]
     if config.agent is not None:
         settings["agent"] = config.agent
+        if config.shell:  # the same command means more through a shell
+            settings["shell"] = True
     if config.fallbacks:
         settings["fallbacks"] = list(config.fallbacks)
     if config.context:
@@ -240,6 +246,17 @@ def _keep_awake(config: RunConfig, value: Any, bad: Callable[[str], RalphstateEr
     config.keep_awake = value
 
 
+def _flag(name: str) -> Callable[[RunConfig, Any, Callable[[str], RalphstateError]], None]:
+    """The setter of a true-or-false key (`shell`, `strict`)."""
+
+    def setter(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        setattr(config, name, value)
+
+    return setter
+
+
 def _keep_logs(config: RunConfig, value: Any, bad: Callable[[str], RalphstateError]) -> None:
     config.keep_logs = _whole(value, 1, 100_000, bad)
 
@@ -277,6 +294,8 @@ _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]],
     "keep-logs": _keep_logs,
     "sandbox": _sandbox,
     "sandbox-network": _sandbox_network,
+    "shell": _flag("shell"),
+    "strict": _flag("strict"),
 }
 
 

@@ -34,6 +34,7 @@ from ralphstate.run import (
     prompt,
     ratelimits,
     runfiles,
+    shellcmd,
     spawn,
     usage,
 )
@@ -66,7 +67,7 @@ def run(store: Store, plan: Plan, report: Reporter) -> Outcome:
     argprompt.check(store, plan, state)
     argv = resolve_program(plan, store.paths.root)
     chain = [argv] + [
-        resolve_argv(spawn.split_command(other), store.paths.root) for other in plan.fallbacks
+        resolve_argv(shellcmd.argv(other, plan.shell), store.paths.root) for other in plan.fallbacks
     ]
     box = _sandbox(store, plan, state, chain, report)
     runs = runfiles.prepare(store.paths)

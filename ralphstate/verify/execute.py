@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import checkrun, clock, limits
+from ralphstate.core import checkrun, clock, limits, workfields
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
@@ -302,7 +302,9 @@ def apply(state: st.State, results: Sequence[CheckResult], by: str) -> list[Even
         del entry["at"]
         events.append({"event": "check", "criterion": name, "by": by, **entry})
     checkrun.ran(cast(st.Raw, state), [str(e["criterion"]) for e in events])
-    return events
+    ran = {str(e["criterion"]) for e in events}  # a check a time budget cut found no gap
+    passed = {r.criterion: r.passed for r in results if r.criterion in ran and not r.budget_cut}
+    return events + workfields.fix_steps(cast(st.Raw, state), passed)
 
 
 def record_interrupted(
