@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import contextlib
 
+from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.storage import ledger
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
+
+Output = dict[str, object]
 
 
 def notice(store: Store, state: st.State) -> str | None:
@@ -60,6 +63,20 @@ def _record(store: Store, state: st.State) -> None:
     event: dict[str, object] = {"event": "ended_outside", "status": state["status"]}
     with contextlib.suppress(RalphstateError):
         append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])
+
+
+def told_gone(event: str, agent: Agent, loop: LoopPaths) -> Output | None:
+    """A hook that found no state.json (`event`: the Stop hook, SessionStart) says once
+    that it was deleted while its loop was not over, if it was: on stderr and in the log,
+    as a fault is said (the hook goes on as with no loop), and to the person in the
+    hook's answer. Whichever of them comes first tells it; None otherwise."""
+    told = gone(loop)
+    if told is None:
+        return None
+    from ralphstate.hooks.faults import note
+
+    note(event, told.removeprefix("ralphstate: ").rstrip("."))
+    return agent.render_notice(told)
 
 
 def gone(loop: LoopPaths) -> str | None:

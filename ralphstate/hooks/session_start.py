@@ -31,8 +31,10 @@ from ralphstate.storage.store import Event, Store
 @base.telling("session-start")
 def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output | None:
     found = base.load(loop)
-    if found is None:
-        return None
+    if found is None:  # no loop; unless one was deleted while it ran: said once
+        from ralphstate.hooks import outside
+
+        return outside.told_gone("session-start", agent, loop)
     store, state = found
     if state["status"] not in st.ACTIVE:
         return None

@@ -40,8 +40,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if found is None:  # no loop; unless one was deleted while it ran: said once
         from ralphstate.hooks import outside
 
-        told = outside.gone(loop)
-        return None if told is None else agent.render_notice(told)
+        return outside.told_gone("stop", agent, loop)
     store, state = found
     session_id = agent.session_id(hook_input)
     if session_id is None:

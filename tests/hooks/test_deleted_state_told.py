@@ -1,0 +1,84 @@
+"""A state.json deleted while its loop was not over, as the first design note's error
+table has it ("Tracker file deleted mid-loop: passthrough, Claude stops. Log
+warning."): the hook that finds it gone lets the agent go and says so once, on stderr,
+in the log and to the person, whichever hook comes first (the Stop hook or the next
+SessionStart); real `ralphstate init` and hook processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ralphstate.storage import logs
+from tests.helpers import run_process
+
+
+def start(root: Path) -> None:
+    done = run_process(["init", "Build the parser", "-c", "tests pass", "-s", "parser"], cwd=root)
+    assert done.returncode == 0, done.stderr
+
+
+def hook(root: Path, event: str, agent: str = "claude") -> tuple[dict[str, object] | None, str]:
+    """The hook `event` as a real process: its answer and its stderr."""
+    data = {
+        "session_id": "session-a",
+        "cwd": str(root),
+        "source": "startup",
+        "last_assistant_message": "All done. <loop-complete>",
+    }
+    done = run_process(
+        ["hook", event, "--agent", agent], cwd=root, input=orjson.dumps(data), timeout=60
+    )
+    assert done.returncode == 0, done
+    out = orjson.loads(done.stdout) if done.stdout.strip() else None
+    return out, done.stderr.decode()
+
+
+def logged() -> str:
+    path = logs.path()
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+@pytest.mark.parametrize("first", ["stop", "session-start"])
+def test_a_deleted_state_is_said_once_on_stderr_in_the_log_and_to_the_person(
+    project: Path, first: str
+) -> None:
+    start(project)
+    (project / ".loop" / "state.json").unlink()
+
+    out, err = hook(project, first)
+
+    assert "decision" not in (out or {}), out  # fails open: the agent goes
+    message = str((out or {}).get("systemMessage", ""))
+    for said in (message, err, logged()):
+        assert "state.json was deleted" in said and "not verified" in said, (said, out, err)
+    assert err.startswith(f"ralphstate hook {first}: "), err
+    # Said once: neither hook says it again, anywhere.
+    for again in ("stop", "session-start"):
+        out, err = hook(project, again)
+        assert (out, err) == (None, ""), (again, out, err)
+    assert logged().count("state.json was deleted") == 1
+
+
+def test_an_agent_that_shows_no_message_still_has_it_on_stderr_and_in_the_log(
+    project: Path,
+) -> None:
+    start(project)
+    (project / ".loop" / "state.json").unlink()
+
+    out, err = hook(project, "stop", agent="cursor")
+
+    assert out is None, out
+    assert "state.json was deleted" in err and "state.json was deleted" in logged(), err
+
+
+def test_a_loop_that_ended_before_its_file_was_deleted_says_nothing(project: Path) -> None:
+    start(project)
+    assert run_process(["cancel"], cwd=project).returncode == 0
+    (project / ".loop" / "state.json").unlink()
+
+    assert hook(project, "session-start") == (None, "")
+    assert hook(project, "stop") == (None, "")
+    assert "deleted" not in logged()
