@@ -47,6 +47,8 @@ IterationDecision = Literal[
     "budget",
     "agent_errors",
     "step_retries",
+    "check_failed",  # `--strict`: a check that passed failed after the iteration
+    "check_in",  # a colleague-shaped loop checks in with the person (run/checkin.py)
 ]
 
 
@@ -169,6 +171,8 @@ class Outcome:
             " `ralphstate run` again.",
             "step_retries": "The same step stayed next for too many iterations; split it or"
             " look at .loop/runs/, then `ralphstate run` again.",
+            "check_failed": "A check that passed fails after the last iteration (--strict):"
+            " see `ralphstate status` and .loop/runs/, fix it, then `ralphstate run` again.",
             "blocked": "Blocked on a person: read the reason with `ralphstate status`,"
             " act on it, then `ralphstate run` again.",
             "review": "What proves the loop done changed since you approved it: see"

@@ -33,9 +33,11 @@ from ralphstate.run import (
     progress,
     prompt,
     ratelimits,
+    retries,
     runfiles,
     shellcmd,
     spawn,
+    strict,
     usage,
 )
 from ralphstate.run.allowance import Allowance
@@ -164,6 +166,7 @@ class _Run:
         ctx = self.ctx
         if ctx.plan.limit <= 0:
             return endings.finish(ctx, "paused", "max_iterations")
+        retries.start(ctx.store, ctx.store.load(), self.breakers)
         state = bookkeeping.begin(ctx, self.allowance)
         if not queries.unmet(state):
             state = bookkeeping.verify_criteria(ctx.store, state, ctx.report)
@@ -269,6 +272,7 @@ class _Run:
         remaining = state["remainingSteps"]
         nxt = remaining[0] if remaining else None
         self.breakers.after(failed, progressed, what, nxt)
+        retries.count(ctx.store, self.breakers)  # kept in the state, over runs
         failure = what if failed else None
         ended.state = ctx.state = bookkeeping.account(ctx, number, agent, ended.figures, failure)
         ended.facts = dataclasses.replace(ended.facts, checked=self._checked(ended))
@@ -344,6 +348,7 @@ class _Run:
             assert checked is not None
             failed = dataclasses.replace(checked, committed=False)
             verdict = _decided(dataclasses.replace(ended.facts, checked=failed))
+        verdict = strict.verdict(ctx.plan.strict, ended.before, ended.state, verdict)
         self._record(ended, verdict.decision, ended.state)
         if verdict.ending == "complete":
             return endings.finish(ctx, "complete", None)
