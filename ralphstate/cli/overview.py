@@ -213,6 +213,10 @@ def init(
 
     for line in baseline.begin(store, new, expect_fail):
         output.text(line)
+    from ralphstate.loop import readiness
+
+    for line in readiness.assess(new, store.paths.root).lines():
+        output.text(line)
     _enforced(store)
 
 

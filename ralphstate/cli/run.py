@@ -188,6 +188,12 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Pause the loop when a criterion's check that passed fails after an iteration."
     "  [default: `strict` in the config, else off]",
 )
+@click.option(
+    "--check-in/--no-check-in",
+    default=None,
+    help="Pause for you after each finished step and before completing, as a"
+    " colleague-shaped spec needs.  [default: `check-in` in the config, else off]",
+)
 @click.option("--dry-run", is_flag=True, help="Print the prompt and the command; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object at the end.")
 def run_command(
@@ -210,6 +216,7 @@ def run_command(
     offline: bool | None,
     shell: bool | None,
     strict: bool | None,
+    check_in: bool | None,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -266,6 +273,7 @@ def run_command(
         offline=offline or None,
         shell=shell,
         strict=strict,
+        check_in=check_in,
     )
     run_plan.commit, run_plan.branch, run_plan.allow_dirty = commit, branch, allow_dirty
     if dry_run:

@@ -11,7 +11,7 @@ from typing import Any
 from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
-from ralphstate.loop import taskfile
+from ralphstate.loop import readiness, taskfile
 from ralphstate.loop.gitignore import ignore_local_files
 from ralphstate.loop.project import claude_pid, current_session, project_root
 from ralphstate.storage import registry
@@ -101,6 +101,7 @@ def init(
     new["iteration"] = start_at  # where a tracker's count stood
     if boxes is not None:
         taskfile.apply(new, boxes)
+    new["readiness"] = readiness.assess(new, loop.root).stored()  # the spec's shape
     event: dict[str, object] = {
         "event": "init",
         "spec": spec[:200],

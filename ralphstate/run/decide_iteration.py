@@ -14,7 +14,11 @@ The rules in order; the first that applies wins, and no other module repeats the
    this run's `--max` spent pauses (`max_iterations` at the loop's cap, else
    `run_max`); a budget reached pauses; then the breakers (`agent_errors`,
    `step_retries`), then `stall`; else the run goes on. A failed `--commit` replaces
-   whatever was decided (`commit_failed`).
+   whatever was decided (`commit_failed`). With `--strict`, a check that passed as the
+   iteration began and fails after it pauses (`check_failed`) before `--max` and the
+   rest; a loop that checks in with the person (a colleague-shaped one) pauses
+   (`check_in`) instead of completing, and after an iteration that finished a step
+   when nothing else paused it.
 
 The run learns the facts in that order and asks after each (`decide_iteration` says
 None while what is known does not decide): Ctrl-C before it reads the loop back, the
@@ -77,6 +81,12 @@ class Checked:
     step_count: int = 0
     fallback: bool = False  # the chain has another agent after this one
     committed: bool = True  # False: `--commit` could not commit the iteration's work
+    # `--strict`: the criteria whose check passed as the iteration began and fails now.
+    broken: tuple[str, ...] = ()
+    # A loop that checks in with the person (run/checkin.py), and the steps the
+    # iteration finished.
+    check_in: bool = False
+    finished: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,7 +163,18 @@ def _checked(facts: Checked) -> Verdict:
 
 def _ruled(facts: Checked, tripped: Breaker | None) -> Verdict:
     if not facts.unmet:
+        if facts.check_in:
+            return _paused(
+                "check_in",
+                "every criterion is verified; look at the work, then `ralphstate run` completes it",
+            )
         return Verdict("complete", "complete")
+    if facts.broken:
+        shown = ", ".join(quote(clip(name, 80)) for name in facts.broken)
+        return _paused(
+            "check_failed",
+            f"the check of {shown} passed before iteration {facts.iteration} and fails after it",
+        )
     if facts.run >= facts.run_max:  # the run's own --max, or the loop's cap
         capped = facts.iteration >= facts.max_iterations
         return _paused("max_iterations" if capped else "run_max")
@@ -167,6 +188,9 @@ def _ruled(facts: Checked, tripped: Breaker | None) -> Verdict:
         return _paused("step_retries", f"{step} stayed next for {facts.step_count} iterations")
     if facts.quiet >= facts.stall_limit:
         return _paused("stall")
+    if facts.check_in and facts.finished:
+        shown = ", ".join(quote(clip(step, 80)) for step in facts.finished)
+        return _paused("check_in", f"finished {shown}; look at the work, then `ralphstate run`")
     return Verdict("continue")
 
 

@@ -63,6 +63,8 @@ class Plan:
     # check that passed fails after an iteration (run/strict.py).
     shell: bool = False
     strict: bool = False
+    # Pause for the person at milestones and before completing (run/checkin.py).
+    check_in: bool = False
 
     @property
     def agents(self) -> list[str]:
@@ -93,6 +95,7 @@ def make_plan(
     offline: bool | None = None,
     shell: bool | None = None,
     strict: bool | None = None,
+    check_in: bool | None = None,
 ) -> Plan:
     """Merge the command line over the config; RalphstateError for a plan that cannot run."""
     config = runconfig.load(store.paths.root, store.paths.dir)
@@ -171,6 +174,7 @@ def make_plan(
         step_retries=config.step_retries or guards.STEP_RETRIES,
         shell=through_shell,
         strict=strict if strict is not None else config.strict,
+        check_in=check_in if check_in is not None else config.check_in,
         review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
         sandbox=sandbox if sandbox is not None else config.sandbox,
         offline=offline if offline is not None else not config.sandbox_network,

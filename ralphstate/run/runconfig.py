@@ -48,6 +48,7 @@ KEYS = (
     "sandbox-network",
     "shell",
     "strict",
+    "check-in",
 )
 ON_LIMIT = ("wait", "pause")
 
@@ -77,6 +78,7 @@ class RunConfig:
     sandbox_network: bool = True
     shell: bool = False
     strict: bool = False
+    check_in: bool = False
     # The files the values came from, for messages.
     sources: list[str] = field(default_factory=list)
 
@@ -296,6 +298,7 @@ _SETTERS: dict[str, Callable[[RunConfig, Any, Callable[[str], RalphstateError]],
     "sandbox-network": _sandbox_network,
     "shell": _flag("shell"),
     "strict": _flag("strict"),
+    "check-in": _flag("check_in"),
 }
 
 

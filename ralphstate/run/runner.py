@@ -26,6 +26,7 @@ from ralphstate.run import (
     argprompt,
     awake,
     bookkeeping,
+    checkin,
     endings,
     guards,
     limitwait,
@@ -294,6 +295,9 @@ class _Run:
             step=breakers.step,
             step_count=breakers.step_count,
             fallback=self.agents.has_fallback(),
+            broken=strict.broken(self.ctx.plan.strict, ended.before, state),
+            check_in=self.ctx.plan.check_in,
+            finished=checkin.finished(ended.before, state),
         )
 
     def _act(self, ended: _Ended, verdict: Verdict) -> Outcome | st.State | None:
@@ -348,7 +352,6 @@ class _Run:
             assert checked is not None
             failed = dataclasses.replace(checked, committed=False)
             verdict = _decided(dataclasses.replace(ended.facts, checked=failed))
-        verdict = strict.verdict(ctx.plan.strict, ended.before, ended.state, verdict)
         self._record(ended, verdict.decision, ended.state)
         if verdict.ending == "complete":
             return endings.finish(ctx, "complete", None)

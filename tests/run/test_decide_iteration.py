@@ -257,6 +257,38 @@ TABLE: list[tuple[str, IterationFacts, Verdict | None]] = [
         paused("stall"),
     ),
     ("one short of the stall limit goes on", after_checks(quiet=4), Verdict("continue")),
+    # -- --strict, and a loop that checks in with the person --
+    (
+        "a check that broke pauses under --strict, before the run's --max",
+        after_checks(broken=("build passes",), iteration=4, run=10),
+        paused(
+            "check_failed",
+            'the check of "build passes" passed before iteration 4 and fails after it',
+        ),
+    ),
+    (
+        "a loop that checks in pauses before it completes",
+        after_checks(unmet=0, check_in=True, finished=("parser",)),
+        paused(
+            "check_in",
+            "every criterion is verified; look at the work, then `ralphstate run` completes it",
+        ),
+    ),
+    (
+        "a loop that checks in pauses after a finished step",
+        after_checks(check_in=True, finished=("parser",)),
+        paused("check_in", 'finished "parser"; look at the work, then `ralphstate run`'),
+    ),
+    (
+        "a stall beats a check-in",
+        after_checks(check_in=True, finished=("parser",), quiet=5),
+        paused("stall"),
+    ),
+    (
+        "no step finished: no check-in",
+        after_checks(check_in=True),
+        Verdict("continue"),
+    ),
     ("nothing to stop for: go on", after_checks(), Verdict("continue")),
     # -- a failed commit (--commit) --
     (
