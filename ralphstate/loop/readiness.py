@@ -15,7 +15,7 @@ loop as `init` writes it and runs nothing. The rubric, one point each unless sai
 - length: the spec has from `MIN_SPEC_WORDS` to `MAX_SPEC_WORDS` words;
 - measurable: the spec or a criterion says something a check can measure (a number, or
   a word such as "pass", "fail", "returns", "exit", "error", "at most");
-- precise: no criterion rests on a vague word ("better", "clean", "nice", "fast" ...);
+- precise: no criterion rests on a vague word ("better", "nice", "fast" ...);
 - guards: the loop guards files (the tests git tracks), so the proof cannot be edited
   away unseen.
 
@@ -46,7 +46,7 @@ MEASURABLE = re.compile(
     re.IGNORECASE,
 )
 VAGUE = re.compile(
-    r"\b(better|best|nicer?|clean(er)?|good|great|properly|proper|fast(er)?|robust"
+    r"\b(better|best|nicer?|cleaner|good|great|properly|proper|fast(er)?|robust"
     r"|intuitive|elegant|user-friendly|improved?|appropriate(ly)?|reasonable|etc"
     r"|works well|as needed|simple|easy)\b",
     re.IGNORECASE,
@@ -73,20 +73,15 @@ class Readiness:
         return {"score": self.score, "shape": self.shape}
 
     def lines(self) -> list[str]:
-        """What `init` says of it."""
+        """What `init` says of it: nothing for a tool-shaped spec (the state keeps its
+        score); for a colleague-shaped one, how to run it and what would raise it."""
         if self.shape == "tool":
-            head = (
-                f"readiness {self.score}/{OUT_OF}: tool-shaped, clear and verifiable"
-                " enough to run unattended"
-            )
-        else:
-            head = (
-                f"readiness {self.score}/{OUT_OF}: colleague-shaped, so check in on it: run it"
-                " with `ralphstate run --check-in`, which pauses for you after each finished"
-                " step and before it completes"
-            )
-        if not self.advice:
-            return [head]
+            return []
+        head = (
+            f"readiness {self.score}/{OUT_OF}: colleague-shaped, so check in on it: run it"
+            " with `ralphstate run --check-in`, which pauses for you after each finished"
+            " step and before it completes"
+        )
         return [head, "  to raise it: " + "; ".join(self.advice[:4])]
 
 
@@ -138,5 +133,6 @@ def assess(state: st.State, root: Path) -> Readiness:
         1 if criteria and not vague else 0,
         f"say {vague[0]!r} in words a check can tell" if vague else "name precise criteria",
     )
-    item("guards", 1 if state["guards"] else 0, "guard the tests (leave out --no-guard)")
+    unguarded = "leave out --no-guard" if state["guards"] is None else "--guard PATH"
+    item("guards", 1 if state["guards"] else 0, f"guard the files that prove it ({unguarded})")
     return found

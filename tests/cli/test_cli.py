@@ -17,6 +17,7 @@ from freezegun import freeze_time
 from ralphstate.core import state as st
 from ralphstate.storage import ledger, registry
 from ralphstate.storage.paths import LoopPaths
+from tests.helpers import colleague
 
 NOW = "2026-01-02T03:04:05Z"
 NO_LOOP = (
@@ -112,7 +113,13 @@ def test_init(project: Path, rs: Any) -> None:
     )
     assert (result.code, result.err) == (0, "")
     assert result.out == (
-        "started a loop in .loop/state.json: 2 criteria, 1 step, max 30 iterations\n" + NOT_GUARDED
+        "started a loop in .loop/state.json: 2 criteria, 1 step, max 30 iterations\n"
+        + NOT_GUARDED
+        + colleague(
+            4,
+            "give 2 criteria a check (--check NAME COMMAND); say the request in 8 to 2000 words"
+            " (it has 3); guard the files that prove it (--guard PATH)",
+        )
     )
     state = state_of(project)
     expected = {
@@ -164,6 +171,12 @@ def test_init_defaults(project: Path, rs: Any) -> None:
         + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
+        + colleague(
+            0,
+            "name what done means (-c NAME); give each criterion a check (--check NAME"
+            " COMMAND); plan the work in steps (-s STEP); say the request in 8 to 2000 words"
+            " (it has 3)",
+        )
     )
     state = state_of(project)
     assert (state["maxIterations"], state["stallLimit"], state["completionMarker"]) == (
@@ -181,7 +194,14 @@ def test_init_inside_a_session_is_owned_by_it(
     result = rs("init", "Build it", "-c", "tests pass")
     assert result.out == (
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations,"
-        " owned by session 0d8e6f1b…\n" + NOT_GUARDED
+        " owned by session 0d8e6f1b…\n"
+        + NOT_GUARDED
+        + colleague(
+            3,
+            "give 1 criterion a check (--check NAME COMMAND); plan the work in steps (-s STEP);"
+            " say the request in 8 to 2000 words (it has 2); guard the files that prove it"
+            " (--guard PATH)",
+        )
     )
     assert state_of(project)["sessionId"] == "0d8e6f1b-2c47-4c3e-9a52-5f0c2a9e7b1d"
     entry = registered(project)
@@ -212,6 +232,12 @@ def test_init_in_ralphstate_dir(project: Path, rs: Any, monkeypatch: pytest.Monk
         + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
+        + colleague(
+            0,
+            "name what done means (-c NAME); give each criterion a check (--check NAME"
+            " COMMAND); plan the work in steps (-s STEP); say the request in 8 to 2000 words"
+            " (it has 1)",
+        )
     )
     assert (target / "state.json").is_file()
     assert not (project / ".loop").exists()
@@ -245,6 +271,12 @@ def test_init_replaces_a_finished_loop_keeping_a_copy(loop: Path, rs: Any, statu
         + "no criteria: the loop cannot complete until some are added"
         " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
         " completion marker alone ends\n"
+        + colleague(
+            0,
+            "name what done means (-c NAME); give each criterion a check (--check NAME"
+            " COMMAND); plan the work in steps (-s STEP); say the request in 8 to 2000 words"
+            " (it has 3)",
+        )
     )
     assert (loop / ".loop" / "state.20260102T030405.json.bak").read_bytes() == before
     assert state_of(loop)["spec"] == "The next thing"
@@ -258,6 +290,12 @@ def test_init_force_replaces_an_unfinished_loop_keeping_a_copy(loop: Path, rs: A
         "kept the old state as .loop/state.20260102T030405.json.bak\n"
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
         + NOT_GUARDED
+        + colleague(
+            2,
+            "give 1 criterion a check (--check NAME COMMAND); plan the work in steps (-s STEP);"
+            " say the request in 8 to 2000 words (it has 2); say what can be measured (a"
+            " number, what passes or fails)",
+        )
     )
     assert (loop / ".loop" / "state.20260102T030405.json.bak").read_bytes() == before
     assert state_of(loop)["criteria"] == ["x"]
@@ -352,7 +390,13 @@ def test_init_from_a_markdown_template(project: Path, rs: Any) -> None:
     template.write_text(MARKDOWN)
     result = rs("init", "--from", "TASK.md")
     assert result.out == (
-        "started a loop in .loop/state.json: 2 criteria, 3 steps, max 20 iterations\n" + NOT_GUARDED
+        "started a loop in .loop/state.json: 2 criteria, 3 steps, max 20 iterations\n"
+        + NOT_GUARDED
+        + colleague(
+            5,
+            "give 2 criteria a check (--check NAME COMMAND); guard the files that prove it"
+            " (--guard PATH)",
+        )
     )
     state = state_of(project)
     assert state["spec"] == "Export the filtered invoices as CSV from the report page."

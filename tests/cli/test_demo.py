@@ -52,8 +52,11 @@ def test_the_demo_numbers_its_turns_as_the_loop_counts_iterations(rs: Any) -> No
     assert "loop complete after 2 iterations" in out
     assert " · iteration 2/10 · " in out
     log = out.split("$ ralphstate log\n", 1)[1]
-    work = [line.split()[1] for line in log.splitlines() if "step_done" in line]
+    work = [line.split()[1] for line in log.splitlines() if " step_done " in line]
     assert work == ["#1", "#1"]  # done in the section "iteration 1"
+    # The claim the Stop hook's checks refuted became a step, done once they passed.
+    fixed = [line.split()[2] for line in log.splitlines() if " fix_step_" in line]
+    assert fixed == ["fix_step_added", "fix_step_done"]
 
 
 def test_the_demo_in_a_bare_home_is_not_told_that_nothing_enforces_it(

@@ -77,7 +77,7 @@ def test_an_agent_gives_checks_that_wait_for_the_person(
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "agent-session-1")
     done = rs("init", "Build it", "--check", "tests pass", "true")
     assert done.code == 0, done.err
-    assert done.out.splitlines()[2:] == [
+    assert done.out.splitlines()[2:4] == [
         "check (not trusted yet) tests pass: true",
         (
             "the check will not run until you review it, then ask the person to trust"
@@ -93,7 +93,7 @@ def test_a_template_check_beside_a_typed_one_leaves_both_for_trust(project: Path
     )
     done = rs("init", "--from", "loop.md", "--check", "tests pass", "true")
     assert done.code == 0, done.err
-    assert done.out.splitlines()[-1] == (
+    assert done.out.splitlines()[-3] == (
         "the template's checks will not run until you review them, then run `ralphstate trust`"
     )
     state = state_of(project)
@@ -166,7 +166,7 @@ def test_init_from_a_markdown_template_shows_its_checks_untrusted(project: Path,
     )
     done = rs("init", "--from", "loop.md")
     assert done.code == 0, done.err
-    assert done.out.splitlines()[2:] == [
+    assert done.out.splitlines()[2:4] == [
         "check (not trusted yet) tests pass: true",
         "the template's check will not run until you review it, then run `ralphstate trust`",
     ]

@@ -15,6 +15,7 @@ import pytest
 
 from ralphstate.core import state as st
 from ralphstate.loop.gitignore import GITIGNORE
+from tests.helpers import colleague
 
 
 def state_bytes(project: Path) -> bytes:
@@ -34,6 +35,11 @@ def test_one_of_each_is_counted_in_the_singular(project: Path, rs: Any) -> None:
     assert done.out == (
         "started a loop in .loop/state.json: 1 criterion, 1 step, max 1 iteration\n"
         "not guarding any files: the project is not in a git repository\n"
+        + colleague(
+            4,
+            "give 1 criterion a check (--check NAME COMMAND); say the request in 8 to 2000 words"
+            " (it has 2); guard the files that prove it (--guard PATH)",
+        )
     )
     assert rs("criteria", "check", "tests pass", PASS).code == 0
     assert rs("verify").out.endswith("\nthe one check passed\n")

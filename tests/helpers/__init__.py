@@ -42,3 +42,13 @@ def run_process(
         env=full_env,
         timeout=timeout,
     )
+
+
+def colleague(score: int, advice: str) -> str:
+    """What `init` says of a colleague-shaped spec (loop/readiness.py): its score, how to
+    run it, and `advice`, what would raise the score."""
+    return (
+        f"readiness {score}/10: colleague-shaped, so check in on it: run it with `ralphstate"
+        " run --check-in`, which pauses for you after each finished step and before it"
+        f" completes\n  to raise it: {advice}\n"
+    )
