@@ -5,7 +5,8 @@ would quote it, and nothing else a shell does happens. A command that needs one
 (`VAR=x cmd`, `a && b`, a pipe, a redirection, `$(...)`) would fail in a way that says
 nothing of why, so it is refused with one sentence saying how to run it: `--shell` (or
 `shell = true` in the config), which runs the whole command through `/bin/sh -c`
-(`cmd /c` on Windows), the prompt in arg mode reaching it as `"$@"`.
+(`cmd /c` on Windows), the prompt in arg mode reaching it as `"$@"`, the prompt file's
+path in file mode as `"$1"`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shlex
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.run import spawn
+from ralphstate.run.runconfig import PROMPT_FILE
 
 # What a shell makes of a command that splitting alone does not: control operators,
 # pipes and redirections (as shlex's punctuation reads them), and expansions.
@@ -58,6 +60,8 @@ def argv(command: str, shell: bool) -> list[str]:
     if shell:
         if spawn.WINDOWS:
             return [os.environ.get("COMSPEC") or "cmd.exe", "/d", "/s", "/c", command]
+        if PROMPT_FILE in command:  # the path as the script's "$1": quoted, whatever it holds
+            return ["/bin/sh", "-c", command.replace(PROMPT_FILE, '"$1"'), SCRIPT_NAME, PROMPT_FILE]
         return ["/bin/sh", "-c", f'{command} "$@"', SCRIPT_NAME]
     needs = shell_syntax(command)
     if needs is not None:

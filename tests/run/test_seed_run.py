@@ -248,3 +248,19 @@ def test_a_steps_retries_are_kept_in_the_state_across_runs(project: Path, tmp_pa
     assert (code, result["reason"], result["iterations"]) == (3, "step_retries", 1), err
     assert result["detail"] == '"T03" stayed next for 3 iterations'
     assert state(project)["stepRetries"] == {"T03": 3}
+
+
+def test_with_shell_the_prompt_file_and_the_prompt_argument_reach_the_command(
+    project: Path,
+) -> None:
+    rs(project, "init", "Run the agent", "--check", "agent saw the spec", "grep -q agent seen.txt")
+
+    code, result, err = run(project, "X=1 cp {prompt_file} seen.txt", "--max", "1", "--shell")
+    assert (code, result["outcome"]) == (0, "complete"), err
+
+    (project / "seen.txt").unlink()
+    rs(project, "init", "--force", "Run the agent", "--check", "agent saw it", "test -s seen.txt")
+    command = 'X=1 printf %s "$1" > seen.txt'
+    code, result, err = run(project, command, "--max", "1", "--shell", "--prompt-mode", "arg")
+    assert (code, result["outcome"]) == (0, "complete"), err
+    assert "Run the agent" in (project / "seen.txt").read_text()
