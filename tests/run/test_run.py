@@ -548,7 +548,7 @@ def test_the_agent_comes_from_pyproject_and_loop_config_wins(
                 "{cfg} [run]: unknown key 'agnet' (known: agent, prompt-mode, max, timeout,"
                 " context, grace, max-cost, max-tokens, max-duration, on-limit, agent-errors,"
                 " step-retries, idle-timeout, notify, keep-awake, keep-logs, sandbox,"
-                " sandbox-network, shell, strict)."
+                " sandbox-network, shell, strict, check-in)."
             ),
         ),
         ("[run]\nmax = 0\n", "{cfg} [run]: 'max' must be a whole number from 1 to 10000, not 0."),

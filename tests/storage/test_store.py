@@ -26,7 +26,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.storage import fsio
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store
-from tests.helpers import run_process
+from tests.helpers import colleague, run_process
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals/symlinks")
 
@@ -502,6 +502,12 @@ def test_init_force_keeps_a_copy_of_a_corrupt_file(project: Path, rs: Any) -> No
         "kept the old state as .loop/state.20260203T040506.json.bak\n"
         "started a loop in .loop/state.json: 1 criterion, 0 steps, max 20 iterations\n"
         "not guarding any files: the project is not in a git repository\n"
+        + colleague(
+            2,
+            "give 1 criterion a check (--check NAME COMMAND); plan the work in steps (-s STEP);"
+            " say the request in 8 to 2000 words (it has 2); say what can be measured (a"
+            " number, what passes or fails)",
+        )
     )
     assert (path.parent / "state.20260203T040506.json.bak").read_bytes() == b"{bad"
     replaced = path.read_bytes()

@@ -496,7 +496,7 @@ def test_init_from_a_template_with_checks_shows_them_untrusted(project: Path, rs
         )
     )
     done = rs("init", "--from", str(template))
-    assert done.out.splitlines()[2:] == [
+    assert done.out.splitlines()[2:-2] == [  # then the spec's readiness
         f"check (not trusted yet) a: {PASS}",
         "the template's check will not run until you review it, then run `ralphstate trust`",
     ]
@@ -522,7 +522,7 @@ def test_init_shows_a_templates_checks_as_they_will_run(project: Path, rs: Any) 
         json.dumps({"spec": "Build it", "criteria": ["a\x1b[2J"], "checks": {"a\x1b[2J": hidden}})
     )
     done = rs("init", "--from", str(template))
-    assert done.out.splitlines()[2:] == [
+    assert done.out.splitlines()[2:-2] == [  # then the spec's readiness
         "check (not trusted yet) a\\x1b[2J: make test\\x0dexit 0 # looks harmless",
         "the template's check will not run until you review it, then run `ralphstate trust`",
     ]
