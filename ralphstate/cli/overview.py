@@ -10,7 +10,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
 from ralphstate.core.text import count, short_id, visible
-from ralphstate.loop import begin, listing
+from ralphstate.loop import begin, listing, readiness
 from ralphstate.loop.project import hooks_view, locate
 from ralphstate.storage.store import Store
 
@@ -213,8 +213,6 @@ def init(
 
     for line in baseline.begin(store, new, expect_fail):
         output.text(line)
-    from ralphstate.loop import readiness
-
     for line in readiness.assess(new, store.paths.root).lines():
         output.text(line)
     _enforced(store)

@@ -137,8 +137,7 @@ class State(TypedDict):
     # ralphstate: a verification stopped before its checks finished (`at`, `by`, `how`,
     # the `criteria` whose check did not finish), until each of those checks ran again.
     verifyInterrupted: dict[str, Any] | None
-    # ralphstate: per-step retries over runs, the steps verification added, the readiness
-    stepRetries: dict[str, int]  # score of the spec at `init` (core/workfields.py)
+    stepRetries: dict[str, int]  # ralphstate: these three are core/workfields.py's
     fixSteps: list[str]
     readiness: workfields.Readiness | None
 
@@ -222,7 +221,6 @@ def _defaults() -> Raw:
         "verifyJobs": None,
         "runAlone": [],
         "verifyInterrupted": None,
-        **workfields.defaults(),
     }
 
 

@@ -29,12 +29,9 @@ class Readiness(TypedDict):
     shape: str
 
 
-def defaults() -> dict[str, Any]:
-    return {"stepRetries": {}, "fixSteps": [], "readiness": None}
-
-
 def read(raw: dict[str, Any]) -> dict[str, Any]:
-    """The three fields from a state file as read, checked; CorruptState names the key."""
+    """The three fields from a state file as read (their defaults when missing), checked;
+    `Invalid` names the key."""
     retries = raw.get("stepRetries") or {}
     if not isinstance(retries, dict) or not all(
         isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
