@@ -211,9 +211,7 @@ def init(
     _say_checks(store, new, dict(checks))
     from ralphstate.verify import baseline
 
-    for line in baseline.begin(store, new, expect_fail):
-        output.text(line)
-    for line in readiness.assess(new, store.paths.root).lines():
+    for line in [*baseline.begin(store, new, expect_fail), *readiness.said(new, store.paths.root)]:
         output.text(line)
     _enforced(store)
 

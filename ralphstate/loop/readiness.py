@@ -136,3 +136,9 @@ def assess(state: st.State, root: Path) -> Readiness:
     unguarded = "leave out --no-guard" if state["guards"] is None else "--guard PATH"
     item("guards", 1 if state["guards"] else 0, f"guard the files that prove it ({unguarded})")
     return found
+
+
+def said(state: st.State, root: Path) -> list[str]:
+    """What `init` says of the readiness of the loop it started: nothing for a tool-shaped
+    spec, how to run a colleague-shaped one and what would raise its score."""
+    return assess(state, root).lines()
