@@ -23,6 +23,7 @@ TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "T
 if TYPE_CHECKING:
     from typing import NoReturn
 
+    from ralphstate.agents.contract import Agent
     from ralphstate.hooks.base import Handler, HookInput, Output
 
 USAGE = (
@@ -134,9 +135,29 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         start = agent.cwd(hook_input) or os.getcwd()
     loop_dir = paths.find_dir(start)
     if loop_dir is None:
+        if event == "session-start":  # once a session: a loop whose `.loop/` went?
+            return _gone(agent, os.path.join(start, paths.LOOP_DIR_NAME))
         return None
     hook_input = _parse(data) if hook_input is None else hook_input
     return _handler(event)(agent, hook_input, paths.at(loop_dir))
+
+
+def _gone(agent: Agent, loop_dir: str) -> Output | None:
+    """At a session start that finds no loop: the loop whose directory `loop_dir` was
+    deleted while it was not over, said once (hooks/outside.py); looked for only where
+    ralphstate keeps a record of a loop there."""
+    from pathlib import Path
+
+    from ralphstate.storage import home
+
+    try:
+        if not home.ledger_path(Path(loop_dir)).exists():
+            return None
+    except Exception:  # noqa: BLE001 - no home to keep records in: nothing to tell
+        return None
+    from ralphstate.hooks import outside
+
+    return outside.told_gone("session-start", agent, paths.at(loop_dir))
 
 
 def _handler(event: str) -> Handler:

@@ -93,6 +93,12 @@ def gone(loop: LoopPaths) -> str | None:
         ledger.change(loop, edit)
     except RalphstateError:
         return None
+    if not loop.dir.is_dir():  # the whole directory went: nothing is made again there
+        return (
+            f"ralphstate: the loop's directory ({loop.display(loop.dir)}) was deleted outside"
+            " ralphstate while the loop was not over: it ended outside ralphstate, not"
+            " verified. `ralphstate init` starts a new one."
+        )
     with contextlib.suppress(RalphstateError):
         from ralphstate.storage.store import append_history
 

@@ -55,3 +55,22 @@ def log_dir() -> Path:
 
 def data_dir() -> Path:
     return _dir("data")
+
+
+def loop_key(loop_dir: Path) -> str:
+    """The key of a loop's entries in the per-user files: the loop directory's path, its
+    parent's real path joined with its own name. The name itself is not followed: a
+    `.loop` that comes to be a link to another directory of the project is the same
+    loop, with the same trust and record of approvals (following it, the record was not
+    found, and a weakened contract was taken as the loop first seen)."""
+    return str(Path(os.path.realpath(loop_dir.parent)) / loop_dir.name)
+
+
+def ledger_path(loop_dir: Path) -> Path:
+    """The loop's own file of what ralphstate wrote and what a person approved
+    (storage/ledger.py), named by a hash of its key."""
+    import hashlib
+
+    key = loop_key(loop_dir)
+    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return data_dir() / "loops" / f"{name}.json"

@@ -21,7 +21,7 @@ import orjson
 
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio
+from ralphstate.storage import fsio, home
 from ralphstate.storage.paths import LoopPaths
 
 VERSION = 1
@@ -32,12 +32,8 @@ Entries = dict[str, Entry]
 
 
 def key(paths: LoopPaths) -> str:
-    """The entry's key: the loop directory's path, its parent's real path joined with
-    its own name. The name itself is not followed: a `.loop` that comes to be a link to
-    another directory of the project is the same loop, with the same trust and record
-    of approvals (following it, the record was not found, and a weakened contract was
-    taken as the loop first seen)."""
-    return str(Path(os.path.realpath(paths.dir.parent)) / paths.dir.name)
+    """The entry's key (`home.loop_key`)."""
+    return home.loop_key(paths.dir)
 
 
 def read(path: Path) -> Entries:

@@ -27,7 +27,6 @@ agent that goes that far is out of reach without a sandbox (SECURITY.md).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -43,9 +42,7 @@ Entry = dict[str, Any]
 
 
 def path_of(paths: LoopPaths) -> Path:
-    key = jsonstore.key(paths)
-    name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return home.data_dir() / "loops" / f"{name}.json"
+    return home.ledger_path(paths.dir)
 
 
 def read(paths: LoopPaths) -> Entry | None:

@@ -82,3 +82,21 @@ def test_a_loop_that_ended_before_its_file_was_deleted_says_nothing(project: Pat
     assert hook(project, "session-start") == (None, "")
     assert hook(project, "stop") == (None, "")
     assert "deleted" not in logged()
+
+
+def test_a_deleted_loop_directory_is_said_at_the_next_session_start(project: Path) -> None:
+    """The whole `.loop/` deleted: the Stop hook finds no loop and stays as fast and as
+    silent as in any project without one, and the next SessionStart says it once,
+    without making the directory again."""
+    import shutil
+
+    start(project)
+    shutil.rmtree(project / ".loop")
+
+    assert hook(project, "stop") == (None, "")
+    out, err = hook(project, "session-start")
+    message = str((out or {}).get("systemMessage", ""))
+    for said in (message, err, logged()):
+        assert "directory (.loop) was deleted" in said and "not verified" in said, said
+    assert not (project / ".loop").exists()
+    assert hook(project, "session-start") == (None, "")
