@@ -429,8 +429,7 @@ def checkout_settings(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> 
 def _read_head(root: Path, name: str) -> bytes:
     """The start of the file git names `name` (relative to `root`); empty if none."""
     path = Path(name) if Path(name).is_absolute() else root / name
-    try:
-        with path.open("rb") as handle:
-            return handle.read(limits.MAX_GIT_OUTPUT_BYTES)
+    try:  # bounded, and a pipe or a device put there is refused without blocking
+        return fsio.read_regular(path, limits.MAX_GIT_OUTPUT_BYTES)[: limits.MAX_GIT_OUTPUT_BYTES]
     except OSError:
         return b""
