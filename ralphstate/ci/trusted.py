@@ -1,5 +1,6 @@
 """Trust on a runner: what proves the loop done comes from what a person committed,
-never from the loop's branch (SECURITY.md, "Trust on a runner").
+never from the loop's branch (docs/how-to/github-action.md, "Trust on a runner";
+SECURITY.md, promise 23).
 
 A fresh runner has no trust store and no ledger, and the loop's branch is written by
 the agent: a check it changed there would run, and be approved, if the job took the

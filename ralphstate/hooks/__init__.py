@@ -1,0 +1,1 @@
+"""The hook process and a module per hook."""

@@ -1,0 +1,1 @@
+"""`ralphstate install` and `ralphstate doctor`: the hooks in each agent's files."""

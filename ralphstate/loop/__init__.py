@@ -1,0 +1,1 @@
+"""What the commands do to a loop, without click, one module per use case."""

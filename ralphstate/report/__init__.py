@@ -1,0 +1,1 @@
+"""The loop's story and its renderings."""

@@ -1,0 +1,1 @@
+"""`ralphstate run` and `ralphstate watch`: a fresh agent process per iteration."""

@@ -1,5 +1,5 @@
 """What ralphstate knows about a loop outside the project's files
-(docs/explanation/proof.md, "The ledger").
+(docs/explanation/proof.md, "The approved contract").
 
 The agent can edit every file of the project, `.loop/state.json` included. What proves
 a loop done must not live only there: ralphstate keeps, per loop directory, a small

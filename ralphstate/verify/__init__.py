@@ -1,0 +1,1 @@
+"""Running checks and recording their evidence."""

@@ -6,7 +6,7 @@ tools switched on, the hooks `ralphstate install --tasks` writes, a scripted mod
   and the model reads why in its next request; once the check passes, the task
   completes.
 - After `/compact`, the restored context lists the tasks, which the client itself no
-  longer shows the model (tests/e2e/README.md, "Where tasks live").
+  longer shows the model (tests/e2e/README.md, "What the client does": where tasks live).
 
 Callable turns read `.loop/state.json` while the client is still running, so the tests
 see each call's effect when the model would.
