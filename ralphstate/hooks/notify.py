@@ -69,8 +69,8 @@ def after_stop(
 ) -> dict[str, object] | None:
     """The Stop hook's `out` with the notification its `decision` calls for, if any: a
     completion or a pause made just now, in the words of its rule's `notice`
-    (`core.decide.OUTCOMES`); a budget's names which budget it is."""
-    from ralphstate.core.decide import OUTCOMES  # the Stop hook has imported it
+    (`core.outcomes.OUTCOMES`); a budget's names which budget it is."""
+    from ralphstate.core.outcomes import OUTCOMES  # the Stop hook has imported it
 
     outcome = OUTCOMES[decision.rule]
     if decision.state is None or outcome.notice is None:

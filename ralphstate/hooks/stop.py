@@ -22,6 +22,7 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
+from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.core.proof import Pending
 from ralphstate.hooks import arrival, base, notify
 from ralphstate.hooks.base import HookInput, Output, Verified
@@ -64,11 +65,11 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = base.update(store, decisions.change(None), read=state)
-    if decide.OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
+    if OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
         decision = base.update(store, decisions.change(base.run_checks(store, names)))
-    if decision.state is not None and (decision.adopted or decide.OUTCOMES[decision.rule].ends):
+    if decision.state is not None and (decision.adopted or OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
     said = _said_once(store, state, decision.rule, session_id)
@@ -83,7 +84,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
 
 
 def _said_once(
-    store: Store, state: st.State, rule: decide.Rule, session_id: str
+    store: Store, state: st.State, rule: Rule, session_id: str
 ) -> tuple[str, bool] | None:
     """What the person hears once about a loop this stop leaves alone, and whether a
     notification goes with it: a loop ended outside ralphstate or by the agent itself, a

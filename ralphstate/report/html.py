@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from ralphstate.core.decide import OUTCOMES
+from ralphstate.core.outcomes import OUTCOMES
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
 from ralphstate.core.views import SHOWN
@@ -28,7 +28,7 @@ LABEL = 200  # room on the left for the lanes' names
 BAR_HEIGHT = 34
 LANE_HEIGHT = 18
 MIN_BAR = 6.0  # an iteration of a few seconds is still a bar one can point at
-# The Stop rules' colours are theirs (core/decide.py, OUTCOMES); the runner's decisions
+# The Stop rules' colours are theirs (core/outcomes.py, OUTCOMES); the runner's decisions
 # and pauses that no Stop rule makes have these.
 COLOURS: dict[str, str] = {
     **{rule: outcome.colour for rule, outcome in OUTCOMES.items() if outcome.colour},

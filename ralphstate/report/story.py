@@ -13,12 +13,12 @@ from typing import Any
 
 from ralphstate.core import limits, queries
 from ralphstate.core import state as st
-from ralphstate.core.decide import OUTCOMES
+from ralphstate.core.outcomes import OUTCOMES
 
 Event = dict[str, Any]
 
 # The Stop hook's rules that end an iteration of a hook-driven loop (its blocks), and
-# those that pause it (core/decide.py, OUTCOMES).
+# those that pause it (core/outcomes.py, OUTCOMES).
 HOOK_ITERATIONS = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.block)
 HOOK_PAUSES = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.pause)
 

@@ -18,7 +18,8 @@ from ralphstate.agents import copilot, cursor, gemini
 from ralphstate.agents import table as adapters
 from ralphstate.agents.transcripts import last_reply, newest_reply
 from ralphstate.core import state as st
-from ralphstate.core.decide import OUTCOMES, StopFacts, decide_stop
+from ralphstate.core.decide import StopFacts, decide_stop
+from ralphstate.core.outcomes import OUTCOMES
 from tests.helpers import FIXTURES, loops, run_process
 
 AGENT_FIXTURES = FIXTURES / "agents"

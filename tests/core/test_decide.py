@@ -11,7 +11,8 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.core.decide import OUTCOMES, Checked, Rule, StopFacts, decide_stop
+from ralphstate.core.decide import Checked, StopFacts, decide_stop
+from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.storage import registry
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
