@@ -15,6 +15,7 @@ change to the hooks, write it again with
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import json
 import pkgutil
@@ -27,8 +28,9 @@ from ralphstate.agents import claude, table
 from ralphstate.hooks import entry, faults
 from tests.helpers import REPO
 
-HOOKS_JSON = REPO / "hooks" / "hooks.json"
-LAUNCH = REPO / "hooks" / "launch.py"
+PLUGIN = REPO / "hooks"
+HOOKS_JSON = PLUGIN / "hooks.json"
+LAUNCH = PLUGIN / "launch.py"
 # How the plugin's command names its launcher; the interpreters it tries, in order.
 LAUNCHER = '"${CLAUDE_PLUGIN_ROOT}/hooks/launch.py"'
 PYTHONS = ("python3", "python", "py -3")
@@ -36,12 +38,17 @@ REGENERATE = "hooks/hooks.json differs from the table: python -m tests.hooks.tes
 
 
 def launcher() -> Any:
-    """hooks/plugin_launcher.py, as hooks/launch.py imports it."""
-    spec = importlib.util.spec_from_file_location("launch", LAUNCH)
+    """hooks/plugin_launcher.py, read now (its module of `sys.modules`, which
+    hooks/launch.py imports, may have been loaded before a change)."""
+    spec = importlib.util.spec_from_file_location("launcher_copy", PLUGIN / "plugin_launcher.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.plugin_launcher
+    sys.path.insert(0, str(PLUGIN))  # for its `import plugin_env`
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(PLUGIN))
+    return module
 
 
 def claude_events() -> dict[str, str]:
@@ -95,7 +102,7 @@ def test_every_hook_is_one_row_answered_by_the_module_named_after_it() -> None:
     assert len(set(table.HOOKS)) == len(table.HOOKS)
     answering = []
     for info in pkgutil.iter_modules(ralphstate.hooks.__path__):
-        module = __import__(f"ralphstate.hooks.{info.name}", fromlist=["handle"])
+        module = importlib.import_module(f"ralphstate.hooks.{info.name}")
         if callable(getattr(module, "handle", None)):
             answering.append(info.name)
     assert sorted(answering) == sorted(row.module for row in table.HOOK_ROWS)
