@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import re
     from typing import NoReturn
 
+# ralphstate's hooks (ralphstate.agents.table.HOOK_ROWS) by their Claude Code events, and
+# those that refuse: copies, held to the table by tests/hooks/test_hook_list.py.
 EVENTS = {
     "stop": "Stop",
     "session-start": "SessionStart",
@@ -46,11 +48,10 @@ ENV_PLUGIN = "RALPHSTATE_PLUGIN"
 # The same recognition `ralphstate install` uses for its own settings entries
 # (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
 # hook script by its path (development builds), and the forms older versions wrote (the
-# console script, `python -m ralphstate hook`). Each form names ralphstate: a command
-# that does not is none of them, and the pattern is compiled only for one that does.
+# console script, `python -m ralphstate hook`), then one of EVENTS. Each form names
+# ralphstate, so a command that does not is none of them and compiles no pattern.
 OWN_PATTERN = "|".join(
-    prefix + r"(stop-failure|stop|session-start|pre-compact|pre-tool-use|post-tool-use"
-    r"|task-completed|session-end)(?=[\s\"';]|$)"
+    prefix + "(" + "|".join(EVENTS) + r")(?=[\s\"';]|$)"
     for prefix in (
         (
             r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""

@@ -6,6 +6,11 @@ first (the default of every `--agent`). A module is imported when its agent is a
 for: the hook process, which serves one agent, imports that one alone (docs/explanation/design.md,
 "The hot path"). tests/agents/test_table.py holds `NAMES` against the modules and
 against `core.state.AgentName`.
+
+A hook is a row of `HOOK_ROWS`: its name, the module of `ralphstate.hooks` that answers
+it, and what the hook process does with it (`Hook`). The hook process imports that one
+module, as it imports one agent's; tests/hooks/test_hook_list.py holds the rows against
+the modules, the agents' events and the plugin's own copies of the list (hooks/).
 """
 
 from __future__ import annotations
@@ -19,18 +24,52 @@ if TYPE_CHECKING:
     from ralphstate.agents.contract import Agent
 
 NAMES = ("claude", "codex", "gemini", "cursor", "copilot", "opencode")
-# The hooks ralphstate has, by the name `ralphstate hook NAME` and the installed
-# command take; each agent maps its own events onto them (`contract.HookFile.events`).
-HOOKS = (
-    "stop",
-    "session-start",
-    "pre-compact",
-    "stop-failure",
-    "post-tool-use",
-    "task-completed",
-    "pre-tool-use",
-    "session-end",
+
+
+class Hook:
+    """A hook ralphstate has: `name` is what `ralphstate hook NAME` and the installed
+    command take, and `module` the module of `ralphstate.hooks` named after it, whose
+    `handle(agent, hook_input, loop)` answers it. `detached`: the client neither waits
+    for it nor reads its output, so it finishes in a process of its own (`hooks.entry`);
+    `refusing`: it may refuse what the agent does by exiting 2 with the reason on
+    stderr; `undecided`: its fault decides nothing rather than allows (`hooks.faults`).
+    """
+
+    __slots__ = ("detached", "module", "name", "refusing", "undecided")
+
+    def __init__(
+        self, name: str, *, detached: bool = False, refusing: bool = False, undecided: bool = False
+    ) -> None:
+        self.name = name
+        self.module = name.replace("-", "_")
+        self.detached = detached
+        self.refusing = refusing
+        self.undecided = undecided
+
+
+# Every hook, the one list of them: the hook process's dispatch, the detached, refusing
+# and undecided sets, and `install`'s subcommands derive from it; each agent maps its own
+# events onto the names (`contract.HookFile.events`), and tests/hooks/test_hook_list.py
+# holds the Claude Code plugin's copies (hooks/) to it.
+HOOK_ROWS = (
+    Hook("stop"),
+    Hook("session-start"),
+    Hook("pre-compact"),
+    Hook("stop-failure", detached=True),
+    Hook("post-tool-use"),
+    Hook("task-completed", refusing=True),
+    Hook("pre-tool-use", undecided=True),
+    Hook("session-end"),
 )
+HOOKS = tuple(row.name for row in HOOK_ROWS)
+
+
+def hook(name: str) -> Hook:
+    """The hook `name`; KeyError when there is none."""
+    for row in HOOK_ROWS:
+        if row.name == name:
+            return row
+    raise KeyError(f"unknown hook {name!r}; expected one of {', '.join(HOOKS)}")
 
 
 def get(name: str) -> Agent:

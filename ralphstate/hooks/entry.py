@@ -57,9 +57,10 @@ def main(args: list[str] | None = None) -> NoReturn:
 
 # Hooks whose output the client ignores and whose process it does not wait for: Claude
 # Code in print mode exits right after a turn that ended on an API error, and its
-# StopFailure hook is killed with it within tens of milliseconds. Such a hook reads its
-# input, then goes on in a process of its own (POSIX), and its caller returns at once.
-DETACHED = ("stop-failure",)
+# StopFailure hook is killed with it within tens of milliseconds. Such a hook (a row of
+# agents.table.HOOK_ROWS marked `detached`) reads its input, then goes on in a process
+# of its own (POSIX), and its caller returns at once.
+DETACHED = tuple(hook.name for hook in table.HOOK_ROWS if hook.detached)
 # Set (to anything), a detached hook runs in the foreground: its faults reach stderr and
 # its caller waits for it (tests, and a person debugging the hook).
 FOREGROUND = "RALPHSTATE_HOOK_FOREGROUND"
@@ -161,38 +162,13 @@ def _gone(agent: Agent, loop_dir: str) -> Output | None:
 
 
 def _handler(event: str) -> Handler:
-    """The hook `event` of agents.table.HOOKS, from the module named after it."""
-    if event == "stop":
-        from ralphstate.hooks import stop
-
-        return stop.handle
-    if event == "session-start":
-        from ralphstate.hooks import session_start
-
-        return session_start.handle
-    if event == "pre-compact":
-        from ralphstate.hooks import pre_compact
-
-        return pre_compact.handle
-    if event == "stop-failure":
-        from ralphstate.hooks import stop_failure
-
-        return stop_failure.handle
-    if event == "post-tool-use":
-        from ralphstate.hooks import post_tool_use
-
-        return post_tool_use.handle
-    if event == "pre-tool-use":
-        from ralphstate.hooks import pre_tool_use
-
-        return pre_tool_use.handle
-    if event == "session-end":
-        from ralphstate.hooks import session_end
-
-        return session_end.handle
-    from ralphstate.hooks import task_completed
-
-    return task_completed.handle
+    """The hook `event`'s `handle`, from the module of this package its row names
+    (agents.table.HOOK_ROWS), imported now; as cheap as naming the module in an import."""
+    module = f"ralphstate.hooks.{table.hook(event).module}"
+    if module not in sys.modules:
+        __import__(module)
+    handler: Handler = sys.modules[module].handle
+    return handler
 
 
 # What the command of a tool call that approves holds, besides "ralphstate": one of

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import sys
 
+from ralphstate.agents import table
+
 # The hooks that may refuse what the agent does by exiting 2 with the reason on stderr
-# (Claude Code's TaskCompleted feeds it to the model); every other exit is 0.
-REFUSING = ("task-completed",)
+# (Claude Code's TaskCompleted feeds it to the model); every other exit is 0. Both sets
+# are the rows of agents.table.HOOK_ROWS so marked.
+REFUSING = tuple(hook.name for hook in table.HOOK_ROWS if hook.refusing)
 # The hooks whose fault is no decision rather than an allow: the client goes on as if
 # the hook had not run (PreToolUse: the command then runs without the person's approval,
 # and what needs that approval refuses it).
-UNDECIDED = ("pre-tool-use",)
+UNDECIDED = tuple(hook.name for hook in table.HOOK_ROWS if hook.undecided)
 
 
 class Fault(Exception):
