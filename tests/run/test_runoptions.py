@@ -125,3 +125,13 @@ def test_an_option_not_given_is_the_rows_default(rs: Any, project: Path) -> None
     for option in runoptions.OPTIONS:
         if option.planned and option.name not in {"agents", "prompt_mode"}:
             assert getattr(made, option.name) == option.default, option.name
+
+
+def test_the_reference_lists_the_options_in_the_tables_order() -> None:
+    docs = (REPO / "docs" / "reference" / "run.md").read_text("utf-8")
+    section = docs.split("\n## `ralphstate run`\n")[1].split("\n## ")[0]
+    synopsis = section.split("```")[1]
+    rows = [line for line in section.splitlines() if line.startswith("| `--")]
+    flags = [option.flags[0].split("/")[0] for option in flagged()]
+    assert re.findall(r"\[(--[a-z-]+)", synopsis) == flags, "run.md's synopsis"
+    assert [re.findall(r"--[a-z-]+", row)[0] for row in rows] == flags, "run.md's table"
