@@ -39,7 +39,7 @@ COMMANDS = {
     "review": "ralphstate.cli.approval:review_command",
     "config": "ralphstate.cli.verify:config",
     "run": "ralphstate.cli.run:run_command",
-    "watch": "ralphstate.cli.run:watch_command",
+    "watch": "ralphstate.cli.watch:watch_command",
     "report": "ralphstate.cli.report:report",
     "worktree": "ralphstate.cli.worktree:worktree",
     "ci": "ralphstate.cli.ci:ci_command",

@@ -4,117 +4,146 @@ config, checked before anything starts; and the `--dry-run` preview."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import budgets, limits
+from ralphstate.core import budgets
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.text import visible
-from ralphstate.run import guards, prompt, runconfig, runfiles, shellcmd, spawn
+from ralphstate.run import prompt, runconfig, runoptions, shellcmd, spawn
 from ralphstate.storage.store import Store
 
 
 @dataclass
 class Plan:
-    """The run's settings: the command line's options over the project's config."""
+    """The run's settings: the command line's options over the project's config. Each
+    option of run/runoptions.py the plan takes is a field of the same name, filled
+    from the rows; the option's default is in its row."""
 
-    agent: str
+    # The agent commands: the first, then the fallback chain, tried in turn after a
+    # usage limit or repeated failures of the one before.
+    agents: list[str]
     argv: list[str]
     prompt_mode: str
-    # Iterations this run may do; with `set_max` (a --max or a configured max was given)
-    # the loop's maxIterations grows to its iteration + `limit` when that is more.
+    # The --max or configured max, when one was given: the loop's maxIterations then
+    # grows to its iteration + `limit` when that is more.
+    max: int | None
+    # Iterations this run may do.
     limit: int
-    set_max: bool
     timeout: float | None
     grace: float
     context: list[Path]
-    sources: list[str] = field(default_factory=list)
     # Git (docs/how-to/git.md, "Git"): commit after each iteration that changed the tree; the
     # branch to run on; whether a dirty tree may be taken along.
-    commit: bool = False
-    branch: str | None = None
-    allow_dirty: bool = False
-    # The fallback chain: agent commands tried in turn after a usage limit or repeated
-    # failures of the one before.
-    fallbacks: list[str] = field(default_factory=list)
-    # Budgets for this run (the loop's max* become what it spent + these).
-    max_cost: float | None = None
-    max_tokens: int | None = None
-    max_duration: float | None = None
-    on_limit: str = "wait"
-    # Keep the machine from sleeping while the run runs (run/awake.py).
-    keep_awake: bool = True
+    commit: bool
+    branch: str | None
+    allow_dirty: bool
     # The person's notifier (run/notifier.py), or None.
-    notify: str | None = None
+    notify: str | None
     # Stop an agent that printed nothing for this many seconds (None: never).
-    idle_timeout: float | None = None
+    idle_timeout: float | None
+    # Budgets for this run (the loop's max* become what it spent + these).
+    max_cost: float | None
+    max_tokens: int | None
+    max_duration: float | None
+    on_limit: str
+    agent_errors: int
+    step_retries: int
+    # Keep the machine from sleeping while the run runs (run/awake.py).
+    keep_awake: bool
     # Iteration logs kept in .loop/runs/ (and as many failed ones besides).
-    keep_logs: int = runfiles.KEEP_LOGS
-    agent_errors: int = guards.AGENT_ERRORS
-    step_retries: int = guards.STEP_RETRIES
+    keep_logs: int
     # The sandbox mode (`--sandbox`; None: none was asked for) and whether it cuts the
     # network (docs/how-to/sandbox.md).
-    sandbox: str | None = None
-    offline: bool = False
+    sandbox: str | None
+    offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
     # check that passed fails after an iteration (run/strict.py).
-    shell: bool = False
-    strict: bool = False
+    shell: bool
+    strict: bool
     # Pause for the person at milestones and before completing (run/checkin.py).
-    check_in: bool = False
-
-    @property
-    def agents(self) -> list[str]:
-        return [self.agent, *self.fallbacks]
-
+    check_in: bool
+    sources: list[str] = field(default_factory=list)
     # What the run takes from configuration files and a person must have trusted
     # (`config.reviewed`); empty when the command line gave both.
     review: dict[str, object] = field(default_factory=dict)
 
+    @property
+    def agent(self) -> str:
+        return self.agents[0]
 
-def make_plan(
-    store: Store,
-    state: st.State,
-    *,
-    agent: str | None = None,
-    prompt_mode: str | None = None,
-    max_iterations: int | None = None,
-    timeout: float | None = None,
-    context: list[Path] | None = None,
-    fallbacks: list[str] | None = None,
-    max_cost: float | None = None,
-    max_tokens: int | None = None,
-    max_duration: float | None = None,
-    on_limit: str | None = None,
-    idle_timeout: float | None = None,
-    notify: str | None = None,
-    sandbox: str | None = None,
-    offline: bool | None = None,
-    shell: bool | None = None,
-    strict: bool | None = None,
-    check_in: bool | None = None,
-) -> Plan:
-    """Merge the command line over the config; RalphstateError for a plan that cannot run."""
+    @property
+    def fallbacks(self) -> list[str]:
+        return self.agents[1:]
+
+    @property
+    def set_max(self) -> bool:
+        return self.max is not None
+
+
+def make_plan(store: Store, state: st.State, given: Mapping[str, Any] | None = None) -> Plan:
+    """Merge the command line over the config; RalphstateError for a plan that cannot
+    run. `given` holds the command line's options by name, None where one was not given."""
+    given = given or {}
     config = runconfig.load(store.paths.root, store.paths.dir)
-    command = agent if agent is not None else config.agent
-    if fallbacks is not None:
-        chain = list(fallbacks)
-    else:
-        chain = [] if agent is not None else config.fallbacks
-    through_shell = shell if shell is not None else config.shell
-    for other in chain:
-        shellcmd.argv(other, through_shell)  # a command that cannot be read is refused now
-    if not command or not command.strip():
+    chosen = {
+        option.name: _chosen(option, given.get(option.name), config)
+        for option in runoptions.OPTIONS
+        if option.planned
+    }
+    chain: list[str] = list(chosen["agents"] or [])
+    for other in chain[1:]:
+        shellcmd.argv(other, chosen["shell"])  # a command that cannot be read is refused now
+    if not chain or not chain[0].strip():
         raise RalphstateError(
             'no agent command: give one with --agent "CMD", or set `agent` in the'
             " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
             " .loop/config.toml."
         )
-    argv = shellcmd.argv(command, through_shell)
-    mode = prompt_mode or config.prompt_mode
+    argv = shellcmd.argv(chain[0], chosen["shell"])
+    chosen["prompt_mode"] = _prompt_mode(chosen["prompt_mode"], argv)
+    if chosen["max"] is not None:
+        limit = min(chosen["max"], st.MAX_ITERATIONS_CEILING - state["iteration"])
+    else:
+        limit = state["maxIterations"] - state["iteration"]
+    files = list(chosen["context"])
+    if given.get("context") is None:  # named by a file that may have come with the repository
+        _inside(files, store.paths.root, ", ".join(config.sources))
+    for path in files:
+        if not path.is_file():
+            raise RalphstateError(f"the context file {path} does not exist.")
+    from ralphstate.loop import linkedspecs  # the specs the task file's header names
+
+    linked = linkedspecs.linked(store.paths.root, state, files)
+    used = any(
+        option.reviewed and given.get(option.name) is None and config.values.get(option.name)
+        for option in runoptions.OPTIONS
+    )
+    chosen.update(agents=chain, context=files + linked)
+    return Plan(
+        **chosen,
+        argv=argv,
+        limit=limit,
+        sources=config.sources,
+        review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
+    )
+
+
+def _chosen(option: runoptions.Option, given: Any, config: runconfig.RunConfig) -> Any:
+    """An option's value: the command line's, else the configuration's, else its default."""
+    if given is not None:
+        return given
+    configured = config.values.get(option.name)
+    return configured if configured is not None else option.default
+
+
+def _prompt_mode(mode: str | None, argv: list[str]) -> str:
+    """How the prompt reaches the agent: as asked, else by whether the command has a
+    slot for the prompt file; a mode and a command that do not fit are refused."""
     has_slot = any(runconfig.PROMPT_FILE in part for part in argv)
     if mode is None:
         mode = "file" if has_slot else "stdin"
@@ -128,57 +157,7 @@ def make_plan(
             f"the agent command holds {runconfig.PROMPT_FILE}, which only --prompt-mode"
             f" file fills (the prompt mode is {mode})."
         )
-    chosen_max = max_iterations if max_iterations is not None else config.max
-    if chosen_max is not None:
-        limit = min(chosen_max, st.MAX_ITERATIONS_CEILING - state["iteration"])
-    else:
-        limit = state["maxIterations"] - state["iteration"]
-    files = list(context) if context else list(config.context)
-    if not context:  # named by a file that may have come with the repository
-        _inside(files, store.paths.root, ", ".join(config.sources))
-    for path in files:
-        if not path.is_file():
-            raise RalphstateError(f"the context file {path} does not exist.")
-    from ralphstate.loop import linkedspecs  # the specs the task file's header names
-
-    linked = linkedspecs.linked(store.paths.root, state, files)
-    files += linked
-    used = (
-        (
-            agent is None
-            and (config.agent is not None or (fallbacks is None and bool(config.fallbacks)))
-        )
-        or (not context and bool(config.context))
-        or (notify is None and config.notify is not None)
-    )
-    return Plan(
-        agent=command,
-        argv=argv,
-        prompt_mode=mode,
-        limit=limit,
-        set_max=chosen_max is not None,
-        timeout=timeout if timeout is not None else config.timeout,
-        grace=config.grace if config.grace is not None else limits.RUN_GRACE_SECONDS,
-        context=files,
-        sources=config.sources,
-        fallbacks=chain or [],
-        max_cost=max_cost if max_cost is not None else config.max_cost,
-        max_tokens=max_tokens if max_tokens is not None else config.max_tokens,
-        max_duration=max_duration if max_duration is not None else config.max_duration,
-        on_limit=on_limit or config.on_limit or "wait",
-        idle_timeout=idle_timeout if idle_timeout is not None else config.idle_timeout,
-        notify=notify if notify is not None else config.notify,
-        keep_awake=config.keep_awake,
-        keep_logs=config.keep_logs or runfiles.KEEP_LOGS,
-        agent_errors=config.agent_errors or guards.AGENT_ERRORS,
-        step_retries=config.step_retries or guards.STEP_RETRIES,
-        shell=through_shell,
-        strict=strict if strict is not None else config.strict,
-        check_in=check_in if check_in is not None else config.check_in,
-        review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
-        sandbox=sandbox if sandbox is not None else config.sandbox,
-        offline=offline if offline is not None else not config.sandbox_network,
-    )
+    return mode
 
 
 def _inside(files: list[Path], root: Path, where: str) -> None:

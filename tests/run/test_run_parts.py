@@ -19,7 +19,7 @@ from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import locate
-from ralphstate.run import prompt, runconfig, spawn, watch
+from ralphstate.run import liveview, prompt, runconfig, spawn
 from ralphstate.run import result as runresult
 from tests.helpers import REPO
 
@@ -346,10 +346,10 @@ def test_watch_says_what_a_run_is_doing() -> None:
         {"event": "iteration_started", "iteration": 3, "run": 2, "of": 10, "at": "?"},
         {"event": "step_done"},
     ]
-    assert watch.running(entries) == "run: iteration 3 running for ? (run 2 of 10)"
-    assert watch.running(entries[:1]) == "run: starting"
-    assert watch.running([*entries, {"event": "run_iteration"}]) is None
-    assert watch.running([]) is None
+    assert liveview.running(entries) == "run: iteration 3 running for ? (run 2 of 10)"
+    assert liveview.running(entries[:1]) == "run: starting"
+    assert liveview.running([*entries, {"event": "run_iteration"}]) is None
+    assert liveview.running([]) is None
 
 
 def test_watch_redraws_when_the_state_changes(rs: Any, project: Path) -> None:
@@ -366,7 +366,7 @@ def test_watch_redraws_when_the_state_changes(rs: Any, project: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        watch.watch(store, shown.append, interval=0.25, sleep=nap)
+        liveview.watch(store, shown.append, interval=0.25, sleep=nap)
     assert naps == [0.25, 0.25, 0.25]
     assert len(shown) == 3
     assert "  [ ] tests pass" in shown[0].splitlines()
@@ -378,7 +378,7 @@ def test_watch_shows_a_state_it_cannot_read_and_goes_on(rs: Any, project: Path) 
     rs("init", "Build the parser", "-c", "tests pass")
     store = locate()
     (project / ".loop" / "state.json").write_text("[]")
-    assert watch.render(store).startswith("ralphstate: .loop")
+    assert liveview.render(store).startswith("ralphstate: .loop")
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT, a POSIX signal")
@@ -441,7 +441,8 @@ def test_run_json_dry_run_is_one_object(rs: Any, project: Path) -> None:
 
 
 def test_docs_name_every_option_of_run_and_watch() -> None:
-    from ralphstate.cli.run import run_command, watch_command
+    from ralphstate.cli.run import run_command
+    from ralphstate.cli.watch import watch_command
 
     docs = (REPO / "docs" / "reference" / "run.md").read_text("utf-8")
     config = (REPO / "docs" / "reference" / "config.md").read_text("utf-8")
