@@ -63,9 +63,9 @@ def criteria_add(name: str, check: str | None) -> None:
             output.error(said)
     if check is None and name in new["checks"]:
         from ralphstate.core.approving import trust_step
-        from ralphstate.storage import trust
+        from ralphstate.storage import truststore
 
-        if not trust.is_trusted(store.paths, new):
+        if not truststore.is_trusted(store.paths, new):
             output.error(
                 f"criterion '{visible(name)}' has a check that came with the file:"
                 f" {visible(new['checks'][name])}; the checks are not trusted until you"

@@ -221,13 +221,13 @@ def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
     (shown, not trusted) and those given with --check; a warning for each whose program
     cannot be found."""
     from ralphstate.loop import program
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    trusted = trust.is_trusted(store.paths, new)
+    trusted = truststore.is_trusted(store.paths, new)
     for name, command in new["checks"].items():
         mark = "" if trusted else " (not trusted yet)"
         output.text(f"check{mark} {visible(name)}: {visible(command)}")
-    for name, command in trust.armed(new).items():
+    for name, command in truststore.armed(new).items():
         said = program.warning(name, command, store.paths.root)
         if said:
             output.error(said)
@@ -282,9 +282,9 @@ def status(as_json: bool, every: bool) -> None:
     from ralphstate.storage import registry
 
     known = registry.knows(store.paths, state)
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
 
-    proof = review.summary(store, state)
+    proof = proofreview.summary(store, state)
     tree, in_git = _code(store, state)
     from ralphstate.sandbox import lastrun
 
@@ -296,9 +296,9 @@ def status(as_json: bool, every: bool) -> None:
         output.json({**state, "knownHere": known, "proof": proof, "staleEvidence": stale, **boxed})
         return
     from ralphstate.core import views
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    trusted = trust.is_trusted(store.paths, state)
+    trusted = truststore.is_trusted(store.paths, state)
     from ralphstate.storage import testfiles
 
     guarded = testfiles.status_line(store.paths.root, state["guards"])
@@ -315,7 +315,7 @@ def status(as_json: bool, every: bool) -> None:
         every=every,
     )
     output.text(shown)
-    for line in [*lastrun.lines(boxed), *review.summary_lines(proof)]:
+    for line in [*lastrun.lines(boxed), *proofreview.summary_lines(proof)]:
         output.text(line)
     for line in views.unknown_here(state, known, output.style):
         output.text(line)

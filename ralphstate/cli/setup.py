@@ -209,9 +209,9 @@ def doctor_command() -> None:
       ralphstate doctor
     """
     from ralphstate.core.text import visible
-    from ralphstate.install import doctor
+    from ralphstate.install import checkup
 
-    findings = doctor.run(Path.cwd())
+    findings = checkup.run(Path.cwd())
     colours = {"ok": "green", "note": "cyan", "warn": "yellow", "fail": "red"}
     for level, text in findings:
         output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")

@@ -154,7 +154,7 @@ def trust_command() -> None:
     """
     from ralphstate.loop.person import require_person
     from ralphstate.run import runconfig
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
     store = locate()
     require_person(store.paths, "`ralphstate trust`")
@@ -164,10 +164,10 @@ def trust_command() -> None:
     specs = linkedspecs.linked(store.paths.root, store.load(), configured.context)
     settings = runconfig.reviewed(configured, store.paths.root, specs)
     state = checks.trust_checks(store, settings)
-    armed = trust.armed(state)
+    armed = truststore.armed(state)
     for name, command in armed.items():
         output.text(f"  {visible(name)}: {visible(command)}")
-    for name, command in trust.idle(state).items():
+    for name, command in truststore.idle(state).items():
         output.text(
             f"  {visible(name)}: {visible(command)}  (no such criterion: not trusted, never run)"
         )

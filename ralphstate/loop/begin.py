@@ -160,12 +160,12 @@ def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     template's beside them; a trust store that cannot be written leaves them untrusted
     (`status` says so)."""
     from ralphstate.core import actor
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    armed = trust.armed(new)
+    armed = truststore.armed(new)
     if actor.is_person(actor.current()) and all(typed.get(n) == c for n, c in armed.items()):
         with contextlib.suppress(RalphstateError):
-            trust.record(loop, new)
+            truststore.record(loop, new)
 
 
 def _unfinished(store: Store) -> dict[str, object] | None:
@@ -202,7 +202,7 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
     try:
         ledger.begin(loop, new, author, contract, tree, kept)
         if kept is None or "gitSettings" not in kept:
-            from ralphstate.loop.review import record_git_settings
+            from ralphstate.loop.proofreview import record_git_settings
 
             record_git_settings(loop)
         else:  # the loop it replaces had its settings approved: they stay the measure

@@ -65,9 +65,9 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         state = store.load()
     except RalphstateError as exc:
         return f"ralphstate: {exc}"
-    from ralphstate.storage import registry, trust
+    from ralphstate.storage import registry, truststore
 
-    trusted = trust.is_trusted(store.paths, state)
+    trusted = truststore.is_trusted(store.paths, state)
     lines = [views.status(state, str(store.paths.root), style, trusted)]
     lines += views.unknown_here(state, registry.knows(store.paths, state), style)
     try:

@@ -23,7 +23,7 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.storage import fsio, git, jsonstore, locking, registry, trust
+from ralphstate.storage import fsio, git, jsonstore, locking, registry, truststore
 from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 from ralphstate.storage.store import Store
 
@@ -321,7 +321,7 @@ def _source(start: Path) -> tuple[Store, st.State]:
             f"{exc} A worktree's loop starts from the loop here, or from a spec and"
             ' criteria: `ralphstate worktree add NAME "SPEC" -c CRITERION`.'
         ) from None
-    if not trust.is_trusted(store.paths, state):
+    if not truststore.is_trusted(store.paths, state):
         raise RalphstateError(
             f"the checks of the loop in {store.paths.root} are not trusted on this"
             " machine, so they are not copied into a worktree; review them and run"
@@ -363,7 +363,7 @@ def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) ->
     and the run's settings when the copy's are the very ones trusted there."""
     from ralphstate.run import runconfig
 
-    if trust.armed(new) != trust.armed(state):
+    if truststore.armed(new) != truststore.armed(state):
         return
     settings: dict[str, object] | None = None
     with contextlib.suppress(RalphstateError):
@@ -373,10 +373,10 @@ def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) ->
         theirs = runconfig.reviewed(
             runconfig.load(source.paths.root, source.paths.dir), source.paths.root
         )
-        if mine == theirs and trust.run_trusted(source.paths, theirs):
+        if mine == theirs and truststore.run_trusted(source.paths, theirs):
             settings = mine
     with contextlib.suppress(RalphstateError):
-        trust.record(store.paths, new, settings)
+        truststore.record(store.paths, new, settings)
 
 
 def store_in(worktree: Worktree, start: Path) -> Store:
