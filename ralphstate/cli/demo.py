@@ -15,9 +15,12 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import orjson
 
 from ralphstate.agents.table import every
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
 from ralphstate.storage import children
 
 SESSION = "demo-session-0001"
@@ -179,3 +182,17 @@ def _stop(
         if out.get("systemMessage"):
             echo(f"[the person sees] {out['systemMessage']}")
     echo("")
+
+
+@click.command("demo", context_settings=SETTINGS)
+def demo_command() -> None:
+    """Play a short scripted session through the real hooks, in a scratch directory.
+
+    Shows each stop decision and the reason exactly as the model reads it; needs no
+    Claude Code and leaves nothing behind.
+
+    \b
+    Example:
+      ralphstate demo
+    """
+    run(output.text)

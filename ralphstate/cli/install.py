@@ -1,4 +1,5 @@
-"""`ralphstate install`, `doctor` and `demo`: setting up the hooks and seeing them work."""
+"""`ralphstate install`: the hooks in an agent's files; the options and the work
+`uninstall` shares."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 
 
-def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
+def setup_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options `install` and `uninstall` share."""
     options = [
         click.option(
@@ -72,7 +73,7 @@ def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @click.command("install", context_settings=SETTINGS)
-@_setup_options
+@setup_options
 @click.option(
     "--uninstall",
     is_flag=True,
@@ -104,28 +105,10 @@ def install_(**options: Any) -> None:
       ralphstate install --statusline
       ralphstate install --sandbox
     """
-    _setup(**options)
+    setup(**options)
 
 
-@click.command("uninstall", context_settings=SETTINGS)
-@_setup_options
-def uninstall_(**options: Any) -> None:
-    """Remove what `ralphstate install` added, with the same options: its hooks, the
-    permission rules it added (--no-allow keeps them; --allow-only removes them alone),
-    the task tools' switch it turned on, and nothing else. The same as `ralphstate
-    install --uninstall`.
-
-    \b
-    Example:
-      ralphstate uninstall
-      ralphstate uninstall --scope project
-      ralphstate uninstall --agent codex
-      ralphstate uninstall --statusline
-    """
-    _setup(**options, uninstall=True)
-
-
-def _setup(
+def setup(
     scope: str | None,
     agent: str,
     statusline: bool,
@@ -194,42 +177,3 @@ def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: b
     for action in result.actions:
         output.text(action)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
-
-
-@click.command("doctor", context_settings=SETTINGS)
-def doctor_command() -> None:
-    """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
-
-    Each line is `ok` (as it should be), `note` (advice, or worth knowing), `warn` (may
-    not work) or `fail` (does not work). In a subdirectory, the project is that of the
-    loop found from here, as for `install`.
-
-    \b
-    Example:
-      ralphstate doctor
-    """
-    from ralphstate.core.text import visible
-    from ralphstate.install import checkup
-
-    findings = checkup.run(Path.cwd())
-    colours = {"ok": "green", "note": "cyan", "warn": "yellow", "fail": "red"}
-    for level, text in findings:
-        output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")
-    if any(level == "fail" for level, _ in findings):
-        raise SystemExit(1)
-
-
-@click.command("demo", context_settings=SETTINGS)
-def demo_command() -> None:
-    """Play a short scripted session through the real hooks, in a scratch directory.
-
-    Shows each stop decision and the reason exactly as the model reads it; needs no
-    Claude Code and leaves nothing behind.
-
-    \b
-    Example:
-      ralphstate demo
-    """
-    from ralphstate.cli import demo
-
-    demo.run(output.text)
