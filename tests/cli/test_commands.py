@@ -1,0 +1,61 @@
+"""The command table, `COMMANDS` in cli/app.py: every command named as it is called,
+listed in help, and found when mistyped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralphstate.cli.app import COMMANDS
+
+# -- the command table -------------------------------------------------------------------
+# The root group imports a command's module only when it is asked for (cli/lazy.py). In
+# this process every command is loaded already (test_docs walks the tree), so what
+# depends on laziness runs in a real process.
+
+
+def test_every_name_in_the_command_table_is_that_command() -> None:
+    for name, target in COMMANDS.items():
+        module, _, attribute = target.partition(":")
+        __import__(module)
+        assert sys.modules[module].__dict__[attribute].name == name
+
+
+def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> None:
+    from tests.helpers import run_process
+
+    done = run_process(["--help"], cwd=project)
+    assert (done.returncode, done.stderr) == (0, b"")
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    assert "  criteria   List, add, set or remove success criteria." in listed
+    assert "  status     Show the loop: spec, criteria, steps, iteration, owner." in listed
+    done = run_process(["criteria", "--help"], cwd=project)
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == ["add", "check", "list", "remove", "set"]
+
+
+@pytest.mark.parametrize(
+    ("args", "close", "group"),
+    [
+        (["statsu"], "status", "ralphstate"),
+        (["criteria", "chek"], "check", "ralphstate criteria"),
+        (["step", "dne"], "done", "ralphstate step"),
+    ],
+)
+def test_a_mistyped_command_in_a_real_process(
+    project: Path, args: list[str], close: str, group: str
+) -> None:
+    import click
+
+    from tests.helpers import run_process
+
+    done = run_process(args, cwd=project)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert err.startswith(f"ralphstate: No such command {args[-1]!r}.")
+    assert err.endswith(f" (see `{group} --help`)\n")
+    if hasattr(click.exceptions, "NoSuchCommand"):  # click 8.4 and later name close ones
+        assert f"'{close}'" in err
