@@ -8,7 +8,9 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
+from ralphstate.loop import configure
 from ralphstate.loop.project import locate
+from ralphstate.storage import testfiles
 from ralphstate.storage.store import Store
 
 
@@ -61,8 +63,6 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       ralphstate config max-duration none
       ralphstate config guard add e2e/
     """
-    from ralphstate.loop import configure
-
     store = locate()
     if key == "guard":
         _config_guard(store, values)
@@ -84,9 +84,6 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
 
 def _config_guard(store: Store, values: tuple[str, ...]) -> None:
     """`config guard`: the guards, one a line; `config guard ACTION [PATH]...` changes them."""
-    from ralphstate.loop import configure
-    from ralphstate.storage import testfiles
-
     if not values:
         guards = store.load()["guards"]
         for line in [visible(g) for g in guards] if guards else [configure.guards_shown(guards)]:

@@ -15,6 +15,7 @@ from ralphstate.core.text import visible
 from ralphstate.loop import checklist
 from ralphstate.loop.configure import parse_bool
 from ralphstate.loop.project import locate
+from ralphstate.storage import truststore
 
 
 @click.group(context_settings=SETTINGS)
@@ -61,7 +62,6 @@ def criteria_add(name: str, check: str | None) -> None:
             output.error(said)
     if check is None and name in new["checks"]:
         from ralphstate.core.approving import trust_step
-        from ralphstate.storage import truststore
 
         if not truststore.is_trusted(store.paths, new):
             output.error(

@@ -21,6 +21,7 @@ import orjson
 from ralphstate.agents.table import every
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.run.spawn import join_command
 from ralphstate.storage import children
 
 SESSION = "demo-session-0001"
@@ -117,8 +118,6 @@ def run(echo: Callable[[str], None]) -> int:
             if done.code != 0:
                 raise RuntimeError(_text(done.err).strip())
             return _text(done.out).strip()
-
-        from ralphstate.run.spawn import join_command
 
         check = f"{join_command([sys.executable])} -m unittest -q"
         init = ["init", SPEC, "--check", CHECKED, check, "-c", CLAIMED]

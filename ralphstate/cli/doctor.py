@@ -8,6 +8,8 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.core.text import visible
+from ralphstate.install import checkup
 
 
 @click.command("doctor", context_settings=SETTINGS)
@@ -22,9 +24,6 @@ def doctor_command() -> None:
     Example:
       ralphstate doctor
     """
-    from ralphstate.core.text import visible
-    from ralphstate.install import checkup
-
     findings = checkup.run(Path.cwd())
     colours = {"ok": "green", "note": "cyan", "warn": "yellow", "fail": "red"}
     for level, text in findings:

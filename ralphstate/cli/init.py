@@ -1,17 +1,23 @@
-"""`ralphstate init`: start a loop."""
+"""`ralphstate init`: start a loop, and say what it holds, what guards it and what it
+waits for. The options go down whole, as one `begin.InitRequest`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import state as st
+from ralphstate.core.approving import trust_step
+from ralphstate.core.render import NO_CRITERIA
 from ralphstate.core.text import count, short_id, visible
-from ralphstate.loop import begin, readiness
+from ralphstate.loop import begin, enforcement, program, readiness, template
+from ralphstate.storage import testfiles, truststore
 from ralphstate.storage.store import Store
+from ralphstate.verify import baseline
 
 
 @click.command(context_settings=SETTINGS)
@@ -108,26 +114,7 @@ from ralphstate.storage.store import Store
     help="Each criterion's check must fail once before a pass counts (red before green);"
     " the checks the loop has run once now, when they are trusted here.",
 )
-def init(
-    spec: str,
-    criteria: tuple[str, ...],
-    checks: tuple[tuple[str, str], ...],
-    steps: tuple[str, ...],
-    task: Path | None,
-    contract: str | None,
-    max_iterations: int | None,
-    stall_limit: int | None,
-    marker: str | None,
-    continue_message: str | None,
-    from_file: Path | None,
-    force: bool,
-    verify_on_stop: bool | None,
-    here: bool,
-    no_criteria: bool,
-    guard: tuple[str, ...],
-    no_guard: bool,
-    expect_fail: bool,
-) -> None:
+def init(from_file: Path | None, **options: Any) -> None:
     """Start a loop at the project root (.loop/state.json), where the hooks look.
 
     The project root is the agent's project directory (CLAUDE_PROJECT_DIR, ...) when
@@ -149,37 +136,26 @@ def init(
         -s "write the exporter" -s "wire the button" --max-iterations 30
       ralphstate init --from loop-template.md
     """
-    from ralphstate.loop import template
-
     loaded = template.load(from_file) if from_file else None
-    if marker is not None:
-        from ralphstate.core.marker import check_marker
-
-        check_marker(marker)
-    if expect_fail:  # every criterion, with the template's: its check must fail first
-        loaded = dict(loaded or {})
-        loaded["expectFail"] = [*loaded.get("criteria", []), *criteria, *dict(checks)]
-    store, new, backup = begin.init(
-        spec,
-        list(criteria),
-        list(steps),
-        max_iterations=max_iterations,
-        stall_limit=stall_limit,
-        marker=marker,
-        continue_message=continue_message,
-        force=force,
-        template=loaded,
-        verify_on_stop=verify_on_stop,
-        no_criteria=no_criteria,
-        here=here,
-        task=task,
-        guard=list(guard),
-        no_guard=no_guard,
-        checks=dict(checks),
-        contract=contract,
-    )
+    request = begin.InitRequest(template=loaded, **options)
+    store, new, backup = begin.init(request)
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
+    _say_started(store, new)
+    _say_checks(store, new, dict(request.checks))
+    for line in [
+        *baseline.begin(store, new, request.expect_fail),
+        *readiness.said(new, store.paths.root),
+    ]:
+        output.text(line)
+    said = enforcement.for_loop(str(store.paths.root), str(store.paths.dir))
+    if said:  # no agent's hook will enforce the loop
+        output.text(output.style(said, fg="yellow", bold=True))
+
+
+def _say_started(store: Store, new: st.State) -> None:
+    """Where the loop started and what it holds, what it guards, and what its criteria
+    are when they are the task file's boxes or none."""
     owner = f", owned by session {short_id(new['sessionId'])}" if new["sessionId"] else ""
     # Relative to the current directory when it is the project root, else in full.
     at_root = Path.cwd().resolve() == store.paths.root.resolve()
@@ -189,8 +165,6 @@ def init(
         f"{count(len(new['criteria']), 'criterion')}, {count(len(new['steps']), 'step')},"
         f" max {count(new['maxIterations'], 'iteration')}{owner}"
     )
-    from ralphstate.storage import testfiles
-
     output.text(testfiles.summary(store.paths.root, new["guards"]))
     if new["boxCriteria"]:
         output.text(
@@ -198,8 +172,6 @@ def init(
             " a box with a check is proved by it; boxes added later are steps."
         )
     if not new["criteria"]:
-        from ralphstate.core.render import NO_CRITERIA
-
         output.text(
             f"{NO_CRITERIA} it"
             if new["noCriteria"]
@@ -207,21 +179,12 @@ def init(
             " (`ralphstate criteria add NAME`); `init --no-criteria` starts a loop that the"
             " completion marker alone ends"
         )
-    _say_checks(store, new, dict(checks))
-    from ralphstate.verify import baseline
-
-    for line in [*baseline.begin(store, new, expect_fail), *readiness.said(new, store.paths.root)]:
-        output.text(line)
-    _enforced(store)
 
 
 def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
     """The loop's checks as `init` started it, and what they wait for: a template's
     (shown, not trusted) and those given with --check; a warning for each whose program
     cannot be found."""
-    from ralphstate.loop import program
-    from ralphstate.storage import truststore
-
     trusted = truststore.is_trusted(store.paths, new)
     for name, command in new["checks"].items():
         mark = "" if trusted else " (not trusted yet)"
@@ -232,20 +195,9 @@ def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
             output.error(said)
     if trusted:
         return
-    from ralphstate.core.approving import trust_step
-
     one = len(new["checks"]) == 1
     whose = "the" if all(typed.get(n) == c for n, c in new["checks"].items()) else "the template's"
     output.text(
         f"{whose} {'check' if one else 'checks'} will not run until you review"
         f" {'it' if one else 'them'}, then {trust_step()}"
     )
-
-
-def _enforced(store: Store) -> None:
-    """One line when no agent's hook will enforce the loop (`loop.enforcement`)."""
-    from ralphstate.loop.enforcement import for_loop
-
-    said = for_loop(str(store.paths.root), str(store.paths.dir))
-    if said:
-        output.text(output.style(said, fg="yellow", bold=True))

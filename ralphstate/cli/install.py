@@ -9,9 +9,13 @@ from typing import Any
 
 import click
 
-from ralphstate.agents.table import NAMES
+from ralphstate.agents.table import NAMES, get
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.install import sandboxing, statusline_setup
+from ralphstate.install.agents import hooks_path, install_agent
+from ralphstate.install.scope import notes
+from ralphstate.loop.enforcement import settings_root
 
 
 def setup_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -118,10 +122,6 @@ def setup(
     uninstall: bool,
     sandbox: bool = False,
 ) -> None:
-    from ralphstate.agents.table import get
-    from ralphstate.install.agents import hooks_path, install_agent
-    from ralphstate.loop.enforcement import settings_root
-
     hook_file = get(agent).hook_file
     if tasks and (not hook_file.task_events or statusline):
         raise click.UsageError(
@@ -137,8 +137,6 @@ def setup(
         _sandbox(agent, scope, root, uninstall, statusline or tasks or allow_only)
         return
     if statusline:
-        from ralphstate.install import statusline_setup
-
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
         scope = scope or "user"
@@ -156,8 +154,6 @@ def setup(
         )
     for action in result.actions:
         output.text(action)
-    from ralphstate.install.scope import notes
-
     hooks = not statusline and not allow_only
     for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
         output.text(line)
@@ -165,9 +161,6 @@ def setup(
 
 
 def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: bool) -> None:
-    from ralphstate.install import sandboxing
-    from ralphstate.install.agents import hooks_path
-
     if agent != "claude" or more:
         raise click.UsageError(
             "--sandbox is Claude Code's settings alone; leave --agent, --statusline, --tasks"

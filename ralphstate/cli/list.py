@@ -6,7 +6,9 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.core import views
 from ralphstate.loop import listing
+from ralphstate.storage import registry
 
 
 @click.command("list", context_settings=SETTINGS)
@@ -21,16 +23,12 @@ def list_(as_json: bool, prune: bool) -> None:
       ralphstate list --prune
     """
     rows = listing.list_loops(prune)
-    from ralphstate.storage import registry
-
     unusable = registry.problem()
     if unusable:  # never an empty list without a word
         output.error(unusable)
     if as_json:
         output.json(rows)
         return
-    from ralphstate.core import views
-
     if not rows:
         output.text("no loops recorded on this machine")
     for row in rows:

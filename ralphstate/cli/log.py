@@ -6,7 +6,11 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
+from ralphstate.core import limits
+from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import locate
+from ralphstate.run import logline
+from ralphstate.storage.store import of_loop
 
 
 @click.command(context_settings=SETTINGS)
@@ -29,11 +33,6 @@ def log(lines: int, as_json: bool, every_loop: bool) -> None:
     Example:
       ralphstate log -n 50
     """
-    from ralphstate.core import limits
-    from ralphstate.core.errors import RalphstateError
-    from ralphstate.run import logline
-    from ralphstate.storage.store import of_loop
-
     store = locate()
     entries = store.history(limits.MAX_LOG_LINES)
     if not every_loop:

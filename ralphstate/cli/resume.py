@@ -6,7 +6,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
-from ralphstate.core import budgets
+from ralphstate.core import budgets, render
 from ralphstate.loop import control
 from ralphstate.loop.project import locate
 
@@ -26,8 +26,6 @@ def resume(more: int | None) -> None:
     Example:
       ralphstate resume --more 10
     """
-    from ralphstate.core import render
-
     new, changed = control.resume(locate(), more)
     already = "" if changed else "already "
     line = f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}"

@@ -12,7 +12,10 @@ from ralphstate.cli.options import SETTINGS
 from ralphstate.core import actor, proof
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
+from ralphstate.loop import proofreview
+from ralphstate.loop.person import require_person
 from ralphstate.loop.project import locate
+from ralphstate.storage import ledger
 
 
 @click.command(context_settings=SETTINGS)
@@ -35,8 +38,6 @@ def review_command(approve: bool, revert: bool, as_json: bool) -> None:
       ralphstate review
       ralphstate review --approve
     """
-    from ralphstate.loop import proofreview
-
     if approve and revert:
         raise RalphstateError("--approve and --revert go one at a time.")
     store = locate()
@@ -59,15 +60,10 @@ def review_command(approve: bool, revert: bool, as_json: bool) -> None:
 
 def _person_only(store: Any, what: str) -> None:
     """Refuse an approval from an agent session or a run (loop/person.py)."""
-    from ralphstate.loop.person import require_person
-
     require_person(store.paths, f"ralphstate {what}")
 
 
 def _shown(store: Any, state: Any) -> dict[str, Any]:
-    from ralphstate.loop import proofreview
-    from ralphstate.storage import ledger
-
     entry = ledger.of_loop(store.paths, state) or {}
     pending = proofreview.pending(store, state)
     approved = entry.get("approved") if isinstance(entry.get("approved"), dict) else None

@@ -7,7 +7,11 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core.text import visible
+from ralphstate.loop import linkedspecs
+from ralphstate.loop.person import require_person
 from ralphstate.loop.project import locate
+from ralphstate.run import runconfig
+from ralphstate.storage import truststore
 from ralphstate.verify import checks
 
 
@@ -33,15 +37,9 @@ def trust_command() -> None:
       ralphstate run --dry-run
       ralphstate trust
     """
-    from ralphstate.loop.person import require_person
-    from ralphstate.run import runconfig
-    from ralphstate.storage import truststore
-
     store = locate()
     require_person(store.paths, "`ralphstate trust`")
     configured = runconfig.load(store.paths.root, store.paths.dir)
-    from ralphstate.loop import linkedspecs
-
     specs = linkedspecs.linked(store.paths.root, store.load(), configured.context)
     settings = runconfig.reviewed(configured, store.paths.root, specs)
     state = checks.trust_checks(store, settings)

@@ -12,7 +12,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
-from ralphstate.verify import execute, onecheck
+from ralphstate.verify import execute, onecheck, pool
 
 EXIT_INTERRUPTED = 130
 
@@ -40,8 +40,6 @@ def result_lines(result: onecheck.CheckResult) -> list[str]:
 
 def _interrupted(exc: KeyboardInterrupt, shown: int) -> str:
     """What `verify` says when it was interrupted: what it stopped, what it kept."""
-    from ralphstate.verify import pool
-
     finished = len(exc.finished) if isinstance(exc, pool.Interrupted) else shown
     stopped = len(exc.unfinished) if isinstance(exc, pool.Interrupted) else 1
     if stopped == 1:

@@ -68,7 +68,7 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
     from ralphstate.storage import registry, truststore
 
     trusted = truststore.is_trusted(store.paths, state)
-    lines = [views.status(state, str(store.paths.root), style, trusted)]
+    lines = [views.status(state, views.StatusFacts(str(store.paths.root), trusted), style)]
     lines += views.unknown_here(state, registry.knows(store.paths, state), style)
     try:
         history = of_loop(store.history(200), state["loopId"])

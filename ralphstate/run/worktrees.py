@@ -170,16 +170,10 @@ def add(
         if source is not None:
             store, state = _copy_loop(source, where, replace)
         else:
-            store, state, _ = begin.init(
-                spec,
-                criteria or [],
-                steps or [],
-                max_iterations=None,
-                stall_limit=None,
-                marker=None,
-                start=where,
-                force=replace,
+            asked = begin.InitRequest(
+                spec, tuple(criteria or []), steps=tuple(steps or []), force=replace
             )
+            store, state, _ = begin.init(asked, start=where)
     except BaseException:
         _undo(start, place, where, branch if created else None, made)
         raise
@@ -338,17 +332,17 @@ def _copy_loop(
     of it git checked out there."""
     source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
-    store, new, _ = begin.init(
+    asked = begin.InitRequest(
         state["spec"],
-        list(state["criteria"]),
-        list(state["steps"]),
+        tuple(state["criteria"]),
+        steps=tuple(state["steps"]),
         max_iterations=state["maxIterations"],
         stall_limit=state["stallLimit"],
         marker=state["completionMarker"],
         template=template,
-        start=where,
         force=replace,
     )
+    store, new, _ = begin.init(asked, start=where)
     config = source_store.paths.dir / CONFIG_NAME
     if config.is_file():  # the run's settings (agent command, timeout) come along
         with contextlib.suppress(OSError):
