@@ -29,7 +29,7 @@ from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.fields import EVIDENCE_RESULTS
 from ralphstate.hooks import arrival, notify
-from ralphstate.storage import filestamp, notices, paths, registry, trust
+from ralphstate.storage import filestamp, notices, paths, registry, truststore
 from ralphstate.storage.store import Store
 from tests.helpers import run_process
 from tests.helpers.hardening import (
@@ -223,7 +223,7 @@ def expected_stop(
     # Otherwise a loop nobody knows is a file the session's agent wrote (the fuzz's
     # project is in no git repository): taken, and the person told so.
     claims = queries.verify_on_stop(state) and any(c in state["checks"] for c in state["criteria"])
-    untrusted = claims and not trust.is_trusted(loop, state)
+    untrusted = claims and not truststore.is_trusted(loop, state)
     facts = StopFacts(
         session,
         agent.last_message(hook_input),

@@ -105,7 +105,15 @@ def not_for_a_record() -> tuple[str, ...]:
     return tuple(n for n in NOT_FOR_A_RECORD if n not in loaded_by_the_dependencies())
 
 
-NOT_FOR_A_RECORD_CLI = ("ralphstate.cli.run", "ralphstate.cli.verify", "ralphstate.cli.setup")
+NOT_FOR_A_RECORD_CLI = (
+    "ralphstate.cli.run",
+    "ralphstate.cli.verify",
+    "ralphstate.cli.trust",
+    "ralphstate.cli.config",
+    "ralphstate.cli.install",
+    "ralphstate.cli.doctor",
+    "ralphstate.cli.demo",
+)
 
 
 class Probe:

@@ -120,14 +120,14 @@ def approve(store: Store, base: str) -> None:
     files are approved as the commit `base` holds them, not as the branch does: a test
     the agent changed on the branch in an earlier job is a change to review, as it is
     within one run."""
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
     from ralphstate.loop.person import require_person
-    from ralphstate.storage import ledger, trust
+    from ralphstate.storage import ledger, truststore
     from ralphstate.storage.store import append_history
 
     require_person(store.paths, "`ralphstate ci`")
     by = actor.current()
-    state = review.approve(store, by, None)
+    state = proofreview.approve(store, by, None)
     if state.get("guards"):
         tree = git.run_git(
             ["rev-parse", "--verify", "--quiet", f"{base}^{{tree}}"], store.paths.root
@@ -135,10 +135,10 @@ def approve(store: Store, base: str) -> None:
         if tree is None or not tree.ok:
             raise RalphstateError(f"git does not know the base commit {base[:10]}.")
         ledger.approve(store.paths, state, by, proof.contract_of(state), tree.out.strip())
-    armed = trust.armed(state)
+    armed = truststore.armed(state)
     event: Event = {
         "event": "trusted",
         "checks": len(armed),
-        "checksHash": trust.checks_hash(armed)[:16],
+        "checksHash": truststore.checks_hash(armed)[:16],
     }
     append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])

@@ -1,6 +1,7 @@
 """The root command group and `run_cli`, which maps every error to one line and an exit
-code. Each command lives in the module of its group and is imported when it is asked
-for (see lazy.py); this module imports click and nothing of the commands."""
+code. Each command lives in a module named after it (a group's commands in the group's)
+and is imported when it is asked for (see lazy.py); this module imports click and
+nothing of the commands."""
 
 from __future__ import annotations
 
@@ -19,25 +20,25 @@ from ralphstate.core.errors import RalphstateError
 
 # Command name -> "module:attribute" of its click command.
 COMMANDS = {
-    "init": "ralphstate.cli.overview:init",
-    "status": "ralphstate.cli.overview:status",
-    "show": "ralphstate.cli.overview:show",
-    "log": "ralphstate.cli.overview:log",
-    "list": "ralphstate.cli.overview:list_",
+    "init": "ralphstate.cli.init:init",
+    "status": "ralphstate.cli.status:status",
+    "show": "ralphstate.cli.show:show",
+    "log": "ralphstate.cli.log:log",
+    "list": "ralphstate.cli.list:list_",
     "criteria": "ralphstate.cli.criteria:criteria",
-    "step": "ralphstate.cli.steps:step",
-    "pause": "ralphstate.cli.lifecycle:pause",
-    "resume": "ralphstate.cli.lifecycle:resume",
-    "adopt": "ralphstate.cli.lifecycle:adopt",
-    "cancel": "ralphstate.cli.lifecycle:cancel",
-    "install": "ralphstate.cli.setup:install_",
-    "uninstall": "ralphstate.cli.setup:uninstall_",
-    "doctor": "ralphstate.cli.setup:doctor_command",
-    "demo": "ralphstate.cli.setup:demo_command",
+    "step": "ralphstate.cli.step:step",
+    "pause": "ralphstate.cli.pause:pause",
+    "resume": "ralphstate.cli.resume:resume",
+    "adopt": "ralphstate.cli.adopt:adopt",
+    "cancel": "ralphstate.cli.cancel:cancel",
+    "install": "ralphstate.cli.install:install_",
+    "uninstall": "ralphstate.cli.uninstall:uninstall_",
+    "doctor": "ralphstate.cli.doctor:doctor_command",
+    "demo": "ralphstate.cli.demo:demo_command",
     "verify": "ralphstate.cli.verify:verify_command",
-    "trust": "ralphstate.cli.verify:trust_command",
-    "review": "ralphstate.cli.approval:review_command",
-    "config": "ralphstate.cli.verify:config",
+    "trust": "ralphstate.cli.trust:trust_command",
+    "review": "ralphstate.cli.review:review_command",
+    "config": "ralphstate.cli.config:config",
     "run": "ralphstate.cli.run:run_command",
     "watch": "ralphstate.cli.watch:watch_command",
     "report": "ralphstate.cli.report:report",

@@ -1,25 +1,24 @@
-"""`ralphstate criteria list|add|set|remove`; `criteria check` lives with the other
-commands about checks, in verify.py, and is imported only when it is asked for."""
+"""`ralphstate criteria list|add|set|remove|check`: the success criteria and their checks.
+
+`criteria set` runs dozens of times a loop: `criteria check` imports the checks' module
+(verify/checks.py) only when it runs."""
 
 from __future__ import annotations
 
 import click
 
 from ralphstate.cli import output
-from ralphstate.cli.lazy import LazyGroup
 from ralphstate.cli.options import SETTINGS
-from ralphstate.core import queries
+from ralphstate.core import limits, queries
+from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.loop import checklist
 from ralphstate.loop.configure import parse_bool
 from ralphstate.loop.project import locate
+from ralphstate.storage import truststore
 
 
-@click.group(
-    cls=LazyGroup,
-    lazy={"check": "ralphstate.cli.verify:criteria_check"},
-    context_settings=SETTINGS,
-)
+@click.group(context_settings=SETTINGS)
 def criteria() -> None:
     """List, add, set or remove success criteria.
 
@@ -63,9 +62,8 @@ def criteria_add(name: str, check: str | None) -> None:
             output.error(said)
     if check is None and name in new["checks"]:
         from ralphstate.core.approving import trust_step
-        from ralphstate.storage import trust
 
-        if not trust.is_trusted(store.paths, new):
+        if not truststore.is_trusted(store.paths, new):
             output.error(
                 f"criterion '{visible(name)}' has a check that came with the file:"
                 f" {visible(new['checks'][name])}; the checks are not trusted until you"
@@ -102,3 +100,75 @@ def criteria_remove(name: str) -> None:
     """
     found = checklist.criteria_remove(locate(), name)
     output.text(f"removed criterion '{visible(found)}'")
+
+
+@criteria.command("check", context_settings=SETTINGS)
+@click.argument("name")
+@click.argument("command", required=False)
+@click.option(
+    "--timeout",
+    type=float,
+    default=None,
+    help=f"Seconds the check may run (default {limits.CHECK_TIMEOUT:g}).",
+)
+@click.option("--remove", is_flag=True, help="Remove the criterion's check.")
+@click.option(
+    "--expect-fail/--no-expect-fail",
+    default=None,
+    help="The check must fail once before a pass counts (red before green); --no-expect-fail"
+    " takes that back, which a person must approve when an agent does it.",
+)
+@click.option(
+    "--alone/--not-alone",
+    default=None,
+    help="The check runs with no other check beside it (it shares a port, a database or"
+    " a build directory with them); --not-alone lets it run beside them again.",
+)
+def criteria_check(
+    name: str,
+    command: str | None,
+    timeout: float | None,
+    remove: bool,
+    expect_fail: bool | None,
+    alone: bool | None,
+) -> None:
+    """Show, set or remove the shell command that verifies a criterion.
+
+    NAME may be the criterion's number. The command runs in the project root with
+    `ralphstate verify` (and, with verify-on-stop, before the loop may end); exit code
+    0 means the criterion is met. Checks run side by side; one given --alone runs with
+    none beside it. A check set here stays trusted on this machine when the loop's
+    checks were trusted before.
+
+    \b
+    Example:
+      ralphstate criteria check "tests pass" "pytest -q"
+      ralphstate criteria check "tests pass" --timeout 900
+      ralphstate criteria check "parser handles tabs" "pytest -q -k tabs" --expect-fail
+      ralphstate criteria check "e2e pass" --alone
+      ralphstate criteria check "tests pass"
+      ralphstate criteria check "tests pass" --remove
+    """
+    from ralphstate.verify import checks  # not for `criteria set`: see the docstring
+
+    store = locate()
+    settings = (timeout, expect_fail, alone)
+    if remove and (command is not None or timeout is not None or expect_fail is not None):
+        raise RalphstateError("--remove takes no command, no --timeout and no --expect-fail.")
+    if remove and alone is not None:
+        raise RalphstateError("--remove takes no --alone: the check goes, and its setting too.")
+    if command is None and all(v is None for v in settings) and not remove:
+        output.text(checks.describe(store.load(), name))
+        return
+    found, new = checks.set_check(
+        store, name, command, timeout=timeout, remove=remove, expect_fail=expect_fail, alone=alone
+    )
+    output.text(
+        f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)
+    )
+    if command is not None:
+        from ralphstate.loop import program
+
+        said = program.warning(found, command, store.paths.root)
+        if said:
+            output.error(said)

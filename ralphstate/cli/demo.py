@@ -15,9 +15,13 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import orjson
 
 from ralphstate.agents.table import every
+from ralphstate.cli import output
+from ralphstate.cli.options import SETTINGS
+from ralphstate.run.spawn import join_command
 from ralphstate.storage import children
 
 SESSION = "demo-session-0001"
@@ -115,8 +119,6 @@ def run(echo: Callable[[str], None]) -> int:
                 raise RuntimeError(_text(done.err).strip())
             return _text(done.out).strip()
 
-        from ralphstate.run.spawn import join_command
-
         check = f"{join_command([sys.executable])} -m unittest -q"
         init = ["init", SPEC, "--check", CHECKED, check, "-c", CLAIMED]
         init += [*[arg for s in STEPS for arg in ("-s", s)], "--max-iterations", "10"]
@@ -179,3 +181,17 @@ def _stop(
         if out.get("systemMessage"):
             echo(f"[the person sees] {out['systemMessage']}")
     echo("")
+
+
+@click.command("demo", context_settings=SETTINGS)
+def demo_command() -> None:
+    """Play a short scripted session through the real hooks, in a scratch directory.
+
+    Shows each stop decision and the reason exactly as the model reads it; needs no
+    Claude Code and leaves nothing behind.
+
+    \b
+    Example:
+      ralphstate demo
+    """
+    run(output.text)

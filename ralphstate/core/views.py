@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ralphstate.core import checkrun, clock, leftchecks, ownership, queries
@@ -165,26 +166,48 @@ def _hand_over(state: st.State) -> list[str]:
     return [f"handed over after {span(limit)} idle" if limit else "never handed over by time"]
 
 
-def status(
-    state: st.State,
-    where: str,
-    style: Style = _plain,
-    trusted: bool | None = None,
-    tree: str | None = None,
-    guarded: str | None = None,
-    already: Collection[str] = (),
-    in_git: bool | None = None,
-    every: bool = False,
-) -> str:
-    """The status view; `trusted` says whether the loop's checks may run here (None:
-    not known, not shown); `tree` is the id of the tree the work tree holds now, and
-    marks verified criteria proven on another tree `stale` (None: not known);
-    `guarded` is the line about the guarded files, after the checks (None: none);
-    `already`: the criteria already true before any work (core/redgreen.py);
-    `in_git` whether the loop is in a git repository, for the line on clean-room
-    verification (None: not known, not shown); `every`: list every criterion, check,
+@dataclass(frozen=True)
+class StatusFacts:
+    """What `status` shows besides the state, gathered in one place
+    (loop/statusfacts.py), as the Stop hook's are in `decide.StopFacts`.
+
+    `where`: the loop's project root, as shown. `trusted`: whether the loop's checks
+    may run here (None: not known, not shown). `tree`: the id of the tree the work tree
+    holds now, which marks verified criteria proven on another tree `stale` (None: not
+    known). `guarded`: the line about the guarded files, after the checks (None: none).
+    `already`: the criteria already true before any work (core/redgreen.py). `in_git`:
+    whether the loop is in a git repository, for the line on clean-room verification
+    (None: not known, not shown).
+
+    After the view (`status_notes`): `known_here`, whether this machine made or adopted
+    the loop; `proof`, the proof's standing (loop/proofreview.py's `summary`) and
+    `proof_said`, its lines; `last_run_sandbox`, how the newest `ralphstate run`
+    confined its agent (None: no sandbox mode); `task_file_problem`, why the task file
+    cannot be read; `hooks_view`, in a subdirectory, which loop the hooks see (whether
+    it is this one, and the sentence); `unenforced`, the line said when no agent's
+    hook enforces the loop."""
+
+    where: str
+    trusted: bool | None = None
+    tree: str | None = None
+    guarded: str | None = None
+    already: tuple[str, ...] = ()
+    in_git: bool | None = None
+    known_here: bool = True
+    proof: dict[str, Any] = field(default_factory=dict)
+    proof_said: tuple[str, ...] = ()
+    last_run_sandbox: str | None = None
+    task_file_problem: str | None = None
+    hooks_view: tuple[bool, str] | None = None
+    unenforced: str | None = None
+
+
+def status(state: st.State, facts: StatusFacts, style: Style = _plain, every: bool = False) -> str:
+    """The status view of `state` with `facts`; `every`: list every criterion, check,
     step and task, where by default each list shows its first `STATUS_ROWS` (the unmet
     criteria and the remaining steps first) and says how many more there are."""
+    where, trusted, tree, guarded = facts.where, facts.trusted, facts.tree, facts.guarded
+    already, in_git = facts.already, facts.in_git
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))
     colour = {"in_progress": "yellow", "paused": "magenta", "complete": "green"}.get(
@@ -251,6 +274,26 @@ def status(
         )
     lines += _bounded(_loose_tasks(state, style), every, "tasks")
     return "\n".join(lines)
+
+
+def status_notes(state: st.State, facts: StatusFacts, style: Style = _plain) -> list[str]:
+    """The lines `status` prints after the view: the last run's sandbox, the proof, a
+    loop the hooks ignore here, a task file that cannot be read, which loop the hooks
+    see from a subdirectory, and a loop no hook enforces."""
+    lines = (
+        []
+        if facts.last_run_sandbox is None
+        else [f"sandbox of the last run: {visible(facts.last_run_sandbox)}"]
+    )
+    lines += [*facts.proof_said, *unknown_here(state, facts.known_here, style)]
+    if facts.task_file_problem:
+        lines.append(style(facts.task_file_problem, fg="yellow", bold=True))
+    if facts.hooks_view is not None:
+        seen, said = facts.hooks_view
+        lines.append(said if seen else style(said, fg="yellow", bold=True))
+    if facts.unenforced:
+        lines.append(style(facts.unenforced, fg="yellow", bold=True))
+    return lines
 
 
 # How many lines each list of `status` shows unless asked for `--all`.

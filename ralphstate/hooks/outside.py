@@ -43,7 +43,7 @@ def notice(store: Store, state: st.State) -> str | None:
             " it was paused outside ralphstate (a hand edit), not by a person's command."
             " `ralphstate resume` goes on."
         )
-    from ralphstate.loop.review import agent_ending
+    from ralphstate.loop.proofreview import agent_ending
 
     ended = agent_ending(store, state)
     if ended is None:

@@ -82,11 +82,11 @@ def _question(found: str, loop: LoopPaths) -> str:
         import contextlib
 
         from ralphstate.core.text import count
-        from ralphstate.storage import trust
+        from ralphstate.storage import truststore
         from ralphstate.storage.store import Store
 
         with contextlib.suppress(Exception):  # a loop it cannot read: asked all the same
-            checks = count(len(trust.armed(Store(loop).load())), "check")
+            checks = count(len(truststore.armed(Store(loop).load())), "check")
     what = _WHAT[found].format(checks=checks)
     read = "them (`ralphstate status`)" if found == "trust" else "the changes (`ralphstate review`)"
     return f"ralphstate: the agent asks {what}. Only you may: say yes if you have read {read}."

@@ -24,7 +24,7 @@ from ralphstate.core.text import count
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Unusable, complain, note
-from ralphstate.storage import lessons, paths, registry, trust
+from ralphstate.storage import lessons, paths, registry, truststore
 from ralphstate.storage.store import Event, Store
 
 
@@ -62,7 +62,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         return _foreign(agent, loop, state)
     if verdict in TAKING and session_id:
         base.record("session-start", loop, state, pid)
-    trusted = trust.is_trusted(loop, state)
+    trusted = truststore.is_trusted(loop, state)
     state = _with_task_file(loop, _told(store, state))
     line = restore.session_line(state, source)
     if verdict == "takeover":
@@ -127,7 +127,7 @@ def _note_present(loop: paths.LoopPaths, session_id: str) -> None:
 def _unknown(agent: Agent, loop: paths.LoopPaths, state: st.State) -> Output | None:
     """For the person: a loop that came with a clone is here, and ignored until adopted."""
     checks = ""
-    if not trust.is_trusted(loop, state):
+    if not truststore.is_trusted(loop, state):
         n = len(state["checks"])
         checks = (
             f" Its {count(n, 'check')} will not run until you review"

@@ -247,10 +247,10 @@ def _with_tasks(state: st.State, boxes: list[Any] | None) -> None:
 def _review(store: Store, state: st.State) -> Pending:
     """What a person must review before this claimed completion counts; a fault in
     finding it (git, the ledger) asks for the review rather than let it pass."""
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
 
     try:
-        return review.pending(store, state)
+        return proofreview.pending(store, state)
     except Exception as exc:  # noqa: BLE001 - the review must not crash the hook
         note("stop", f"could not compare the loop's proof with the approved one ({exc})")
         return Pending([f"the proof could not be compared with the approved one ({exc})"])

@@ -23,7 +23,7 @@ from ralphstate.core import state as st
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Fault, Refused
-from ralphstate.storage import notices, paths, registry, trust
+from ralphstate.storage import notices, paths, registry, truststore
 from ralphstate.storage.store import Event, Store
 
 # What `notices` remembers, per session, of the one notice on untrusted checks.
@@ -58,7 +58,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     names = [n for n in names if n in state["checks"]]
     if not names or not queries.verify_on_stop(state):
         return None
-    if not trust.is_trusted(loop, state):
+    if not truststore.is_trusted(loop, state):
         return _untrusted(agent, loop, session_id, subject, names)
     verified = base.run_checks(store, names, by="task")
     if verified.untrusted:  # the checks changed since they were read

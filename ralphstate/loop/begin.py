@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
-from ralphstate.loop import readiness, taskfile
+from ralphstate.core.marker import check_marker
+from ralphstate.loop import readiness, taskfile, tracker
 from ralphstate.loop.gitignore import ignore_local_files
 from ralphstate.loop.project import claude_pid, current_session, project_root
 from ralphstate.storage import registry
@@ -22,61 +24,79 @@ from ralphstate.storage.store import Store
 TEMPLATE_ONLY = ("criteria", "steps", "spec", "remainingSteps", "tracker")
 
 
+@dataclass(frozen=True)
+class InitRequest:
+    """What `ralphstate init` is asked, built once from its options (cli/init.py) and
+    passed down whole.
+
+    `spec`, `criteria` and `steps` as given (a template's go first). `checks`: criteria
+    given with their check commands (`--check NAME COMMAND`), before `criteria`; when a
+    person gives them and the template brings none, they are trusted here. `task`: the
+    markdown file whose boxes are the steps; `contract` "boxes": its boxes are the
+    criteria (loop/boxcontract.py). `max_iterations`, `stall_limit`, `marker`,
+    `continue_message`, `verify_on_stop`: None takes the template's, else the default.
+    `template`: a template already read (`--from`, loop/template.py). `force`: replace
+    an unfinished loop (a copy is kept). `here`: in the starting directory itself, not
+    at its project root. `no_criteria`: a loop without criteria, which the marker alone
+    ends. `guard` adds pathspecs to the guarded files; `no_guard` guards none.
+    `expect_fail`: each criterion's check must fail once before a pass counts."""
+
+    spec: str = ""
+    criteria: tuple[str, ...] = ()
+    checks: tuple[tuple[str, str], ...] = ()
+    steps: tuple[str, ...] = ()
+    task: Path | None = None
+    contract: str | None = None
+    max_iterations: int | None = None
+    stall_limit: int | None = None
+    marker: str | None = None
+    continue_message: str | None = None
+    template: dict[str, Any] | None = None
+    force: bool = False
+    verify_on_stop: bool | None = None
+    here: bool = False
+    no_criteria: bool = False
+    guard: tuple[str, ...] = ()
+    no_guard: bool = False
+    expect_fail: bool = False
+
+
 def init(
-    spec: str,
-    criteria: list[str],
-    steps: list[str],
-    *,
-    max_iterations: int | None,
-    stall_limit: int | None,
-    marker: str | None,
-    continue_message: str | None = None,
-    force: bool = False,
-    template: dict[str, Any] | None = None,
-    verify_on_stop: bool | None = None,
-    no_criteria: bool = False,
-    start: str | os.PathLike[str] | None = None,
-    here: bool = False,
-    task: Path | None = None,
-    guard: list[str] | None = None,
-    no_guard: bool = False,
-    checks: dict[str, str] | None = None,
-    contract: str | None = None,
+    request: InitRequest, start: str | os.PathLike[str] | None = None
 ) -> tuple[Store, st.State, Any]:
-    """Start a loop at the project root of `start` (the current directory), or in
-    `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to replace an unfinished
-    one. `no_criteria`: a loop without criteria, which the marker alone ends. `guard`
-    adds pathspecs to the guarded files; `no_guard` guards none. `checks`: criteria
-    given with their check commands (`init --check NAME COMMAND`), before `criteria`;
-    when a person gives them and the template brings none, they are trusted here.
-    `contract` "boxes": the task file's boxes are the loop's criteria (loop/boxcontract.py).
-    A template or task file with a tracker's frontmatter gives its settings
-    (loop/tracker.py)."""
+    """Start the loop `request` asks for at the project root of `start` (the current
+    directory), or in `start` itself with `here`, or in $RALPHSTATE_DIR; refuse to
+    replace an unfinished one. A template or task file with a tracker's frontmatter
+    gives its settings (loop/tracker.py)."""
+    if request.marker is not None:
+        check_marker(request.marker)
     base = Path.cwd() if start is None else Path(start)
-    loop = for_init(base if here else project_root(base))
+    loop = for_init(base if request.here else project_root(base))
     store = Store(loop)
     _refuse_while_run(loop)
-    if store.exists() and not force:
+    if store.exists() and not request.force:
         _refuse_unfinished(store)
-    extra = dict(template or {})
+    extra = _template(request)
     trackers = [extra.pop("tracker")] if "tracker" in extra else []
-    steps, boxes, body = _task_steps(loop, task, steps, extra, trackers)
-    from ralphstate.loop import tracker
-
-    max_iterations, marker, start_at = tracker.settle(trackers, extra, max_iterations, marker)
-    max_iterations, stall_limit, marker = _limits(extra, max_iterations, stall_limit, marker)
+    steps, boxes, body = _task_steps(loop, request.task, list(request.steps), extra, trackers)
+    max_iterations, marker, start_at = tracker.settle(
+        trackers, extra, request.max_iterations, request.marker
+    )
+    max_iterations, stall_limit, marker = _limits(
+        extra, max_iterations, request.stall_limit, marker
+    )
     tracker.refuse_marker(body, marker, str(extra.get("tasksFile")))
-    own = _box_contract(contract, boxes, extra)
-    spec = _spec(spec, extra)
-    checks = _own_checks(checks or {})
+    own = _box_contract(request.contract, boxes, extra)
+    spec = _spec(request.spec, extra)
+    checks = _own_checks(dict(request.checks))
     # The template's criteria, then those given with their checks, then the others.
-    criteria = list(dict.fromkeys([*extra.get("criteria", []), *own, *checks, *criteria]))
+    criteria = list(dict.fromkeys([*extra.get("criteria", []), *own, *checks, *request.criteria]))
     if checks:  # over the template's, which wait for trust
         extra["checks"] = {**(extra.get("checks") or {}), **checks}
     steps = list(dict.fromkeys([*extra.get("steps", []), *steps]))
-    _check_names(criteria, steps, no_criteria)
-    _set_extras(extra, continue_message, verify_on_stop, no_criteria)
-    extra["guards"] = _guards(loop, extra, guard or [], no_guard)
+    _check_names(criteria, steps, request.no_criteria)
+    _set_extras(extra, request)
+    extra["guards"] = _guards(loop, extra, list(request.guard), request.no_guard)
     agent, session_id = current_session()
     try:
         new = st.new(
@@ -109,10 +129,10 @@ def init(
         "steps": len(steps),
         "session": new["sessionId"],
     }
-    replaced = _unfinished(store) if force else None
+    replaced = _unfinished(store) if request.force else None
     if replaced is not None:  # `init --force` over a loop not yet over ends that loop
         event["replaced"] = replaced
-    backup = store.create(new, [event], backup=force or store.exists())
+    backup = store.create(new, [event], backup=request.force or store.exists())
     _begin_ledger(loop, new)
     _register(loop, new)
     ignore_local_files(loop)
@@ -122,6 +142,16 @@ def init(
     if checks:
         _trust_typed(loop, new, checks)
     return store, new, backup
+
+
+def _template(request: InitRequest) -> dict[str, Any]:
+    """The template's fields, a copy; with `expect_fail`, every criterion (the
+    template's too) listed in `expectFail`: its check must fail first."""
+    extra = dict(request.template or {})
+    if request.expect_fail:
+        given = [*request.criteria, *dict(request.checks)]
+        extra["expectFail"] = [*extra.get("criteria", []), *given]
+    return extra
 
 
 def _refuse_while_run(loop: LoopPaths) -> None:
@@ -160,12 +190,12 @@ def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     template's beside them; a trust store that cannot be written leaves them untrusted
     (`status` says so)."""
     from ralphstate.core import actor
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    armed = trust.armed(new)
+    armed = truststore.armed(new)
     if actor.is_person(actor.current()) and all(typed.get(n) == c for n, c in armed.items()):
         with contextlib.suppress(RalphstateError):
-            trust.record(loop, new)
+            truststore.record(loop, new)
 
 
 def _unfinished(store: Store) -> dict[str, object] | None:
@@ -202,7 +232,7 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
     try:
         ledger.begin(loop, new, author, contract, tree, kept)
         if kept is None or "gitSettings" not in kept:
-            from ralphstate.loop.review import record_git_settings
+            from ralphstate.loop.proofreview import record_git_settings
 
             record_git_settings(loop)
         else:  # the loop it replaces had its settings approved: they stay the measure
@@ -236,23 +266,18 @@ def _spec(spec: str, extra: dict[str, Any]) -> str:
     return spec
 
 
-def _set_extras(
-    extra: dict[str, Any],
-    continue_message: str | None,
-    verify_on_stop: bool | None,
-    no_criteria: bool,
-) -> None:
+def _set_extras(extra: dict[str, Any], request: InitRequest) -> None:
     """The template's fields the state keeps as they are, with the options that are
     kept the same way."""
     for key in TEMPLATE_ONLY:
         extra.pop(key, None)
     for key in st.RUN_FIELDS:  # a template says what to do, not how far a loop got
         extra.pop(key, None)
-    if continue_message is not None:
-        extra["continueMessage"] = continue_message
-    if verify_on_stop is not None:
-        extra["verifyOnStop"] = verify_on_stop
-    if no_criteria:
+    if request.continue_message is not None:
+        extra["continueMessage"] = request.continue_message
+    if request.verify_on_stop is not None:
+        extra["verifyOnStop"] = request.verify_on_stop
+    if request.no_criteria:
         extra["noCriteria"] = True
 
 
@@ -296,8 +321,6 @@ def _task_steps(
     name = extra["tasksFile"] = taskfile.relative(loop.root, task)
     extra.pop("steps", None)
     data = taskfile.read(loop.root, name)
-    from ralphstate.loop import tracker
-
     settings, body = tracker.read(data.decode("utf-8", "replace"), name)
     if settings is not None:
         trackers.append((name, settings))

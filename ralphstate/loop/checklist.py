@@ -8,7 +8,7 @@ from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import taskfile
-from ralphstate.storage import trust
+from ralphstate.storage import truststore
 from ralphstate.storage.store import Event, Store
 
 # A name that matches nothing is answered with the closest names; a loop with this many
@@ -54,7 +54,7 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
         if name in state["criteria"]:
             raise RalphstateError(f"criterion {name!r} is already in this loop.")
         before.clear()
-        before.update(trust.armed(state))
+        before.update(truststore.armed(state))
         state["criteria"].append(name)
         state["criteriaStatus"][name] = False
         state["evidence"].pop(name, None)
@@ -66,7 +66,7 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
     if st.blank(name):
         raise RalphstateError(st.BLANK["criterion"])
     new = store.update(fn)
-    trust.carry(store.paths, before, new, {name} if check else set())
+    truststore.carry(store.paths, before, new, {name} if check else set())
     return new
 
 
@@ -102,7 +102,7 @@ def criteria_remove(store: Store, name: str) -> str:
     def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         found = find_criterion(state, name)
         before.clear()
-        before.update(trust.armed(state))
+        before.update(truststore.armed(state))
         state["criteria"].remove(found)
         state["criteriaStatus"].pop(found, None)
         state["checks"].pop(found, None)
@@ -112,7 +112,7 @@ def criteria_remove(store: Store, name: str) -> str:
         return found, state
 
     found, new = store.update(fn)
-    trust.carry(store.paths, before, new, {found})
+    truststore.carry(store.paths, before, new, {found})
     return found
 
 

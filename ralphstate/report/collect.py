@@ -51,9 +51,9 @@ def proof_lines(store: Store, state: st.State, history: list[dict[str, Any]]) ->
     """The report's proof section: the summary `status` prints, then who approved,
     reverted or ended what, when."""
     from ralphstate.core import actor
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
 
-    lines = review.summary_lines(review.summary(store, state))
+    lines = proofreview.summary_lines(proofreview.summary(store, state))
     for entry in history:
         name = str(entry.get("event"))
         said = _PROOF_EVENTS.get(name)

@@ -79,7 +79,7 @@ class Story:
     stale_known: bool = False  # whether the work tree's tree was known (git)
     history_cut: bool = False  # only the newest history lines were read
     # What backs the proof: who approved it, what waits for review, endings outside
-    # ralphstate, approvals and the agent's own exits (loop/review.py, the history).
+    # ralphstate, approvals and the agent's own exits (loop/proofreview.py, the history).
     proof: list[str] = field(default_factory=list)
 
     @property

@@ -34,10 +34,10 @@ def check_trusted(store: Store, state: st.State) -> None:
     """RalphstateError when the loop's checks are not trusted here."""
     if not state["checks"]:
         return
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
     from ralphstate.verify import execute
 
-    if not trust.is_trusted(store.paths, state):
+    if not truststore.is_trusted(store.paths, state):
         raise RalphstateError(execute.untrusted_message(store))
 
 

@@ -72,11 +72,11 @@ def finish(
 def _review(ctx: Context, unreadable: bool = True) -> str | None:
     """What a person must review before the run's completion counts, in one line;
     None when the proof is as they approved it."""
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
 
     try:
         state = ctx.store.load()
-        pending = review.pending(ctx.store, state)
+        pending = proofreview.pending(ctx.store, state)
     except RalphstateError as exc:  # a completion that cannot be compared waits for a person
         return (
             f"the proof could not be compared with the approved one ({exc})" if unreadable else None

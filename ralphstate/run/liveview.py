@@ -65,10 +65,10 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         state = store.load()
     except RalphstateError as exc:
         return f"ralphstate: {exc}"
-    from ralphstate.storage import registry, trust
+    from ralphstate.storage import registry, truststore
 
-    trusted = trust.is_trusted(store.paths, state)
-    lines = [views.status(state, str(store.paths.root), style, trusted)]
+    trusted = truststore.is_trusted(store.paths, state)
+    lines = [views.status(state, views.StatusFacts(str(store.paths.root), trusted), style)]
     lines += views.unknown_here(state, registry.knows(store.paths, state), style)
     try:
         history = of_loop(store.history(200), state["loopId"])

@@ -178,9 +178,9 @@ def _inside(files: list[Path], root: Path, where: str) -> None:
 def check_trusted(store: Store, plan: Plan) -> None:
     """Refuse a run whose agent command or context files come from a configuration
     file no person trusted on this machine."""
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    if plan.review and not trust.run_trusted(store.paths, plan.review):
+    if plan.review and not truststore.run_trusted(store.paths, plan.review):
         words = {
             "agent": "the agent command",
             "fallbacks": "fallbacks",
@@ -253,9 +253,9 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
     given = [value for value in (plan.max_cost, loop_left) if value is not None]
     argv = with_budget(plan.argv, min(given) if given else None)
     shown = spawn.join_command(argv)
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
-    trusted = not plan.review or trust.run_trusted(store.paths, plan.review)
+    trusted = not plan.review or truststore.run_trusted(store.paths, plan.review)
     delivery = {
         "stdin": "the prompt goes to its standard input",
         "arg": "the prompt is appended as its last argument",

@@ -23,7 +23,7 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.storage import fsio, git, jsonstore, locking, registry, trust
+from ralphstate.storage import fsio, git, jsonstore, locking, registry, truststore
 from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 from ralphstate.storage.store import Store
 
@@ -170,16 +170,10 @@ def add(
         if source is not None:
             store, state = _copy_loop(source, where, replace)
         else:
-            store, state, _ = begin.init(
-                spec,
-                criteria or [],
-                steps or [],
-                max_iterations=None,
-                stall_limit=None,
-                marker=None,
-                start=where,
-                force=replace,
+            asked = begin.InitRequest(
+                spec, tuple(criteria or []), steps=tuple(steps or []), force=replace
             )
+            store, state, _ = begin.init(asked, start=where)
     except BaseException:
         _undo(start, place, where, branch if created else None, made)
         raise
@@ -321,7 +315,7 @@ def _source(start: Path) -> tuple[Store, st.State]:
             f"{exc} A worktree's loop starts from the loop here, or from a spec and"
             ' criteria: `ralphstate worktree add NAME "SPEC" -c CRITERION`.'
         ) from None
-    if not trust.is_trusted(store.paths, state):
+    if not truststore.is_trusted(store.paths, state):
         raise RalphstateError(
             f"the checks of the loop in {store.paths.root} are not trusted on this"
             " machine, so they are not copied into a worktree; review them and run"
@@ -338,17 +332,17 @@ def _copy_loop(
     of it git checked out there."""
     source_store, state = source  # as read when its trust was judged
     template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
-    store, new, _ = begin.init(
+    asked = begin.InitRequest(
         state["spec"],
-        list(state["criteria"]),
-        list(state["steps"]),
+        tuple(state["criteria"]),
+        steps=tuple(state["steps"]),
         max_iterations=state["maxIterations"],
         stall_limit=state["stallLimit"],
         marker=state["completionMarker"],
         template=template,
-        start=where,
         force=replace,
     )
+    store, new, _ = begin.init(asked, start=where)
     config = source_store.paths.dir / CONFIG_NAME
     if config.is_file():  # the run's settings (agent command, timeout) come along
         with contextlib.suppress(OSError):
@@ -363,7 +357,7 @@ def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) ->
     and the run's settings when the copy's are the very ones trusted there."""
     from ralphstate.run import runconfig
 
-    if trust.armed(new) != trust.armed(state):
+    if truststore.armed(new) != truststore.armed(state):
         return
     settings: dict[str, object] | None = None
     with contextlib.suppress(RalphstateError):
@@ -373,10 +367,10 @@ def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) ->
         theirs = runconfig.reviewed(
             runconfig.load(source.paths.root, source.paths.dir), source.paths.root
         )
-        if mine == theirs and trust.run_trusted(source.paths, theirs):
+        if mine == theirs and truststore.run_trusted(source.paths, theirs):
             settings = mine
     with contextlib.suppress(RalphstateError):
-        trust.record(store.paths, new, settings)
+        truststore.record(store.paths, new, settings)
 
 
 def store_in(worktree: Worktree, start: Path) -> Store:

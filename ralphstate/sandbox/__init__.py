@@ -9,5 +9,7 @@ reach, and the sandboxes that keep it there.
 - `seatbelt`: macOS's `sandbox-exec`, with a profile equivalent to bubblewrap's.
 - `modes`: choosing a mode (`auto`, `off`, ...), refusing one that cannot start, and
   what `doctor` says of each.
-- `lastrun`: how the newest run confined its agent, for `status`.
+
+How the newest run confined its agent, `status` reads from the history alone
+(loop/statusfacts.py), so that it imports no sandbox.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ralphstate.core import redgreen
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
-from ralphstate.storage import trust
+from ralphstate.storage import truststore
 from ralphstate.storage.store import Store
 from ralphstate.verify import execute, firsts
 
@@ -20,8 +20,8 @@ def begin(store: Store, state: st.State, expect_fail: bool) -> list[str]:
         firsts.start(store, state)
         return []
     names = redgreen.expect_fail(state)
-    armed = trust.armed(state)
-    if armed and not trust.is_trusted(store.paths, state):
+    armed = truststore.armed(state)
+    if armed and not truststore.is_trusted(store.paths, state):
         firsts.start(store, state)
         said = (
             f"expect-fail: {_count(names)} must fail before a pass counts; the checks are not"

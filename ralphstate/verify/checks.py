@@ -1,7 +1,7 @@
 """Operations on check commands and verification settings, with no knowledge of click:
 set or remove a criterion's check and its timeout, trust the checks, switch
 verify-on-stop. Changes go through the store (locked, logged); a change made here
-keeps the checks trusted if they were (see `trust.carry`)."""
+keeps the checks trusted if they were (see `truststore.carry`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.loop.checklist import find_criterion
-from ralphstate.storage import trust
+from ralphstate.storage import truststore
 from ralphstate.storage.store import Event, Store, append_history
 
 
@@ -37,7 +37,7 @@ def set_check(
     def fn(state: st.State, events: list[Event]) -> tuple[str, st.State]:
         crit = find_criterion(state, name)
         before.clear()
-        before.update(trust.armed(state))
+        before.update(truststore.armed(state))
         old = _setting(state, crit)
         if expect_fail is not None:
             _expect(state, crit, expect_fail)
@@ -65,7 +65,7 @@ def set_check(
         return crit, state
 
     found, new = store.update(fn)
-    trust.carry(store.paths, before, new, {found})
+    truststore.carry(store.paths, before, new, {found})
     return found, new
 
 
@@ -139,21 +139,21 @@ def describe(state: st.State, name: str) -> str:
 
 
 def trust_checks(store: Store, run: dict[str, object] | None = None) -> st.State:
-    """Trust the loop's current checks (and the run settings `run`, see `trust.record`)
+    """Trust the loop's current checks (and the run settings `run`, see `truststore.record`)
     on this machine, approving its contract and guarded files as they are now
-    (verify/review.py `approve`), and say so in history."""
+    (loop/proofreview.py `approve`), and say so in history."""
     from ralphstate.core import actor
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
 
-    state = review.approve(store, actor.current(), run)
-    armed = trust.armed(state)
+    state = proofreview.approve(store, actor.current(), run)
+    armed = truststore.armed(state)
     event: Event = {
         "event": "trusted",
         "checks": len(armed),
-        "checksHash": trust.checks_hash(armed)[:16],
+        "checksHash": truststore.checks_hash(armed)[:16],
     }
     if run:
-        event["run"] = trust.run_hash(run)[:16]
+        event["run"] = truststore.run_hash(run)[:16]
     append_history(
         store.paths.history,
         [event],

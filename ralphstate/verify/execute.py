@@ -35,7 +35,7 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.loop.checklist import find_criterion
-from ralphstate.storage import git, trust
+from ralphstate.storage import git, truststore
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Event, Store
 from ralphstate.verify import firsts, isolation, pool, watchdog
@@ -124,7 +124,7 @@ def run_checks(
     todo = plan(state, names)
     if not todo:
         return []
-    if not trust.is_trusted(store.paths, state):
+    if not truststore.is_trusted(store.paths, state):
         raise Untrusted(untrusted_message(store))
     deadline = None if budget is None else time.monotonic() + budget
     jobs = [

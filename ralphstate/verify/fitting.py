@@ -30,7 +30,7 @@ from typing import Any
 
 from ralphstate.core import checkrun, queries
 from ralphstate.core import state as st
-from ralphstate.storage import git, ledger, trust
+from ralphstate.storage import git, ledger, truststore
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.storage.store import Store
 from ralphstate.verify import execute, firsts, isolation, onecheck, pool
@@ -79,7 +79,7 @@ def verify(
     found = Verification(budget=seconds, clean=queries.clean_verify(state))
     if not todo:
         return found
-    if not trust.is_trusted(store.paths, state):
+    if not truststore.is_trusted(store.paths, state):
         raise execute.Untrusted(execute.untrusted_message(store))
     try:
         _verify(store, state, todo, found, restore, by)

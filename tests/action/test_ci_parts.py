@@ -199,7 +199,7 @@ def test_the_action_the_workflows_and_the_dockerfile_pass_their_linters(
 def test_a_guarded_test_changed_on_the_branch_is_a_change_to_review(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ralphstate.loop import review
+    from ralphstate.loop import proofreview
     from tests.helpers.gitrepo import git, init_repo, use_identity
 
     use_identity(monkeypatch, tmp_path)
@@ -218,7 +218,7 @@ def test_a_guarded_test_changed_on_the_branch_is_a_change_to_review(
     store = locate(project)
     trusted.approve(store, base)
 
-    changes = review.pending(store, store.load()).changes
+    changes = proofreview.pending(store, store.load()).changes
     assert any("test_calc.py" in change for change in changes), changes
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from ralphstate.loop import template
 from ralphstate.loop.project import locate
-from ralphstate.storage import trust
+from ralphstate.storage import truststore
 from tests.helpers import run_process
 
 FAILING_TEST = (
@@ -31,7 +31,7 @@ def state_of(root: Path) -> dict[str, Any]:
 def trusted() -> bool:
     """Whether the loop here has its checks trusted on this machine."""
     store = locate()
-    return trust.is_trusted(store.paths, store.load())
+    return truststore.is_trusted(store.paths, store.load())
 
 
 def stop(root: Path, message: str) -> dict[str, Any]:

@@ -72,4 +72,4 @@ def test_the_spent_line_shows_what_was_spent(
     usage: dict[str, float], budgets: dict[str, float], line: str
 ) -> None:
     state = st.normalise({"spec": "s", "criteria": ["c"], "usage": usage, **budgets})
-    assert views.status(state, "here").splitlines()[2] == line
+    assert views.status(state, views.StatusFacts("here")).splitlines()[2] == line

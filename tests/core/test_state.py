@@ -571,7 +571,8 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
         ],
     )
     guarded = "guarded: no files (not a git repository)"  # tests/, outside git
-    view = views.status(state, str(root), trusted=False, guarded=guarded, in_git=False)
+    facts = views.StatusFacts(str(root), trusted=False, guarded=guarded, in_git=False)
+    view = views.status(state, facts)
     assert result.out == f"{view}\n{views.UNKNOWN_HERE}\n"
 
     as_json = rs("status", "--json")

@@ -14,7 +14,7 @@ import pytest
 
 from ralphstate.core import restore
 from ralphstate.core import state as st
-from ralphstate.storage import registry, trust
+from ralphstate.storage import registry, truststore
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers.checks import FAIL, PASS
 from tests.helpers.loops import SID, load, own, stop
@@ -109,7 +109,7 @@ def test_an_old_loop_with_a_failing_check_is_verified_on_stop(project: Path) -> 
     (loop / "state.json").write_text(json.dumps(raw))
     state = st.parse((loop / "state.json").read_bytes())
     registry.record(LoopPaths(project, loop), state)
-    trust.record(LoopPaths(project, loop), state)
+    truststore.record(LoopPaths(project, loop), state)
     out = stop(project)
     assert out is not None and out["decision"] == "block"
 

@@ -15,7 +15,7 @@ import pytest
 
 from ralphstate.core import limits, restore, tie
 from ralphstate.core import state as st
-from ralphstate.storage import registry, trust
+from ralphstate.storage import registry, truststore
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import FIXTURES, run_process
 from tests.helpers.checks import (
@@ -58,7 +58,7 @@ def make_loop(
     if known:
         registry.record(paths, state)
     if trusted:
-        trust.record(paths, state)
+        truststore.record(paths, state)
     return loop / "state.json"
 
 

@@ -14,7 +14,7 @@ import pytest
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
-from ralphstate.storage import registry, trust
+from ralphstate.storage import registry, truststore
 from ralphstate.storage.paths import LoopPaths
 from ralphstate.verify.onecheck import CheckResult
 from tests.helpers import run_process
@@ -63,7 +63,7 @@ def make_loop(
     paths = LoopPaths(root, loop)
     registry.record(paths, state)
     if trusted:
-        trust.record(paths, state)
+        truststore.record(paths, state)
     return loop / "state.json"
 
 

@@ -16,7 +16,7 @@ from ralphstate.core import actor
 from ralphstate.core.approving import APPROVAL_ENV, trust_step
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import person
-from ralphstate.storage import approvals, paths, trust
+from ralphstate.storage import approvals, paths, truststore
 from tests.helpers import run_process
 from tests.helpers.checks import PASS
 
@@ -38,7 +38,7 @@ def loop(project: Path, rs: Any) -> paths.LoopPaths:
 def trusted(loop: paths.LoopPaths) -> bool:
     from ralphstate.storage.store import Store
 
-    return trust.is_trusted(loop, Store(loop).load())
+    return truststore.is_trusted(loop, Store(loop).load())
 
 
 def trust_in(project: Path, env: dict[str, str]) -> tuple[int, str]:

@@ -1,4 +1,4 @@
-"""The person's review (loop/review.py, `ralphstate review`) and endings outside
+"""The person's review (loop/proofreview.py, `ralphstate review`) and endings outside
 ralphstate (hooks/outside.py): loops made as a person makes them, stops through real
 `ralphstate hook stop` processes, agents posing through their variables."""
 

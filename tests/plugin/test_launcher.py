@@ -151,7 +151,7 @@ def refusing_loop(project: Path, env: dict[str, str], monkeypatch: pytest.Monkey
     """A loop in `project`, known and trusted in `env`'s ralphstate home, whose one
     criterion's check fails."""
     from ralphstate.core import state as st
-    from ralphstate.storage import registry, trust
+    from ralphstate.storage import registry, truststore
     from ralphstate.storage.paths import LoopPaths
 
     monkeypatch.setenv("RALPHSTATE_HOME", env["RALPHSTATE_HOME"])
@@ -161,7 +161,7 @@ def refusing_loop(project: Path, env: dict[str, str], monkeypatch: pytest.Monkey
     (project / ".loop" / "state.json").write_bytes(st.dumps(state))
     paths = LoopPaths(project, project / ".loop")
     registry.record(paths, state)
-    trust.record(paths, state)
+    truststore.record(paths, state)
 
 
 def test_ralphstate_refusing_a_task_exits_2_through_the_launcher(

@@ -218,7 +218,7 @@ def test_status_looks_each_step_up_once() -> None:
     st.set_steps(state, steps, steps[:1500])
     state["completedSteps"] = CountedList(state["completedSteps"])
     CountedList.lookups = 0
-    text = views.status(state, "here")
+    text = views.status(state, views.StatusFacts("here"))
     assert "steps 1500/3000:" in text and "[>] step 1500  (next)" in text
     assert CountedList.lookups == 0
 

@@ -19,7 +19,7 @@ from ralphstate.agents.contract import TIMEOUTS
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.install.agents import hook_command, install_agent
-from ralphstate.storage import trust
+from ralphstate.storage import truststore
 from ralphstate.storage.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.checks import PASS, alive, py, sleeper, wait_for
@@ -46,7 +46,7 @@ def touch(path: Path) -> str:
 
 
 def trusted(project: Path) -> bool:
-    return trust.is_trusted(LoopPaths(project, project / ".loop"), st.parse(
+    return truststore.is_trusted(LoopPaths(project, project / ".loop"), st.parse(
         state_path(project).read_bytes()
     ))  # fmt: skip
 
@@ -306,7 +306,7 @@ def test_install_gives_the_stop_hook_room_for_verification(tmp_path: Path) -> No
 
 
 def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
-    from ralphstate.install import doctor
+    from ralphstate.install import checkup
 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
@@ -314,7 +314,7 @@ def test_doctor_warns_about_a_short_stop_hook_timeout(tmp_path: Path) -> None:
     data = json.loads(path.read_text())
     data["hooks"]["Stop"][0]["hooks"][0]["timeout"] = 30
     path.write_text(json.dumps(data))
-    findings = doctor.check_hooks(tmp_path, home=tmp_path / "home")
+    findings = checkup.check_hooks(tmp_path, home=tmp_path / "home")
     assert (
         "warn",
         (

@@ -360,7 +360,7 @@ def test_status_shows_the_age_of_the_evidence() -> None:
         "c": {"result": "claimed", "at": "2025-12-30T12:00:00Z"},
     }
     with freeze_time("2026-01-01T10:03:00Z"):
-        lines = views.status(state, "/p").splitlines()
+        lines = views.status(state, views.StatusFacts("/p")).splitlines()
     assert lines[3:7] == [
         "  [x] a  (verified 3m ago)",
         "  [ ] b  (failing 1h ago: exit code 2)",
@@ -369,7 +369,7 @@ def test_status_shows_the_age_of_the_evidence() -> None:
     ]
     assert lines[7] == "checks 3: verify on stop: on (the default)"  # trust not known: not shown
     state["verifyOnStop"] = False
-    lines = views.status(state, "/p").splitlines()
+    lines = views.status(state, views.StatusFacts("/p")).splitlines()
     assert lines[7] == "checks 3: verify on stop: OFF (ralphstate config verify-on-stop false)"
 
 

@@ -12,7 +12,10 @@ from ralphstate.cli.options import SETTINGS
 from ralphstate.core import actor, proof
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
+from ralphstate.loop import proofreview
+from ralphstate.loop.person import require_person
 from ralphstate.loop.project import locate
+from ralphstate.storage import ledger
 
 
 @click.command(context_settings=SETTINGS)
@@ -35,14 +38,14 @@ def review_command(approve: bool, revert: bool, as_json: bool) -> None:
       ralphstate review
       ralphstate review --approve
     """
-    from ralphstate.loop import review
-
     if approve and revert:
         raise RalphstateError("--approve and --revert go one at a time.")
     store = locate()
     if approve or revert:
         _person_only(store, "review --approve" if approve else "review --revert")
-        state = review.approve(store, actor.current()) if approve else review.revert(store)
+        state = (
+            proofreview.approve(store, actor.current()) if approve else proofreview.revert(store)
+        )
         done = "approved" if approve else "reverted to what you approved"
         output.text(f"ralphstate: the loop's proof is {done}; the loop is {state['status']}.")
         return
@@ -57,17 +60,12 @@ def review_command(approve: bool, revert: bool, as_json: bool) -> None:
 
 def _person_only(store: Any, what: str) -> None:
     """Refuse an approval from an agent session or a run (loop/person.py)."""
-    from ralphstate.loop.person import require_person
-
     require_person(store.paths, f"ralphstate {what}")
 
 
 def _shown(store: Any, state: Any) -> dict[str, Any]:
-    from ralphstate.loop import review
-    from ralphstate.storage import ledger
-
     entry = ledger.of_loop(store.paths, state) or {}
-    pending = review.pending(store, state)
+    pending = proofreview.pending(store, state)
     approved = entry.get("approved") if isinstance(entry.get("approved"), dict) else None
     current = proof.contract_of(state)
     return {
@@ -78,7 +76,7 @@ def _shown(store: Any, state: Any) -> dict[str, Any]:
         "by": pending.by,
         "newTests": pending.new_tests,
         "difference": proof.differences(approved, current) if approved else [],
-        "diff": review.files_diff(store, state, pending.files) if pending.files else "",
+        "diff": proofreview.files_diff(store, state, pending.files) if pending.files else "",
     }
 
 

@@ -181,13 +181,13 @@ def _actors(store: Store, state: st.State, since: str) -> list[str]:
 
 def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None) -> st.State:
     """The person approves the loop's contract and guarded files as they are now, and
-    trusts its checks (and the run settings `run`, see `trust.record`) on this
+    trusts its checks (and the run settings `run`, see `truststore.record`) on this
     machine. A loop paused for review completes when every criterion stands met, else
     goes on."""
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
     state = store.load()
-    trust.record(store.paths, state, run)
+    truststore.record(store.paths, state, run)
     tree = _guard_tree(store, state)
     ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
     record_git_settings(store.paths)

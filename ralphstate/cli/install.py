@@ -1,4 +1,5 @@
-"""`ralphstate install`, `doctor` and `demo`: setting up the hooks and seeing them work."""
+"""`ralphstate install`: the hooks in an agent's files; the options and the work
+`uninstall` shares."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from typing import Any
 
 import click
 
-from ralphstate.agents.table import NAMES
+from ralphstate.agents.table import NAMES, get
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
+from ralphstate.install import sandboxing, statusline_setup
+from ralphstate.install.agents import hooks_path, install_agent
+from ralphstate.install.scope import notes
+from ralphstate.loop.enforcement import settings_root
 
 
-def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
+def setup_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options `install` and `uninstall` share."""
     options = [
         click.option(
@@ -72,7 +77,7 @@ def _setup_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 @click.command("install", context_settings=SETTINGS)
-@_setup_options
+@setup_options
 @click.option(
     "--uninstall",
     is_flag=True,
@@ -104,28 +109,10 @@ def install_(**options: Any) -> None:
       ralphstate install --statusline
       ralphstate install --sandbox
     """
-    _setup(**options)
+    setup(**options)
 
 
-@click.command("uninstall", context_settings=SETTINGS)
-@_setup_options
-def uninstall_(**options: Any) -> None:
-    """Remove what `ralphstate install` added, with the same options: its hooks, the
-    permission rules it added (--no-allow keeps them; --allow-only removes them alone),
-    the task tools' switch it turned on, and nothing else. The same as `ralphstate
-    install --uninstall`.
-
-    \b
-    Example:
-      ralphstate uninstall
-      ralphstate uninstall --scope project
-      ralphstate uninstall --agent codex
-      ralphstate uninstall --statusline
-    """
-    _setup(**options, uninstall=True)
-
-
-def _setup(
+def setup(
     scope: str | None,
     agent: str,
     statusline: bool,
@@ -135,10 +122,6 @@ def _setup(
     uninstall: bool,
     sandbox: bool = False,
 ) -> None:
-    from ralphstate.agents.table import get
-    from ralphstate.install.agents import hooks_path, install_agent
-    from ralphstate.loop.enforcement import settings_root
-
     hook_file = get(agent).hook_file
     if tasks and (not hook_file.task_events or statusline):
         raise click.UsageError(
@@ -154,8 +137,6 @@ def _setup(
         _sandbox(agent, scope, root, uninstall, statusline or tasks or allow_only)
         return
     if statusline:
-        from ralphstate.install import statusline_setup
-
         if agent != "claude":
             raise click.UsageError("--statusline is Claude Code's; leave --agent out.")
         scope = scope or "user"
@@ -173,8 +154,6 @@ def _setup(
         )
     for action in result.actions:
         output.text(action)
-    from ralphstate.install.scope import notes
-
     hooks = not statusline and not allow_only
     for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
         output.text(line)
@@ -182,9 +161,6 @@ def _setup(
 
 
 def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: bool) -> None:
-    from ralphstate.install import sandboxing
-    from ralphstate.install.agents import hooks_path
-
     if agent != "claude" or more:
         raise click.UsageError(
             "--sandbox is Claude Code's settings alone; leave --agent, --statusline, --tasks"
@@ -194,42 +170,3 @@ def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: b
     for action in result.actions:
         output.text(action)
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
-
-
-@click.command("doctor", context_settings=SETTINGS)
-def doctor_command() -> None:
-    """Check the hooks, the loop and the limits; one line each. Exits 1 on a failure.
-
-    Each line is `ok` (as it should be), `note` (advice, or worth knowing), `warn` (may
-    not work) or `fail` (does not work). In a subdirectory, the project is that of the
-    loop found from here, as for `install`.
-
-    \b
-    Example:
-      ralphstate doctor
-    """
-    from ralphstate.core.text import visible
-    from ralphstate.install import doctor
-
-    findings = doctor.run(Path.cwd())
-    colours = {"ok": "green", "note": "cyan", "warn": "yellow", "fail": "red"}
-    for level, text in findings:
-        output.text(f"{output.style(f'{level:<4}', fg=colours[level])} {visible(text)}")
-    if any(level == "fail" for level, _ in findings):
-        raise SystemExit(1)
-
-
-@click.command("demo", context_settings=SETTINGS)
-def demo_command() -> None:
-    """Play a short scripted session through the real hooks, in a scratch directory.
-
-    Shows each stop decision and the reason exactly as the model reads it; needs no
-    Claude Code and leaves nothing behind.
-
-    \b
-    Example:
-      ralphstate demo
-    """
-    from ralphstate.cli import demo
-
-    demo.run(output.text)

@@ -103,14 +103,14 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     checks = len(state["checks"])
     if not checks:
         return []
-    from ralphstate.storage import trust
+    from ralphstate.storage import truststore
 
     when = "run by `ralphstate verify`" + (
         " and before the Stop hook allows a claimed completion"
         if queries.verify_on_stop(state)
         else ""
     )
-    if trust.is_trusted(store.paths, state):
+    if truststore.is_trusted(store.paths, state):
         return [("ok", f"{count(checks, 'check')}, trusted on this machine, {when}")]
     return [
         (

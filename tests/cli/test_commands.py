@@ -1,0 +1,94 @@
+"""The command table, `COMMANDS` in cli/app.py: every command in a module named after
+it, every module of cli/ a command's (or shared by them all), every command named as it
+is called, listed in help, and found when mistyped."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import ralphstate
+from ralphstate.cli.app import COMMANDS
+
+CLI = Path(ralphstate.__file__).parent / "cli"
+# The modules of cli/ that every command shares, and no command's own.
+SHARED = {"__init__", "app", "lazy", "options", "output"}
+# A command that may still live in another command's module: `watch`, in `run`'s, until
+# it moves to cli/watch.py.
+ELSEWHERE = {"watch": "run"}
+
+
+def module_of(target: str) -> str:
+    """`status` of "ralphstate.cli.status:status": the file name of a command's module."""
+    return target.partition(":")[0].rpartition(".")[2]
+
+
+def test_every_command_lives_in_a_module_named_after_it() -> None:
+    """A group's subcommands live in the group's module (`criteria check` in
+    criteria.py), so the root's table names every module."""
+    misnamed = {
+        name: module_of(target)
+        for name, target in COMMANDS.items()
+        if module_of(target) not in {name, ELSEWHERE.get(name)}
+    }
+    assert misnamed == {}
+
+
+def test_every_module_of_the_command_line_is_a_commands_or_shared() -> None:
+    modules = {path.stem for path in CLI.glob("*.py")}
+    commands = {module_of(target) for target in COMMANDS.values()}
+    assert modules - commands - SHARED == set()
+    assert commands | SHARED <= modules
+
+
+# -- the command table -------------------------------------------------------------------
+# The root group imports a command's module only when it is asked for (cli/lazy.py). In
+# this process every command is loaded already (test_docs walks the tree), so what
+# depends on laziness runs in a real process.
+
+
+def test_every_name_in_the_command_table_is_that_command() -> None:
+    for name, target in COMMANDS.items():
+        module, _, attribute = target.partition(":")
+        __import__(module)
+        assert sys.modules[module].__dict__[attribute].name == name
+
+
+def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> None:
+    from tests.helpers import run_process
+
+    done = run_process(["--help"], cwd=project)
+    assert (done.returncode, done.stderr) == (0, b"")
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    assert "  criteria   List, add, set or remove success criteria." in listed
+    assert "  status     Show the loop: spec, criteria, steps, iteration, owner." in listed
+    done = run_process(["criteria", "--help"], cwd=project)
+    listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == ["add", "check", "list", "remove", "set"]
+
+
+@pytest.mark.parametrize(
+    ("args", "close", "group"),
+    [
+        (["statsu"], "status", "ralphstate"),
+        (["criteria", "chek"], "check", "ralphstate criteria"),
+        (["step", "dne"], "done", "ralphstate step"),
+    ],
+)
+def test_a_mistyped_command_in_a_real_process(
+    project: Path, args: list[str], close: str, group: str
+) -> None:
+    import click
+
+    from tests.helpers import run_process
+
+    done = run_process(args, cwd=project)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert err.startswith(f"ralphstate: No such command {args[-1]!r}.")
+    assert err.endswith(f" (see `{group} --help`)\n")
+    if hasattr(click.exceptions, "NoSuchCommand"):  # click 8.4 and later name close ones
+        assert f"'{close}'" in err
