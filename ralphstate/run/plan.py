@@ -130,7 +130,7 @@ def make_plan(
         )
     chosen_max = max_iterations if max_iterations is not None else config.max
     if chosen_max is not None:
-        limit = min(chosen_max, st.MAX_ITERATIONS_CEILING - state["iteration"])
+        limit = min(chosen_max, limits.MAX_ITERATIONS_CEILING - state["iteration"])
     else:
         limit = state["maxIterations"] - state["iteration"]
     files = list(context) if context else list(config.context)
