@@ -278,7 +278,7 @@ def status(as_json: bool, every: bool) -> None:
                 f"{exc} The loop's steps are its boxes, so none are shown until it can be"
                 " read again."
             )
-            state = {**state, "steps": [], "completedSteps": [], "remainingSteps": []}
+            st.set_steps(state := st.State(**state), [], [])  # a copy: the file keeps them
     from ralphstate.storage import registry
 
     known = registry.knows(store.paths, state)
