@@ -142,8 +142,14 @@ def task_list(raw: dict[str, Any], key: str) -> list[Task]:
         raise Invalid(f"'{key}' holds {len(value)} tasks, more than {MAX_MIRRORED_TASKS}")
     tasks: list[Task] = []
     for i, item in enumerate(value):
-        task: dict[str, Any] = {"list": None, "id": None, "subject": None, "status": "pending"}
-        task.update(step=None, added=False)
+        task: dict[str, Any] = {
+            "list": None,
+            "id": None,
+            "subject": None,
+            "status": "pending",
+            "step": None,
+            "added": False,
+        }
         task.update(item)  # the schema's keys in its order, then the task's own
         where = f"{key}[{i}]"
         subject = task.get("subject")

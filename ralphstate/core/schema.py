@@ -138,7 +138,8 @@ def _listed(state: Mapping[str, Any], key: str) -> list[str]:
 
 def _of_criteria(state: Mapping[str, Any], key: str) -> dict[str, Any]:
     """The entries of a map by criterion, for the criteria with a check, in their order."""
-    found, checks = state[key], state["checks"]
+    found = state[key]
+    checks = state["checks"]
     return {c: found[c] for c in state["criteria"] if c in checks and c in found}
 
 

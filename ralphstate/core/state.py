@@ -3,11 +3,11 @@
 The state is a plain dict with the camelCase keys of the schema, because agents
 and people write the file by hand. `normalise` turns whatever was read into a
 complete, checked state (defaults filled, `remainingSteps` derived, unknown keys
-kept); `dumps` writes it back in the schema's order, unknown keys last. Each field's
-check, and the records fields hold, are in `fields`; what the state answers is in
-`queries`, what it has spent against its budgets in `budgets`. The fields themselves,
-their defaults, checks and roles, are the rows of `schema.ROWS`; `State` gives their
-types.
+kept); `dumps` writes it back in the schema's order, unknown keys last. The fields
+themselves, their defaults, checks, meanings and roles, are the rows of `schema.ROWS`;
+`State` gives their types. The checks are in `scalars` and `fields` (with the records
+some fields hold); what the state answers is in `queries`, what it has spent against
+its budgets in `budgets`.
 
 Schema versions:
 - (none): the seed's format, before `version` existed; read as version 1.
