@@ -297,6 +297,14 @@ def step_retries(raw: dict[str, Any], key: str) -> dict[str, int]:
     return dict(retries)
 
 
+def step_list(raw: dict[str, Any], key: str) -> list[str]:
+    """A list of steps, each some text; duplicates read as one (`fixSteps`)."""
+    steps = raw.get(key) or []
+    if not isinstance(steps, list) or not all(isinstance(s, str) and s.strip() for s in steps):
+        raise Invalid(f"'{key}' must be a list of steps")
+    return list(dict.fromkeys(steps))
+
+
 def readiness(raw: dict[str, Any], key: str) -> Readiness | None:
     value = raw.get(key)
     if value is None:

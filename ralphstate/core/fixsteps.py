@@ -1,26 +1,16 @@
 """The steps a verification adds (`fixSteps`, docs/reference/run.md, "Gaps become fix
 steps"): once no other step is open, each criterion whose check failed gains the step
 `Fix: NAME (added by verification)`, once; it is done while its check passes and open
-again when it fails. Reading the field, and adding and closing the steps.
+again when it fails. Adding and closing them; core/fields.py reads the field.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ralphstate.core.fields import Invalid
-
 # What marks a step verification added, in its own text: status, the report and the
 # prompt show it as it is.
 FIX_SUFFIX = " (added by verification)"
-
-
-def read(raw: dict[str, Any], key: str) -> list[str]:
-    """`fixSteps`: a list of steps, each some text; duplicates read as one."""
-    fixes = raw.get(key) or []
-    if not isinstance(fixes, list) or not all(isinstance(s, str) and s.strip() for s in fixes):
-        raise Invalid(f"'{key}' must be a list of steps")
-    return list(dict.fromkeys(fixes))
 
 
 def fix_step(criterion: str) -> str:

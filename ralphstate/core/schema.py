@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from ralphstate.core import checkrun, fields, fixsteps, scalars
+from ralphstate.core import checkrun, fields, scalars
 from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import (
     MAX_CHECK_JOBS,
@@ -345,7 +345,7 @@ ROWS: tuple[Field, ...] = (
               " kept over runs (a run that pauses and the next one count on from the same number);"
               " `step-retries` (default 10) pauses the loop with `step_retries` when one reaches"
               " it; a step done or gone loses its count ([run](run.md#retries-per-step))"),
-    Field("fixSteps", list, read=fixsteps.read, fresh=True,
+    Field("fixSteps", list, read=fields.step_list, fresh=True,
           doc="the steps a verification added: once no other step is open, each criterion"
               " whose check failed gains the step `Fix: NAME (added by verification)`, once; it is"
               " done while its check passes and open again when it fails"

@@ -20,9 +20,9 @@ from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from ralphstate.core import fields, roundtrip, schema
+from ralphstate.core import fields, schema
 from ralphstate.core.errors import CorruptState
-from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS
+from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS, MAX_STATE_DEPTH
 from ralphstate.core.schema import Status
 
 # The defaults `init` takes when neither its options nor a template says (the rows').
@@ -163,11 +163,11 @@ def normalise(raw: object) -> State:
 
 def _checked(raw: object) -> tuple[State, bool]:
     """`normalise`, and whether a float in it may have been written as a whole number
-    too wide to keep (`roundtrip.check_tree`)."""
+    too wide to keep (`check_tree`)."""
     if not isinstance(raw, dict):
         raise CorruptState(f"state.json must hold a JSON object, not {type(raw).__name__}")
     try:
-        wide = roundtrip.check_tree(raw)
+        wide = check_tree(raw)
         return _normalise(raw), wide
     except fields.Invalid as exc:
         raise CorruptState(f"state.json: {fields.clipped(str(exc))}") from None
@@ -200,6 +200,65 @@ def _in_schema_order(state: Raw) -> State:
     return cast(State, ordered)
 
 
+# -- what can be written back as it was read -----------------------------------------
+
+# The whole numbers orjson writes exactly; it reads a wider one as a float.
+_INT_LOW = -(2**63)
+_INT_HIGH = 2**64 - 1
+
+
+def check_tree(raw: dict[str, Any]) -> bool:
+    """Refuse what could be read but never written back as it was: a value nested
+    deeper than MAX_STATE_DEPTH, a whole number wider than 64 bits. True when a float
+    is whole and that wide: orjson reads a wide whole number as one, so `parse` looks
+    at how the file wrote it."""
+    wide = False
+    stack: list[tuple[Any, int]] = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, (dict, list)):
+                if depth >= MAX_STATE_DEPTH:
+                    raise fields.Invalid(
+                        f"it nests values more than {MAX_STATE_DEPTH} levels deep, which"
+                        " ralphstate could not write back"
+                    )
+                stack.append((item, depth + 1))
+            elif isinstance(item, int) and not _INT_LOW <= item <= _INT_HIGH:
+                raise fields.Invalid(_too_wide(str(item)))
+            elif isinstance(item, float) and abs(item) >= 2**63 and item.is_integer():
+                wide = True
+    return wide
+
+
+def _too_wide(number: str) -> str:
+    if len(number) > 40:
+        number = number[:20] + "…" + number[-19:]
+    return (
+        f"the whole number {number} is wider than 64 bits, which ralphstate could not"
+        " write back exactly"
+    )
+
+
+def refuse_wide_integers(data: bytes) -> None:
+    """Raise CorruptState when the file writes a whole number wider than 64 bits (orjson
+    read it as a float, and would write it back as one). Only asked when `check_tree`
+    saw a float that could be one, so the standard json module is imported rarely."""
+    import json
+
+    def whole(text: str) -> int:
+        if not _INT_LOW <= int(text) <= _INT_HIGH:
+            raise fields.Invalid(_too_wide(text))
+        return 0
+
+    try:
+        json.loads(data, parse_int=whole)
+    except fields.Invalid as exc:
+        raise CorruptState(f"state.json: {fields.clipped(str(exc))}") from None
+    except (ValueError, RecursionError):
+        pass  # orjson read it; what json makes of it does not matter
+
+
 def parse(data: bytes) -> State:
     """Parse and normalise state.json's bytes; CorruptState names line and column."""
     try:
@@ -210,7 +269,7 @@ def parse(data: bytes) -> State:
         ) from None
     state, wide = _checked(raw)
     if wide:
-        roundtrip.refuse_wide_integers(data)
+        refuse_wide_integers(data)
     return state
 
 
