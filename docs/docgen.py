@@ -34,6 +34,18 @@ LONG = 120
 # Each capability and the modules that make it, across the layers, in layer order. A
 # module may serve several; tests/test_docs.py holds every name here to a module.
 FEATURES: dict[str, tuple[str, ...]] = {
+    "The state file and its fields (docs/reference/state-file.md)": (
+        "cli/config",
+        "cli/status",
+        "loop/configure",
+        "loop/statusfacts",
+        "storage/store",
+        "core/schema",
+        "core/state",
+        "core/fields",
+        "core/scalars",
+        "core/views",
+    ),
     "The Stop gate (docs/explanation/hooks.md)": (
         "hooks/entry",
         "hooks/stop",
@@ -57,14 +69,14 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "core/restore",
     ),
     "The proof: the approved contract and its review (docs/explanation/proof.md)": (
-        "cli/approval",
+        "cli/review",
         "ci/trusted",
         "hooks/pre_tool_use",
         "hooks/outside",
         "verify/baseline",
         "verify/firsts",
         "verify/isolation",
-        "loop/review",
+        "loop/proofreview",
         "loop/person",
         "storage/ledger",
         "storage/approvals",
@@ -78,6 +90,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     ),
     "Checks and their evidence (docs/how-to/checks.md)": (
         "cli/verify",
+        "cli/trust",
         "hooks/task_completed",
         "verify/execute",
         "verify/checks",
@@ -85,7 +98,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "verify/pool",
         "verify/fitting",
         "verify/watchdog",
-        "storage/trust",
+        "storage/truststore",
         "storage/git",
         "storage/scratch",
         "storage/children",
@@ -94,6 +107,9 @@ FEATURES: dict[str, tuple[str, ...]] = {
     ),
     "`ralphstate run` (docs/reference/run.md)": (
         "cli/run",
+        "cli/runflags",
+        "run/runoptions",
+        "run/optionkinds",
         "run/runner",
         "run/decide_iteration",
         "run/plan",
@@ -136,12 +152,13 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "core/ownership",
     ),
     "Install, doctor and the plugin (docs/how-to/install.md)": (
-        "cli/setup",
+        "cli/install",
+        "cli/doctor",
         "install/command",
         "install/settings",
         "install/agents",
         "install/hookfile",
-        "install/doctor",
+        "install/checkup",
         "install/plugin",
         "agents/table",
         "storage/installed",

@@ -23,7 +23,7 @@ from hypothesis import strategies as hs
 from ralphstate.agents import table as adapters
 from ralphstate.agents.claude import last_assistant_text
 from ralphstate.agents.contract import Agent
-from ralphstate.core import limits, queries, render, stall
+from ralphstate.core import limits, queries, render, schema, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
@@ -468,7 +468,9 @@ def mostly(usual: hs.SearchStrategy[Any], odd: hs.SearchStrategy[Any]) -> hs.Sea
 numbers = mostly(
     hs.integers(0, 30),
     hs.integers(-(2**70), 2**70)
-    | hs.sampled_from([-1, 0, st.MAX_ITERATIONS_CEILING, st.MAX_ITERATIONS_CEILING + 1, 2**63])
+    | hs.sampled_from(
+        [-1, 0, limits.MAX_ITERATIONS_CEILING, limits.MAX_ITERATIONS_CEILING + 1, 2**63]
+    )
     | hs.floats(),
 )
 # Each key with a value of its type, mostly one the schema accepts.
@@ -487,7 +489,7 @@ GOOD: dict[str, hs.SearchStrategy[Any]] = {
     "blocksWithoutProgress": numbers,
     "completionMarker": hs.sampled_from([MARKER, MARKER, "DONE", "", "  "]),
     "continueMessage": hs.none() | hs.text(max_size=30),
-    "status": hs.sampled_from(["in_progress", "in_progress", *st.STATUSES]),
+    "status": hs.sampled_from(["in_progress", "in_progress", *schema.STATUSES]),
     "pauseReason": hs.sampled_from([None, "user", "stall"]),
     "sessionId": hs.sampled_from([SID, SID, None, "session-b", ""]),
     "ownerAgent": hs.sampled_from(["claude", "codex", None]),

@@ -35,12 +35,12 @@ def test_resume_past_the_iteration_ceiling_is_refused_and_the_file_stays_readabl
     start(rs)
     assert rs("pause").code == 0
     before = (project / ".loop" / "state.json").read_bytes()
-    result = rs("resume", "--more", str(st.MAX_ITERATIONS_CEILING + 1))
+    result = rs("resume", "--more", str(limits.MAX_ITERATIONS_CEILING + 1))
     assert (result.code, result.out) == (1, "")
     assert result.err == (
         "ralphstate: that change would leave .loop/state.json unreadable ('maxIterations'"
-        f" must be between 1 and {st.MAX_ITERATIONS_CEILING}, not"
-        f" {st.MAX_ITERATIONS_CEILING + 21}); nothing was written.\n"
+        f" must be between 1 and {limits.MAX_ITERATIONS_CEILING}, not"
+        f" {limits.MAX_ITERATIONS_CEILING + 21}); nothing was written.\n"
     )
     assert (project / ".loop" / "state.json").read_bytes() == before
     status = rs("status", "--json")
@@ -50,12 +50,12 @@ def test_resume_past_the_iteration_ceiling_is_refused_and_the_file_stays_readabl
 def test_init_with_a_cap_past_the_ceiling_names_the_option_not_the_state_file(
     project: Path, rs: Any
 ) -> None:
-    too_many = str(st.MAX_ITERATIONS_CEILING + 1)
+    too_many = str(limits.MAX_ITERATIONS_CEILING + 1)
     result = rs("init", "Export invoices as CSV", "-c", "tests pass", "--max-iterations", too_many)
     assert (result.code, result.out) == (1, "")
     assert result.err == (
         "ralphstate: cannot start this loop: 'maxIterations' must be between 1 and"
-        f" {st.MAX_ITERATIONS_CEILING}, not {too_many}.\n"
+        f" {limits.MAX_ITERATIONS_CEILING}, not {too_many}.\n"
     )
     assert not (project / ".loop" / "state.json").exists()
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ralphstate.core.decide import Decision
-    from ralphstate.core.state import AgentName
+    from ralphstate.core.schema import AgentName
 
     # What a hook reads (one JSON object) and prints (one JSON object).
     HookInput = dict[str, object]

@@ -5,7 +5,7 @@ whose `AGENT` fills the contract of `agents.contract`; `NAMES` lists them, Claud
 first (the default of every `--agent`). A module is imported when its agent is asked
 for: the hook process, which serves one agent, imports that one alone (docs/explanation/design.md,
 "The hot path"). tests/agents/test_table.py holds `NAMES` against the modules and
-against `core.state.AgentName`.
+against `core.schema.AgentName`.
 
 A hook is a row of `HOOK_ROWS`: its name, the module of `ralphstate.hooks` that answers
 it, and what the hook process does with it (`Hook`). The hook process imports that one

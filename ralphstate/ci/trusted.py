@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from ralphstate.core import actor, limits, proof
+from ralphstate.core import actor, limits, proof, schema
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.render import quote
@@ -26,38 +26,33 @@ from ralphstate.storage import git
 from ralphstate.storage.store import Event, Store
 
 STATE_PATH = ".loop/state.json"
-# The loop's own budgets, which hold across every job: trusted as the contract is.
-BUDGET_KEYS = ("maxCost", "maxTokens", "maxDuration")
-BUDGET = "loopBudget"  # their place in a trusted contract
+# The loop's own budgets (core/schema.py, `BUDGET_KEYS`), which hold across every job,
+# are trusted as the contract is: this is their place in a trusted contract.
+BUDGET = "loopBudget"
 
 
 def budget_of(state: st.State) -> dict[str, Any]:
     """The loop's budgets as `state` holds them (None: no budget of that figure)."""
     raw: dict[str, Any] = dict(state)
-    return {key: raw.get(key) for key in BUDGET_KEYS}
+    return {key: raw.get(key) for key in schema.BUDGET_KEYS}
 
 
 def from_inputs(
     criteria: list[str], checks: dict[str, str], budget: dict[str, Any] | None = None
 ) -> proof.Contract:
     """The contract the workflow file states: its criteria, their checks, and the
-    loop's budgets (none when it gives none)."""
+    loop's budgets (none when it gives none); every other field of the contract as a
+    new loop holds it, at its default."""
     unknown = [name for name in checks if name not in criteria]
     if unknown:
         raise RalphstateError(
             f"the workflow gives a check for {quote(unknown[0])}, which is not one of its criteria."
         )
-    return {
-        "criteria": list(criteria),
-        "checks": dict(checks),
-        "checkTimeouts": {},
-        "verifyOnStop": True,
-        "noCriteria": False,
-        "guards": None,
-        "cleanVerify": True,
-        "expectFail": [],
-        BUDGET: {key: (budget or {}).get(key) for key in BUDGET_KEYS},
-    }
+    contract = proof.contract_of(cast(st.State, schema.defaults()))
+    contract["criteria"] = list(criteria)
+    contract["checks"] = dict(checks)
+    contract[BUDGET] = {key: (budget or {}).get(key) for key in schema.BUDGET_KEYS}
+    return contract
 
 
 def from_commit(root: Path, commit: str) -> proof.Contract | None:

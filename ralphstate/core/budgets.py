@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal, TypedDict, TypeVar
+from typing import Literal, TypedDict, TypeVar, cast
 
-from ralphstate.core import limits
+from ralphstate.core import limits, schema
 from ralphstate.core.fields import Usage
 from ralphstate.core.state import State
 
@@ -60,7 +60,10 @@ class Budget(TypedDict):
 
 
 def loop_budget(state: State) -> Budget:
-    return {"cost": state["maxCost"], "tokens": state["maxTokens"], "seconds": state["maxDuration"]}
+    """The loop's budgets: each budget field of the table (core/schema.py, `BUDGETS`),
+    by the figure of `usage` it bounds."""
+    raw = cast(dict[str, object], state)
+    return cast(Budget, {row.budget: raw[row.name] for row in schema.BUDGETS})
 
 
 def used_since(now: Usage, start: Usage) -> Usage:

@@ -1,9 +1,9 @@
 """How a loop's checks are run, as its state says: the Stop hook's time for them
 (`verifyBudget`), how many run at once (`verifyJobs`), the checks that run alone
 (`runAlone`), and the record of a verification that was stopped before its checks
-finished (`verifyInterrupted`). Each field is checked here for `state.normalise`, and
-read here with its default; nothing here knows the whole state, so `state` builds on it
-(docs/explanation/hooks.md, "Long test suites").
+finished (`verifyInterrupted`). Each field is checked here (core/schema.py names the
+check of each), and read here with its default; nothing here knows the whole state, so
+`state` builds on it (docs/explanation/hooks.md, "Long test suites").
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ralphstate.core.fields import Invalid, str_list
+from ralphstate.core.fields import Invalid
 from ralphstate.core.limits import (
     MAX_CHECK_JOBS,
     MAX_STOP_VERIFY_BUDGET,
@@ -55,50 +55,56 @@ def alone(state: Mapping[str, Any]) -> list[str]:
     return list(state.get("runAlone") or [])
 
 
-def settings(raw: dict[str, Any]) -> dict[str, Any]:
-    """`verifyBudget`, `verifyJobs`, `runAlone` and `verifyInterrupted`, checked."""
-    found: dict[str, Any] = {"runAlone": str_list(raw, "runAlone")}
-    seconds = raw.get("verifyBudget")
+def budget_seconds(raw: dict[str, Any], key: str) -> float | None:
+    """`verifyBudget`: null, or seconds from 0 to MAX_STOP_VERIFY_BUDGET."""
+    seconds = raw.get(key)
     if seconds is not None and (
         isinstance(seconds, bool)
         or not isinstance(seconds, (int, float))
         or not 0 <= seconds <= MAX_STOP_VERIFY_BUDGET
     ):
         raise Invalid(
-            f"'verifyBudget' must be null or seconds from 0 to {MAX_STOP_VERIFY_BUDGET:g},"
-            f" not {seconds!r}"
+            f"'{key}' must be null or seconds from 0 to {MAX_STOP_VERIFY_BUDGET:g}, not {seconds!r}"
         )
-    found["verifyBudget"] = seconds
-    count = raw.get("verifyJobs")
+    return seconds
+
+
+def job_count(raw: dict[str, Any], key: str) -> int | None:
+    """`verifyJobs`: null, or a whole number from 1 to MAX_CHECK_JOBS."""
+    count = raw.get(key)
     if isinstance(count, float) and count.is_integer():
         count = int(count)
     if count is not None and (
         isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_CHECK_JOBS
     ):
         raise Invalid(
-            f"'verifyJobs' must be null or a whole number from 1 to {MAX_CHECK_JOBS}, not {count!r}"
+            f"'{key}' must be null or a whole number from 1 to {MAX_CHECK_JOBS}, not {count!r}"
         )
-    found["verifyJobs"] = count
-    found["verifyInterrupted"] = _interrupted(raw.get("verifyInterrupted"))
-    return found
+    return count
 
 
-def _interrupted(value: object) -> dict[str, Any] | None:
+def interruption(raw: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """`verifyInterrupted`: null, or the record `interrupted` makes."""
+    value = raw.get(key)
     if value is None:
         return None
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("at"), str)
-        or not isinstance(value.get("by"), str)
-        or value.get("how") not in HOW
-        or not isinstance(value.get("criteria"), list)
-        or not all(isinstance(c, str) for c in value["criteria"])
-    ):
+    if not _interrupted(value):
         raise Invalid(
-            "'verifyInterrupted' must be null or an object of at, by (strings), how"
+            f"'{key}' must be null or an object of at, by (strings), how"
             f" ({', '.join(HOW)}) and criteria (a list of names)"
         )
     return dict(value)
+
+
+def _interrupted(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("at"), str)
+        and isinstance(value.get("by"), str)
+        and value.get("how") in HOW
+        and isinstance(value.get("criteria"), list)
+        and all(isinstance(c, str) for c in value["criteria"])
+    )
 
 
 def interrupted(at: str, by: str, how: str, names: Iterable[str]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import budgets, fields, leftchecks, ownership, queries, render, stall
+from ralphstate.core import budgets, fields, leftchecks, ownership, queries, render, schema, stall
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 from ralphstate.core.outcomes import OUTCOMES, Rule
@@ -105,7 +105,7 @@ class StopFacts:
         session_id: str | None,
         reply: str | Callable[[], str | None] | None = None,
         *,
-        agent: str = st.DEFAULT_AGENT,
+        agent: str = schema.DEFAULT_AGENT,
         runner: bool = False,
         known_here: bool | Callable[[st.State], bool] = False,
         stale: Sequence[str] | Callable[[st.State], Sequence[str]] = (),

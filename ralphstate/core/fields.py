@@ -1,10 +1,12 @@
 """The state's fields one at a time: the records some of them hold (a criterion's
-evidence, a mirrored task, what was spent, how far a transcript was read) and the
-checks `state.normalise` runs on each.
+evidence, a mirrored task, what was spent, how far a transcript was read, the spec's
+readiness) and the checks of the fields that hold records, lists and maps.
 
-Every check takes the raw state as read and returns the field's value, or raises
-`Invalid` with a sentence that names the field; `state` turns that into CorruptState.
-Nothing here knows the whole state, so `state` builds on it.
+Every check takes the raw state as read and the field's key (core/schema.py names the
+check of each field) and returns the field's value, or raises `Invalid` with a sentence
+that names the field; `state` turns that into CorruptState. A few fields are read
+together, because one's value depends on another's (`criteria`, `plan`): those return
+the fields they read. The fields that hold one value are checked in core/scalars.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import math
 from collections.abc import Iterable
 from typing import Any, Literal, TypedDict, cast
 
-from ralphstate.core.errors import CorruptState
 from ralphstate.core.limits import (
     MAX_CHECK_TIMEOUT,
     MAX_ERRORS,
@@ -21,7 +22,6 @@ from ralphstate.core.limits import (
     MAX_GUARDS,
     MAX_MIRRORED_TASKS,
     MAX_PROBLEM_CHARS,
-    MAX_STATE_DEPTH,
     MAX_TASK_ID_CHARS,
     MAX_TASK_SUBJECT_CHARS,
 )
@@ -99,6 +99,18 @@ class TranscriptUsage(TypedDict):
     countedAt: str | None
 
 
+class Readiness(TypedDict):
+    """The spec's readiness `init` gave it (`readiness`; loop/readiness.py): a score from 0
+    to 10, and its shape, one of SHAPES."""
+
+    score: int
+    shape: str
+
+
+# What a spec is shaped for: a tool run unattended, or a colleague checked in with.
+SHAPES = ("tool", "colleague")
+
+
 class Invalid(Exception):
     """A field the state cannot hold: the text says which, and why."""
 
@@ -118,41 +130,28 @@ def _no_blank(key: str, names: Iterable[str]) -> None:
         raise Invalid(f"'{key}' holds a blank name; give every item some text, or remove it")
 
 
-def expect_fail(raw: dict[str, Any]) -> list[str]:
-    """`expectFail`: the criteria whose check must fail once before a pass counts."""
-    return str_list(raw, "expectFail")
-
-
-def opt_str(raw: dict[str, Any], key: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and not isinstance(value, str):
-        raise Invalid(f"'{key}' must be a string or null")
-    return value
-
-
-def tasks_file(raw: dict[str, Any]) -> str | None:
-    name = opt_str(raw, "tasksFile")
-    if name is not None and not name.strip():
-        raise Invalid("'tasksFile' must name a file or be null")
-    return name
-
-
-def task_list(raw: dict[str, Any]) -> list[Task]:
+def task_list(raw: dict[str, Any], key: str) -> list[Task]:
     """The mirrored task list, checked: at most MAX_MIRRORED_TASKS tasks, each an object
     with a subject; a key it lacks takes its default, a key it adds is kept."""
-    value = raw.get("taskList")
+    value = raw.get(key)
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(t, dict) for t in value):
-        raise Invalid("'taskList' must be a list of tasks, each an object with a 'subject'")
+        raise Invalid(f"'{key}' must be a list of tasks, each an object with a 'subject'")
     if len(value) > MAX_MIRRORED_TASKS:
-        raise Invalid(f"'taskList' holds {len(value)} tasks, more than {MAX_MIRRORED_TASKS}")
+        raise Invalid(f"'{key}' holds {len(value)} tasks, more than {MAX_MIRRORED_TASKS}")
     tasks: list[Task] = []
     for i, item in enumerate(value):
-        task: dict[str, Any] = {"list": None, "id": None, "subject": None, "status": "pending"}
-        task.update(step=None, added=False)
+        task: dict[str, Any] = {
+            "list": None,
+            "id": None,
+            "subject": None,
+            "status": "pending",
+            "step": None,
+            "added": False,
+        }
         task.update(item)  # the schema's keys in its order, then the task's own
-        where = f"taskList[{i}]"
+        where = f"{key}[{i}]"
         subject = task.get("subject")
         if (
             not isinstance(subject, str)
@@ -162,12 +161,12 @@ def task_list(raw: dict[str, Any]) -> list[Task]:
             raise Invalid(
                 f"{where}.subject must be some text of at most {MAX_TASK_SUBJECT_CHARS} characters"
             )
-        for key in ("list", "id"):
-            if task[key] is not None and (
-                not isinstance(task[key], str) or len(task[key]) > MAX_TASK_ID_CHARS
+        for name in ("list", "id"):
+            if task[name] is not None and (
+                not isinstance(task[name], str) or len(task[name]) > MAX_TASK_ID_CHARS
             ):
                 raise Invalid(
-                    f"{where}.{key} must be null or a string of at most {MAX_TASK_ID_CHARS}"
+                    f"{where}.{name} must be null or a string of at most {MAX_TASK_ID_CHARS}"
                     " characters"
                 )
         if task["status"] not in TASK_STATUSES:
@@ -182,9 +181,10 @@ def task_list(raw: dict[str, Any]) -> list[Task]:
     return tasks
 
 
-def _criteria(raw: dict[str, Any]) -> tuple[list[str], dict[str, bool]]:
-    """The criteria and their status. The design notes' shape keeps the criteria in
-    `criteriaStatus` alone, so every key of it is a criterion, after the list's."""
+def criteria(raw: dict[str, Any]) -> dict[str, Any]:
+    """`criteria` and `criteriaStatus`, read together. The design notes' shape keeps the
+    criteria in `criteriaStatus` alone, so every key of it is a criterion, after the
+    list's."""
     listed = str_list(raw, "criteria")
     status_map = raw.get("criteriaStatus") or {}
     if not isinstance(status_map, dict):
@@ -200,13 +200,40 @@ def _criteria(raw: dict[str, Any]) -> tuple[list[str], dict[str, bool]]:
             f"criteriaStatus[{typo[0]!r}] is not in 'criteria'; did you mean"
             f" {typo[1]!r}? (a new criterion goes in 'criteria' too)"
         )
-    return list(dict.fromkeys([*listed, *status_map])), dict(status_map)
+    return {
+        "criteria": list(dict.fromkeys([*listed, *status_map])),
+        "criteriaStatus": dict(status_map),
+    }
 
 
-def _timeouts(raw: dict[str, Any]) -> dict[str, float]:
-    value = raw.get("checkTimeouts") or {}
+def plan(raw: dict[str, Any]) -> dict[str, Any]:
+    """`steps`, `completedSteps` and `remainingSteps`, read together: a step named in any
+    of them is a step (the plan's, then those only added elsewhere), the steps done are
+    in the plan's order, and the steps left are derived, never trusted."""
+    listed = str_list(raw, "steps")
+    completed = str_list(raw, "completedSteps")
+    remaining = str_list(raw, "remainingSteps")
+    steps = list(dict.fromkeys([*listed, *completed, *remaining]))
+    done = set(completed)
+    return {
+        "steps": steps,
+        "completedSteps": [s for s in steps if s in done],
+        "remainingSteps": [s for s in steps if s not in done],
+    }
+
+
+def checks(raw: dict[str, Any], key: str) -> dict[str, str]:
+    """Criterion → the command whose exit code 0 proves it."""
+    value = raw.get(key) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise Invalid(f"'{key}' must be an object of criterion: command")
+    return dict(value)
+
+
+def timeouts(raw: dict[str, Any], key: str) -> dict[str, float]:
+    value = raw.get(key) or {}
     if not isinstance(value, dict):
-        raise Invalid("'checkTimeouts' must be an object of criterion: seconds")
+        raise Invalid(f"'{key}' must be an object of criterion: seconds")
     for name, seconds in value.items():
         if (
             isinstance(seconds, bool)
@@ -214,60 +241,28 @@ def _timeouts(raw: dict[str, Any]) -> dict[str, float]:
             or not 0 < seconds <= MAX_CHECK_TIMEOUT
         ):
             raise Invalid(
-                f"checkTimeouts[{name!r}] must be a number of seconds above 0 and at most"
+                f"{key}[{name!r}] must be a number of seconds above 0 and at most"
                 f" {MAX_CHECK_TIMEOUT:g}, not {seconds!r}"
             )
     return dict(value)
 
 
-def _evidence(raw: dict[str, Any]) -> dict[str, Evidence]:
-    value = raw.get("evidence") or {}
+def evidence(raw: dict[str, Any], key: str) -> dict[str, Evidence]:
+    value = raw.get(key) or {}
     if not isinstance(value, dict):
-        raise Invalid("'evidence' must be an object of criterion: {result, ...}")
+        raise Invalid(f"'{key}' must be an object of criterion: {{result, ...}}")
     for name, entry in value.items():
         if not isinstance(entry, dict) or entry.get("result") not in EVIDENCE_RESULTS:
             raise Invalid(
-                f"evidence[{name!r}] must be an object whose 'result' is"
-                f" {', '.join(EVIDENCE_RESULTS)}"
+                f"{key}[{name!r}] must be an object whose 'result' is {', '.join(EVIDENCE_RESULTS)}"
             )
     return {name: cast(Evidence, dict(entry)) for name, entry in value.items()}
 
 
-def verification(raw: dict[str, Any]) -> dict[str, Any]:
-    """The spec, the criteria and their status, their checks with timeouts and evidence,
-    `verifyOnStop`, `cleanVerify` and `noCriteria`: checked, in that order."""
-    spec = raw.get("spec", "")
-    if not isinstance(spec, str):
-        raise Invalid("'spec' must be a string")
-    criteria, status = _criteria(raw)
-    checks = raw.get("checks") or {}
-    if not isinstance(checks, dict) or not all(isinstance(v, str) for v in checks.values()):
-        raise Invalid("'checks' must be an object of criterion: command")
-    found: dict[str, Any] = {"spec": spec, "criteria": criteria, "criteriaStatus": status}
-    found.update(checks=dict(checks), checkTimeouts=_timeouts(raw), evidence=_evidence(raw))
-    verify_on_stop = raw.get("verifyOnStop")
-    if verify_on_stop is not None and not isinstance(verify_on_stop, bool):
-        raise Invalid(f"'verifyOnStop' must be true, false or null, not {verify_on_stop!r}")
-    if verify_on_stop is False and "noCriteria" not in raw:
-        # Written before verify-on-stop became the default (with `noCriteria`, which every
-        # file since holds): that `false` was the old default, not the person's choice.
-        verify_on_stop = None
-    found["verifyOnStop"] = verify_on_stop
-    clean = raw.get("cleanVerify")
-    if clean is not None and not isinstance(clean, bool):
-        raise Invalid(f"'cleanVerify' must be true, false or null, not {clean!r}")
-    found["cleanVerify"] = clean
-    no_criteria = raw.get("noCriteria", False)
-    if no_criteria is not None and not isinstance(no_criteria, bool):
-        raise Invalid(f"'noCriteria' must be true or false, not {no_criteria!r}")
-    found["noCriteria"] = bool(no_criteria)
-    return found
-
-
-def guards(raw: dict[str, Any]) -> list[str] | None:
+def guards(raw: dict[str, Any], key: str) -> list[str] | None:
     """The guarded files' pathspecs (`guards`): null (not guarded), or at most MAX_GUARDS
     of them, each some text of at most MAX_GUARD_CHARS characters."""
-    value = raw.get("guards")
+    value = raw.get(key)
     if value is None:
         return None
     if (
@@ -277,18 +272,55 @@ def guards(raw: dict[str, Any]) -> list[str] | None:
         or any(len(v) > MAX_GUARD_CHARS for v in value)
     ):
         raise Invalid(
-            f"'guards' must be null or a list of at most {MAX_GUARDS} paths, each some text"
+            f"'{key}' must be null or a list of at most {MAX_GUARDS} paths, each some text"
             f" of at most {MAX_GUARD_CHARS} characters"
         )
     return list(dict.fromkeys(value))
 
 
-def errors(raw: dict[str, Any]) -> list[Any]:
+def errors(raw: dict[str, Any], key: str) -> list[Any]:
     """The most recent MAX_ERRORS of `errors`."""
-    found = raw.get("errors") or []
+    found = raw.get(key) or []
     if not isinstance(found, list):
-        raise Invalid("'errors' must be a list")
+        raise Invalid(f"'{key}' must be a list")
     return found[-MAX_ERRORS:]
+
+
+def step_retries(raw: dict[str, Any], key: str) -> dict[str, int]:
+    """Step → a count, 0 or more (`stepRetries`)."""
+    retries = raw.get(key) or {}
+    if not isinstance(retries, dict) or not all(
+        isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        for k, v in retries.items()
+    ):
+        raise Invalid(f"'{key}' must map steps to whole numbers")
+    return dict(retries)
+
+
+def step_list(raw: dict[str, Any], key: str) -> list[str]:
+    """A list of steps, each some text; duplicates read as one (`fixSteps`)."""
+    steps = raw.get(key) or []
+    if not isinstance(steps, list) or not all(isinstance(s, str) and s.strip() for s in steps):
+        raise Invalid(f"'{key}' must be a list of steps")
+    return list(dict.fromkeys(steps))
+
+
+def readiness(raw: dict[str, Any], key: str) -> Readiness | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    score = value.get("score") if isinstance(value, dict) else None
+    if (
+        not isinstance(score, int)
+        or isinstance(score, bool)
+        or not 0 <= score <= 10
+        or value.get("shape") not in SHAPES
+    ):
+        raise Invalid(
+            f"'{key}' must be null or an object with 'score' (0 to 10) and"
+            " 'shape' (tool or colleague)"
+        )
+    return cast(Readiness, value)
 
 
 def _number(value: Any) -> bool:
@@ -300,14 +332,14 @@ def _number(value: Any) -> bool:
     )
 
 
-def _usage(raw: dict[str, Any]) -> Usage | None:
-    value = raw.get("usage")
+def usage(raw: dict[str, Any], key: str) -> Usage | None:
+    value = raw.get(key)
     if value is None:
         return None
     if not isinstance(value, dict) or not all(
         _number(value.get(key, 0)) for key in ("tokens", "cost", "seconds")
     ):
-        raise Invalid("'usage' must be an object of tokens, cost and seconds, each 0 or more")
+        raise Invalid(f"'{key}' must be an object of tokens, cost and seconds, each 0 or more")
     return {
         "tokens": int(value.get("tokens", 0)),
         "cost": float(value.get("cost", 0)),
@@ -315,28 +347,16 @@ def _usage(raw: dict[str, Any]) -> Usage | None:
     }
 
 
-def spending(raw: dict[str, Any], state: dict[str, Any]) -> None:
-    """`usage` and the budgets, checked."""
-    state["usage"] = _usage(raw)
-    for key in ("maxCost", "maxTokens", "maxDuration"):
-        state[key] = _budget(raw, key)
-    failure = raw.get("lastFailure")
-    if failure is not None and not isinstance(failure, dict):
-        raise Invalid("'lastFailure' must be an object or null")
-    state["lastFailure"] = failure
-    state["transcriptUsage"] = _transcript_usage(raw)
-
-
 # The widest offset `transcriptUsage` may hold: a file position.
 _MAX_OFFSET = 2**63 - 1
 
 
-def _transcript_usage(raw: dict[str, Any]) -> TranscriptUsage | None:
-    value = raw.get("transcriptUsage")
+def transcript_usage(raw: dict[str, Any], key: str) -> TranscriptUsage | None:
+    value = raw.get(key)
     if value is None:
         return None
     bad = Invalid(
-        "'transcriptUsage' must be null or an object of session, file (strings), offset"
+        f"'{key}' must be null or an object of session, file (strings), offset"
         " (a whole number, 0 or more), lastMessageId (a string or null), resync and"
         " midLine (true or false), countedAt (a string or null)"
     )
@@ -370,73 +390,8 @@ def _transcript_usage(raw: dict[str, Any]) -> TranscriptUsage | None:
     }
 
 
-def _budget(raw: dict[str, Any], key: str) -> Any:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not _number(value) or value == 0:
-        raise Invalid(f"'{key}' must be a number above 0, or null, not {value!r}")
-    return int(value) if key == "maxTokens" else float(value)
-
-
 def clipped(problem: str) -> str:
     """A problem quotes the file's values, which can be huge: one short line."""
     if len(problem) > MAX_PROBLEM_CHARS:
         problem = problem[: MAX_PROBLEM_CHARS - 1] + "…"
     return problem
-
-
-# The whole numbers orjson writes exactly; it reads a wider one as a float.
-_INT_LOW, _INT_HIGH = -(2**63), 2**64 - 1
-
-
-def check_tree(raw: dict[str, Any]) -> bool:
-    """Refuse what could be read but never written back as it was: a value nested
-    deeper than MAX_STATE_DEPTH, a whole number wider than 64 bits. True when a float
-    is whole and that wide: orjson reads a wide whole number as one, so `parse` looks
-    at how the file wrote it."""
-    wide = False
-    stack: list[tuple[Any, int]] = [(raw, 1)]
-    while stack:
-        value, depth = stack.pop()
-        for item in value.values() if isinstance(value, dict) else value:
-            if isinstance(item, (dict, list)):
-                if depth >= MAX_STATE_DEPTH:
-                    raise Invalid(
-                        f"it nests values more than {MAX_STATE_DEPTH} levels deep, which"
-                        " ralphstate could not write back"
-                    )
-                stack.append((item, depth + 1))
-            elif isinstance(item, int) and not _INT_LOW <= item <= _INT_HIGH:
-                raise Invalid(_too_wide(str(item)))
-            elif isinstance(item, float) and abs(item) >= 2**63 and item.is_integer():
-                wide = True
-    return wide
-
-
-def _too_wide(number: str) -> str:
-    if len(number) > 40:
-        number = number[:20] + "…" + number[-19:]
-    return (
-        f"the whole number {number} is wider than 64 bits, which ralphstate could not"
-        " write back exactly"
-    )
-
-
-def refuse_wide_integers(data: bytes) -> None:
-    """Raise CorruptState when the file writes a whole number wider than 64 bits (orjson
-    read it as a float, and would write it back as one). Only asked when `check_tree`
-    saw a float that could be one, so the standard json module is imported rarely."""
-    import json
-
-    def whole(text: str) -> int:
-        if not _INT_LOW <= int(text) <= _INT_HIGH:
-            raise Invalid(_too_wide(text))
-        return 0
-
-    try:
-        json.loads(data, parse_int=whole)
-    except Invalid as exc:
-        raise CorruptState(f"state.json: {clipped(str(exc))}") from None
-    except (ValueError, RecursionError):
-        pass  # orjson read it; what json makes of it does not matter

@@ -72,6 +72,9 @@ MAX_HISTORY_LIST_ITEMS = 20
 MAX_HISTORY_TEXT_CHARS = 500
 # How many recent errors `errors` keeps in state.json.
 MAX_ERRORS = 20
+# The most a loop's iteration, its cap (`maxIterations`) and its stall limit may be: the
+# cap exists to be a cap, so more is refused.
+MAX_ITERATIONS_CEILING = 100_000
 # Longest description of what is wrong with a state file (it quotes the file's values).
 MAX_PROBLEM_CHARS = 300
 # Seconds to wait for .loop/state.lock: the CLI, then the hooks.

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Literal
 
 from ralphstate.core import clock
-from ralphstate.core.state import DEFAULT_AGENT, State
+from ralphstate.core.schema import DEFAULT_AGENT
+from ralphstate.core.state import State
 
 # owner:    the asking session owns the loop.
 # adopt:    nobody owns it and this machine made or adopted it: the session may take it.

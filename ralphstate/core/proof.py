@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ralphstate.core import schema
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
 
@@ -21,23 +22,9 @@ Contract = dict[str, Any]
 
 
 def contract_of(state: st.State) -> Contract:
-    """The loop's contract as its state holds it now."""
-    criteria = list(state["criteria"])
-    checks = {c: state["checks"][c] for c in criteria if c in state["checks"]}
-    timeouts = {c: state["checkTimeouts"][c] for c in checks if c in state["checkTimeouts"]}
-    raw: dict[str, Any] = dict(state)
-    guards = raw.get("guards")
-    expect = raw.get("expectFail") or []
-    return {
-        "criteria": criteria,
-        "checks": checks,
-        "checkTimeouts": timeouts,
-        "verifyOnStop": state["verifyOnStop"] is not False,
-        "noCriteria": bool(state["noCriteria"]),
-        "guards": None if guards is None else sorted(guards),
-        "cleanVerify": raw.get("cleanVerify") is not False,
-        "expectFail": sorted(c for c in expect if c in criteria),
-    }
+    """The loop's contract as its state holds it now: each contract field of the table
+    (core/schema.py, `CONTRACT`), as its row puts it in the contract."""
+    return {row.name: row.contract(state, row.name) for row in schema.CONTRACT if row.contract}
 
 
 def _q(name: object) -> str:

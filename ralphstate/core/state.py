@@ -3,36 +3,33 @@
 The state is a plain dict with the camelCase keys of the schema, because agents
 and people write the file by hand. `normalise` turns whatever was read into a
 complete, checked state (defaults filled, `remainingSteps` derived, unknown keys
-kept); `dumps` writes it back in the schema's order, unknown keys last. Each field's
-check, and the records fields hold, are in `fields`; what the state answers is in
-`queries`, what it has spent against its budgets in `budgets`.
+kept); `dumps` writes it back in the schema's order, unknown keys last. The fields
+themselves, their defaults, checks, meanings and roles, are the rows of `schema.ROWS`;
+`State` gives their types. The checks are in `scalars` and `fields` (with the records
+some fields hold); what the state answers is in `queries`, what it has spent against
+its budgets in `budgets`.
 
 Schema versions:
 - (none): the seed's format, before `version` existed; read as version 1.
-- 1: the table in docs/explanation/design.md ("The state"), in `State` below.
+- 1: the table in docs/reference/state-file.md, generated from `schema.ROWS`.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal, TypedDict, cast
 
 import orjson
 
-from ralphstate.core import checkrun, fields, workfields
+from ralphstate.core import fields, schema
 from ralphstate.core.errors import CorruptState
-from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS
-from ralphstate.core.marker import marker_problem
+from ralphstate.core.limits import MAX_ERRORS, MAX_PROBLEM_CHARS, MAX_STATE_DEPTH
+from ralphstate.core.schema import Status
 
-SCHEMA_VERSION = 1
-DEFAULT_MAX_ITERATIONS = 20
-DEFAULT_STALL_LIMIT = 5
-DEFAULT_MARKER = "<loop-complete>"
-# Iterations beyond this are refused: the cap exists to be a cap.
-MAX_ITERATIONS_CEILING = 100_000
+# The defaults `init` takes when neither its options nor a template says (the rows').
+DEFAULT_MAX_ITERATIONS: int = schema.FIELDS["maxIterations"].default
+DEFAULT_STALL_LIMIT: int = schema.FIELDS["stallLimit"].default
+DEFAULT_MARKER: str = schema.FIELDS["completionMarker"].default
 
-Status = Literal["in_progress", "paused", "complete", "cancelled"]
-STATUSES: tuple[Status, ...] = ("in_progress", "paused", "complete", "cancelled")
 # The statuses of a loop that is not over: SessionStart restores it, `init` keeps it.
 ACTIVE: tuple[Status, ...] = ("in_progress", "paused")
 # Why ralphstate itself pauses a loop; `ralphstate pause --reason` may write any text.
@@ -47,16 +44,12 @@ PauseReason = Literal[
     "review",
     "agent",
 ]
-# The agents whose sessions can own a loop: a module each in agents/, named by
-# agents/table.py (tests/agents/test_table.py holds the two lists together).
-AgentName = Literal["claude", "codex", "gemini", "cursor", "copilot", "opencode"]
-# The agent a `sessionId` belongs to when the file does not say.
-DEFAULT_AGENT: AgentName = "claude"
 
 
 class State(TypedDict):
-    """A normalised state.json (docs/explanation/design.md, "The state"). Keys a file has beyond
-    these are kept as they are and written back after them."""
+    """A normalised state.json: the types of `schema.ROWS`, one key a row, in their order
+    (docs/reference/state-file.md). Keys a file has beyond these are kept as they are and
+    written back after them."""
 
     version: int
     spec: str
@@ -137,91 +130,18 @@ class State(TypedDict):
     # ralphstate: a verification stopped before its checks finished (`at`, `by`, `how`,
     # the `criteria` whose check did not finish), until each of those checks ran again.
     verifyInterrupted: dict[str, Any] | None
-    stepRetries: dict[str, int]  # ralphstate: these three are core/workfields.py's
+    stepRetries: dict[str, int]
     fixSteps: list[str]
-    readiness: workfields.Readiness | None
+    readiness: fields.Readiness | None
 
 
 Raw = dict[str, Any]
 
-# The schema's order, `State`'s: files are written in it so diffs stay readable.
-FIELD_ORDER: tuple[str, ...] = tuple(State.__annotations__)
-
-
+# The schema's order, the table's: files are written in it so diffs stay readable.
+FIELD_ORDER = schema.FIELD_ORDER
 # The fields a loop's life writes (its progress, owner, times, evidence), which a new
 # loop always starts afresh: `init --from` ignores them in a template.
-RUN_FIELDS = (
-    "version",
-    "iteration",
-    "status",
-    "pauseReason",
-    "sessionId",
-    "ownerAgent",
-    "loopId",
-    "startedAt",
-    "updatedAt",
-    "lastCheckpoint",
-    "errors",
-    "blocksWithoutProgress",
-    "lastProgress",
-    "evidence",
-    "usage",
-    "lastFailure",
-    "taskList",
-    "transcriptUsage",
-    "verifyInterrupted",
-    *workfields.RUN_KEYS,
-)
-
-
-def _defaults() -> Raw:
-    return {
-        "version": SCHEMA_VERSION,
-        "spec": "",
-        "criteria": [],
-        "criteriaStatus": {},
-        "checks": {},
-        "steps": [],
-        "completedSteps": [],
-        "remainingSteps": [],
-        "iteration": 0,
-        "maxIterations": DEFAULT_MAX_ITERATIONS,
-        "stallLimit": DEFAULT_STALL_LIMIT,
-        "completionMarker": DEFAULT_MARKER,
-        "continueMessage": None,
-        "status": "in_progress",
-        "pauseReason": None,
-        "sessionId": None,
-        "loopId": None,
-        "startedAt": None,
-        "updatedAt": None,
-        "lastCheckpoint": None,
-        "errors": [],
-        "blocksWithoutProgress": 0,
-        "lastProgress": None,
-        "verifyOnStop": None,
-        "cleanVerify": None,
-        "checkTimeouts": {},
-        "evidence": {},
-        "ownerAgent": None,
-        "noCriteria": False,
-        "usage": None,
-        "maxCost": None,
-        "maxTokens": None,
-        "maxDuration": None,
-        "lastFailure": None,
-        "tasksFile": None,
-        "boxCriteria": [],
-        "taskList": [],
-        "transcriptUsage": None,
-        "guards": None,
-        "expectFail": [],
-        "ownerTimeout": None,
-        "verifyBudget": None,
-        "verifyJobs": None,
-        "runAlone": [],
-        "verifyInterrupted": None,
-    }
+RUN_FIELDS = schema.RUN_FIELDS
 
 
 # What a command says when it is given a name that is empty or only spaces.
@@ -236,21 +156,6 @@ def blank(name: str) -> bool:
     return not name.strip()
 
 
-def _int(raw: Raw, key: str, default: int, lowest: int) -> int:
-    value = raw.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise fields.Invalid(f"'{key}' must be a whole number")
-    if value < lowest or value > MAX_ITERATIONS_CEILING:
-        raise fields.Invalid(
-            f"'{key}' must be between {lowest} and {MAX_ITERATIONS_CEILING}, not {value}"
-        )
-    return value
-
-
 def normalise(raw: object) -> State:
     """A complete, checked state from what was read; raises CorruptState if unusable."""
     return _checked(raw)[0]
@@ -258,95 +163,34 @@ def normalise(raw: object) -> State:
 
 def _checked(raw: object) -> tuple[State, bool]:
     """`normalise`, and whether a float in it may have been written as a whole number
-    too wide to keep (`fields.check_tree`)."""
+    too wide to keep (`check_tree`)."""
     if not isinstance(raw, dict):
         raise CorruptState(f"state.json must hold a JSON object, not {type(raw).__name__}")
     try:
-        wide = fields.check_tree(raw)
+        wide = check_tree(raw)
         return _normalise(raw), wide
     except fields.Invalid as exc:
         raise CorruptState(f"state.json: {fields.clipped(str(exc))}") from None
 
 
-# The fields that hold a string or null.
-_TEXTS = (
-    "continueMessage",
-    "pauseReason",
-    "sessionId",
-    "ownerAgent",
-    "loopId",
-    "startedAt",
-    "updatedAt",
-    "lastCheckpoint",
-    "lastProgress",
-)
-
-
 def _normalise(raw: Raw) -> State:
-    version = raw.get("version", SCHEMA_VERSION)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise fields.Invalid(f"'version' must be a positive whole number, not {version!r}")
-    if version > SCHEMA_VERSION:
-        raise CorruptState(
-            f"state.json has schema version {version}, newer than this ralphstate"
-            f" understands ({SCHEMA_VERSION}); upgrade ralphstate to use it"
-        )
-    state = _defaults()
-    state.update(fields.verification(raw))
-    steps, completed, remaining = (
-        fields.str_list(raw, key) for key in ("steps", "completedSteps", "remainingSteps")
-    )
-    # A step named anywhere is a step; order: the plan, then what was only added elsewhere.
-    set_steps(cast(State, state), [*steps, *completed, *remaining], completed)
-    _counts(raw, state)
-    for key in _TEXTS:
-        state[key] = fields.opt_str(raw, key)
-    state["tasksFile"] = fields.tasks_file(raw)
-    state["boxCriteria"] = fields.str_list(raw, "boxCriteria")
-    state["taskList"] = fields.task_list(raw)
-    state["guards"] = fields.guards(raw)
-    state["expectFail"] = fields.expect_fail(raw)
-    state.update(checkrun.settings(raw), **workfields.read(raw))
-    # An owner is a session of one agent; files from before `ownerAgent` were Claude Code's.
-    state["ownerAgent"] = (state["ownerAgent"] or DEFAULT_AGENT) if state["sessionId"] else None
-    fields.spending(raw, state)
-    state["ownerTimeout"] = _seconds(raw, "ownerTimeout")
-    state["errors"] = fields.errors(raw)
+    """Each field of the table read by its check, in the table's order (a field read
+    with others, by their group's check, at the first of them); None from a check is
+    the field's default. Then the unknown keys, as they were."""
+    state: Raw = {}
+    for row in schema.ROWS:
+        if row.name in state:
+            continue  # read with its group
+        if row.group is not None:
+            state.update(row.group(raw))
+            continue
+        assert row.read is not None
+        value = row.read(raw, row.name)
+        state[row.name] = row.initial() if value is None else value
     for key, value in raw.items():
         if key not in state:
             state[key] = value
-    state["version"] = SCHEMA_VERSION
     return _in_schema_order(state)
-
-
-def _counts(raw: Raw, state: Raw) -> None:
-    """The iteration and its limits, the completion marker and the status, checked."""
-    state["iteration"] = _int(raw, "iteration", 0, 0)
-    state["maxIterations"] = _int(raw, "maxIterations", DEFAULT_MAX_ITERATIONS, 1)
-    state["stallLimit"] = _int(raw, "stallLimit", DEFAULT_STALL_LIMIT, 1)
-    state["blocksWithoutProgress"] = _int(raw, "blocksWithoutProgress", 0, 0)
-    marker = raw.get("completionMarker") or DEFAULT_MARKER
-    if not isinstance(marker, str) or not marker.strip():
-        raise fields.Invalid("'completionMarker' must be a non-empty string")
-    problem = marker_problem(marker)
-    if problem:
-        raise fields.Invalid(f"'completionMarker' is refused: {problem.rstrip('.')}")
-    state["completionMarker"] = marker
-    status = raw.get("status", "in_progress")
-    if status not in STATUSES:
-        raise fields.Invalid(f"'status' must be one of {', '.join(STATUSES)}, not {status!r}")
-    state["status"] = status
-
-
-def _seconds(raw: Raw, key: str) -> float | None:
-    """A span of seconds, 0 or more, or null."""
-    value = raw.get(key)
-    if value is None:
-        return None
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or not (math.isfinite(value) and value >= 0):
-        raise fields.Invalid(f"'{key}' must be a number of seconds, 0 or more, or null")
-    return float(value)
 
 
 def _in_schema_order(state: Raw) -> State:
@@ -354,6 +198,65 @@ def _in_schema_order(state: Raw) -> State:
     ordered = {key: state[key] for key in FIELD_ORDER if key in state}
     ordered.update((k, v) for k, v in state.items() if k not in ordered)
     return cast(State, ordered)
+
+
+# -- what can be written back as it was read -----------------------------------------
+
+# The whole numbers orjson writes exactly; it reads a wider one as a float.
+_INT_LOW = -(2**63)
+_INT_HIGH = 2**64 - 1
+
+
+def check_tree(raw: dict[str, Any]) -> bool:
+    """Refuse what could be read but never written back as it was: a value nested
+    deeper than MAX_STATE_DEPTH, a whole number wider than 64 bits. True when a float
+    is whole and that wide: orjson reads a wide whole number as one, so `parse` looks
+    at how the file wrote it."""
+    wide = False
+    stack: list[tuple[Any, int]] = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, (dict, list)):
+                if depth >= MAX_STATE_DEPTH:
+                    raise fields.Invalid(
+                        f"it nests values more than {MAX_STATE_DEPTH} levels deep, which"
+                        " ralphstate could not write back"
+                    )
+                stack.append((item, depth + 1))
+            elif isinstance(item, int) and not _INT_LOW <= item <= _INT_HIGH:
+                raise fields.Invalid(_too_wide(str(item)))
+            elif isinstance(item, float) and abs(item) >= 2**63 and item.is_integer():
+                wide = True
+    return wide
+
+
+def _too_wide(number: str) -> str:
+    if len(number) > 40:
+        number = number[:20] + "…" + number[-19:]
+    return (
+        f"the whole number {number} is wider than 64 bits, which ralphstate could not"
+        " write back exactly"
+    )
+
+
+def refuse_wide_integers(data: bytes) -> None:
+    """Raise CorruptState when the file writes a whole number wider than 64 bits (orjson
+    read it as a float, and would write it back as one). Only asked when `check_tree`
+    saw a float that could be one, so the standard json module is imported rarely."""
+    import json
+
+    def whole(text: str) -> int:
+        if not _INT_LOW <= int(text) <= _INT_HIGH:
+            raise fields.Invalid(_too_wide(text))
+        return 0
+
+    try:
+        json.loads(data, parse_int=whole)
+    except fields.Invalid as exc:
+        raise CorruptState(f"state.json: {fields.clipped(str(exc))}") from None
+    except (ValueError, RecursionError):
+        pass  # orjson read it; what json makes of it does not matter
 
 
 def parse(data: bytes) -> State:
@@ -366,7 +269,7 @@ def parse(data: bytes) -> State:
         ) from None
     state, wide = _checked(raw)
     if wide:
-        fields.refuse_wide_integers(data)
+        refuse_wide_integers(data)
     return state
 
 
@@ -389,8 +292,10 @@ def new(
     loop_id: str | None = None,
     extra: Raw | None = None,
 ) -> State:
-    """A fresh in-progress loop, whose id is `loop_id` (`init` draws a random one)."""
-    raw: Raw = dict(extra or {})
+    """A fresh in-progress loop, whose id is `loop_id` (`init` draws a random one), with
+    the fields of `extra` a new loop does not start afresh (`RUN_FIELDS` take their
+    defaults: iteration 0, in progress, no pause reason, ...)."""
+    raw: Raw = {k: v for k, v in (extra or {}).items() if k not in RUN_FIELDS}
     raw.update(
         spec=spec,
         criteria=criteria,
@@ -399,16 +304,12 @@ def new(
         maxIterations=max_iterations,
         stallLimit=stall_limit,
         completionMarker=marker,
-        status="in_progress",
         sessionId=session_id,
         ownerAgent=agent if session_id else None,
         noCriteria=bool(raw.get("noCriteria")),  # written by this version: its choices stand
         loopId=loop_id,
         startedAt=now,
         updatedAt=now,
-        iteration=0,
-        blocksWithoutProgress=0,
-        pauseReason=None,
     )
     state = normalise(raw)
     state["lastProgress"] = progress(state)

@@ -31,7 +31,7 @@ from typing import Any
 from ralphstate.agents import table
 from ralphstate.agents.contract import Agent, HookCommand
 from ralphstate.core.errors import RalphstateError
-from ralphstate.core.state import DEFAULT_AGENT
+from ralphstate.core.schema import DEFAULT_AGENT
 from ralphstate.install import hookfile, plugin, settings, taskenv
 from ralphstate.install.command import own_subcommand, powershell_command, shell_command
 from ralphstate.install.settings import InstallResult

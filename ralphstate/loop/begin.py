@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import clock
+from ralphstate.core import clock, schema
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.marker import check_marker
@@ -20,8 +20,9 @@ from ralphstate.storage import registry
 from ralphstate.storage.paths import RUN_LOCK, LoopPaths, for_init
 from ralphstate.storage.store import Store
 
-# Keys of a template that `init` reads itself rather than keeping as the state's extras.
-TEMPLATE_ONLY = ("criteria", "steps", "spec", "remainingSteps", "tracker")
+# Keys of a template that `init` reads itself rather than keeping as the state's extras:
+# the fields the table says so of, and a tracker's settings (loop/tracker.py).
+TEMPLATE_ONLY = (*schema.INIT_READS, "tracker")
 
 
 @dataclass(frozen=True)

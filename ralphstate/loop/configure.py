@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import budgets, checkrun, limits
+from ralphstate.core import budgets, checkrun, limits, schema
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
@@ -54,7 +54,7 @@ def _on_off(text: str) -> bool | None:
 
 def _count(name: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        return _whole(name, text, st.MAX_ITERATIONS_CEILING)
+        return _whole(name, text, limits.MAX_ITERATIONS_CEILING)
 
     return parse
 
@@ -191,53 +191,43 @@ def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda value: "none" if value is None else show(value)
 
 
-# The names `config` takes, in the order it lists them (its --help says what each is).
-SETTINGS: dict[str, Setting] = {
-    "max-iterations": Setting(
-        "maxIterations",
-        _count("max-iterations"),
-        str,
-    ),
-    "stall-limit": Setting(
-        "stallLimit",
-        _count("stall-limit"),
-        str,
-    ),
-    "marker": Setting("completionMarker", _marker, visible),
-    "continue-message": Setting(
-        "continueMessage",
-        _message,
-        lambda value: "(none)" if value is None else visible(value),
-    ),
-    "spec": Setting("spec", _spec, visible_lines),
-    "verify-on-stop": Setting(
-        "verifyOnStop",
+# How `config` reads and shows each field it sets, in the order it lists them (its --help
+# says what each is). The name `config` sets a field by is its row's (core/schema.py,
+# `CONFIG_KEYS`); tests/loop/test_settings.py holds the two together.
+_HOW: dict[str, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
+    "maxIterations": (_count("max-iterations"), str),
+    "stallLimit": (_count("stall-limit"), str),
+    "completionMarker": (_marker, visible),
+    "continueMessage": (_message, lambda value: "(none)" if value is None else visible(value)),
+    "spec": (_spec, visible_lines),
+    "verifyOnStop": (
         _default_or_bool,
         lambda value: "default (on)" if value is None else "true" if value else "false",
     ),
-    "clean-verify": Setting(
-        "cleanVerify",
+    "cleanVerify": (
         _on_off,
         lambda value: "default (on)" if value is None else "on" if value else "off",
     ),
-    "verify-budget": Setting(
-        "verifyBudget",
+    "verifyBudget": (
         _budget_seconds,
         lambda value: (
             f"default ({limits.STOP_VERIFY_BUDGET:g}s)" if value is None else f"{value:g}s"
         ),
     ),
-    "verify-jobs": Setting(
-        "verifyJobs",
+    "verifyJobs": (
         _jobs,
         lambda value: f"default ({checkrun.default_jobs()} here)" if value is None else str(value),
     ),
     # The loop's budgets (a run's own are its options: docs/how-to/overnight.md, "Budgets").
-    "max-cost": Setting("maxCost", _dollars, _shown(lambda value: f"${value:g}")),
-    "max-tokens": Setting("maxTokens", _tokens, _shown(str)),
-    "max-duration": Setting("maxDuration", _duration, _shown(budgets.span)),
+    "maxCost": (_dollars, _shown(lambda value: f"${value:g}")),
+    "maxTokens": (_tokens, _shown(str)),
+    "maxDuration": (_duration, _shown(budgets.span)),
     # When a session that starts here may take the loop from an owner that went quiet.
-    "owner-timeout": Setting("ownerTimeout", _owner_timeout, _owner_timeout_shown),
+    "ownerTimeout": (_owner_timeout, _owner_timeout_shown),
+}
+# The names `config` takes, in the order it lists them.
+SETTINGS: dict[str, Setting] = {
+    schema.CONFIG_KEYS[field]: Setting(field, parse, show) for field, (parse, show) in _HOW.items()
 }
 
 

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ralphstate.core import fields
 from ralphstate.core import state as st
-from ralphstate.core import workfields
 from ralphstate.core.text import count
 from ralphstate.loop import program
 
@@ -69,7 +69,7 @@ class Readiness:
     def shape(self) -> str:
         return "tool" if self.score >= TOOL_SCORE else "colleague"
 
-    def stored(self) -> workfields.Readiness:
+    def stored(self) -> fields.Readiness:
         return {"score": self.score, "shape": self.shape}
 
     def lines(self) -> list[str]:

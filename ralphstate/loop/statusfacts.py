@@ -74,7 +74,9 @@ def _synced(store: Store) -> tuple[st.State, str | None]:
         problem = (
             f"{exc} The loop's steps are its boxes, so none are shown until it can be read again."
         )
-        return {**state, "steps": [], "completedSteps": [], "remainingSteps": []}, problem
+        shown = st.State(**state)  # a copy: the file keeps its steps
+        st.set_steps(shown, [], [])
+        return shown, problem
     return state, None
 
 

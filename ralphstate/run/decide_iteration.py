@@ -34,8 +34,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from ralphstate.core import budgets
-from ralphstate.core import state as st
+from ralphstate.core import budgets, schema
 from ralphstate.core.render import clip, quote
 from ralphstate.run.guards import LIMIT_ATTEMPTS, Breaker
 from ralphstate.run.result import IterationDecision
@@ -95,7 +94,7 @@ class IterationFacts:
     # Why the loop could not be read back after the agent, or its status then (None:
     # not read yet).
     error: str | None = None
-    status: st.Status | None = None
+    status: schema.Status | None = None
     limit: LimitHit | None = None
     checked: Checked | None = None  # None: the checks have not run
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import budgets
+from ralphstate.core import budgets, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
@@ -107,7 +107,7 @@ def make_plan(store: Store, state: st.State, given: Mapping[str, Any] | None = N
     argv = shellcmd.argv(chain[0], chosen["shell"])
     chosen["prompt_mode"] = _prompt_mode(chosen["prompt_mode"], argv)
     if chosen["max"] is not None:
-        limit = min(chosen["max"], st.MAX_ITERATIONS_CEILING - state["iteration"])
+        limit = min(chosen["max"], limits.MAX_ITERATIONS_CEILING - state["iteration"])
     else:
         limit = state["maxIterations"] - state["iteration"]
     files = list(chosen["context"])

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralphstate.core import limits
+from ralphstate.core import limits, schema
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import quote
@@ -27,21 +27,6 @@ from ralphstate.storage import fsio, git, jsonstore, locking, registry, truststo
 from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 from ralphstate.storage.store import Store
 
-# What a new worktree's loop takes from the loop it is copied from.
-COPIED = (
-    "checks",
-    "checkTimeouts",
-    "verifyOnStop",
-    "expectFail",
-    "cleanVerify",
-    "maxIterations",
-    "stallLimit",
-    "completionMarker",
-    "continueMessage",
-    "verifyJobs",
-    "verifyBudget",
-    "runAlone",
-)
 CONFIG_NAME = "config.toml"
 
 
@@ -331,7 +316,7 @@ def _copy_loop(
     `_source`; the copy keeps that trust, `_carry_trust`); with `replace`, over the copy
     of it git checked out there."""
     source_store, state = source  # as read when its trust was judged
-    template = {key: state[key] for key in COPIED if key in state}  # type: ignore[literal-required]
+    template = {key: state[key] for key in schema.COPIED if key in state}  # type: ignore[literal-required]
     asked = begin.InitRequest(
         state["spec"],
         tuple(state["criteria"]),

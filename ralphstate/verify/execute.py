@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import checkrun, clock, limits, workfields
+from ralphstate.core import checkrun, clock, fixsteps, limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
@@ -304,7 +304,7 @@ def apply(state: st.State, results: Sequence[CheckResult], by: str) -> list[Even
     checkrun.ran(cast(st.Raw, state), [str(e["criterion"]) for e in events])
     ran = {str(e["criterion"]) for e in events}  # a check a time budget cut found no gap
     passed = {r.criterion: r.passed for r in results if r.criterion in ran and not r.budget_cut}
-    return events + workfields.fix_steps(cast(st.Raw, state), passed)
+    return events + fixsteps.fix_steps(cast(st.Raw, state), passed)
 
 
 def record_interrupted(

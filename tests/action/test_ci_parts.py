@@ -17,7 +17,8 @@ import pytest
 
 from ralphstate.ci import github, job, trusted
 from ralphstate.cli.ci import ci_command
-from ralphstate.core import budgets
+from ralphstate.core import budgets, schema
+from ralphstate.core import state as st
 from ralphstate.loop.project import locate
 from tests.helpers import REPO
 
@@ -67,6 +68,36 @@ def test_the_contract_of_the_base_commit_is_read_from_git(project: Path, tmp_pat
     contract = trusted.from_commit(project, "HEAD")
 
     assert contract is not None and contract["checks"] == {"tests pass": "python -m pytest"}
+
+
+def test_the_trusted_contract_holds_every_contract_row_at_its_default(project: Path) -> None:
+    """The workflow's contract and the base commit's have every field of the contract
+    (core/schema.py, the contract rows) and the loop's budgets; a field the workflow does
+    not give, or the committed loop left at its default, holds its row's default there."""
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "a@b.invalid"]):
+        subprocess.run(["git", *args], cwd=project, check=True)
+    subprocess.run(["git", "config", "user.name", "A"], cwd=project, check=True)
+    loop = st.new("Fix it", ["tests pass"], [], now="2026-01-01T00:00:00Z")
+    loop["checks"] = {"tests pass": "python -m pytest"}
+    (project / ".loop").mkdir()
+    (project / ".loop" / "state.json").write_bytes(st.dumps(loop))
+    subprocess.run(["git", "add", "-A"], cwd=project, check=True)
+    subprocess.run(["git", "commit", "-qm", "loop"], cwd=project, check=True)
+    defaults = schema.defaults()
+
+    given = trusted.from_inputs(["tests pass"], {"tests pass": "python -m pytest"})
+    committed = trusted.from_commit(project, "HEAD")
+
+    assert committed is not None
+    for contract in (given, committed):
+        assert list(contract) == [*(row.name for row in schema.CONTRACT), trusted.BUDGET]
+        assert contract["criteria"] == ["tests pass"]
+        assert contract["checks"] == {"tests pass": "python -m pytest"}
+        for row in schema.CONTRACT[2:]:
+            assert row.contract is not None
+            assert contract[row.name] == row.contract(defaults, row.name), row.name
+        assert contract[trusted.BUDGET] == dict.fromkeys(schema.BUDGET_KEYS)
+    assert [row.name for row in schema.CONTRACT[:2]] == ["criteria", "checks"]
 
 
 def test_a_check_for_no_criterion_of_the_workflow_is_refused() -> None:

@@ -1,5 +1,5 @@
 """The table of agents against the agents ralphstate knows: every name of
-`core.state.AgentName` has exactly one module of `agents/` with its `AGENT`, and every
+`core.schema.AgentName` has exactly one module of `agents/` with its `AGENT`, and every
 such module a row; what the tests clear of the environment comes from the rows."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import get_args
 import ralphstate.agents
 from ralphstate.agents import table
 from ralphstate.agents.contract import Agent
-from ralphstate.core.state import DEFAULT_AGENT, AgentName
+from ralphstate.core.schema import DEFAULT_AGENT, AgentName
 from tests.conftest import LEAKY_ENV
 
 

@@ -25,7 +25,6 @@ COMMANDS = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
 STATE_FILE = (DOCS / "reference" / "state-file.md").read_text(encoding="utf-8")
 GOAL = (DOCS / "explanation" / "goal.md").read_text(encoding="utf-8")
 NOW = "2026-01-01T00:00:00Z"
-DESIGN = (DOCS / "explanation" / "design.md").read_text(encoding="utf-8")
 
 
 def write_state(project: Path, **changes: Any) -> None:
@@ -233,7 +232,7 @@ def test_the_readme_log_section_says_the_default_and_all() -> None:
 PAUSE_REASONS = {*get_args(st.PauseReason), "limit", "run_max", "commit_failed"}
 
 
-@pytest.mark.parametrize("text", [STATE_FILE, DESIGN], ids=["state-file.md", "design.md"])
+@pytest.mark.parametrize("text", [STATE_FILE], ids=["state-file.md"])
 def test_the_pause_reasons_row_names_every_reason(text: str) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `pauseReason` |"))
     assert set(re.findall(r"`(\w+)`", row)) >= PAUSE_REASONS, PAUSE_REASONS
@@ -246,7 +245,7 @@ def test_the_readme_run_exit_codes_name_a_failed_commit() -> None:
     )
 
 
-@pytest.mark.parametrize("text", [STATE_FILE, DESIGN], ids=["state-file.md", "design.md"])
+@pytest.mark.parametrize("text", [STATE_FILE], ids=["state-file.md"])
 def test_the_owner_agent_row_names_every_agent(text: str) -> None:
     row = next(line for line in text.splitlines() if line.startswith("| `ownerAgent` |"))
     assert set(NAMES) <= set(re.findall(r"`(\w+)`", row))

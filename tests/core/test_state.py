@@ -19,7 +19,7 @@ from freezegun import freeze_time
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from ralphstate.core import checkrun, queries, views
+from ralphstate.core import checkrun, queries, schema, views
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.run import logline
@@ -398,7 +398,7 @@ _names = hs.lists(_text.filter(str.strip), max_size=5)  # blank names are refuse
     done=_names,
     remaining=hs.one_of(hs.none(), _names),
     iteration=hs.integers(0, 100_000),
-    status=hs.sampled_from(st.STATUSES),
+    status=hs.sampled_from(schema.STATUSES),
     extra=hs.dictionaries(
         _text.filter(lambda k: k not in st.FIELD_ORDER),
         hs.one_of(
