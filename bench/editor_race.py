@@ -83,9 +83,9 @@ UPDATER = r"""
 import sys, time
 from pathlib import Path
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
+from ralphstate.storage.loopdir.store import Store
 root, stop, delay = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 real = fsio._swap_if_holds
 def slow(*args):

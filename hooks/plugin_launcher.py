@@ -3,7 +3,7 @@ and hand a hook or a command over to it.
 
 A hook runs at every stop of every session, so nothing is imported before the decision
 needs it, in this order: a project with no `.loop/` whose ralphstate is at hand (the
-same test the hook's own hot path makes, `ralphstate.storage.paths.find_dir`, from
+same test the hook's own hot path makes, `ralphstate.storage.system.paths.find_dir`, from
 `$CLAUDE_PROJECT_DIR`) is answered at once, with nothing; the settings files are read
 only when there may be a loop, parsed only when they name ralphstate; JSON is read with
 the scanner `json` itself uses, without importing `json` and `re`; and after the hook
@@ -37,7 +37,7 @@ EVENTS = {
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)
 HOOK_CODE = "from ralphstate.hooks.entry import main; main()"
-# The hook's own tests for a loop (ralphstate.storage.paths: ENV_DIR, LOOP_DIR_NAME) and
+# The hook's own tests for a loop (ralphstate.storage.system.paths: ENV_DIR, LOOP_DIR_NAME) and
 # the variable that names Claude Code's project (ralphstate.agents.table).
 ENV_LOOP_DIR = "RALPHSTATE_DIR"
 LOOP_DIR_NAME = ".loop"

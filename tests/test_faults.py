@@ -27,8 +27,8 @@ import pytest
 from ralphstate.core import decide, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.hardening import (
     SID,
     Run,

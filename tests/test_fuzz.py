@@ -29,8 +29,10 @@ from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.fields import EVIDENCE_RESULTS
 from ralphstate.hooks import arrival, notify
-from ralphstate.storage import filestamp, notices, paths, registry, truststore
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import notices, registry, truststore
+from ralphstate.storage.repo import filestamp
+from ralphstate.storage.system import paths
 from tests.helpers import run_process
 from tests.helpers.hardening import (
     HOOKS,

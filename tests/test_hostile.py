@@ -67,8 +67,8 @@ def test_names_the_person_typed_are_echoed_escaped_too(rs: Any, project: Path) -
 def test_a_cloned_loop_without_an_identity_is_not_a_known_loop(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ralphstate.storage import registry
-    from ralphstate.storage.paths import LoopPaths
+    from ralphstate.storage.peruser import registry
+    from ralphstate.storage.system.paths import LoopPaths
     from tests.helpers.hardening import hook, hook_input_for
     from tests.helpers.loops import make_loop, parser_state
 

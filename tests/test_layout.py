@@ -1,6 +1,6 @@
 """The shape of the package, read from its source: one name, one meaning (no two modules
 share a file name, no import alias that dodges a name); no module over 450 lines; one
-home for child processes (only storage/children.py calls subprocess to start one); one
+home for child processes (only storage/system/children.py calls subprocess to start one); one
 table of the state's fields (only core/schema.py lists them by what they do)."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ MAX_LINES = 450
 # Abbreviations and a compatibility import, not names dodged: `state as st` everywhere,
 # `datetime as dt`, and `tomli as tomllib` before Python 3.11.
 ALIASES = {("ralphstate.core.state", "st"), ("datetime", "dt"), ("tomli", "tomllib")}
-# The calls that start a child process, by module; storage/children.py alone makes them.
+# The calls that start a child process, by module; storage/system/children.py alone makes them.
 STARTERS = {
     "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput"},
     "os": {"system", "popen", "posix_spawn", "posix_spawnp", "spawnv", "spawnvp", "spawnl"},
 }
-CHILDREN = PACKAGE / "storage" / "children.py"
+CHILDREN = PACKAGE / "storage" / "system" / "children.py"
 # The one module that lists the state's fields by what they do (docs/explanation/design.md,
 # "The state"). Anywhere else, three or more of the state's keys written together (a
 # tuple, list or set of them, or a dict or keywords giving them literal values: a copy of

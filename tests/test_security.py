@@ -20,8 +20,8 @@ import pytest
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import logs, registry
-from ralphstate.storage.store import append_history
+from ralphstate.storage.loopdir.store import append_history
+from ralphstate.storage.peruser import logs, registry
 from tests.helpers import TESTS
 from tests.helpers.hardening import (
     HOOKS,

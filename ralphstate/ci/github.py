@@ -13,7 +13,7 @@ from pathlib import Path
 import orjson
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 GH_TIMEOUT = 120.0
 OUTPUT_BYTES = 64 * 1024

@@ -25,7 +25,7 @@ from ralphstate.ci import github, trusted
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 # What only the job itself uses, kept from the agent's environment: the token `gh` asks
 # for the next job and tells the pull request with.

@@ -22,8 +22,8 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, RalphstateError
 from ralphstate.core.render import quote
 from ralphstate.core.text import visible
-from ralphstate.storage import git
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.repo import git
 
 STATE_PATH = ".loop/state.json"
 # The loop's own budgets (core/schema.py, `BUDGET_KEYS`), which hold across every job,
@@ -117,8 +117,8 @@ def approve(store: Store, base: str) -> None:
     within one run."""
     from ralphstate.loop import proofreview
     from ralphstate.loop.person import require_person
-    from ralphstate.storage import ledger, truststore
-    from ralphstate.storage.store import append_history
+    from ralphstate.storage.loopdir.store import append_history
+    from ralphstate.storage.peruser import ledger, truststore
 
     require_person(store.paths, "`ralphstate ci`")
     by = actor.current()

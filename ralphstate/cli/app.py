@@ -153,7 +153,7 @@ def run_cli(args: list[str]) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the one place the unexpected is caught
-        from ralphstate.storage import logs
+        from ralphstate.storage.peruser import logs
 
         where = logs.write(f"ralphstate {' '.join(args[:2])}: unexpected error", exc)
         tail = f"; details in {where}" if where else ""

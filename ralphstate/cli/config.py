@@ -10,8 +10,8 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.loop import configure
 from ralphstate.loop.project import locate
-from ralphstate.storage import testfiles
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.repo import testfiles
 
 
 @click.command(context_settings=SETTINGS)

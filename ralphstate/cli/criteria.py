@@ -15,7 +15,7 @@ from ralphstate.core.text import visible
 from ralphstate.loop import checklist
 from ralphstate.loop.configure import parse_bool
 from ralphstate.loop.project import locate
-from ralphstate.storage import truststore
+from ralphstate.storage.peruser import truststore
 
 
 @click.group(context_settings=SETTINGS)

@@ -22,7 +22,7 @@ from ralphstate.agents.table import every
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.run.spawn import join_command
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 SESSION = "demo-session-0001"
 SPEC = "Add a --json flag to the report command"

@@ -15,8 +15,9 @@ from ralphstate.core.approving import trust_step
 from ralphstate.core.render import NO_CRITERIA
 from ralphstate.core.text import count, short_id, visible
 from ralphstate.loop import begin, enforcement, program, readiness, template
-from ralphstate.storage import testfiles, truststore
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import truststore
+from ralphstate.storage.repo import testfiles
 from ralphstate.verify import baseline
 
 

@@ -8,7 +8,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import views
 from ralphstate.loop import listing
-from ralphstate.storage import registry
+from ralphstate.storage.peruser import registry
 
 
 @click.command("list", context_settings=SETTINGS)

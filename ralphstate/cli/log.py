@@ -10,7 +10,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import locate
 from ralphstate.run import logline
-from ralphstate.storage.store import of_loop
+from ralphstate.storage.loopdir.store import of_loop
 
 
 @click.command(context_settings=SETTINGS)

@@ -56,7 +56,7 @@ def report(markdown: bool, as_html: bool, target: Path | None) -> None:
     if target is None or str(target) == "-":
         output.text(body, nl=False)
         return
-    from ralphstate.storage import fsio
+    from ralphstate.storage.system import fsio
 
     try:
         fsio.atomic_write(target, body.encode("utf-8"))

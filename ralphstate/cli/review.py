@@ -15,7 +15,7 @@ from ralphstate.core.text import visible
 from ralphstate.loop import proofreview
 from ralphstate.loop.person import require_person
 from ralphstate.loop.project import locate
-from ralphstate.storage import ledger
+from ralphstate.storage.peruser import ledger
 
 
 @click.command(context_settings=SETTINGS)

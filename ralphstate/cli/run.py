@@ -15,7 +15,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import count, visible
 from ralphstate.loop.project import locate
 from ralphstate.run import runoptions
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
 
 
 class _Terminal:

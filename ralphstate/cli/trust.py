@@ -11,7 +11,7 @@ from ralphstate.loop import linkedspecs
 from ralphstate.loop.person import require_person
 from ralphstate.loop.project import locate
 from ralphstate.run import runconfig
-from ralphstate.storage import truststore
+from ralphstate.storage.peruser import truststore
 from ralphstate.verify import checks
 
 

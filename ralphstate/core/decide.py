@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import budgets, fields, leftchecks, ownership, queries, render, schema, stall
+from ralphstate.core import budgets, fields, ownership, queries, render, schema, stall, unfinished
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 from ralphstate.core.outcomes import OUTCOMES, Rule
@@ -81,7 +81,7 @@ class StopFacts:
     machine made or adopted the loop, of a loop nobody owns (the registry);
     `stale(state)`, the verified criteria proven on other code than the work tree holds
     now, at a claimed completion (git); `files`, the stamp of the project's files
-    (storage/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
+    (storage/repo/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
     not change. The reply, the stale criteria and the stamp are read once per stop: the
     facts `given` makes for its next decision share them."""
 
@@ -244,7 +244,7 @@ def _block(
         rule, reason = "no_marker", render.block_marker(new)
     details: Event = {"unmet": unmet} if unmet else {}
     if checked is not None and checked.left:  # said first: they are not to blame
-        reason = leftchecks.reason(new, checked.left, reason, details)
+        reason = unfinished.reason(new, checked.left, reason, details)
     fingerprint, counts = progress
     new["iteration"] += 1
     stall.count(new, fingerprint, counts)

@@ -45,14 +45,14 @@ class Evidence(TypedDict, total=False):
     outputTail: str
     outputBytes: int
     # The code the check ran on: HEAD, whether the work tree differed from it, and the
-    # id of the tree the work tree held (storage/git.py, `snapshot`).
+    # id of the tree the work tree held (storage/repo/git.py, `snapshot`).
     commit: str | None
     dirty: bool
     tree: str
     # The criterion's first check result, for this command, passed before the loop did
     # any work (core/redgreen.py): this proof says nothing about the work.
     alreadyTrue: bool
-    # The check ran in a clean room (storage/cleanroom.py): a temporary worktree of the
+    # The check ran in a clean room (storage/repo/cleanroom.py): a temporary worktree of the
     # tracked files, whose tree was `cleanTree`; absent: it ran in the project itself.
     clean: bool
     cleanTree: str

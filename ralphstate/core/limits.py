@@ -80,7 +80,7 @@ MAX_PROBLEM_CHARS = 300
 # Seconds to wait for .loop/state.lock: the CLI, then the hooks.
 LOCK_TIMEOUT = 5.0
 HOOK_LOCK_TIMEOUT = 2.0
-# What the hooks remember of the faults they told the person about (storage/notices.py):
+# What the hooks remember of the faults they told the person about (storage/peruser/notices.py):
 # (session, fault) pairs per loop, and loops.
 MAX_NOTICES_PER_LOOP = 50
 MAX_NOTICE_LOOPS = 100
@@ -156,18 +156,18 @@ WATCH_INTERVAL = 0.5
 # How long one git command may run, and how much of its output is kept.
 GIT_TIMEOUT = 60.0
 MAX_GIT_OUTPUT_BYTES = 256 * 1024
-# All the git commands of one snapshot of the work tree's tree (storage/git.py), which a
+# All the git commands of one snapshot of the work tree's tree (storage/repo/git.py), which a
 # Stop hook may take twice around its checks: 2 x 20 + STOP_VERIFY_BUDGET stays below
 # STOP_HOOK_TIMEOUT.
 GIT_SNAPSHOT_SECONDS = 20.0
 # What the Stop hook looks at to tell a turn that changed the project's files from one
-# that did not (storage/filestamp.py): the most files it stats (in git, of the paths
+# that did not (storage/repo/filestamp.py): the most files it stats (in git, of the paths
 # `git status` lists; outside git, of the project's files in breadth-first order), and
 # how long its `git status` may take (past it, the turn is taken to have changed none).
 MAX_STAMP_FILES = 2000
 STAMP_SECONDS = 10.0
 # A snapshot reads an untracked file up to this size; a larger one is summarised by its
-# size and times instead (storage/scratch.py; `git config ralphstate.bigFileThreshold`
+# size and times instead (storage/system/scratch.py; `git config ralphstate.bigFileThreshold`
 # sets another size). The most of the untracked files' names it holds at once: past it,
 # git reads them all.
 SNAPSHOT_BIG_FILE_BYTES = 1024 * 1024
@@ -177,12 +177,12 @@ MAX_UNTRACKED_LIST_BYTES = 16 * 1024 * 1024
 # many per repository; more, and the snapshot is unknown (the checks run again).
 MAX_NESTED_REPOS = 64
 MAX_NESTED_DEPTH = 3
-# The guarded files (`guards`, storage/guarded.py): how many pathspecs a loop may
+# The guarded files (`guards`, storage/repo/guarded.py): how many pathspecs a loop may
 # guard, the longest one, and the most of a guarded files' diff `review` shows.
 MAX_GUARDS = 200
 MAX_GUARD_CHARS = 1000
 MAX_GUARD_DIFF_BYTES = 64 * 1024
-# A clean room (storage/cleanroom.py): the most its making may take (inside a Stop hook,
+# A clean room (storage/repo/cleanroom.py): the most its making may take (inside a Stop hook,
 # the checks' budget bounds it too), and its removal afterwards: 2 x 20 + STOP_VERIFY_BUDGET
 # + 20 still stays below STOP_HOOK_TIMEOUT. How much of the restored paths' index entries
 # (`git ls-files -s`, some 100 bytes a file) it reads.

@@ -5,7 +5,7 @@ The contract is the person's: the criteria, each criterion's check and timeout,
 verify-on-stop, `noCriteria`, the guarded paths (`guards`), clean-room verification
 (`cleanVerify`) and the criteria that must fail before they pass (`expectFail`).
 ralphstate keeps the contract as a person last approved it, outside the project
-(storage/ledger.py). A change that weakens it counts for completion only once a person
+(storage/peruser/ledger.py). A change that weakens it counts for completion only once a person
 approves it; a change that only adds to it (a new criterion, a check for a claim-only
 criterion, a new guard) needs no approval. These functions are pure: they compare.
 """
@@ -184,7 +184,7 @@ def completion_note(pending: Pending) -> str:
 
 
 def guard_pending(found: Any) -> Pending:
-    """The review a comparison of the guarded files asks for (storage/guarded.py
+    """The review a comparison of the guarded files asks for (storage/repo/guarded.py
     `Changes`: `changed`, `deleted`, `new_config`, `new_tests`)."""
     changes = [f"guarded file `{visible(f)}` was changed" for f in found.changed]
     changes += [f"guarded file `{visible(f)}` was deleted" for f in found.deleted]

@@ -3,7 +3,7 @@ criteria whose check must fail before a pass counts (docs/explanation/proof.md, 
 before green").
 
 The first result of each criterion's check, for the command it has now, is kept in the
-loop's ledger (storage/ledger.py), outside the project: `firsts[criterion]` is
+loop's ledger (storage/peruser/ledger.py), outside the project: `firsts[criterion]` is
 `{"passed", "at", "command", "iteration", "tree", "steps", "by"}` (`steps`: how many
 steps were done, `by`: the kind of actor that ran it), and `failedOnce[criterion]` is
 the command of a check that has failed at least once. A new command starts again.

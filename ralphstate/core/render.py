@@ -12,7 +12,7 @@ from ralphstate.core import limits, queries, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.text import all_of, count, noun, visible
 
-# The one sentence on checks that may not run here (`storage/truststore.py`); every message
+# The one sentence on checks that may not run here (`storage/peruser/truststore.py`); every message
 # that says so builds on it.
 NOT_TRUSTED = (
     "not trusted on this machine (changed outside ralphstate, or they came with the repository)"

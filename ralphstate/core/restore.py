@@ -4,7 +4,7 @@ state is bounded here, with `render`'s words."""
 
 from __future__ import annotations
 
-from ralphstate.core import leftchecks, limits, queries
+from ralphstate.core import limits, queries, unfinished
 from ralphstate.core import state as st
 from ralphstate.core.render import NO_CRITERIA, NOT_TRUSTED, bounded, cap, clip
 from ralphstate.core.text import count, noun
@@ -120,7 +120,7 @@ def _data_lines(state: st.State, lessons: str | None) -> list[str]:
     failure = failure_line(state)
     if failure:
         lines.append(failure + " If it was a rate or usage limit, it may have reset: go on.")
-    stopped = leftchecks.stopped_context(state)
+    stopped = unfinished.stopped_context(state)
     if stopped:
         lines.append(stopped)
     if lessons and lessons.strip():
@@ -225,7 +225,7 @@ def session_line(state: st.State, source: str = "resume") -> str:
         f" {noun(len(state['criteria']), 'criterion')},"
         f" iteration {state['iteration']}/{state['maxIterations']}."
     )
-    told = [told for told in (failure_line(state), leftchecks.stopped_line(state)) if told]
+    told = [told for told in (failure_line(state), unfinished.stopped_line(state)) if told]
     return " ".join([line, *told])
 
 

@@ -4,7 +4,7 @@
 A stop counts as progress when the loop's bookkeeping changed since the last block
 (a criterion's status, the steps, saying the marker: `state.progress`), or else when
 the project's files changed since the hook last looked at them (a stamp of them,
-`storage/filestamp.py`, taken only at a stop whose bookkeeping did not change, so a
+`storage/repo/filestamp.py`, taken only at a stop whose bookkeeping did not change, so a
 loop that records its work pays nothing for it). A stop while the agent reports
 background work still running is held: it neither counts toward `stallLimit` nor
 clears the count. Otherwise it is a stop without progress.

@@ -113,7 +113,7 @@ class State(TypedDict):
     # tokens (agents/transcript_usage.py); null until a stop has read one.
     transcriptUsage: fields.TranscriptUsage | None
     # ralphstate: the guarded files, git pathspecs relative to the project root whose
-    # changes a person reviews (storage/guarded.py); null: not guarded.
+    # changes a person reviews (storage/repo/guarded.py); null: not guarded.
     guards: list[str] | None
     # ralphstate: the criteria whose check must fail once before a pass counts (red before
     # green, core/redgreen.py): a check that passes before it ever failed proves nothing.

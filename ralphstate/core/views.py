@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import checkrun, clock, leftchecks, ownership, queries
+from ralphstate.core import checkrun, clock, ownership, queries, unfinished
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -125,7 +125,7 @@ def _how_checks_run(state: st.State, style: Style) -> list[str]:
     default = " (the default)"
     budget = f"{checkrun.budget(state):g}s" + (default if state["verifyBudget"] is None else "")
     jobs = f"{checkrun.jobs(state)} at once" + (default if state["verifyJobs"] is None else "")
-    stopped = leftchecks.stopped_line(state)
+    stopped = unfinished.stopped_line(state)
     said = [style(stopped, fg="yellow", bold=True)] if stopped else []
     return [f"checks at a stop: {budget} · {jobs}", *said]
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
 from ralphstate.core.text import count
-from ralphstate.storage import notices, paths, registry
+from ralphstate.storage.peruser import notices, registry
+from ralphstate.storage.system import paths
 
 Output = dict[str, object]
 
@@ -66,7 +67,7 @@ def own(loop: paths.LoopPaths, session_id: str) -> bool:
 def _replacing(loop: paths.LoopPaths) -> bool:
     """A loop ralphstate started here is not over (or its file was deleted while it was
     not): a state file written over it replaces it, which the person reviews."""
-    from ralphstate.storage import ledger  # hashlib: only for a loop nobody knows
+    from ralphstate.storage.peruser import ledger  # hashlib: only for a loop nobody knows
 
     entry = ledger.read(loop)
     return entry is not None and entry.get("status") in (*st.ACTIVE, "deleted")
@@ -86,7 +87,7 @@ def _from_elsewhere(loop: paths.LoopPaths) -> bool:
     repository git is not started at all."""
     if not _in_repository(loop.root):
         return False
-    from ralphstate.storage import git
+    from ralphstate.storage.repo import git
 
     path = str(loop.state)
     found = git.run_git(["log", "--format=%H", "--", path], loop.root)
@@ -151,7 +152,7 @@ def clone_notice(loop: paths.LoopPaths, state: st.State, session_id: str | None)
     (nobody owns it, or a session elsewhere does), is not enforced, and why."""
     if registry.knows(loop, state):
         return None  # another session's here: that session is held by it
-    from ralphstate.storage import ledger
+    from ralphstate.storage.peruser import ledger
 
     entry = ledger.read(loop)
     if entry and entry.get("status") in st.ACTIVE and entry.get("loop") != state["loopId"]:

@@ -21,8 +21,9 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.hooks import notify
 from ralphstate.hooks.faults import Fault, Unusable, complain
-from ralphstate.storage import notices, paths, registry
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import notices, registry
+from ralphstate.storage.system import paths
 
 if TYPE_CHECKING:
     from ralphstate.verify.fitting import Verification

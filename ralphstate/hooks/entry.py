@@ -17,7 +17,7 @@ import sys
 
 from ralphstate.agents import table
 from ralphstate.core import limits
-from ralphstate.storage import paths
+from ralphstate.storage.system import paths
 
 TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
@@ -149,7 +149,7 @@ def _gone(agent: Agent, loop_dir: str) -> Output | None:
     ralphstate keeps a record of a loop there."""
     from pathlib import Path
 
-    from ralphstate.storage import home
+    from ralphstate.storage.peruser import home
 
     try:
         if not home.ledger_path(Path(loop_dir)).exists():

@@ -72,7 +72,7 @@ def note(event: str, message: str, exc: BaseException | None = None) -> None:
     line = f"ralphstate hook{' ' + event if event else ''}: {message}."
     where = None
     try:
-        from ralphstate.storage import logs
+        from ralphstate.storage.peruser import logs
 
         where = logs.write(line, exc)
     except Exception:  # noqa: BLE001 - the log is a convenience; stderr still says it

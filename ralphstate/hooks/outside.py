@@ -11,9 +11,9 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage import ledger
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import ledger
+from ralphstate.storage.system.paths import LoopPaths
 
 Output = dict[str, object]
 
@@ -58,7 +58,7 @@ def notice(store: Store, state: st.State) -> str | None:
 
 
 def _record(store: Store, state: st.State) -> None:
-    from ralphstate.storage.store import append_history
+    from ralphstate.storage.loopdir.store import append_history
 
     event: dict[str, object] = {"event": "ended_outside", "status": state["status"]}
     with contextlib.suppress(RalphstateError):
@@ -100,7 +100,7 @@ def gone(loop: LoopPaths) -> str | None:
             " verified. `ralphstate init` starts a new one."
         )
     with contextlib.suppress(RalphstateError):
-        from ralphstate.storage.store import append_history
+        from ralphstate.storage.loopdir.store import append_history
 
         append_history(
             loop.history,

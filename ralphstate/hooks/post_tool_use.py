@@ -20,8 +20,9 @@ from ralphstate.core.limits import MAX_TASK_ID_CHARS
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Fault, Unusable
-from ralphstate.storage import paths, registry
-from ralphstate.storage.store import Event
+from ralphstate.storage.loopdir.store import Event
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system import paths
 
 
 @base.telling("post-tool-use")

@@ -28,7 +28,7 @@ TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "T
 if TYPE_CHECKING:
     from ralphstate.agents.contract import Agent
     from ralphstate.hooks.base import HookInput, Output
-    from ralphstate.storage.paths import LoopPaths
+    from ralphstate.storage.system.paths import LoopPaths
 
 # Told to the agent (a `deny` reason reaches the model).
 ASK_THE_PERSON = (
@@ -65,7 +65,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | Non
         return _decision("deny", ASK_THE_PERSON)
     from ralphstate.core.errors import RalphstateError
     from ralphstate.hooks.faults import Fault
-    from ralphstate.storage import approvals
+    from ralphstate.storage.peruser import approvals
 
     try:
         token = approvals.mint(loop, agent.session_id(hook_input))
@@ -82,8 +82,8 @@ def _question(found: str, loop: LoopPaths) -> str:
         import contextlib
 
         from ralphstate.core.text import count
-        from ralphstate.storage import truststore
-        from ralphstate.storage.store import Store
+        from ralphstate.storage.loopdir.store import Store
+        from ralphstate.storage.peruser import truststore
 
         with contextlib.suppress(Exception):  # a loop it cannot read: asked all the same
             checks = count(len(truststore.armed(Store(loop).load())), "check")

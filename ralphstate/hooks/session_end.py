@@ -27,8 +27,9 @@ from ralphstate.core import ownership
 from ralphstate.core import state as st
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
-from ralphstate.storage import paths, registry
-from ralphstate.storage.store import Event
+from ralphstate.storage.loopdir.store import Event
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system import paths
 
 
 @base.telling("session-end")

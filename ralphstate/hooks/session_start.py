@@ -24,8 +24,10 @@ from ralphstate.core.text import count
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Unusable, complain, note
-from ralphstate.storage import lessons, paths, registry, truststore
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir import lessons
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import registry, truststore
+from ralphstate.storage.system import paths
 
 
 @base.telling("session-start")

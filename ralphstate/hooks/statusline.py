@@ -28,7 +28,7 @@ import sys
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import paths
+from ralphstate.storage.system import paths
 
 TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
@@ -126,8 +126,8 @@ def line_for(data: bytes) -> str | None:
 
 def _ended(loop_dir: str, loop: State) -> str | None:
     """A finished loop shows nothing, unless it ended outside ralphstate (a hand edit
-    of state.json): then the line says it is not verified (storage/ledger.py)."""
-    from ralphstate.storage import ledger
+    of state.json): then the line says it is not verified (storage/peruser/ledger.py)."""
+    from ralphstate.storage.peruser import ledger
 
     if ledger.ended_outside(paths.at(loop_dir), loop):
         return f"loop {loop['status']} outside ralphstate: NOT verified"
@@ -244,7 +244,7 @@ def _string_after(data: bytes, key: bytes) -> str | None:
 def _wrapped(original: str, data: bytes) -> str | None:
     """What the person's own status line command prints for `data` (stripped of its
     final newline), None when it prints nothing or cannot run."""
-    from ralphstate.storage import children
+    from ralphstate.storage.system import children
 
     command = wrapped_command(original)
     if not command:

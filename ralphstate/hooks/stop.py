@@ -27,8 +27,9 @@ from ralphstate.core.proof import Pending
 from ralphstate.hooks import arrival, base, notify
 from ralphstate.hooks.base import HookInput, Output, Verified
 from ralphstate.hooks.faults import Fault, Unusable, note
-from ralphstate.storage import paths, registry
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system import paths
 
 Change = Callable[[st.State, list[Event]], Decision]
 
@@ -259,7 +260,7 @@ def _review(store: Store, state: st.State) -> Pending:
 def _files(loop: paths.LoopPaths) -> str | None:
     """The stamp of the project's files, for a stop whose bookkeeping did not change: a
     turn that changed them is progress (core/stall.py)."""
-    from ralphstate.storage import filestamp
+    from ralphstate.storage.repo import filestamp
 
     return filestamp.stamp(loop)
 
@@ -269,7 +270,7 @@ def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
     now (git is asked only when some evidence records a tree)."""
     if not any(e.get("tree") for e in state["evidence"].values()):
         return []
-    from ralphstate.storage import git
+    from ralphstate.storage.repo import git
 
     code = git.snapshot(loop)  # None: failed, the evidence named a tree (git was there)
     return queries.stale(state, code.tree if code else queries.UNKNOWN_TREE)

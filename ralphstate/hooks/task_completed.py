@@ -23,8 +23,9 @@ from ralphstate.core import state as st
 from ralphstate.hooks import base
 from ralphstate.hooks.base import HookInput, Output
 from ralphstate.hooks.faults import Fault, Refused
-from ralphstate.storage import notices, paths, registry, truststore
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import notices, registry, truststore
+from ralphstate.storage.system import paths
 
 # What `notices` remembers, per session, of the one notice on untrusted checks.
 UNTRUSTED_NOTICE = "task-completed: checks not trusted"
@@ -107,9 +108,9 @@ def _judge(
     if failures:
         raise Refused(render.task_refused(failures))
     if verified.deferred:
-        from ralphstate.core import leftchecks
+        from ralphstate.core import unfinished
 
-        raise Refused(leftchecks.task_left(state, verified))
+        raise Refused(unfinished.task_left(state, verified))
 
 
 def _untrusted(

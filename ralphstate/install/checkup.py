@@ -20,9 +20,9 @@ from ralphstate.install.claude_checks import check_allow, check_tasks, without_h
 from ralphstate.install.findings import Finding, executable
 from ralphstate.loop.enforcement import settings_root
 from ralphstate.loop.project import current_session, hooks_view, locate
-from ralphstate.storage import registry
-from ralphstate.storage.paths import check_safe
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import check_safe
 
 
 def check_hooks(root: Path, home: Path | None = None) -> list[Finding]:
@@ -103,7 +103,7 @@ def _check_findings(store: Store, state: st.State) -> list[Finding]:
     checks = len(state["checks"])
     if not checks:
         return []
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
 
     when = "run by `ralphstate verify`" + (
         " and before the Stop hook allows a claimed completion"

@@ -16,7 +16,7 @@ from ralphstate.install.findings import Finding, executable
 from ralphstate.install.permissions import RULES, shown
 from ralphstate.install.taskenv import json_value
 from ralphstate.loop.enforcement import driven_by_run, from_plugin, plugin_enabled
-from ralphstate.storage.paths import find
+from ralphstate.storage.system.paths import find
 
 
 def _setting(

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from ralphstate.agents.table import HOOKS
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 # The `ralphstate hook` subcommands, one per event an agent reports.
 SUBCOMMANDS = HOOKS

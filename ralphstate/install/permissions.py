@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.installed import Added
+from ralphstate.storage.peruser.installed import Added
 
 # The commands the agent runs on its own, as it is told to.
 AGENT_COMMANDS = (

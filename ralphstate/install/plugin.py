@@ -17,8 +17,8 @@ from ralphstate.agents.contract import Agent, Plugin
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install.command import HOOK_CODE, hook_program, quote
 from ralphstate.install.settings import InstallResult
-from ralphstate.storage import fsio
-from ralphstate.storage.fsio import atomic_write, makedirs
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.fsio import atomic_write, makedirs
 
 MAX_PLUGIN_BYTES = 64 * 1024
 

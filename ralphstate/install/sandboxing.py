@@ -22,7 +22,7 @@ from ralphstate.install import settings
 from ralphstate.install.settings import InstallResult
 from ralphstate.sandbox import ccsettings
 from ralphstate.sandbox.reach import Reach
-from ralphstate.storage import home, jsonstore
+from ralphstate.storage.peruser import home, jsonstore
 
 # The switches install sets when the file does not set them.
 SWITCHES = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
@@ -128,8 +128,8 @@ def reach_of(root: Path) -> Reach:
     """The protected paths of the project at `root`: its loop's guarded files when it
     has a loop that can be read, git's files and the per-user store."""
     from ralphstate.sandbox.reach import reach
-    from ralphstate.storage.paths import find, for_init
-    from ralphstate.storage.store import Store
+    from ralphstate.storage.loopdir.store import Store
+    from ralphstate.storage.system.paths import find, for_init
 
     found = find(root) or for_init(root)
     guards: list[str] = []

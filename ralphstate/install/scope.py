@@ -23,8 +23,8 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.install.agents import find_installed, hook_command, hooks_path
 from ralphstate.install.command import command_target
 from ralphstate.install.settings import InstallResult
-from ralphstate.storage import fsio
-from ralphstate.storage.git import run_git, toplevel
+from ralphstate.storage.repo.git import run_git, toplevel
+from ralphstate.storage.system import fsio
 
 MAX_EXCLUDE_BYTES = 1024 * 1024
 

@@ -3,7 +3,7 @@
 One read-modify-write for every agent: the file is read and parsed, edited in memory,
 and written only when the edit changed something, atomically, through a symlink, with
 its permission bits kept, and only if nobody rewrote it in the meantime (the lossless
-write of storage/fsio.py, the state file's: a save that lands between the read and the
+write of storage/system/fsio.py, the state file's: a save that lands between the read and the
 write is never written over); when somebody did, the edit starts over on their
 version. A file that is not what the agent expects is reported in one sentence and
 never rewritten.
@@ -22,8 +22,8 @@ from typing import Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio
-from ralphstate.storage.fsio import atomic_write, makedirs
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.fsio import atomic_write, makedirs
 
 WRITE_ATTEMPTS = 5
 # An empty file changed less than EMPTY_SETTLE seconds ago may be a save in progress:

@@ -19,8 +19,8 @@ from ralphstate.agents.claude import FALSY, ON, TASKS_ENV, TASKS_OFF_ENV, TRUTHY
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import permissions, settings
 from ralphstate.install.settings import InstallResult
-from ralphstate.storage import installed
-from ralphstate.storage.installed import Added
+from ralphstate.storage.peruser import installed
+from ralphstate.storage.peruser.installed import Added
 
 
 def update(

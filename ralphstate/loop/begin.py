@@ -16,9 +16,9 @@ from ralphstate.core.marker import check_marker
 from ralphstate.loop import readiness, taskfile, tracker
 from ralphstate.loop.gitignore import ignore_local_files
 from ralphstate.loop.project import claude_pid, current_session, project_root
-from ralphstate.storage import registry
-from ralphstate.storage.paths import RUN_LOCK, LoopPaths, for_init
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import RUN_LOCK, LoopPaths, for_init
 
 # Keys of a template that `init` reads itself rather than keeping as the state's extras:
 # the fields the table says so of, and a tracker's settings (loop/tracker.py).
@@ -157,7 +157,7 @@ def _template(request: InitRequest) -> dict[str, Any]:
 
 def _refuse_while_run(loop: LoopPaths) -> None:
     """RalphstateError while a `ralphstate run` drives the loop here (it holds its lock)."""
-    from ralphstate.storage import locking
+    from ralphstate.storage.system import locking
 
     path = loop.dir / RUN_LOCK
     try:
@@ -191,7 +191,7 @@ def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     template's beside them; a trust store that cannot be written leaves them untrusted
     (`status` says so)."""
     from ralphstate.core import actor
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
 
     armed = truststore.armed(new)
     if actor.is_person(actor.current()) and all(typed.get(n) == c for n, c in armed.items()):
@@ -215,11 +215,11 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
     ledger that cannot be written is said; the loop starts all the same (its contract
     is then taken as it is the first time ralphstate sees it)."""
     from ralphstate.core import actor, proof
-    from ralphstate.storage import ledger
+    from ralphstate.storage.peruser import ledger
 
     tree = None
     if new.get("guards"):  # the guarded files as the loop starts: changing them is seen
-        from ralphstate.storage import guarded
+        from ralphstate.storage.repo import guarded
 
         tree = guarded.snapshot(loop, list(new["guards"] or []))
     author = actor.current()
@@ -292,7 +292,7 @@ def _guards(
         if added:
             raise RalphstateError("give --guard or --no-guard, not both.")
         return None
-    from ralphstate.storage import testfiles
+    from ralphstate.storage.repo import testfiles
 
     try:
         mine = [testfiles.checked(path) for path in added]

@@ -8,8 +8,8 @@ from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import taskfile
-from ralphstate.storage import truststore
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import truststore
 
 # A name that matches nothing is answered with the closest names; a loop with this many
 # or fewer is listed whole when none is close.

@@ -15,7 +15,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
 from ralphstate.core.ownership import DEFAULT_OWNER_TIMEOUT
 from ralphstate.core.text import visible, visible_lines
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
 
 # How much of a long value (the spec) a history line keeps.
 HISTORY_VALUE_CHARS = 200
@@ -294,7 +294,7 @@ def change_guards(store: Store, action: str, paths: list[str]) -> tuple[list[str
     """`config guard add PATH...`, `remove PATH...`, `off` or `on` (the default set, when
     the loop guards nothing): the guards after it, and whether they changed. Each change
     is a `guard_added` or `guard_removed` line in the history."""
-    from ralphstate.storage import testfiles
+    from ralphstate.storage.repo import testfiles
 
     if action not in GUARD_ACTIONS:
         raise RalphstateError(

@@ -9,8 +9,8 @@ from ralphstate.core import actor, clock, ownership, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import claude_pid, current_session
-from ralphstate.storage import ledger, registry
-from ralphstate.storage.store import Change, Event, Store
+from ralphstate.storage.loopdir.store import Change, Event, Store
+from ralphstate.storage.peruser import ledger, registry
 
 
 def _lifecycle(store: Store, fn: Change[st.State]) -> st.State:

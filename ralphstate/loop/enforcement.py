@@ -141,7 +141,7 @@ def settings_root(start: str | os.PathLike[str]) -> Path:
     root of that loop's directory (in a subdirectory, not the subdirectory's own), or
     of `start` when no loop is found; where `install` writes and `doctor` looks."""
     from ralphstate.loop.project import project_root
-    from ralphstate.storage.paths import find
+    from ralphstate.storage.system.paths import find
 
     loop = find(start)
     return project_root(loop.root if loop is not None else start)

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.system.paths import LoopPaths
 
 GITIGNORE_HEADER = "# Written by `ralphstate init`."
 LOCAL_FILES = ("*.lock", "*.lock.soft", "*.bak", "*.tmp", "runs/", "report.html")
@@ -43,7 +43,7 @@ def ignore_local_files(loop: LoopPaths) -> None:
 
 
 def _complete_gitignore(path: Path) -> None:
-    from ralphstate.storage import fsio
+    from ralphstate.storage.system import fsio
 
     if path.is_symlink():
         return

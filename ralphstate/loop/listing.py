@@ -8,9 +8,9 @@ from typing import Any
 
 from ralphstate.core import queries
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 
 
 def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def loop_summary(key: str, entry: dict[str, Any]) -> dict[str, Any]:
                 updatedAt=state.get("updatedAt"),
                 sessionId=state.get("sessionId"),
             )
-        from ralphstate.storage import git  # loops side by side: each on its own branch
+        from ralphstate.storage.repo import git  # loops side by side: each on its own branch
 
         row["branch"] = git.head_branch(root)
     else:

@@ -17,8 +17,8 @@ from ralphstate.core import actor
 from ralphstate.core.approving import APPROVAL_ENV
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop.project import current_actor
-from ralphstate.storage import approvals
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import approvals
+from ralphstate.storage.system.paths import LoopPaths
 
 # What the person did, when a command runs as theirs through an approval.
 APPROVED_AT_PROMPT = "permission prompt"

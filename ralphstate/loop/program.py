@@ -161,7 +161,7 @@ def _module(words: list[str]) -> str | None:
 def _module_missing(python: str, module: str, root: Path) -> str | None:
     """`no module "pytest" for python3` when that Python does not find the module's
     top-level package from `root`; None when it does, or cannot be asked."""
-    from ralphstate.storage import children
+    from ralphstate.storage.system import children
 
     top = module.split(".", 1)[0]
     if not top.isidentifier():

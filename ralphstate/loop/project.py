@@ -9,8 +9,8 @@ from pathlib import Path
 from ralphstate.core import actor
 from ralphstate.core.actor import Actor
 from ralphstate.core.errors import NoLoop
-from ralphstate.storage.paths import LoopPaths, find, git_top, within
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.system.paths import LoopPaths, find, git_top, within
 
 
 def current_session() -> tuple[str | None, str | None]:
@@ -96,7 +96,7 @@ def locate(start: str | os.PathLike[str] | None = None) -> Store:
 def _deleted(loop: LoopPaths) -> str:
     """ ", deleted outside ralphstate while its loop ran: it ended NOT verified" when the
     ledger last knew a loop here not over; "" otherwise."""
-    from ralphstate.storage import ledger
+    from ralphstate.storage.peruser import ledger
 
     entry = ledger.read(loop) or {}
     if entry.get("status") in ("in_progress", "paused", "deleted"):

@@ -3,7 +3,7 @@ they approved, and its guarded files against the approved tree
 (docs/explanation/proof.md).
 
 `pending` gathers it for the Stop hook, `ralphstate run`, `status` and `review`; it
-reads the ledger (storage/ledger.py), the history's tail (who made each change) and,
+reads the ledger (storage/peruser/ledger.py), the history's tail (who made each change) and,
 for a loop with guards, asks git. `approve` and `revert` are the person's answers.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 from ralphstate.core import actor, limits, proof
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import ledger
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import ledger
 
 REPLACED = (
     "state.json holds another loop than the one ralphstate started here (its loop id"
@@ -98,11 +98,11 @@ GIT_SETTINGS = (
 
 def _git_settings_changed(store: Store, entry: dict[str, Any]) -> list[str]:
     """[GIT_SETTINGS] when the repository's checkout filters differ from those the
-    person approved (storage/git.py `checkout_settings`); [] otherwise."""
+    person approved (storage/repo/git.py `checkout_settings`); [] otherwise."""
     known = entry.get("gitSettings")
     if not isinstance(known, str):
         return []
-    from ralphstate.storage import git
+    from ralphstate.storage.repo import git
 
     now = git.checkout_settings(store.paths.root)
     return [GIT_SETTINGS] if now is not None and now != known else []
@@ -111,7 +111,7 @@ def _git_settings_changed(store: Store, entry: dict[str, Any]) -> list[str]:
 def record_git_settings(paths: Any) -> None:
     """Keep the repository's checkout settings as approved now (at `init`, at an
     approval); nothing outside a repository."""
-    from ralphstate.storage import git
+    from ralphstate.storage.repo import git
 
     found = git.checkout_settings(paths.root)
     if found is None:
@@ -131,7 +131,7 @@ def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proo
     tree = entry.get("guardTree")
     if not guards or not isinstance(tree, str):
         return proof.Pending([])
-    from ralphstate.storage import guarded  # starts git: only for a loop that guards
+    from ralphstate.storage.repo import guarded  # starts git: only for a loop that guards
 
     found = guarded.compare(store.paths, tree, list(guards))
     if found is None:
@@ -162,7 +162,7 @@ def _extend(store: Store, state: st.State, contract: proof.Contract) -> None:
 def _actors(store: Store, state: st.State, since: str) -> list[str]:
     """Who changed the contract since `since`, from the history; a change no history
     line recorded was a hand edit of state.json."""
-    from ralphstate.storage.store import of_loop
+    from ralphstate.storage.loopdir.store import of_loop
 
     try:
         entries = of_loop(store.history(500), state.get("loopId"))
@@ -184,7 +184,7 @@ def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None)
     trusts its checks (and the run settings `run`, see `truststore.record`) on this
     machine. A loop paused for review completes when every criterion stands met, else
     goes on."""
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
 
     state = store.load()
     truststore.record(store.paths, state, run)
@@ -216,7 +216,7 @@ def revert(store: Store) -> st.State:
         raise RalphstateError("there is no approved contract to go back to for this loop.")
     tree = (entry or {}).get("guardTree")
     if isinstance(tree, str) and state.get("guards"):
-        from ralphstate.storage import guarded
+        from ralphstate.storage.repo import guarded
 
         found = guarded.compare(store.paths, tree, list(state["guards"] or []))
         back = [*found.changed, *found.deleted, *found.new_config] if found else []
@@ -237,7 +237,7 @@ def _guard_tree(store: Store, state: st.State) -> str | None:
     raw: dict[str, Any] = dict(state)
     if not raw.get("guards"):
         return None
-    from ralphstate.storage import guarded
+    from ralphstate.storage.repo import guarded
 
     return guarded.snapshot(store.paths, list(raw["guards"]))
 
@@ -248,7 +248,7 @@ def files_diff(store: Store, state: st.State, files: list[str]) -> str:
     tree = entry.get("guardTree")
     if not isinstance(tree, str):
         return ""
-    from ralphstate.storage import guarded
+    from ralphstate.storage.repo import guarded
 
     return guarded.diff(store.paths, tree, files, limits.MAX_GUARD_DIFF_BYTES) or ""
 
@@ -290,7 +290,7 @@ def agent_ending(store: Store, state: st.State) -> tuple[str, str, str] | None:
     """(who, "cancelled" or "paused", when) when the newest pause or cancel of this
     loop was an agent's own command (a pause it gave a reason of its own, such as
     `--blocked`, is not: it asks for a person)."""
-    from ralphstate.storage.store import of_loop
+    from ralphstate.storage.loopdir.store import of_loop
 
     if state["status"] not in ("paused", "cancelled"):
         return None

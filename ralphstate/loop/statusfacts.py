@@ -16,8 +16,9 @@ from ralphstate.core import state as st
 from ralphstate.core.views import StatusFacts
 from ralphstate.loop import enforcement, proofreview, taskfile
 from ralphstate.loop.project import hooks_view
-from ralphstate.storage import ledger, registry, testfiles, truststore
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import ledger, registry, truststore
+from ralphstate.storage.repo import testfiles
 
 
 def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, StatusFacts]:
@@ -92,7 +93,7 @@ def _code(store: Store, state: st.State) -> tuple[str | None, bool | None]:
     has_checks = any(c in state["checks"] for c in state["criteria"])
     if not has_checks and not any(e.get("tree") for e in state["evidence"].values()):
         return None, None
-    from ralphstate.storage import git  # and so subprocess: only when git must answer
+    from ralphstate.storage.repo import git  # and so subprocess: only when git must answer
 
     if any(e.get("tree") for e in state["evidence"].values()):
         code = git.snapshot(store.paths)

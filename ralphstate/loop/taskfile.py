@@ -18,7 +18,7 @@ from ralphstate.core import clock
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.limits import MAX_TASKS_FILE_BYTES
-from ralphstate.storage import fsio
+from ralphstate.storage.system import fsio
 
 _BOX = re.compile(rb"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[([ xX])\][ \t]+(\S.*?)[ \t]*\r?$")
 _FENCE = re.compile(rb"^[ \t]*(```|~~~)")

@@ -9,8 +9,8 @@ from typing import Any
 from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.report.story import Story, gather
-from ralphstate.storage import git
-from ralphstate.storage.store import Store, of_loop
+from ralphstate.storage.loopdir.store import Store, of_loop
+from ralphstate.storage.repo import git
 
 
 def story(store: Store) -> Story:
@@ -27,7 +27,7 @@ def story(store: Store) -> Story:
         code = git.snapshot(store.paths)  # None: failed (some evidence names a tree)
         tree = code.tree if code else queries.UNKNOWN_TREE
     from ralphstate.core import redgreen
-    from ralphstate.storage import ledger
+    from ralphstate.storage.peruser import ledger
 
     already = redgreen.already_true(state, ledger.of_loop(store.paths, state))
     told = gather(state, history, str(store.paths.root), tree, cut, already)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from ralphstate.storage import fsio, process
+from ralphstate.storage.system import fsio, process
 
 NAME = "agent.json"
 _MAX_BYTES = 4096

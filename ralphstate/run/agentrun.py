@@ -25,7 +25,7 @@ from ralphstate.run import (
 )
 from ralphstate.run.context import Context
 from ralphstate.sandbox.modes import Box
-from ralphstate.storage import lessons
+from ralphstate.storage.loopdir import lessons
 
 
 class Chain:

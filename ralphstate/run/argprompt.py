@@ -16,8 +16,8 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.run import prompt
 from ralphstate.run.plan import Plan
-from ralphstate.storage import lessons
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir import lessons
+from ralphstate.storage.loopdir.store import Store
 
 
 def check(store: Store, plan: Plan, state: st.State) -> None:

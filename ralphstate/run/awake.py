@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 
 def command(pid: int) -> list[str] | None:

@@ -14,8 +14,8 @@ from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.run import progress, spawn, usage
 from ralphstate.run.allowance import Allowance
 from ralphstate.run.context import Context, Reporter
-from ralphstate.storage import registry
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import registry
 
 
 class Unrecorded(RalphstateError):
@@ -34,7 +34,7 @@ def check_trusted(store: Store, state: st.State) -> None:
     """RalphstateError when the loop's checks are not trusted here."""
     if not state["checks"]:
         return
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
     from ralphstate.verify import execute
 
     if not truststore.is_trusted(store.paths, state):

@@ -20,9 +20,9 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, quote
 from ralphstate.core.text import noun, visible
-from ralphstate.storage import git
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Event, Store, append_history
+from ralphstate.storage.loopdir.store import Event, Store, append_history
+from ralphstate.storage.repo import git
+from ralphstate.storage.system.paths import LoopPaths
 
 if TYPE_CHECKING:
     from ralphstate.run.context import Reporter

@@ -19,7 +19,7 @@ from ralphstate.run.plan import Plan
 from ralphstate.run.result import IterationRecord
 from ralphstate.run.spawn import Interrupts
 from ralphstate.sandbox.modes import Box
-from ralphstate.storage.store import Event, Store, append_history
+from ralphstate.storage.loopdir.store import Event, Store, append_history
 
 
 class Reporter(Protocol):

@@ -15,7 +15,7 @@ from ralphstate.core.render import clip
 from ralphstate.run import notifier
 from ralphstate.run.context import Context
 from ralphstate.run.result import Outcome, RunOutcome, counts
-from ralphstate.storage.store import Event
+from ralphstate.storage.loopdir.store import Event
 
 
 def finished(ctx: Context, outcome: RunOutcome, **details: object) -> Event:
@@ -91,7 +91,7 @@ def stopped(ctx: Context, state: st.State) -> Outcome:
     """The loop was paused, cancelled or completed from outside the run: by the person,
     by the agent's own command (named), or by a hand edit of state.json, which ends the
     run as `ended_outside`, never as complete."""
-    from ralphstate.storage import ledger
+    from ralphstate.storage.peruser import ledger
 
     ctx.state = state
     status = state["status"]
@@ -128,7 +128,7 @@ def _by_agent(ctx: Context, state: st.State) -> str | None:
     """ "by claude session 1a2b3c4d" when the agent's own command paused or cancelled
     the loop; None when a person did."""
     from ralphstate.core import actor
-    from ralphstate.storage.store import of_loop
+    from ralphstate.storage.loopdir.store import of_loop
 
     try:
         entries = of_loop(ctx.store.history(50), state["loopId"])
@@ -173,7 +173,7 @@ def unfinished(ctx: Context, iteration: tuple[int, int] | None) -> None:
 def broke(ctx: Context, exc: Exception) -> Outcome:
     """An error nobody foresaw ended the run: its traceback goes to the log, and the
     run ends as `failed` says, naming it."""
-    from ralphstate.storage import logs
+    from ralphstate.storage.peruser import logs
 
     where = logs.write("ralphstate run: unexpected error", exc)
     tail = f"; details in {where}" if where else ""

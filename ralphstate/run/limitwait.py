@@ -15,7 +15,7 @@ from ralphstate.core.render import clip
 from ralphstate.run import bookkeeping, endings, guards, ratelimits, spawn, usage
 from ralphstate.run.context import Context
 from ralphstate.run.decide_iteration import LimitHit
-from ralphstate.storage.store import Event
+from ralphstate.storage.loopdir.store import Event
 
 
 def weighed(hit: ratelimits.Limit, attempts: int, now: dt.datetime) -> LimitHit:

@@ -18,7 +18,7 @@ from typing import Any
 from ralphstate.core import clock, views
 from ralphstate.core.errors import RalphstateError
 from ralphstate.run import logline
-from ralphstate.storage.store import Store, of_loop
+from ralphstate.storage.loopdir.store import Store, of_loop
 
 Signature = tuple[tuple[int, int, int] | None, ...]
 RECENT = 5
@@ -65,7 +65,7 @@ def render(store: Store, style: views.Style = _plain, recent: int = RECENT) -> s
         state = store.load()
     except RalphstateError as exc:
         return f"ralphstate: {exc}"
-    from ralphstate.storage import registry, truststore
+    from ralphstate.storage.peruser import registry, truststore
 
     trusted = truststore.is_trusted(store.paths, state)
     lines = [views.status(state, views.StatusFacts(str(store.paths.root), trusted), style)]

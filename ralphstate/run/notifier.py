@@ -18,7 +18,7 @@ import orjson
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.run import spawn
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 ENV_SUMMARY = "RALPHSTATE_SUMMARY"
 ENV_EVENT = "RALPHSTATE_EVENT"

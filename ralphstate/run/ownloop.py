@@ -15,7 +15,7 @@ from typing import TypeVar
 from ralphstate.core import state as st
 from ralphstate.core.errors import NoLoop
 from ralphstate.core.text import short_id
-from ralphstate.storage.store import Change, Event, Store
+from ralphstate.storage.loopdir.store import Change, Event, Store
 
 T = TypeVar("T")
 

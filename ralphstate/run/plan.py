@@ -15,7 +15,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.ownership import ENV_RUNNER
 from ralphstate.core.text import visible
 from ralphstate.run import prompt, runconfig, runoptions, shellcmd, spawn
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
 
 
 @dataclass
@@ -178,7 +178,7 @@ def _inside(files: list[Path], root: Path, where: str) -> None:
 def check_trusted(store: Store, plan: Plan) -> None:
     """Refuse a run whose agent command or context files come from a configuration
     file no person trusted on this machine."""
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
 
     if plan.review and not truststore.run_trusted(store.paths, plan.review):
         words = {
@@ -253,7 +253,7 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
     given = [value for value in (plan.max_cost, loop_left) if value is not None]
     argv = with_budget(plan.argv, min(given) if given else None)
     shown = spawn.join_command(argv)
-    from ralphstate.storage import truststore
+    from ralphstate.storage.peruser import truststore
 
     trusted = not plan.review or truststore.run_trusted(store.paths, plan.review)
     delivery = {

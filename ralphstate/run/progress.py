@@ -19,9 +19,9 @@ from ralphstate.run.result import (
     format_duration,
     format_spent,
 )
-from ralphstate.storage import filestamp, git
-from ralphstate.storage.paths import LoopPaths, git_top
-from ralphstate.storage.store import Event
+from ralphstate.storage.loopdir.store import Event
+from ralphstate.storage.repo import filestamp, git
+from ralphstate.storage.system.paths import LoopPaths, git_top
 
 
 def fingerprint(paths: LoopPaths, state: st.State) -> tuple[str, str | None]:

@@ -18,10 +18,10 @@ from ralphstate.core import fields, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import clip, command
-from ralphstate.storage.lessons import LESSONS
+from ralphstate.storage.loopdir.lessons import LESSONS
 
 if TYPE_CHECKING:  # the store is this module's caller's; no import at run time
-    from ralphstate.storage.store import Store
+    from ralphstate.storage.loopdir.store import Store
 
 
 @dataclass
@@ -216,7 +216,7 @@ def recent_notes(store: Store, state: st.State) -> dict[str, str]:
     """`notes_from_history` over this loop's entries among the newest
     `limits.MAX_LOG_LINES` lines of the history: a long history (or a huge one that came
     with a clone) is not read in full, and an earlier loop's notes are not this one's."""
-    from ralphstate.storage.store import of_loop
+    from ralphstate.storage.loopdir.store import of_loop
 
     return notes_from_history(of_loop(store.history(limits.MAX_LOG_LINES), state["loopId"]))
 

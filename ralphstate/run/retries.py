@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ralphstate.core import state as st
 from ralphstate.run.guards import Breakers
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
 
 REASON = "step_retries"
 

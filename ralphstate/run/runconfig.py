@@ -17,7 +17,7 @@ from typing import Any
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.run import runoptions
-from ralphstate.storage import fsio
+from ralphstate.storage.system import fsio
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio, locking
-from ralphstate.storage.paths import RUN_LOCK, LoopPaths, check_safe
+from ralphstate.storage.system import fsio, locking
+from ralphstate.storage.system.paths import RUN_LOCK, LoopPaths, check_safe
 
 RUNS_DIR = "runs"
 # How many iteration logs a run keeps by default, and as many failed ones besides.

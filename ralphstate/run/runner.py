@@ -48,7 +48,7 @@ from ralphstate.run.plan import Plan, check_trusted, resolve_argv, resolve_progr
 from ralphstate.run.result import IterationDecision, Outcome
 from ralphstate.sandbox import modes
 from ralphstate.sandbox.modes import Box
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
 
 
 def run(store: Store, plan: Plan, report: Reporter) -> Outcome:

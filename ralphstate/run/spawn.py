@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 WINDOWS = sys.platform == "win32"
 # How often the waiting loop looks at the clock and at Ctrl-C.

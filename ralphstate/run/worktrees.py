@@ -23,9 +23,11 @@ from ralphstate.core.render import quote
 from ralphstate.loop import begin
 from ralphstate.loop.project import locate
 from ralphstate.run import commits
-from ralphstate.storage import fsio, git, jsonstore, locking, registry, truststore
-from ralphstate.storage.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import jsonstore, registry, truststore
+from ralphstate.storage.repo import git
+from ralphstate.storage.system import fsio, locking
+from ralphstate.storage.system.paths import LOOP_DIR_NAME, RUN_LOCK, LoopPaths
 
 CONFIG_NAME = "config.toml"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
 from ralphstate.sandbox.reach import Reach
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 PROGRAM = "bwrap"
 # How long the trial start before the first iteration may take.

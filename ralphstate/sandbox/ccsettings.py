@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphstate.sandbox.reach import Reach
-from ralphstate.storage import home
+from ralphstate.storage.peruser import home
 
 SOURCES = "project,local"
 # Claude Code's sandbox needs these programs on Linux (the client's own words:

@@ -16,7 +16,7 @@ from pathlib import Path
 from ralphstate.core.errors import RalphstateError
 from ralphstate.sandbox import bubblewrap, ccsettings, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.system.paths import LoopPaths
 
 MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
 UNCONFINED = "off"

@@ -24,9 +24,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralphstate.storage import home, testfiles
-from ralphstate.storage.git import run_git
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home
+from ralphstate.storage.repo import testfiles
+from ralphstate.storage.repo.git import run_git
+from ralphstate.storage.system.paths import LoopPaths
 
 # Where other people's, other projects' and other programs' files live: hidden.
 HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/run/user")

@@ -8,8 +8,8 @@ from __future__ import annotations
 from ralphstate.core import redgreen
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
-from ralphstate.storage import truststore
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import truststore
 from ralphstate.verify import execute, firsts
 
 

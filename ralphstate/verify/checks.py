@@ -10,8 +10,8 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.loop.checklist import find_criterion
-from ralphstate.storage import truststore
-from ralphstate.storage.store import Event, Store, append_history
+from ralphstate.storage.loopdir.store import Event, Store, append_history
+from ralphstate.storage.peruser import truststore
 
 
 def set_check(

@@ -35,9 +35,10 @@ from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.loop.checklist import find_criterion
-from ralphstate.storage import git, truststore
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.peruser import truststore
+from ralphstate.storage.repo import git
+from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify import firsts, isolation, pool, watchdog
 from ralphstate.verify.onecheck import CheckResult, run_one
 
@@ -108,7 +109,7 @@ def run_checks(
     not recorded. Recorded or not, the results are judged first (`firsts.judge`).
     `progress` is called with each result, in the loop's order.
 
-    `clean`: True runs the checks in a clean room (`storage/cleanroom.py`: the tracked
+    `clean`: True runs the checks in a clean room (`storage/repo/cleanroom.py`: the tracked
     files as the work tree holds them, with `restore`'s paths as its tree holds them);
     None does so where the loop is in a git repository and its `cleanVerify` is not
     false, and runs them in the project root elsewhere; False, in the project root.
@@ -348,6 +349,6 @@ def record_killed(head: dict[str, Any]) -> None:
         record_interrupted(store, [], head["criteria"], head["by"], "killed")
     except Exception as exc:  # noqa: BLE001 - nobody is there to tell but the log
         with contextlib.suppress(Exception):
-            from ralphstate.storage import logs
+            from ralphstate.storage.peruser import logs
 
             logs.write(f"ralphstate watchdog: could not record a killed verification ({exc})")

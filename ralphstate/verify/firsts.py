@@ -25,8 +25,9 @@ from typing import Any, Protocol
 from ralphstate.core import actor, clock, limits, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import git, ledger
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import ledger
+from ralphstate.storage.repo import git
 
 # How long `init` may spend finding the tree the loop starts on (git); past it the rule
 # without a tree applies (core/redgreen.py).
@@ -50,7 +51,7 @@ def say(message: str) -> None:
     """One warning on stderr and in the log; neither may fail the command."""
     line = f"ralphstate: warning: {message}."
     try:
-        from ralphstate.storage import logs
+        from ralphstate.storage.peruser import logs
 
         logs.write(line)
     except Exception:  # noqa: BLE001 - the log is a convenience; stderr still says it

@@ -18,7 +18,7 @@ must, and only what fits:
 
 A deferred check proves nothing either way: it is not recorded, and the model is told
 to run `ralphstate verify` itself, in its shell, whose commands may run longer
-(core/leftchecks.py).
+(core/unfinished.py).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from typing import Any
 
 from ralphstate.core import checkrun, queries
 from ralphstate.core import state as st
-from ralphstate.storage import git, ledger, truststore
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.peruser import ledger, truststore
+from ralphstate.storage.repo import git
+from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify import execute, firsts, isolation, onecheck, pool
 
 

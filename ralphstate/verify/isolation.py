@@ -1,5 +1,5 @@
 """Where the checks run: in the project root, or in a clean room, a temporary worktree
-of the files git tracks (`storage/cleanroom.py`; docs/explanation/proof.md,
+of the files git tracks (`storage/repo/cleanroom.py`; docs/explanation/proof.md,
 "Clean-room verification"), and what a failure there says about the files it left out.
 
     room = isolation.room(paths, state, clean=None, restore=None, deadline=None)
@@ -15,9 +15,9 @@ from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage import cleanroom
-from ralphstate.storage.cleanroom import Room
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import cleanroom
+from ralphstate.storage.repo.cleanroom import Room
+from ralphstate.storage.system.paths import LoopPaths
 
 __all__ = ["NOTHING", "UNTRACKED_NAMED", "Room", "close", "left_out", "room"]
 
@@ -64,7 +64,8 @@ def approved_guards(paths: LoopPaths, state: st.State) -> tuple[str, list[str]] 
     or deleted since the approval, and new test configuration taken out (its tree does
     not hold it). New test files stay: adding tests is the easy path. None when the loop
     guards nothing or has no approved tree here."""
-    from ralphstate.storage import guarded, ledger
+    from ralphstate.storage.peruser import ledger
+    from ralphstate.storage.repo import guarded
 
     guards = state.get("guards")
     entry = ledger.of_loop(paths, state) if guards else None

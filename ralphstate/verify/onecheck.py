@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from ralphstate.core import clock, fields, limits, redgreen
 from ralphstate.core.text import plain_output
-from ralphstate.storage import children, git
+from ralphstate.storage.repo import git
+from ralphstate.storage.system import children
 from ralphstate.verify import pool
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ralphstate.core import checkrun
-from ralphstate.storage import children
+from ralphstate.storage.system import children
 
 if TYPE_CHECKING:
     import subprocess

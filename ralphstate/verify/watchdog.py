@@ -32,8 +32,8 @@ from typing import IO, Any
 
 import orjson
 
-from ralphstate.storage import children
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.system import children
+from ralphstate.storage.system.paths import LoopPaths
 
 # The watchdog itself: standard library only until it must record, and the signal a
 # terminal's Ctrl-C sends its group never reaches it (its session is its own).

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.commands import (
     history_of,
     registered,

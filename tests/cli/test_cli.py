@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ralphstate.storage import ledger
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import ledger
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.commands import (
     NO_LOOP,
     edit,

@@ -14,7 +14,7 @@ import pytest
 
 from ralphstate.loop import template
 from ralphstate.loop.project import locate
-from ralphstate.storage import truststore
+from ralphstate.storage.peruser import truststore
 from tests.helpers import run_process
 
 FAILING_TEST = (

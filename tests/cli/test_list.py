@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ralphstate.storage import registry
+from ralphstate.storage.peruser import registry
 
 
 def test_list_when_nothing_was_recorded(project: Path, rs: Any) -> None:

@@ -13,8 +13,8 @@ import pytest
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.outcomes import OUTCOMES, Rule
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.loops import parser_state
 

@@ -23,8 +23,8 @@ from ralphstate.core import checkrun, queries, schema, views
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.run import logline
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import REPO, run_process
 
 EXAMPLE = REPO / ".loop.example"

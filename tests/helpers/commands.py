@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 
 from ralphstate.core import state as st
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 
 NOW = "2026-01-02T03:04:05Z"
 NO_LOOP = (

@@ -10,8 +10,8 @@ from typing import Any, cast
 import orjson
 
 from ralphstate.core import state as st
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 
 SID = "session-a"

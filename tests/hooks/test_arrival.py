@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.storage import ledger, registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import ledger, registry
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.gitrepo import git, init_repo, use_identity
 from tests.helpers.loops import SID, load, make_loop

@@ -14,8 +14,8 @@ import pytest
 
 from ralphstate.core import restore
 from ralphstate.core import state as st
-from ralphstate.storage import registry, truststore
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry, truststore
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.checks import FAIL, PASS
 from tests.helpers.loops import SID, load, own, stop
 

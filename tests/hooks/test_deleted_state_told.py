@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ralphstate.storage import logs
+from ralphstate.storage.peruser import logs
 from tests.helpers import run_process
 
 

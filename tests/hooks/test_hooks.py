@@ -428,5 +428,9 @@ def test_an_agent_without_a_project_variable_imports_no_loop_code_without_a_loop
     assert done.returncode == 0 and done.stdout == ""
     loaded = done.stderr.split()
     assert "ralphstate.hooks.entry" in loaded
-    loop_code = ("ralphstate.hooks.base", "ralphstate.hooks.stop", "ralphstate.storage.store")
+    loop_code = (
+        "ralphstate.hooks.base",
+        "ralphstate.hooks.stop",
+        "ralphstate.storage.loopdir.store",
+    )
     assert [m for m in loaded if m.startswith(loop_code)] == []

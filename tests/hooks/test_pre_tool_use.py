@@ -17,7 +17,8 @@ import pytest
 
 from ralphstate.core.approving import APPROVAL_ENV
 from ralphstate.hooks.pre_tool_use import ASK_THE_PERSON, NAMED_ITSELF
-from ralphstate.storage import approvals, home, paths
+from ralphstate.storage.peruser import approvals, home
+from ralphstate.storage.system import paths
 from tests.helpers import run_process
 from tests.helpers.checks import PASS
 

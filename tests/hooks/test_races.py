@@ -99,8 +99,8 @@ CANCEL = """
 import sys
 from pathlib import Path
 from ralphstate.loop import control
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.system.paths import LoopPaths
+from ralphstate.storage.loopdir.store import Store
 
 root = Path(sys.argv[1])
 store = Store(LoopPaths(root, root / ".loop"))

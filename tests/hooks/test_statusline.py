@@ -146,8 +146,8 @@ def test_a_finished_loop_prints_nothing(root: Path, status: str) -> None:
 @pytest.mark.parametrize("status", ["complete", "cancelled"])
 def test_a_loop_ended_by_a_hand_edit_says_it_is_not_verified(root: Path, status: str) -> None:
     from ralphstate.core import state as st
-    from ralphstate.storage import ledger
-    from ralphstate.storage.paths import LoopPaths
+    from ralphstate.storage.peruser import ledger
+    from ralphstate.storage.system.paths import LoopPaths
 
     make_loop(root, loopId="0123456789abcdef")
     loop = LoopPaths(root, root / ".loop")

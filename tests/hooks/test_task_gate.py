@@ -15,8 +15,8 @@ import pytest
 
 from ralphstate.core import limits, restore, tie
 from ralphstate.core import state as st
-from ralphstate.storage import registry, truststore
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry, truststore
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import FIXTURES, run_process
 from tests.helpers.checks import (
     FAIL,

@@ -12,8 +12,8 @@ import pytest
 
 from ralphstate.core import limits
 from ralphstate.core import state as st
-from ralphstate.storage import notices
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import notices
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.hardening import lock_held, told
 from tests.helpers.loops import SID, make_loop

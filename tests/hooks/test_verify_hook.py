@@ -14,8 +14,8 @@ import pytest
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
-from ralphstate.storage import registry, truststore
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry, truststore
+from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify.onecheck import CheckResult
 from tests.helpers import run_process
 from tests.helpers.checks import (

@@ -35,7 +35,7 @@ from ralphstate.install.command import (
     runs_hook_code,
 )
 from ralphstate.install.settings import InstallResult
-from ralphstate.storage import fsio
+from ralphstate.storage.system import fsio
 from tests.helpers import REPO, run_process
 
 LAUNCH = REPO / "hooks" / "launch.py"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from ralphstate.install import settings
-from ralphstate.storage import fsio
+from ralphstate.storage.system import fsio
 from tests.helpers.race import editor_race
 
 LINUX_ONLY = pytest.mark.skipif(
@@ -63,7 +63,7 @@ import os, sys, time
 from pathlib import Path
 from ralphstate.core.errors import RalphstateError
 from ralphstate.install import settings
-from ralphstate.storage import fsio
+from ralphstate.storage.system import fsio
 path, stop, delay = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 attempts = 0
 def slow(real):

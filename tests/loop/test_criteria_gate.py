@@ -14,8 +14,8 @@ import pytest
 from ralphstate.core import queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
-from ralphstate.storage import registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.loops import SID, stop
 
 

@@ -16,7 +16,8 @@ from ralphstate.core import actor
 from ralphstate.core.approving import APPROVAL_ENV, trust_step
 from ralphstate.core.errors import RalphstateError
 from ralphstate.loop import person
-from ralphstate.storage import approvals, paths, truststore
+from ralphstate.storage.peruser import approvals, truststore
+from ralphstate.storage.system import paths
 from tests.helpers import run_process
 from tests.helpers.checks import PASS
 
@@ -36,7 +37,7 @@ def loop(project: Path, rs: Any) -> paths.LoopPaths:
 
 
 def trusted(loop: paths.LoopPaths) -> bool:
-    from ralphstate.storage.store import Store
+    from ralphstate.storage.loopdir.store import Store
 
     return truststore.is_trusted(loop, Store(loop).load())
 

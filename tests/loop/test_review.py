@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.storage import ledger
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import ledger
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.checks import PASS
 from tests.helpers.loops import SID, load, own, stop
 

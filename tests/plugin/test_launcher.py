@@ -151,8 +151,8 @@ def refusing_loop(project: Path, env: dict[str, str], monkeypatch: pytest.Monkey
     """A loop in `project`, known and trusted in `env`'s ralphstate home, whose one
     criterion's check fails."""
     from ralphstate.core import state as st
-    from ralphstate.storage import registry, truststore
-    from ralphstate.storage.paths import LoopPaths
+    from ralphstate.storage.peruser import registry, truststore
+    from ralphstate.storage.system.paths import LoopPaths
 
     monkeypatch.setenv("RALPHSTATE_HOME", env["RALPHSTATE_HOME"])
     state = st.new("s", ["tests pass"], [], session_id="s", now="2026-01-01T00:00:00Z")

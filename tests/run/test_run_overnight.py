@@ -516,7 +516,7 @@ def test_the_previous_failure_and_the_lessons_go_into_the_next_prompt(
 
 def test_lessons_are_bounded_to_their_newest_end(tmp_path: Path) -> None:
     from ralphstate.core import limits
-    from ralphstate.storage import lessons
+    from ralphstate.storage.loopdir import lessons
 
     (tmp_path / "lessons.md").write_text("old\n" + "x" * 100_000 + "\nnewest lesson\n")
     text = lessons.read(tmp_path)

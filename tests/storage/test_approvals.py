@@ -1,4 +1,4 @@
-"""One-time approvals (storage/approvals.py): once, for one loop and one session, for a
+"""One-time approvals (storage/peruser/approvals.py): once, for one loop and one session, for a
 few minutes; the file holds no usable token and stays small."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ralphstate.storage import approvals, home, paths
+from ralphstate.storage.peruser import approvals, home
+from ralphstate.storage.system import paths
 
 
 def loop_at(root: Path, name: str) -> paths.LoopPaths:

@@ -17,9 +17,9 @@ import pytest
 from ralphstate.core import limits, views
 from ralphstate.core import state as st
 from ralphstate.run import prompt
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store, append_history, bounded
+from ralphstate.storage.loopdir.store import Store, append_history, bounded
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.hardening import SID, cli, hook, hook_input_for, make_loop
 
 

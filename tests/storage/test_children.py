@@ -1,4 +1,4 @@
-"""Child processes (storage/children.py) with real processes: each in a group of its
+"""Child processes (storage/system/children.py) with real processes: each in a group of its
 own, stopped in stages with everything it started, its output read with only a bounded
 part kept."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphstate.storage import children, process
+from ralphstate.storage.system import children, process
 from tests.helpers.checks import alive, wait_for
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")

@@ -1,4 +1,4 @@
-"""The clean room (storage/cleanroom.py) in real repositories: it holds the tracked files
+"""The clean room (storage/repo/cleanroom.py) in real repositories: it holds the tracked files
 as the work tree holds them, never an untracked or ignored one; restored paths are as
 the given tree holds them; the repository's index is never touched; and the room is
 always removed, by `close` or, after a crash, by the next room."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ralphstate.core import limits
-from ralphstate.storage import cleanroom, git
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import cleanroom, git
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.checks import alive, wait_for
 from tests.helpers.gitrepo import git as run_git
 from tests.helpers.gitrepo import init_repo, use_identity
@@ -252,8 +252,8 @@ def test_close_removes_what_the_checks_left_even_read_only(repo: Path) -> None:
 
 KILLED = r"""
 import os, sys, time
-from ralphstate.storage import cleanroom
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import cleanroom
+from ralphstate.storage.system.paths import LoopPaths
 root = sys.argv[1]
 room = cleanroom.open_room(LoopPaths(root, os.path.join(root, ".loop")))
 print(room.top, flush=True)

@@ -1,4 +1,4 @@
-"""The stamp of the project's files (storage/filestamp.py) in real directories and real
+"""The stamp of the project's files (storage/repo/filestamp.py) in real directories and real
 git repositories: a write, a new file or a removed one changes it; what the project
 does not hold (ignored files, tools' caches, the loop's own directory) does not; it
 stays within its bounds (`MAX_STAMP_FILES`, `STAMP_SECONDS`)."""
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ralphstate.core import limits
-from ralphstate.storage import filestamp
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import filestamp
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.gitrepo import git, init_repo, use_identity
 
 NEEDS_GIT = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")

@@ -1,4 +1,4 @@
-"""The tree a check runs on (storage/git.py, `snapshot`) in real repositories: the same
+"""The tree a check runs on (storage/repo/git.py, `snapshot`) in real repositories: the same
 content gives the same id whatever is committed, the loop's directory and ignored
 files are left out, and the repository's own index is never touched."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ralphstate.core import limits
-from ralphstate.storage import git
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import git
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.gitrepo import git as run_git
 from tests.helpers.gitrepo import init_repo, use_identity
 

@@ -1,4 +1,4 @@
-"""The guarded files in real git repositories (storage/testfiles.py, storage/guarded.py):
+"""The guarded files in real git repositories (storage/repo/testfiles.py, storage/repo/guarded.py):
 the default set a python and a javascript project start with, and what `compare` finds
 after the approved tree: changed and deleted files pause, new test configuration pauses,
 new tests are listed; ignored files are never seen, and the repository's own index is
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ralphstate.core import limits
-from ralphstate.storage import guarded, testfiles
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import guarded, testfiles
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.gitrepo import git, init_repo, use_identity
 
 PYTHON = {

@@ -19,8 +19,9 @@ import orjson
 import pytest
 
 from ralphstate.core import state as st
-from ralphstate.storage import process, registry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.system import process
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_agents
 from tests.helpers.gitrepo import init_repo, use_identity
 
@@ -47,7 +48,7 @@ LOCKER = (
     NO_FLOCK
     + """
 from pathlib import Path
-from ralphstate.storage import locking
+from ralphstate.storage.system import locking
 
 lock, trace, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
 for _ in range(rounds):

@@ -18,9 +18,9 @@ import pytest
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.loopdir.store import Store
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.hardening import cli, cli_kept_its_promises, hook, hook_input_for, make_loop
 from tests.helpers.race import editor_race
 
@@ -75,9 +75,9 @@ import sys
 import time
 from pathlib import Path
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Store
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
+from ralphstate.storage.loopdir.store import Store
 root, stop = Path(sys.argv[1]), Path(sys.argv[2])
 import os, time
 # A busy machine can stop a process for milliseconds at any point; here, just before
@@ -503,7 +503,7 @@ def test_a_per_user_file_that_cannot_be_used_is_kept_aside_not_overwritten(
 def test_a_per_user_file_is_read_within_its_bound(
     isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ralphstate.storage import jsonstore
+    from ralphstate.storage.peruser import jsonstore
 
     path = isolated / "state" / "loops.json"
     path.parent.mkdir(parents=True, exist_ok=True)

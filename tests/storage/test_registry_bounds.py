@@ -11,7 +11,8 @@ from pathlib import Path
 import orjson
 
 from ralphstate.core import limits
-from ralphstate.storage import git, registry
+from ralphstate.storage.peruser import registry
+from ralphstate.storage.repo import git
 from tests.helpers import run_process
 from tests.helpers.loops import make_loop
 

@@ -1,4 +1,4 @@
-"""What a snapshot of the work tree writes (storage/git.py, storage/scratch.py), in real
+"""What a snapshot of the work tree writes (storage/repo/git.py, storage/system/scratch.py), in real
 repositories and real processes: nothing lands in the project's `.git`; an untracked
 file past the size limit is summarised by its size and times, never read; and no
 temporary pack or scratch store is left behind, even when the time limit kills git."""
@@ -16,8 +16,9 @@ import orjson
 import pytest
 
 from ralphstate.core import limits
-from ralphstate.storage import git, guarded, scratch
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import git, guarded
+from ralphstate.storage.system import scratch
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.checks import alive, wait_for
 from tests.helpers.gitrepo import git as run_git
@@ -246,7 +247,7 @@ def test_no_temporary_pack_is_left_when_the_time_limit_kills_git(repo: Path) -> 
 
 KILLED = r"""
 import time
-from ralphstate.storage import scratch
+from ralphstate.storage.system import scratch
 with scratch.store() as where:
     print(where, flush=True)
     time.sleep(60)

@@ -23,9 +23,9 @@ from freezegun import freeze_time
 from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths
-from ralphstate.storage.store import Event, Store
+from ralphstate.storage.loopdir.store import Event, Store
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import colleague, run_process
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="needs POSIX signals/symlinks")

@@ -19,8 +19,8 @@ from ralphstate.agents.contract import TIMEOUTS
 from ralphstate.core import limits
 from ralphstate.core import state as st
 from ralphstate.install.agents import hook_command, install_agent
-from ralphstate.storage import truststore
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import truststore
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.checks import PASS, alive, py, sleeper, wait_for
 

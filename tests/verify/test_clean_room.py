@@ -19,8 +19,8 @@ import orjson
 import pytest
 
 from ralphstate.run import spawn
-from ralphstate.storage import git as storage_git
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import git as storage_git
+from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify import execute
 from tests.helpers import run_process
 from tests.helpers.checks import alive, py, sleeper, wait_for
@@ -150,7 +150,7 @@ def test_outside_git_the_checks_run_in_place_and_clean_is_refused(rs: Any, proje
 
 
 def load_store(root: Path) -> Any:
-    from ralphstate.storage.store import Store
+    from ralphstate.storage.loopdir.store import Store
 
     return Store(LoopPaths(root, root / ".loop"))
 
@@ -331,7 +331,7 @@ def test_run_accepts_a_completion_only_from_the_clean_room(
 def test_a_room_that_cannot_be_made_fails_the_stop_open_without_completing(
     rs: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ralphstate.storage import cleanroom
+    from ralphstate.storage.repo import cleanroom
     from tests.helpers.hardening import hook
 
     owned_claimed_loop(rs, monkeypatch, py("pass"))

@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from ralphstate.core import redgreen
-from ralphstate.storage import ledger
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import ledger
+from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
 from tests.helpers.checks import py
 from tests.helpers.gitrepo import init_repo, use_identity

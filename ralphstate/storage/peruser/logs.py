@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio, home
+from ralphstate.storage.peruser import home
+from ralphstate.storage.system import fsio
 
 LOG_NAME = "ralphstate.log"
 

@@ -11,10 +11,10 @@ the index last saw them, and `git write-tree` names the result. The repository's
 index, branch and history are never touched (only `restore` writes, and only the work
 tree's files it is given); its objects get only what a `snapshot` reads (the approved
 tree must be there when `compare` reads it, long after): what `compare` and `diff`
-write goes to a scratch store (`storage/scratch.py`), removed when they end.
+write goes to a scratch store (`storage/system/scratch.py`), removed when they end.
 
 Each function's git commands share one time budget; every answer is bounded
-(`storage/git.py`, `run_git`); outside a repository, when git fails, or when the
+(`storage/repo/git.py`, `run_git`); outside a repository, when git fails, or when the
 approved tree is no longer in the repository, the answer is None.
 """
 
@@ -31,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import scratch, testfiles
-from ralphstate.storage.git import Done, git_env, run_git
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import testfiles
+from ralphstate.storage.repo.git import Done, git_env, run_git
+from ralphstate.storage.system import scratch
+from ralphstate.storage.system.paths import LoopPaths
 
 # What `git diff-index --name-status` says a file became; any other letter is a change.
 _DELETED, _ADDED = "D", "A"
@@ -123,7 +124,7 @@ def _scratch(repo: _Repo, copy: bool = True, keep: bool = False) -> Iterator[dic
     """git's environment with a temporary index: a copy of the repository's (its
     mtime kept, so git still tells a file edited in the same second as the index was
     written), or with `copy` false a new one. The objects git writes go to a scratch
-    store (`storage/scratch.py`), or with `keep` to the repository: a tree a person
+    store (`storage/system/scratch.py`), or with `keep` to the repository: a tree a person
     approves must be there when it is compared, long after."""
     with scratch.store() as where:
         temp = where / "index"

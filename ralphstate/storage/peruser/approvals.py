@@ -20,9 +20,9 @@ import secrets
 import time
 from pathlib import Path
 
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.jsonstore import Entries
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.peruser.jsonstore import Entries
+from ralphstate.storage.system.paths import LoopPaths
 
 APPROVALS_NAME = "approvals.json"
 # How long the person has to answer the prompt, from the moment it is shown.

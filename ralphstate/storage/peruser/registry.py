@@ -15,9 +15,9 @@ from pathlib import Path
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import State
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.jsonstore import Entry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.peruser.jsonstore import Entry
+from ralphstate.storage.system.paths import LoopPaths
 
 REGISTRY_NAME = "loops.json"
 

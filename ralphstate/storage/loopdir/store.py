@@ -23,8 +23,8 @@ import orjson
 from ralphstate.core import actor, clock, limits, proof
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState, NoLoop, RalphstateError
-from ralphstate.storage import fsio
-from ralphstate.storage.paths import LoopPaths, check_safe
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths, check_safe
 
 # One line of history.jsonl, before `at` and `iteration` are added.
 Event = dict[str, object]
@@ -126,7 +126,7 @@ class Store:
         check_safe(self.paths)
         # only a change pays for the lock (and filelock): reading takes none
         # (docs/explanation/design.md, "Reading is tolerant, writing is stable")
-        from ralphstate.storage import locking
+        from ralphstate.storage.system import locking
 
         held = locking.hold(self.paths.lock, self.lock_timeout)
         try:
@@ -186,7 +186,7 @@ class Store:
                 if self._write(new, data):
                     self._log(events, state)
                     if state["status"] != status or proof.contract_of(state) != contract:
-                        from ralphstate.storage import ledger
+                        from ralphstate.storage.peruser import ledger
 
                         ledger.after_write(self.paths, status, contract, state)
                     return value

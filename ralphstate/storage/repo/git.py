@@ -3,7 +3,7 @@ hash of the tree the work is on (docs/how-to/checks.md, "Evidence tied to code")
 
 Every function here reads; none changes the repository's index, branch or history,
 and a snapshot writes nothing into its `.git` (the objects it makes go to a scratch
-store, `storage/scratch.py`) but the tree of the tracked files a clean room checks out.
+store, `storage/system/scratch.py`) but the tree of the tracked files a clean room checks out.
 Each git command runs with a timeout (`limits.GIT_TIMEOUT`) and only the first
 `limits.MAX_GIT_OUTPUT_BYTES` of its output are kept; outside a repository, without
 git, or when git fails, the answers are None.
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import children, fsio, scratch
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.system import children, fsio, scratch
+from ralphstate.storage.system.paths import LoopPaths
 
 # The id of the tree with nothing in it (a repository before its first commit).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -164,7 +164,7 @@ def snapshot(paths: LoopPaths, budget: float = limits.GIT_SNAPSHOT_SECONDS) -> S
     The tree id is what `git write-tree` gives for the work tree as `git add -A` would
     stage it, ignored files and the loop's directory left out, but for the untracked
     files larger than the size limit: each is in the tree as a summary of its size,
-    times and inode, not read (`storage/scratch.py`). It is computed in a temporary
+    times and inode, not read (`storage/system/scratch.py`). It is computed in a temporary
     copy of the index, so the repository's own index is never touched, and the objects
     it writes go to a scratch store removed when it ends, so its `.git` gets nothing.
     The same content always gives the same id, so committing the work changes nothing
@@ -184,7 +184,7 @@ def tracked_snapshot(
     """`snapshot`, and the id of the tree of the tracked files alone, as the work tree
     holds them (`git add -u`: their edits and deletions in, untracked and ignored files
     out, the loop's directory left out), both from the same temporary index: the tree
-    a clean room checks out (`storage/cleanroom.py`). The objects of that tree go into
+    a clean room checks out (`storage/repo/cleanroom.py`). The objects of that tree go into
     the repository, where the room's `git worktree add` finds them (a worktree whose
     commit only a scratch store holds would break `git gc` in the project while it
     exists); the rest, to the scratch store. None as for `snapshot`."""
@@ -229,7 +229,7 @@ def _snapshot_at(
             shutil.copy2(real_index, temp_index)
         spec = pathspec(top)
         # The clean room checks the tracked files' tree out of the repository: its
-        # objects go there (`storage/cleanroom.py`); every other object, to the store.
+        # objects go there (`storage/repo/cleanroom.py`); every other object, to the store.
         env = git_env(GIT_INDEX_FILE=str(temp_index), **scratch.objects_env(store, objects))
         first = git_env(GIT_INDEX_FILE=str(temp_index)) if tracked else env
         steps = [["add", "--update", "--", ":/"], *_drop(spec)]
@@ -347,7 +347,7 @@ def _with_untracked(
 ) -> tuple[str, list[tuple[str, bool]]] | None:
     """The tree of the temporary index (in `env`) once the untracked files that are not
     ignored join it, the loop's directory left out: each as git reads it, or, past the
-    size limit, as its summary (`storage/scratch.py`). The repositories inside the work
+    size limit, as its summary (`storage/system/scratch.py`). The repositories inside the work
     tree are left for `_fold_nested`: the untracked ones (git lists each
     as one name ending in `/`) and the submodules `.gitmodules` declares, each with
     whether it is untracked. None when git fails."""

@@ -24,7 +24,7 @@ def start_time(pid: int) -> str | None:
         return fields[19].decode("ascii", "replace") if len(fields) > 19 else None
     if sys.platform == "win32":  # pragma: no cover
         return None
-    from ralphstate.storage import children  # only where there is no /proc
+    from ralphstate.storage.system import children  # only where there is no /proc
 
     try:  # macOS and the BSDs
         done = children.run(

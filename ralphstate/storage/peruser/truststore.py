@@ -27,9 +27,9 @@ import orjson
 from ralphstate.core import actor, clock
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.state import State
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.jsonstore import Entry
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.peruser.jsonstore import Entry
+from ralphstate.storage.system.paths import LoopPaths
 
 TRUST_NAME = "trust.json"
 

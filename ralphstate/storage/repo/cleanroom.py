@@ -40,8 +40,9 @@ from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import git, process
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.repo import git
+from ralphstate.storage.system import process
+from ralphstate.storage.system.paths import LoopPaths
 
 # Each room is a directory of the system's temporary directory named PREFIX + pid + ...
 PREFIX = "ralphstate-clean-"

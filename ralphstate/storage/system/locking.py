@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ralphstate.storage import fsio, process
+from ralphstate.storage.system import fsio, process
 
 # What a file system without (working) flock answers.
 UNSUPPORTED = frozenset(

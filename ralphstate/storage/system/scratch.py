@@ -1,4 +1,4 @@
-"""Where a snapshot of the work tree (`storage/git.py`) keeps what it writes, so that the
+"""Where a snapshot of the work tree (`storage/repo/git.py`) keeps what it writes, so that the
 project's `.git` stays as it was (docs/how-to/checks.md, "Evidence tied to code").
 
     with scratch.store() as where:              # a temporary directory, removed after
@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage import process
+from ralphstate.storage.system import process
 
 PREFIX = "ralphstate-snapshot-"
 # The user's own directory of stores in the system's temporary directory: this + uid.

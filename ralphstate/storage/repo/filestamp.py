@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 
 from ralphstate.core import limits
-from ralphstate.storage.paths import LoopPaths, git_top
+from ralphstate.storage.system.paths import LoopPaths, git_top
 
 # Directories and files a walk outside git passes over, besides dot-names.
 PASSED_OVER = frozenset({"__pycache__", "node_modules", "venv"})
@@ -44,7 +44,7 @@ def stamp(paths: LoopPaths) -> str | None:
 
 
 def _git(paths: LoopPaths, top: str) -> str | None:
-    from ralphstate.storage import git
+    from ralphstate.storage.repo import git
 
     args = ["--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch"]
     args += ["--untracked-files=all", "--no-renames", "--ignore-submodules=dirty"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ralphstate.core import clock, limits
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.jsonstore import Entries
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.peruser.jsonstore import Entries
+from ralphstate.storage.system.paths import LoopPaths
 
 NOTICES_NAME = "notices.json"
 

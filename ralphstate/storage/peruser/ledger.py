@@ -20,7 +20,7 @@ JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
 - `told`: what the person was already told about, so a notice is given once.
 
 The file is read without a lock (bounded, an unusable one reads as empty), changed
-under its own lock (storage/jsonstore.py). The person's user can still edit it: an
+under its own lock (storage/peruser/jsonstore.py). The person's user can still edit it: an
 agent that goes that far is out of reach without a sandbox (SECURITY.md).
 """
 
@@ -35,8 +35,8 @@ from typing import Any
 from ralphstate.core import actor, clock, proof
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.system.paths import LoopPaths
 
 Entry = dict[str, Any]
 

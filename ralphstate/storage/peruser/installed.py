@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core import clock
-from ralphstate.storage import home, jsonstore
-from ralphstate.storage.jsonstore import Entries
+from ralphstate.storage.peruser import home, jsonstore
+from ralphstate.storage.peruser.jsonstore import Entries
 
 INSTALLED_NAME = "installed.json"
 

@@ -21,8 +21,9 @@ import orjson
 
 from ralphstate.core import clock, limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage import fsio, home
-from ralphstate.storage.paths import LoopPaths
+from ralphstate.storage.peruser import home
+from ralphstate.storage.system import fsio
+from ralphstate.storage.system.paths import LoopPaths
 
 VERSION = 1
 LOCK_TIMEOUT = 5.0
@@ -90,7 +91,7 @@ def check_writable(path: Path) -> None:
 def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
     """Apply `edit` to the entries under the file's lock and write them back.
     RalphstateError, naming the file as `name`, when it cannot be written."""
-    from ralphstate.storage import locking
+    from ralphstate.storage.system import locking
 
     try:
         fsio.makedirs(path.parent)

@@ -68,7 +68,7 @@ def loop_key(loop_dir: Path) -> str:
 
 def ledger_path(loop_dir: Path) -> Path:
     """The loop's own file of what ralphstate wrote and what a person approved
-    (storage/ledger.py), named by a hash of its key."""
+    (storage/peruser/ledger.py), named by a hash of its key."""
     import hashlib
 
     key = loop_key(loop_dir)

@@ -15,7 +15,7 @@ how they run. `default_guards` finds them in what git tracks when the loop start
 A directory or a glob, not every file: a new test file under them is a new test, which
 `compare` lists and never pauses for, while an approved one that changes or goes away
 is the person's to review. Every pathspec is relative to the project root, as git
-takes it there. Each git command's answer is bounded (`storage/git.py`, `run_git`);
+takes it there. Each git command's answer is bounded (`storage/repo/git.py`, `run_git`);
 outside a git repository nothing is guarded.
 """
 
@@ -32,7 +32,7 @@ from ralphstate.core import limits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ralphstate.storage.git import Done
+    from ralphstate.storage.repo.git import Done
 
 # Directories whose tracked files are tests, at any depth.
 TEST_DIRS = ("tests", "test", "spec", "specs", "__tests__", "testing", "e2e")
@@ -108,15 +108,15 @@ _WILD = set("*?[\\")
 
 
 def _toplevel(root: Path) -> Path | None:
-    # storage/git.py is imported when git is asked: it loads subprocess, which `status`
+    # storage/repo/git.py is imported when git is asked: it loads subprocess, which `status`
     # of a loop that guards nothing never needs (tests/test_imports.py).
-    from ralphstate.storage.git import toplevel
+    from ralphstate.storage.repo.git import toplevel
 
     return toplevel(root)
 
 
 def _run_git(args: list[str], root: Path, timeout: float = limits.GIT_TIMEOUT) -> Done | None:
-    from ralphstate.storage.git import run_git
+    from ralphstate.storage.repo.git import run_git
 
     return run_git(args, root, timeout=timeout)
 

@@ -1,0 +1,1 @@
+"""Processes, scratch space and the file system's primitives every other room uses."""
