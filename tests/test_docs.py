@@ -102,3 +102,24 @@ def test_every_file_contributing_names_exists() -> None:
     assert "ralphstate/agents/table.py" in paths and "tests/core/test_decide.py" in paths
     missing = [path for path in paths if not (REPO / path).exists()]
     assert missing == []
+
+
+def test_each_recipe_names_an_example_commit_that_exists() -> None:
+    """Each recipe of CONTRIBUTING shows the commit that did what it describes."""
+    import subprocess
+
+    text = CONTRIBUTING.read_text(encoding="utf-8")
+    recipes = re.split(r"^### ", text.split("## Recipes", 1)[1], flags=re.MULTILINE)[1:]
+    examples = [re.search(r"^Example: `([0-9a-f]{7,40})`", r, re.MULTILINE) for r in recipes]
+    assert recipes and all(examples), "a recipe without its example commit"
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True
+    )
+    if shallow.returncode != 0 or shallow.stdout.strip() == "true":
+        pytest.skip("no full git history here to find the commits in")
+    for match in examples:
+        assert match is not None
+        found = subprocess.run(
+            ["git", "cat-file", "-e", f"{match.group(1)}^{{commit}}"], cwd=REPO, check=False
+        )
+        assert found.returncode == 0, f"no commit {match.group(1)}"
