@@ -193,7 +193,7 @@ def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
 
 # How `config` reads and shows each field it sets, in the order it lists them (its --help
 # says what each is). The name `config` sets a field by is its row's (core/schema.py,
-# `CONFIG_KEYS`); tests/loop/test_settings.py holds the two together.
+# `CONFIG_KEYS`); tests/core/test_schema.py holds the two together.
 _HOW: dict[str, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
     "maxIterations": (_count("max-iterations"), str),
     "stallLimit": (_count("stall-limit"), str),
