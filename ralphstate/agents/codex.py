@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 def report(found: list[dict[str, Any]]) -> Report | None:
     """Every turn's tokens (input + output), and the error a turn failed on."""
-    spent, seen, error = 0, False, None
+    spent = 0
+    seen = False
+    error = None
     for obj in found:
         kind = obj.get("type")
         if kind == "turn.completed" and isinstance(obj.get("usage"), dict):

@@ -159,7 +159,9 @@ class Pusher:
     cancelled midway loses at most the iteration under way."""
 
     def __init__(self, root: Path, remote: str, branch: str) -> None:
-        self.root, self.remote, self.branch = root, remote, branch
+        self.root = root
+        self.remote = remote
+        self.branch = branch
         self.pushed: str | None = None
         self.failed: str | None = None
         self._stop = threading.Event()
@@ -184,7 +186,8 @@ class Pusher:
             return
         done = git(self.root, "push", "--quiet", self.remote, f"{head}:refs/heads/{self.branch}")
         if done.code == 0:
-            self.pushed, self.failed = head, None
+            self.pushed = head
+            self.failed = None
         else:
             self.failed = text(done) or f"git push ended with {done.code}"
 

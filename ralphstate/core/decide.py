@@ -49,7 +49,9 @@ class Checked:
         untrusted: bool = False,
         left: Any = None,
     ) -> None:
-        self.failures, self.untrusted, self.left = failures, untrusted, left
+        self.failures = failures
+        self.untrusted = untrusted
+        self.left = left
 
 
 class _Read:
@@ -115,10 +117,17 @@ class StopFacts:
         files: str | Callable[[], str | None] | None = None,
         background: bool = False,
     ) -> None:
-        self.session_id, self.agent, self.runner = session_id, agent, runner
-        self.spent, self.checked, self.background = spent, checked, background
-        self._reply, self._known, self._stale = reply, known_here, stale
-        self._review, self._files = review, files
+        self.session_id = session_id
+        self.agent = agent
+        self.runner = runner
+        self.spent = spent
+        self.checked = checked
+        self.background = background
+        self._reply = reply
+        self._known = known_here
+        self._stale = stale
+        self._review = review
+        self._files = files
         self._read = _Read()
 
     def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:

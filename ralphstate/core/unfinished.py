@@ -127,7 +127,9 @@ def reason(state: st.State, found: Leftover, other: str, details: dict[str, obje
     `block_left` when nothing else blocks it, else the `other` reason (failing checks
     first) with the checks left said before it. The block's history `details` name
     them (`left`)."""
-    left, budget, clean = found.deferred, found.budget, found.clean
+    left = found.deferred
+    budget = found.budget
+    clean = found.clean
     details["left"] = [d.criterion for d in left][:20]
     if not other:
         return block_left(state, left, budget, clean)

@@ -206,7 +206,10 @@ def status(state: st.State, facts: StatusFacts, style: Style = _plain, every: bo
     """The status view of `state` with `facts`; `every`: list every criterion, check,
     step and task, where by default each list shows its first `STATUS_ROWS` (the unmet
     criteria and the remaining steps first) and says how many more there are."""
-    where, trusted, tree, guarded = facts.where, facts.trusted, facts.tree, facts.guarded
+    where = facts.where
+    trusted = facts.trusted
+    tree = facts.tree
+    guarded = facts.guarded
     already, in_git = facts.already, facts.in_git
     stale = set(queries.stale(state, tree))  # one lookup a criterion
     met = len(state["criteria"]) - len(queries.unmet(state))

@@ -56,8 +56,11 @@ class _Mirror:
     def __init__(
         self, agent: Agent, hook_input: HookInput, loop: paths.LoopPaths, session_id: str, tool: str
     ) -> None:
-        self.agent, self.hook_input, self.loop = agent, hook_input, loop
-        self.session_id, self.tool = session_id, tool
+        self.agent = agent
+        self.hook_input = hook_input
+        self.loop = loop
+        self.session_id = session_id
+        self.tool = tool
         shared = os.environ.get(agent.task_list_env or "", "")
         self.list_id = (
             shared if 0 < len(shared) <= MAX_TASK_ID_CHARS else session_id[:MAX_TASK_ID_CHARS]

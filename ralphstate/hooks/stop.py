@@ -116,7 +116,9 @@ class _Decisions:
         boxes: list[Any] | None,
         spent: decide.Spent | None,
     ) -> None:
-        self.facts, self.boxes, self.spent = facts, boxes, spent
+        self.facts = facts
+        self.boxes = boxes
+        self.spent = spent
         self.read_from = state["transcriptUsage"]
 
     def change(self, verified: Verified | None) -> Change:

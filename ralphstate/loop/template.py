@@ -124,13 +124,16 @@ class _Reading:
     def heading(self, level: int, name: str) -> None:
         if not self.title and level == 1:  # the title: the spec, when no section gives one
             self.title = name
-            self.section, self.level = "", level
+            self.section = ""
+            self.level = level
             return
         # A heading inside Steps or Criteria (a plan's "### Phase 1: Specifications")
         # is a part of it, not a section of its own.
         if self.section in ("criteria", "steps") and level > self.level:
             return
-        self.section, self.level, self.heading_name = _kind(name), level, name
+        self.section = _kind(name)
+        self.level = level
+        self.heading_name = name
 
     def line(self, line: str) -> None:
         item = _ITEM.match(line)

@@ -81,7 +81,8 @@ class Quiet:
     """
 
     def __init__(self, echo: Echo, kept_in: str) -> None:
-        self.echo, self.kept_in = echo, kept_in
+        self.echo = echo
+        self.kept_in = kept_in
         self.lock = threading.Lock()
         self.held = bytearray()
         self.indented = False  # the held object opened with `{` alone on its line

@@ -32,7 +32,8 @@ class Chain:
     """The agent commands to try in turn, and the one in use."""
 
     def __init__(self, chain: list[list[str]], commands: list[str]) -> None:
-        self.chain, self.commands = chain, commands
+        self.chain = chain
+        self.commands = commands
         self.index = 0
         self.argv = chain[0]
 

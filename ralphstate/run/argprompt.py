@@ -69,7 +69,9 @@ def unpassable(text: str) -> str | None:
     if "\0" in text:
         return "nul"
     if sys.platform == "win32":
-        size, most, unit = len(text), limits.RUN_ARG_PROMPT_CHARS_WINDOWS, "characters"
+        size = len(text)
+        most = limits.RUN_ARG_PROMPT_CHARS_WINDOWS
+        unit = "characters"
     else:
         size, most = len(text.encode("utf-8", "surrogateescape")), limits.RUN_ARG_PROMPT_BYTES
         unit = "bytes"

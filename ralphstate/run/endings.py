@@ -45,7 +45,9 @@ def finish(
         if held is not None:
             if outcome == "paused":
                 held = f"{held}; the run had also stopped: {reason}"
-            outcome, reason, detail = "paused", "review", held
+            outcome = "paused"
+            reason = "review"
+            detail = held
     details = finished(ctx, outcome, reason=reason)
     if detail:
         details["detail"] = detail

@@ -46,10 +46,12 @@ class Breakers:
         if next_step is not None and next_step == self.step:
             self.step_count += 1
         else:
-            self.step, self.step_count = next_step, 1 if next_step is not None else 0
+            self.step = next_step
+            self.step_count = 1 if next_step is not None else 0
 
     def reset_failures(self) -> None:
-        self.failures, self.errors = 0, []
+        self.failures = 0
+        self.errors = []
 
     def trip(self) -> Breaker | None:
         """`agent_errors` or `step_retries` when that breaker opened, else None."""

@@ -234,7 +234,8 @@ class Notes:
 
     def read(self, state: st.State) -> dict[str, str]:
         if state["loopId"] != self.loop_id:  # another loop: its history starts afresh
-            self.offset, self.loop_id = None, state["loopId"]
+            self.offset = None
+            self.loop_id = state["loopId"]
         entries, self.offset, fresh = self.store.history_since(self.offset)
         if fresh:
             self.notes = {}

@@ -322,7 +322,9 @@ class _Run:
         """An iteration that stopped on a limit: it is recorded and uncounted; then the
         run moves to the next agent of the chain, pauses, or waits. Returns the run's
         ending, or None to try again."""
-        ctx, hit, limit = self.ctx, ended.hit, ended.facts.limit
+        ctx = self.ctx
+        hit = ended.hit
+        limit = ended.facts.limit
         assert hit is not None and limit is not None and ended.now is not None
         self.attempts = limit.attempts
         self._record(ended, verdict.decision, ended.state)

@@ -154,7 +154,9 @@ class _Pump:
     """Copies the agent's output to the log file and the terminal until it ends."""
 
     def __init__(self, stream: IO[bytes], log: IO[bytes], echo: Echo) -> None:
-        self.stream, self.log, self.echo = stream, log, echo
+        self.stream = stream
+        self.log = log
+        self.echo = echo
         self.lock = threading.Lock()
         self.closed = False
         self.count = 0

@@ -93,7 +93,9 @@ def believed(found: Usage) -> Usage:
     """`found` without the figures no iteration can have spent (past
     `limits.MAX_ITERATION_TOKENS` or `limits.MAX_ITERATION_COST`, or not a finite
     number from 0): each left out, as if not reported, and said in `doubted`."""
-    tokens, cost, doubted = found.tokens, found.cost, list(found.doubted)
+    tokens = found.tokens
+    cost = found.cost
+    doubted = list(found.doubted)
     if not 0 <= tokens <= limits.MAX_ITERATION_TOKENS:
         most = f"{limits.MAX_ITERATION_TOKENS:,} tokens"
         doubted.append(f"the agent reported more than {most} for one iteration")

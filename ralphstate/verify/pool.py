@@ -65,7 +65,9 @@ class Interrupted(KeyboardInterrupt):
 
     def __init__(self, finished: list[Any], unfinished: list[str], how: str) -> None:
         super().__init__(how)
-        self.finished, self.unfinished, self.how = finished, unfinished, how
+        self.finished = finished
+        self.unfinished = unfinished
+        self.how = how
 
 
 class Watch(Protocol):
