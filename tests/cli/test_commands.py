@@ -13,11 +13,11 @@ import ralphstate
 from ralphstate.cli.app import COMMANDS
 
 CLI = Path(ralphstate.__file__).parent / "cli"
-# The modules of cli/ that every command shares, and no command's own.
-SHARED = {"__init__", "app", "lazy", "options", "output"}
-# A command that may still live in another command's module: `watch`, in `run`'s, until
-# it moves to cli/watch.py.
-ELSEWHERE = {"watch": "run"}
+# The modules of cli/ that are no command's own: what every command shares, and
+# `runflags`, which builds `run`'s options from their table.
+SHARED = {"__init__", "app", "lazy", "options", "output", "runflags"}
+# A command that lives in another command's module: none now (`watch` has its own).
+ELSEWHERE: dict[str, str] = {}
 
 
 def module_of(target: str) -> str:
