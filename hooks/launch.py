@@ -39,10 +39,12 @@ command passes an exit 2 through instead of trying the next interpreter). The fi
 uses the standard library only and keeps to syntax that Python 3.8 accepts (macOS ships
 3.9 as python3); the environment it builds needs 3.10 or newer.
 
-The work is done by the modules beside it, `plugin_launcher.py` (the hooks and `cli`)
-and `plugin_env.py` (the environment and its build): Python compiles the file it is
-given at every start but keeps the bytecode of the modules it imports (`__pycache__`),
-and a hook that finds no loop is to cost no more than the interpreter's own start.
+The work is done by the modules beside it, `plugin_launcher.py` (the hooks and `cli`),
+`plugin_env.py` (the environment and its build) and `plugin_settings.py` (which of
+ralphstate's hooks Claude Code's settings files already run, imported only when there
+may be a loop): Python compiles the file it is given at every start but keeps the
+bytecode of the modules it imports (`__pycache__`), and a hook that finds no loop is to
+cost no more than the interpreter's own start.
 """
 
 import os
@@ -67,7 +69,7 @@ finally:
 
 
 def __getattr__(name: str) -> object:
-    """The launcher's names (`_OWN`, `MAX_INPUT_BYTES`, ...), read through this file."""
+    """The launcher's names (`EVENTS`, `MAX_INPUT_BYTES`, ...), read through this file."""
     return getattr(plugin_launcher, name)
 
 

@@ -5,10 +5,11 @@ A hook runs at every stop of every session, so nothing is imported before the de
 needs it, in this order: a project with no `.loop/` whose ralphstate is at hand (the
 same test the hook's own hot path makes, `ralphstate.storage.system.paths.find_dir`, from
 `$CLAUDE_PROJECT_DIR`) is answered at once, with nothing; the settings files are read
-only when there may be a loop, parsed only when they name ralphstate; JSON is read with
-the scanner `json` itself uses, without importing `json` and `re`; and after the hook
-the process ends without tearing the interpreter down, as the hook's own command does
-(`ralphstate.hooks.entry.main`). Standard library only, Python 3.8 syntax.
+(`plugin_settings.py`, imported for it) only when there may be a loop, parsed only when
+they name ralphstate; JSON is read with the scanner `json` itself uses, without
+importing `json` and `re`; and after the hook the process ends without tearing the
+interpreter down, as the hook's own command does (`ralphstate.hooks.entry.main`).
+Standard library only, Python 3.8 syntax.
 """
 
 import os
@@ -19,7 +20,6 @@ from plugin_env import ENV_DATA, loads, plugin_version, ready
 
 TYPE_CHECKING = False  # `typing` is not imported at run time
 if TYPE_CHECKING:
-    import re
     from typing import NoReturn
 
 # ralphstate's hooks (ralphstate.agents.table.HOOK_ROWS) by their Claude Code events, and
@@ -45,29 +45,9 @@ ENV_PROJECT = "CLAUDE_PROJECT_DIR"
 # Set for the command bin/ralphstate runs: the plugin's hooks run in that session, so
 # the loop is enforced (ralphstate.loop.enforcement.ENV_PLUGIN).
 ENV_PLUGIN = "RALPHSTATE_PLUGIN"
-# The same recognition `ralphstate install` uses for its own settings entries
-# (ralphstate.install.command): the interpreter importing the hook (`-I -c ...`), the
-# hook script by its path (development builds), and the forms older versions wrote (the
-# console script, `python -m ralphstate hook`), then one of EVENTS. Each form names
-# ralphstate, so a command that does not is none of them and compiles no pattern.
-OWN_PATTERN = "|".join(
-    prefix + "(" + "|".join(EVENTS) + r")(?=[\s\"';]|$)"
-    for prefix in (
-        (
-            r"""(?:^|\s)-c\s+["']?from\s+ralphstate\.hooks\.entry\s+"""
-            r"""import\s+main\s*;\s*main\(\)["']?\s+"""
-        ),
-        r"""(?:^|[\s"'/\\])ralphstate[/\\]hooks[/\\]__main__\.py["']?\s+""",
-        r"""(?:^|[\s"'/\\])ralphstate(?:\.exe)?["']?\s+hook\s+""",
-        r"(?:^|\s)-m\s+ralphstate\s+hook\s+",
-    )
-)
-_compiled: "list[re.Pattern[str]]" = []
 # ralphstate's own bound on hook input (ralphstate.core.limits.MAX_HOOK_INPUT_BYTES): one
 # byte more is read, so the hook can tell an oversized input and refuse it.
 MAX_INPUT_BYTES = 4 * 1024 * 1024
-# The largest settings file read (ralphstate.core.limits.MAX_SETTINGS_BYTES).
-MAX_SETTINGS_BYTES = 1024 * 1024
 # What a Bash command that approves holds besides "ralphstate"
 # (ralphstate.hooks.entry.APPROVING_WORDS): a PreToolUse call without them is let go.
 APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
@@ -113,20 +93,6 @@ def main(argv: "list[str]") -> int:
     except BaseException:  # noqa: BLE001 - a launcher fault must never block a stop
         return 0
     return code if command in REFUSING and code == 2 else 0
-
-
-def __getattr__(name: str) -> object:
-    if name == "_OWN":  # what `ralphstate install`'s tests match against
-        return _own()
-    raise AttributeError(name)
-
-
-def _own() -> "re.Pattern[str]":
-    if not _compiled:
-        import re
-
-        _compiled.append(re.compile(OWN_PATTERN, re.IGNORECASE))
-    return _compiled[0]
 
 
 # -- whether there is anything to do -------------------------------------------------------
@@ -178,72 +144,19 @@ def _at_hand(version: str) -> bool:
 
 
 def _installed_in_settings(event: str, data: bytes) -> bool:
-    """True when a Claude Code settings file already runs `ralphstate hook EVENT`."""
-    project = os.environ.get(ENV_PROJECT) or _input_cwd(data)
-    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    files = [os.path.join(config, "settings.json")]
-    if project:
-        files[:0] = [
-            os.path.join(project, ".claude", "settings.json"),
-            os.path.join(project, ".claude", "settings.local.json"),
-        ]
-    return any(event in _own_events(path, EVENTS[event]) for path in files)
-
-
-def _own_events(path: str, name: str) -> "set[str]":
-    """The ralphstate subcommands that `path` runs for Claude Code event `name`."""
-    found: set[str] = set()
+    """True when a Claude Code settings file already runs `ralphstate hook EVENT`. The
+    module that reads them, beside this one, is imported only now that the hook may have
+    a loop; launch.py keeps their directory on sys.path for its own import only."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    put = here not in sys.path
+    if put:
+        sys.path.insert(0, here)
     try:
-        raw = _read_settings(path)
-        if len(raw) > MAX_SETTINGS_BYTES:  # ralphstate refuses such a file too
-            return found
-        groups = loads(raw.decode("utf-8-sig"))["hooks"][name]  # type: ignore[index]
-    except Exception:  # noqa: BLE001 - missing or odd settings: nothing installed there
-        return found
-    for group in groups if isinstance(groups, list) else []:
-        handlers = group.get("hooks") if isinstance(group, dict) else None
-        for handler in handlers if isinstance(handlers, list) else []:
-            command = handler.get("command") if isinstance(handler, dict) else None
-            if not isinstance(command, str) or (
-                # Every form names ralphstate (IGNORECASE folds only ASCII to ASCII).
-                command.isascii() and "ralphstate" not in command.lower()
-            ):
-                continue
-            match = _own().search(command)
-            if match:
-                found.add(next(group for group in match.groups() if group).lower())
-    return found
-
-
-def _read_settings(path: str) -> bytes:
-    """The first MAX_SETTINGS_BYTES + 1 bytes of a regular file; b"" for anything else (a
-    link to a device or a pipe, which a clone can put in place of its settings: opened
-    without waiting for a writer, and not read)."""
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        chunks = []
-        left = MAX_SETTINGS_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+        import plugin_settings
     finally:
-        os.close(fd)
-
-
-def _input_cwd(data: bytes) -> "str | None":
-    try:
-        cwd = loads(data.decode("utf-8")).get("cwd")  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001
-        return None
-    return cwd if isinstance(cwd, str) and cwd else None
+        if put:
+            sys.path.remove(here)
+    return plugin_settings.installed(event, EVENTS, data, os.environ.get(ENV_PROJECT))
 
 
 # -- running the hook ----------------------------------------------------------------------

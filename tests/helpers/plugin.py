@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import ralphstate
 from tests.helpers import REPO
 
 # The launcher: the file hooks.json runs and the modules it imports.
-LAUNCHER = ("launch.py", "plugin_launcher.py", "plugin_env.py")
+LAUNCHER = ("launch.py", "plugin_launcher.py", "plugin_env.py", "plugin_settings.py")
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and scripts")
 # An interpreter that cannot import ralphstate (no site-packages).
 BARE = [sys.executable, "-I", "-S"]
@@ -55,6 +56,31 @@ def plugin_env_module() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def launcher_module(name: str) -> Any:
+    """hooks/NAME.py, imported from its file now (its module of `sys.modules`, which
+    hooks/launch.py imports, may have been loaded before a change), with hooks/ on
+    sys.path for the launcher's modules it imports."""
+    hooks = str(REPO / "hooks")
+    spec = importlib.util.spec_from_file_location(f"{name}_copy", REPO / "hooks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, hooks)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(hooks)
+    return module
+
+
+def launcher_own() -> re.Pattern[str]:
+    """How the launcher recognises ralphstate's own hooks in a settings file: the forms
+    of hooks/plugin_settings.py, followed by the launcher's EVENTS."""
+    own: re.Pattern[str] = launcher_module("plugin_settings").own(
+        launcher_module("plugin_launcher").EVENTS
+    )
+    return own
 
 
 def env_home(data: Path, version: str = VERSION) -> Path:

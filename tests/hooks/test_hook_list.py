@@ -5,9 +5,9 @@ The package derives from the rows (the hook process's dispatch and its detached,
 refusing and undecided sets, `install`'s subcommands); the agents map their own events
 onto them; and the Claude Code plugin's launcher (hooks/), which runs before ralphstate
 may be installed and so cannot import it, keeps copies: its `EVENTS` and `REFUSING`,
-the hooks `OWN_PATTERN` recognises, the list in launch.py's docstring and
-hooks/hooks.json. hooks/hooks.json is what `plugin_hooks` makes of the table; after a
-change to the hooks, write it again with
+the hooks `own_pattern` (hooks/plugin_settings.py) recognises, the list in launch.py's
+docstring and hooks/hooks.json. hooks/hooks.json is what `plugin_hooks` makes of the
+table; after a change to the hooks, write it again with
 
     python -m tests.hooks.test_hook_list
 """
@@ -27,6 +27,7 @@ import ralphstate.hooks
 from ralphstate.agents import claude, table
 from ralphstate.hooks import entry, faults
 from tests.helpers import REPO
+from tests.helpers.plugin import launcher_module, launcher_own
 
 PLUGIN = REPO / "hooks"
 HOOKS_JSON = PLUGIN / "hooks.json"
@@ -38,17 +39,8 @@ REGENERATE = "hooks/hooks.json differs from the table: python -m tests.hooks.tes
 
 
 def launcher() -> Any:
-    """hooks/plugin_launcher.py, read now (its module of `sys.modules`, which
-    hooks/launch.py imports, may have been loaded before a change)."""
-    spec = importlib.util.spec_from_file_location("launcher_copy", PLUGIN / "plugin_launcher.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(PLUGIN))  # for its `import plugin_env`
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(PLUGIN))
-    return module
+    """hooks/plugin_launcher.py, read now."""
+    return launcher_module("plugin_launcher")
 
 
 def claude_events() -> dict[str, str]:
@@ -144,9 +136,10 @@ def test_the_launcher_passes_through_the_refusals_of_the_refusing_hooks() -> Non
 
 
 def test_the_launcher_recognises_the_command_of_every_hook_it_runs() -> None:
-    """Each form of our command in OWN_PATTERN is followed by the same hooks: those the
-    launcher runs (an installed hook of any other event is never asked about)."""
-    pattern = launcher().OWN_PATTERN
+    """Each form of our command the launcher recognises (hooks/plugin_settings.py's
+    `own_pattern`) is followed by the same hooks: those the launcher runs (an installed
+    hook of any other event is never asked about)."""
+    pattern = launcher_own().pattern
     groups = re.findall(r"\(([a-z|-]+)\)\(\?=", pattern)
     assert len(groups) == 4, pattern
     for group in groups:

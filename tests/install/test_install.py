@@ -37,6 +37,7 @@ from ralphstate.install.command import (
 from ralphstate.install.settings import InstallResult
 from ralphstate.storage.system import fsio
 from tests.helpers import REPO, run_process
+from tests.helpers.plugin import launcher_own
 
 LAUNCH = REPO / "hooks" / "launch.py"
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="POSIX shell and permissions")
@@ -580,16 +581,6 @@ NOT_OURS = [
 ]
 
 
-def launcher() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("launch", LAUNCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("form", CURRENT_FORMS + OLD_FORMS)
 @pytest.mark.parametrize("sub", list({**inst.EVENTS, **inst.TASK_EVENTS}.values()))
 def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
@@ -597,21 +588,21 @@ def test_every_form_of_our_command_is_recognised_here_and_by_the_launcher(
 ) -> None:
     command = form.format(sub=f"{sub} --agent codex")
     assert own_subcommand(command) == sub
-    match = launcher()._OWN.search(command)
+    match = launcher_own().search(command)
     assert match is not None and sub in match.groups()
 
 
 def test_the_commands_this_version_writes_are_recognised_by_the_launcher() -> None:
     for event, sub in {**inst.EVENTS, **inst.TASK_EVENTS}.items():
         for command in (hook_command(event), powershell_command(sub, "copilot")):
-            match = launcher()._OWN.search(command)
+            match = launcher_own().search(command)
             assert match is not None and sub in match.groups()
 
 
 @pytest.mark.parametrize("command", NOT_OURS)
 def test_other_commands_are_not_ours_here_nor_for_the_launcher(command: str) -> None:
     assert own_subcommand(command) is None
-    assert launcher()._OWN.search(command) is None
+    assert launcher_own().search(command) is None
 
 
 # ---------------------------------------------------------------- install / uninstall

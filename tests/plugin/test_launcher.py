@@ -32,6 +32,7 @@ from tests.helpers.plugin import (
     env_home,
     fake_env,
     hook,
+    launcher_module,
     may_loop,
     plugin_env_module,
     notice,
@@ -247,8 +248,10 @@ def imported(importtime: bytes) -> set[str]:
 
 
 # What the launcher imports besides what the hook does: its two modules beside it, and
-# the JSON scanner that `json` itself uses.
+# the JSON scanner that `json` itself uses; and once there may be a loop, the module that
+# reads the settings files.
 OWN_IMPORTS = {"plugin_launcher", "plugin_env", "_json"}
+LOOP_IMPORTS = {*OWN_IMPORTS, "plugin_settings"}
 
 
 def test_without_a_loop_the_hook_is_answered_before_anything_is_imported(
@@ -336,7 +339,7 @@ def test_a_blocking_stop_imports_what_the_installed_command_does(
         assert json.loads(runs[name].stdout)["decision"] == "block"
     assert runs["launcher"].stdout == runs["installed"].stdout
     extra = imported(runs["launcher"].stderr) - imported(runs["installed"].stderr)
-    assert extra <= OWN_IMPORTS
+    assert extra <= LOOP_IMPORTS
 
 
 @pytest.mark.parametrize(
@@ -414,19 +417,17 @@ def test_a_settings_file_is_read_within_ralphstates_bound(tmp_path: Path) -> Non
     ralphstate itself refuses, names no hook of ralphstate's."""
     from ralphstate.core import limits
 
-    spec = importlib.util.spec_from_file_location("launch", REPO / "hooks" / "launch.py")
-    assert spec is not None and spec.loader is not None
-    launch = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(launch)
-    assert launch.MAX_SETTINGS_BYTES == limits.MAX_SETTINGS_BYTES
+    reading = launcher_module("plugin_settings")
+    events = launcher_module("plugin_launcher").EVENTS
+    assert reading.MAX_SETTINGS_BYTES == limits.MAX_SETTINGS_BYTES
     command = "python3 -I -c 'from ralphstate.hooks.entry import main; main()' stop"
     settings = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": command}]}]}}
     path = tmp_path / "settings.json"
     path.write_text(json.dumps(settings), encoding="utf-8")
-    assert launch._own_events(str(path), "Stop") == {"stop"}
+    assert reading.own_events(str(path), "Stop", events) == {"stop"}
     padded = json.dumps(settings) + " " * limits.MAX_SETTINGS_BYTES
     path.write_text(padded, encoding="utf-8")
-    assert launch._own_events(str(path), "Stop") == set()
+    assert reading.own_events(str(path), "Stop", events) == set()
 
 
 @POSIX_ONLY
