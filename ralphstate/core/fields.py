@@ -323,7 +323,8 @@ def readiness(raw: dict[str, Any], key: str) -> Readiness | None:
     return cast(Readiness, value)
 
 
-def _number(value: Any) -> bool:
+def number(value: Any) -> bool:
+    """A number of 0 or more, finite, never a bool: what a count, a cost or a span is."""
     return (
         not isinstance(value, bool)
         and isinstance(value, (int, float))
@@ -337,7 +338,7 @@ def usage(raw: dict[str, Any], key: str) -> Usage | None:
     if value is None:
         return None
     if not isinstance(value, dict) or not all(
-        _number(value.get(key, 0)) for key in ("tokens", "cost", "seconds")
+        number(value.get(key, 0)) for key in ("tokens", "cost", "seconds")
     ):
         raise Invalid(f"'{key}' must be an object of tokens, cost and seconds, each 0 or more")
     return {

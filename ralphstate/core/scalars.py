@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ralphstate.core.fields import Invalid
+from ralphstate.core.fields import Invalid, number
 from ralphstate.core.limits import MAX_ITERATIONS_CEILING
 from ralphstate.core.marker import marker_problem
 
@@ -74,21 +74,12 @@ def seconds(raw: Raw, key: str) -> float | None:
     return float(value)
 
 
-def _number(value: Any) -> bool:
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, (int, float))
-        and math.isfinite(value)
-        and value >= 0
-    )
-
-
 def budget(raw: Raw, key: str) -> float | None:
     """A budget: a number above 0, or null (none)."""
     value = raw.get(key)
     if value is None:
         return None
-    if not _number(value) or value == 0:
+    if not number(value) or value == 0:
         raise Invalid(f"'{key}' must be a number above 0, or null, not {value!r}")
     return float(value)
 
