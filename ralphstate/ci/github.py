@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
 from ralphstate.storage.system import children
 
 GH_TIMEOUT = 120.0
 OUTPUT_BYTES = 64 * 1024
+EVENT_BYTES = 1 << 20  # of the event file read (GitHub's payloads are far smaller)
 # A value GITHUB_OUTPUT's heredoc form ends at: never inside an output here.
 DELIMITER = "RALPHSTATE_OUTPUT_END"
 
@@ -55,19 +58,64 @@ def workflow_name(given: str | None, environ: Mapping[str, str]) -> str | None:
     return name or None
 
 
+def _event(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The event that started this job, as GitHub wrote it ({} where it cannot be read)."""
+    path = environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        return {}
+    try:
+        with Path(path).open("rb") as file:
+            event = orjson.loads(file.read(EVENT_BYTES))
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return event if isinstance(event, dict) else {}
+
+
+def _name(value: Any, key: str) -> str:
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, str) else ""
+
+
+def default_branch(environ: Mapping[str, str]) -> str | None:
+    """The repository's default branch, as the event that started this job names it."""
+    return _name(_event(environ).get("repository"), "default_branch") or None
+
+
+def refuse_forks(environ: Mapping[str, str]) -> None:
+    """A job started by a pull request from a fork never proves a loop: its checkout and
+    its workflow are the fork author's. RalphstateError for one."""
+    if environ.get("GITHUB_EVENT_NAME") not in ("pull_request", "pull_request_target"):
+        return
+    event = _event(environ)
+    pull = event.get("pull_request")
+    head = pull.get("head") if isinstance(pull, dict) else None
+    head = _name(head.get("repo") if isinstance(head, dict) else None, "full_name")
+    base = _name(event.get("repository"), "full_name")
+    if not head or head != base:
+        raise RalphstateError(
+            f"this job was started by a pull request from {visible(head) or 'a fork'}: a"
+            " fork's pull request never proves a loop, since its author wrote the checks it"
+            " would run. Run the loop from the base repository."
+        )
+
+
+def started_by(environ: Mapping[str, str]) -> str | None:
+    """Who started this job, and how: one sentence for the summary, since an agent with a
+    token could have started it too."""
+    if environ.get("GITHUB_ACTIONS") != "true":
+        return None
+    who = environ.get("GITHUB_TRIGGERING_ACTOR") or environ.get("GITHUB_ACTOR") or "somebody"
+    event = environ.get("GITHUB_EVENT_NAME") or "an event"
+    ref = environ.get("GITHUB_REF_NAME") or "?"
+    return f"This job was started by {visible(who)} ({visible(event)}) on {visible(ref)}."
+
+
 def event_inputs(environ: Mapping[str, str]) -> dict[str, str]:
     """The inputs of the `workflow_dispatch` that started this job ({} for any other
     event), to hand on to the next job unchanged."""
     if environ.get("GITHUB_EVENT_NAME") != "workflow_dispatch":
         return {}
-    path = environ.get("GITHUB_EVENT_PATH")
-    if not path:
-        return {}
-    try:
-        event = orjson.loads(Path(path).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    inputs = event.get("inputs") if isinstance(event, dict) else None
+    inputs = _event(environ).get("inputs")
     if not isinstance(inputs, dict):
         return {}
     return {

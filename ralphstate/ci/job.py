@@ -56,6 +56,9 @@ class Job:
     loop_budget: dict[str, Any] = field(default_factory=dict)
     remote: str = "origin"
     base: str | None = None  # the base branch: the pull request's, the dispatch's ref
+    # The branch whose `.loop/state.json` proves the loop (the repository's default
+    # branch on GitHub): read from the remote, whatever commit the job started on.
+    trusted_branch: str | None = None
     next_job: bool = True
     workflow: str | None = None
     next_inputs: dict[str, str] = field(default_factory=dict)
@@ -74,9 +77,28 @@ class Ended:
     notes: list[str] = field(default_factory=list)
 
 
+def credentials(environ: Mapping[str, str]) -> dict[str, str]:
+    """What ralphstate's own git is given to fetch and push on GitHub: the job's token
+    as an HTTP header, in git's environment only, never in `.git/config` (the workflows
+    check out with `persist-credentials: false`) and never in the agent's environment."""
+    token = environ.get("GH_TOKEN") or environ.get("GITHUB_TOKEN")
+    server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
+    if not token or not server.startswith("https://"):
+        return {}
+    import base64
+
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"http.{server.rstrip('/')}/.extraheader",
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+    }
+
+
 def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> children.Finished:
-    """`git ARGS` in `root`, with the job's own environment (its credentials)."""
-    return children.run(["git", *args], cwd=root, timeout=timeout, limit=OUTPUT_BYTES)
+    """`git ARGS` in `root`, with the job's own environment and its credentials."""
+    env = {**os.environ, **credentials(os.environ)}
+    return children.run(["git", *args], cwd=root, env=env, timeout=timeout, limit=OUTPUT_BYTES)
 
 
 def ralphstate(root: Path, *args: str) -> children.Finished:
@@ -151,7 +173,8 @@ def trusted_contract(root: Path, job: Job, base_commit: str) -> tuple[Any, str]:
             " gives no criteria: nothing a person committed says what proves the loop done."
         )
     committed[trusted.BUDGET].update(job.loop_budget)
-    return committed, f"{trusted.STATE_PATH} at {base_commit[:10]}"
+    where = f" on {visible(job.trusted_branch)}" if job.trusted_branch else ""
+    return committed, f"{trusted.STATE_PATH}{where} at {base_commit[:10]}"
 
 
 class Pusher:
@@ -258,14 +281,39 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
     return result, pusher
 
 
+def trusted_commit(root: Path, job: Job) -> str:
+    """The commit whose contract proves the loop: the trusted branch's head as the
+    remote holds it, or, with no trusted branch (a container a person started on the
+    base's checkout), the commit the job started on."""
+    if not job.trusted_branch:
+        head = stdout(git(root, "rev-parse", "HEAD"))
+        if not head:
+            raise RalphstateError(f"{root} is not a git checkout with a commit.")
+        return head
+    name = job.trusted_branch
+    if name == job.branch:
+        raise RalphstateError(
+            f"the loop's branch {visible(name)} cannot be the branch that proves it: the"
+            " agent writes it. Name the default branch (trusted-branch)."
+        )
+    if git(root, "check-ref-format", "--branch", name).code != 0:
+        raise RalphstateError(f"{visible(name)} is not a valid branch name.")
+    ref = f"refs/ralphstate/trusted/{name}"
+    fetched = git(root, "fetch", "--quiet", "--no-tags", job.remote, f"+refs/heads/{name}:{ref}")
+    if fetched.code != 0:
+        raise RalphstateError(
+            f"could not read the trusted branch {visible(name)} from {visible(job.remote)}:"
+            f" {visible(text(fetched)) or 'git fetch failed'}."
+        )
+    return stdout(git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"))
+
+
 def prepare(root: Path, job: Job) -> list[str]:
     """The branch checked out, the loop found or started, its contract the trusted one
     and approved; what was put back, one sentence each."""
     from ralphstate.loop.project import locate
 
-    head = stdout(git(root, "rev-parse", "HEAD"))
-    if not head:
-        raise RalphstateError(f"{root} is not a git checkout with a commit.")
+    head = trusted_commit(root, job)
     contract, source = trusted_contract(root, job, head)
     switch_to_branch(root, job.remote, job.branch)
     if not (root / trusted.STATE_PATH).exists():
@@ -282,7 +330,9 @@ def prepare(root: Path, job: Job) -> list[str]:
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     """One job, from checkout to the next job's dispatch."""
     started = time.monotonic()
-    notes = prepare(root, job)
+    github.refuse_forks(environ)
+    notes = [note for note in [github.started_by(environ)] if note]
+    notes += prepare(root, job)
     result, pusher = run_loop(root, job, started)
     if pusher.failed:
         notes.append(f"The branch could not be pushed: {visible(pusher.failed)}")

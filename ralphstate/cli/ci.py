@@ -82,6 +82,12 @@ def _object(text: str | None) -> dict[str, str]:
     "--base", default=None, help="The base branch: the pull request's and the next job's."
 )
 @click.option(
+    "--trusted-branch",
+    default=None,
+    help="The branch whose loop proves it done.  [default: the repository's default branch"
+    " on GitHub Actions; elsewhere the commit the job starts on]",
+)
+@click.option(
     "--next-job/--no-next-job", default=True, help="Ask for the next job when time runs out."
 )
 @click.option("--workflow", default=None, help="The workflow file the next job runs.")
@@ -108,6 +114,7 @@ def ci_command(
     loop_max_duration: str | None,
     remote: str,
     base: str | None,
+    trusted_branch: str | None,
     next_job: bool,
     workflow: str | None,
     next_inputs: str | None,
@@ -130,8 +137,14 @@ def ci_command(
     Example:
       ralphstate ci --agent "claude -p" --branch loop/csv --time-budget 5h30m
     """
-    from ralphstate.ci import job
+    from ralphstate.ci import github, job
 
+    trusted_branch = trusted_branch or github.default_branch(os.environ)
+    if not trusted_branch and os.environ.get("GITHUB_ACTIONS") == "true":
+        raise RalphstateError(
+            "the event that started this job names no default branch: give the branch whose"
+            " loop proves it done (trusted-branch), never the loop's own."
+        )
     given = job.Job(
         agent=agent,
         branch=branch,
@@ -146,6 +159,7 @@ def ci_command(
         loop_budget=_loop_budget(loop_max_cost, loop_max_tokens, loop_max_duration),
         remote=remote,
         base=base or None,
+        trusted_branch=trusted_branch or None,
         next_job=next_job,
         workflow=workflow or None,
         next_inputs=_object(next_inputs),

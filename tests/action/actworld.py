@@ -117,33 +117,46 @@ class World:
             return []
         return [orjson.loads(line) for line in self.gh_log.read_bytes().splitlines()]
 
-    def agent_pushes_a_check(self, branch: str) -> None:
+    def agent_pushes_a_check(self, branch: str, start: str | None = None) -> None:
         """What an agent with the job's token can do between jobs: push a commit to the
-        loop's branch that replaces the check of "tests pass" with one leaving a mark."""
+        loop's branch that replaces the check of "tests pass" with one leaving a mark
+        (`start`: the branch made from that one first)."""
         work = self.root / "agent-push"
         env = {**self.environ, "HOME": str(self.root / "agent-home")}
-        git(self.root, "clone", "--quiet", "--branch", branch, str(self.remote), str(work))
+        git(self.root, "clone", "--quiet", "--branch", start or branch, str(self.remote), str(work))
+        if start:
+            git(work, "checkout", "--quiet", "-b", branch)
         state_file = work / ".loop" / "state.json"
         state = orjson.loads(state_file.read_bytes())
         state["checks"]["tests pass"] = spawn.join_command(["touch", str(self.evil)])
         state_file.write_bytes(orjson.dumps(state, option=orjson.OPT_INDENT_2))
         for args in (
             ["commit", "--quiet", "-am", "a check that always passes"],
-            ["push", "--quiet"],
+            ["push", "--quiet", "origin", f"HEAD:refs/heads/{branch}"],
         ):
             subprocess.run(["git", *args], cwd=work, env=env, check=True, capture_output=True)
 
     def job(
-        self, name: str, inputs: dict[str, str], plan: str, workflow: str = "loop.yml"
+        self,
+        name: str,
+        inputs: dict[str, str],
+        plan: str,
+        workflow: str = "loop.yml",
+        ref: str = "main",
     ) -> JobRun:
-        """One job of an example workflow: `workflow_dispatch` with `inputs`, in a fresh
-        clone of the remote and a fresh HOME, the agent following `plan`."""
+        """One job of an example workflow: `workflow_dispatch` with `inputs` on branch
+        `ref`, in a fresh clone of the remote and a fresh HOME, the agent following
+        `plan`. The event names `main` as the repository's default branch, as GitHub's
+        always names one."""
         clone = self.root / f"{name}-clone"
         home = self.root / f"{name}-home"
         home.mkdir()
-        git(self.root, "clone", "--quiet", str(self.remote), str(clone))
+        git(self.root, "clone", "--quiet", "--branch", ref, str(self.remote), str(clone))
         event = self.root / f"{name}-event.json"
-        event.write_bytes(orjson.dumps({"inputs": inputs, "ref": "refs/heads/main"}))
+        repository = {"full_name": "person/project", "default_branch": "main"}
+        event.write_bytes(
+            orjson.dumps({"inputs": inputs, "ref": f"refs/heads/{ref}", "repository": repository})
+        )
         env = {
             **self.environ,
             "HOME": str(home),

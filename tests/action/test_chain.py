@@ -68,6 +68,27 @@ def test_a_loop_longer_than_a_job_goes_on_in_the_next_job(tmp_path: Path, pip_ca
     assert ["pr", "create"] in calls  # the example asks for a pull request
 
 
+def test_a_job_started_on_the_loop_branch_is_proved_by_the_default_branch(
+    tmp_path: Path, pip_cache: Path
+) -> None:
+    """The agent can start a job on its own branch (a token that dispatches workflows);
+    the contract still comes from the default branch, never from the commit it started on."""
+    world = make_world(tmp_path, pip_cache=pip_cache)
+    world.agent_pushes_a_check("ralphstate/own", start="main")
+
+    job = world.job("job1", {"branch": "ralphstate/own"}, "finish", ref="ralphstate/own")
+
+    assert job.code == 0, job.said()[-4000:]
+    assert not world.evil.exists()  # the agent's check never ran
+    assert job.outputs["outcome"] == "complete"
+    state = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/own:.loop/state.json")
+    )
+    assert state["checks"]["tests pass"] == "python3 check.py"
+    assert ".loop/state.json on main at" in job.summary  # what was put back, and from where
+    assert "started by" in job.summary
+
+
 def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path, pip_cache: Path) -> None:
     world = make_world(tmp_path, pip_cache=pip_cache)
 

@@ -5,6 +5,8 @@ command, and the linters over every workflow file."""
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import shutil
 import subprocess
@@ -287,3 +289,96 @@ def test_the_image_builds_and_its_command_is_ralphstate_ci(tmp_path: Path) -> No
         ["docker", "run", "--rm", tag, "--help"], capture_output=True, text=True, check=False
     )
     assert shown.stdout.startswith("Usage: ralphstate ci "), shown.stdout + shown.stderr
+
+
+def test_a_pull_request_from_a_fork_never_proves_a_loop(project: Path, tmp_path: Path) -> None:
+    """A fork's author wrote the checkout a pull_request job runs in: `ralphstate ci`
+    refuses in one sentence before anything of the loop is run or trusted."""
+    mark = tmp_path / "agent-ran"
+    event = tmp_path / "event.json"
+    event.write_bytes(
+        orjson.dumps(
+            {
+                "repository": {"full_name": "person/project", "default_branch": "main"},
+                "pull_request": {"head": {"repo": {"full_name": "stranger/project"}}},
+            }
+        )
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "RALPHSTATE_HOME": str(tmp_path / "runner"),
+    }
+    agent = f"{sys.executable} -c \"open({str(mark)!r}, 'w')\""
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphstate", "ci", "--agent", agent, "--branch", "loop/x"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert done.returncode == 1
+    assert "stranger/project" in done.stderr and "never proves a loop" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not mark.exists()
+    assert not (tmp_path / "runner").exists() or not any((tmp_path / "runner").rglob("trust.json"))
+
+
+def workflows_in(page: Path) -> list[str]:
+    """The workflows a page shows in full: its yaml blocks that have `jobs:`."""
+    blocks = re.findall(r"```ya?ml\n(.*?)```", page.read_text(), flags=re.DOTALL)
+    return [block for block in blocks if re.search(r"^jobs:", block, flags=re.MULTILINE)]
+
+
+def test_the_readme_shows_no_piece_of_a_workflow() -> None:
+    """A piece cannot be linted, and a person copies it as it is: the README points to
+    the how-to's whole workflow instead."""
+    blocks = re.findall(r"```ya?ml\n(.*?)```", (REPO / "README.md").read_text(), flags=re.DOTALL)
+    assert [b for b in blocks if "uses:" in b] == workflows_in(REPO / "README.md")
+
+
+@pytest.mark.parametrize("page", ["docs/how-to/github-action.md"])
+def test_the_workflows_the_docs_show_pass_their_linters(page: str, tmp_path: Path) -> None:
+    """What a person copies from a page is linted as the examples are."""
+    found = workflows_in(REPO / page)
+    assert found, f"{page} shows no whole workflow"
+    folder = tmp_path / ".github" / "workflows"
+    folder.mkdir(parents=True)
+    files = []
+    for n, text in enumerate(found):
+        files.append(folder / f"shown{n}.yml")
+        files[-1].write_text(text)
+    for tool, args in (
+        ("actionlint", [str(f) for f in files]),
+        ("zizmor", ["--offline", "--no-progress", *map(str, files)]),
+    ):
+        program = shutil.which(tool) or str(Path(sys.executable).parent / tool)
+        if not Path(program).exists():
+            pytest.skip(f"{tool} is not installed (the `test` extra installs it)")
+        done = subprocess.run([program, *args], capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ralphstates_own_git_gets_the_token_in_its_environment_only(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `persist-credentials: false` the push needs the job's token: the real git
+    ralphstate starts reads it as a header from its environment, and `.git/config` never
+    holds it."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    monkeypatch.setenv("GH_TOKEN", "the-jobs-token")
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+
+    done = job.git(project, "config", "--get", "http.https://github.com/.extraheader")
+
+    assert done.code == 0
+    header = done.out.decode().strip()
+    assert header.startswith("AUTHORIZATION: basic ")
+    assert base64.b64decode(header.split()[-1]) == b"x-access-token:the-jobs-token"
+    assert b"the-jobs-token" not in (project / ".git" / "config").read_bytes()
+    assert b"extraheader" not in (project / ".git" / "config").read_bytes()
+    assert set(job.JOB_ONLY) >= {"GH_TOKEN", "GITHUB_TOKEN"}  # and never the agent's
