@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from ralphstate.ci import github, trusted
+from ralphstate.ci import confirm, github, trusted
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
@@ -262,6 +262,8 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
     left = job.time_budget - (time.monotonic() - started)
     argv = [sys.executable, "-m", "ralphstate", *run_args(job, left)]
     env = {k: v for k, v in os.environ.items() if k not in JOB_ONLY}
+    # The agent's own `ralphstate` (steps, status, pause): the one this job runs.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     with Pusher(root, job.remote, job.branch) as pusher:
         # The run's progress and the agent's output go to the job's log (stderr); its
         # one JSON object comes on stdout.
@@ -308,9 +310,20 @@ def trusted_commit(root: Path, job: Job) -> str:
     return stdout(git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"))
 
 
-def prepare(root: Path, job: Job) -> list[str]:
+@dataclass
+class Prepared:
+    """What proves the loop on this job: the trusted contract, where it came from (one
+    phrase), the commit it came from; and what was put back, one sentence each."""
+
+    contract: Any
+    source: str
+    base: str
+    notes: list[str]
+
+
+def prepare(root: Path, job: Job) -> Prepared:
     """The branch checked out, the loop found or started, its contract the trusted one
-    and approved; what was put back, one sentence each."""
+    and approved."""
     from ralphstate.loop.project import locate
 
     head = trusted_commit(root, job)
@@ -321,10 +334,11 @@ def prepare(root: Path, job: Job) -> list[str]:
     store = locate(root)
     put_back = trusted.put_back(store, contract, source)
     trusted.approve(store, head)
-    return [
+    notes = [
         f"The loop's branch changed what proves it done; {source} was put back: {d}."
         for d in put_back
     ]
+    return Prepared(contract, source, head, notes)
 
 
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
@@ -332,8 +346,15 @@ def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     started = time.monotonic()
     github.refuse_forks(environ)
     notes = [note for note in [github.started_by(environ)] if note]
-    notes += prepare(root, job)
+    prepared = prepare(root, job)
+    notes += prepared.notes
     result, pusher = run_loop(root, job, started)
+    if result.get("outcome") == "complete":
+        found = confirm.confirm(root, prepared.contract, prepared.source, prepared.base)
+        if not found.proved:
+            result = {**result, "outcome": "paused", "reason": confirm.REASON, "exitCode": 3}
+            notes += [f"Not complete: {p}." for p in found.problems]
+            pusher.push()
     if pusher.failed:
         notes.append(f"The branch could not be pushed: {visible(pusher.failed)}")
     ended = Ended(

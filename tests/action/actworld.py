@@ -52,6 +52,18 @@ if plan == "fail":
 if plan == "finish":
     Path("done.txt").write_text("done\n")
     print("agent: done", flush=True)
+elif plan == "self-approve":
+    # The work left undone: the check replaced with one that passes, then approved
+    # from a shell without the run's variables, as the person would approve it.
+    import shutil, subprocess
+    rs = shutil.which("ralphstate")
+    assert rs, "ralphstate is not on the agent's PATH"
+    subprocess.run([rs, "status"], check=True)
+    subprocess.run([rs, "criteria", "check", "tests pass", "true"], check=False)
+    bare = {k: v for k, v in os.environ.items() if not k.startswith(("RALPHSTATE_", "CLAUDE"))}
+    subprocess.run([rs, "review", "--approve"], env=bare, check=False)
+    subprocess.run([rs, "trust"], env=bare, check=False)
+    print("agent: approved my own check <loop-complete>", flush=True)
 elif not Path("step1.txt").exists():
     Path("step1.txt").write_text("first\n")
     print("agent: step 1", flush=True)

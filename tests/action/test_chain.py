@@ -89,6 +89,27 @@ def test_a_job_started_on_the_loop_branch_is_proved_by_the_default_branch(
     assert "started by" in job.summary
 
 
+def test_an_approval_the_agent_gives_itself_in_the_job_counts_for_nothing(
+    tmp_path: Path, pip_cache: Path
+) -> None:
+    """On CI the person is the trusted branch: the agent replaces the check with `true`
+    and approves it from a shell without the run's variables (with the job's own
+    `ralphstate`, on its PATH); the job proves the loop again itself and fails."""
+    world = make_world(tmp_path, pip_cache=pip_cache)
+
+    job = world.job("job1", {"branch": "ralphstate/self"}, "self-approve")
+
+    assert "ralphstate is not on the agent's PATH" not in job.said()
+    assert job.code != 0, job.said()[-4000:]
+    assert (job.outputs["outcome"], job.outputs["reason"]) == ("paused", "review")
+    assert "does not pass" in job.summary
+    state = orjson.loads(
+        git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/self:.loop/state.json")
+    )
+    assert (state["status"], state["pauseReason"]) == ("paused", "review")
+    assert state["checks"]["tests pass"] == "python3 check.py"
+
+
 def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path, pip_cache: Path) -> None:
     world = make_world(tmp_path, pip_cache=pip_cache)
 

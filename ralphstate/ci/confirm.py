@@ -1,0 +1,86 @@
+"""On CI the person is the trusted branch: a loop the run ended complete is proved again,
+by the job itself, against the trusted contract before the job says so.
+
+Inside a job the agent runs as the job's user. It can change a check and approve the
+change from a shell without the run's variables, or edit the runner's ledger and trust
+store: nothing on the runner tells its approval from the person's. So no approval made
+during the job counts. When `ralphstate run` ends complete, `ralphstate ci` puts the
+trusted contract back (what the agent changed is said), approves it again as the base
+commit holds it (the guarded tests too), and runs its checks itself in a clean room
+(`verify/execute.py`, recorded `by: ci`). Only when every check passes and nothing had to
+be put back does the job end complete; else the loop is paused for review, its record
+committed and pushed, and the job fails saying why (docs/how-to/github-action.md, "Trust
+on a runner"; SECURITY.md, promise 23).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ralphstate.ci import trusted
+from ralphstate.core import state as st
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.render import quote
+from ralphstate.core.text import visible
+from ralphstate.storage.loopdir.store import Event
+from ralphstate.storage.repo import git
+
+REASON = "review"
+
+
+@dataclass
+class Confirmed:
+    """What the job's own proof found: nothing when the loop is proved."""
+
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def proved(self) -> bool:
+        return not self.problems
+
+
+def confirm(root: Path, contract: Any, source: str, base: str) -> Confirmed:
+    """Prove the loop at `root` complete against `contract` (from `source`, the commit
+    `base`); pause it for review when it is not."""
+    from ralphstate.loop.project import locate
+    from ralphstate.verify import execute
+
+    store = locate(root)
+    found = Confirmed()
+    for change in trusted.put_back(store, contract, source):
+        found.problems.append(f"the agent changed what proves the loop in this job: {change}")
+    trusted.approve(store, base)
+    try:
+        results = execute.run_checks(store, by="ci", clean=None)
+    except RalphstateError as exc:
+        found.problems.append(f"the trusted checks could not run: {str(exc).rstrip('.')}")
+        results = []
+    state = store.load()
+    for name in state["criteria"]:
+        if name not in state["checks"]:
+            continue
+        result = next((r for r in results if r.criterion == name), None)
+        if result is None or not result.passed:
+            found.problems.append(f"the trusted check of {quote(name)} does not pass")
+    if found.problems:
+        reopen(store, found.problems)
+    return found
+
+
+def reopen(store: Any, problems: list[str]) -> None:
+    """The loop the run called complete, paused for review, and its record committed."""
+
+    def change(state: st.State, events: list[Event]) -> None:
+        state["status"], state["pauseReason"] = "paused", REASON
+        events.append({"event": "paused", "reason": REASON, "by": "ci", "why": problems})
+
+    store.update(change)
+    names = [".loop/state.json", ".loop/history.jsonl"]
+    if git.run_git(["add", "--", *names], store.paths.root) is not None:
+        subject = "ralphstate: the job's own proof failed; the loop waits for review"
+        body = "\n".join(f"- {visible(p)}" for p in problems)
+        git.run_git(
+            ["commit", "--quiet", "-m", subject, "-m", body, "--", *names], store.paths.root
+        )
