@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from ralphstate.ci import confirm, github, trusted
+from ralphstate.ci import confirm, github, remotelock, trusted
+from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, stdout, text
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
@@ -30,9 +30,6 @@ from ralphstate.storage.system import children
 # What only the job itself uses, kept from the agent's environment: the token `gh` asks
 # for the next job and tells the pull request with.
 JOB_ONLY = ("GH_TOKEN", "GITHUB_TOKEN")
-PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
-PUSH_TIMEOUT = 120.0
-OUTPUT_BYTES = 1 << 20  # of a command's output kept
 # The least a job's run is given, whatever the time budget leaves.
 LEAST_SECONDS = 1
 
@@ -77,43 +74,10 @@ class Ended:
     notes: list[str] = field(default_factory=list)
 
 
-def credentials(environ: Mapping[str, str]) -> dict[str, str]:
-    """What ralphstate's own git is given to fetch and push on GitHub: the job's token
-    as an HTTP header, in git's environment only, never in `.git/config` (the workflows
-    check out with `persist-credentials: false`) and never in the agent's environment."""
-    token = environ.get("GH_TOKEN") or environ.get("GITHUB_TOKEN")
-    server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
-    if not token or not server.startswith("https://"):
-        return {}
-    import base64
-
-    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"http.{server.rstrip('/')}/.extraheader",
-        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
-    }
-
-
-def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> children.Finished:
-    """`git ARGS` in `root`, with the job's own environment and its credentials."""
-    env = {**os.environ, **credentials(os.environ)}
-    return children.run(["git", *args], cwd=root, env=env, timeout=timeout, limit=OUTPUT_BYTES)
-
-
 def ralphstate(root: Path, *args: str) -> children.Finished:
     """`ralphstate ARGS` in `root`, with this Python; its output captured."""
     argv = [sys.executable, "-m", "ralphstate", *args]
     return children.run(argv, cwd=root, timeout=None, limit=OUTPUT_BYTES)
-
-
-def text(done: children.Finished) -> str:
-    """What a command said on stderr, as one stripped text."""
-    return done.err.decode("utf-8", "replace").strip()
-
-
-def stdout(done: children.Finished) -> str:
-    return done.out.decode("utf-8", "replace").strip()
 
 
 def parse_time_budget(text: str) -> float:
@@ -175,44 +139,6 @@ def trusted_contract(root: Path, job: Job, base_commit: str) -> tuple[Any, str]:
     committed[trusted.BUDGET].update(job.loop_budget)
     where = f" on {visible(job.trusted_branch)}" if job.trusted_branch else ""
     return committed, f"{trusted.STATE_PATH}{where} at {base_commit[:10]}"
-
-
-class Pusher:
-    """Pushes the branch whenever its head moves, while the run goes on, so a job
-    cancelled midway loses at most the iteration under way."""
-
-    def __init__(self, root: Path, remote: str, branch: str) -> None:
-        self.root = root
-        self.remote = remote
-        self.branch = branch
-        self.pushed: str | None = None
-        self.failed: str | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-
-    def __enter__(self) -> Pusher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.push()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(PUSH_EVERY):
-            self.push()
-
-    def push(self) -> None:
-        head = stdout(git(self.root, "rev-parse", "HEAD"))
-        if not head or head == self.pushed:
-            return
-        done = git(self.root, "push", "--quiet", self.remote, f"{head}:refs/heads/{self.branch}")
-        if done.code == 0:
-            self.pushed = head
-            self.failed = None
-        else:
-            self.failed = text(done) or f"git push ended with {done.code}"
 
 
 def run_args(job: Job, seconds: float) -> list[str]:
@@ -342,9 +268,19 @@ def prepare(root: Path, job: Job) -> Prepared:
 
 
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
-    """One job, from checkout to the next job's dispatch."""
-    started = time.monotonic()
+    """One job, from checkout to the next job's dispatch, holding the loop's lock on
+    the remote (ci/remotelock.py) throughout."""
     github.refuse_forks(environ)
+    who = remotelock.holder(environ)
+    lock = remotelock.take(git, root, job.remote, job.branch, job.time_budget, who)
+    try:
+        return _run_job(root, job, environ)
+    finally:
+        remotelock.release(git, root, job.remote, lock)
+
+
+def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
+    started = time.monotonic()
     notes = [note for note in [github.started_by(environ)] if note]
     prepared = prepare(root, job)
     notes += prepared.notes

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.ci import github, job, trusted
+from ralphstate.ci import github, job, pushing, trusted
 from ralphstate.cli.ci import ci_command
 from ralphstate.core import budgets, schema
 from ralphstate.core import state as st
@@ -373,7 +373,7 @@ def test_ralphstates_own_git_gets_the_token_in_its_environment_only(
     monkeypatch.setenv("GH_TOKEN", "the-jobs-token")
     monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
 
-    done = job.git(project, "config", "--get", "http.https://github.com/.extraheader")
+    done = pushing.git(project, "config", "--get", "http.https://github.com/.extraheader")
 
     assert done.code == 0
     header = done.out.decode().strip()

@@ -1,0 +1,87 @@
+"""ralphstate's own git on a job: the job's token given to that git alone, and the
+loop's branch pushed whenever its head moves while the run goes on (`ralphstate ci`,
+ci/job.py)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from ralphstate.storage.system import children
+
+PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
+PUSH_TIMEOUT = 120.0
+OUTPUT_BYTES = 1 << 20  # of a command's output kept
+
+
+def credentials(environ: Mapping[str, str]) -> dict[str, str]:
+    """What ralphstate's own git is given to fetch and push on GitHub: the job's token
+    as an HTTP header, in git's environment only, never in `.git/config` (the workflows
+    check out with `persist-credentials: false`) and never in the agent's environment."""
+    token = environ.get("GH_TOKEN") or environ.get("GITHUB_TOKEN")
+    server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
+    if not token or not server.startswith("https://"):
+        return {}
+    import base64
+
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": f"http.{server.rstrip('/')}/.extraheader",
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+    }
+
+
+def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> children.Finished:
+    """`git ARGS` in `root`, with the job's own environment and its credentials."""
+    env = {**os.environ, **credentials(os.environ)}
+    return children.run(["git", *args], cwd=root, env=env, timeout=timeout, limit=OUTPUT_BYTES)
+
+
+def text(done: children.Finished) -> str:
+    """What a command said on stderr, as one stripped text."""
+    return done.err.decode("utf-8", "replace").strip()
+
+
+def stdout(done: children.Finished) -> str:
+    return done.out.decode("utf-8", "replace").strip()
+
+
+class Pusher:
+    """Pushes the branch whenever its head moves, while the run goes on, so a job
+    cancelled midway loses at most the iteration under way."""
+
+    def __init__(self, root: Path, remote: str, branch: str) -> None:
+        self.root = root
+        self.remote = remote
+        self.branch = branch
+        self.pushed: str | None = None
+        self.failed: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> Pusher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.push()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(PUSH_EVERY):
+            self.push()
+
+    def push(self) -> None:
+        head = stdout(git(self.root, "rev-parse", "HEAD"))
+        if not head or head == self.pushed:
+            return
+        done = git(self.root, "push", "--quiet", self.remote, f"{head}:refs/heads/{self.branch}")
+        if done.code == 0:
+            self.pushed = head
+            self.failed = None
+        else:
+            self.failed = text(done) or f"git push ended with {done.code}"
