@@ -82,8 +82,10 @@ def default_branch(environ: Mapping[str, str]) -> str | None:
 
 
 def refuse_forks(environ: Mapping[str, str]) -> None:
-    """A job started by a pull request from a fork never proves a loop: its checkout and
-    its workflow are the fork author's. RalphstateError for one."""
+    """A job started by a pull request from a fork never runs a loop: its checkout and
+    its workflow are the fork author's. RalphstateError for one. (`ralphstate prove`,
+    the merge gate, runs on any pull request: its code is what is proved, by the base's
+    contract, and no agent runs.)"""
     if environ.get("GITHUB_EVENT_NAME") not in ("pull_request", "pull_request_target"):
         return
     event = _event(environ)

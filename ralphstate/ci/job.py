@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from ralphstate.ci import confirm, github, remotelock, trusted
-from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, stdout, text
+from ralphstate.ci import confirm, github, pushing, remotelock, trusted
+from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, text
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
@@ -213,27 +213,7 @@ def trusted_commit(root: Path, job: Job) -> str:
     """The commit whose contract proves the loop: the trusted branch's head as the
     remote holds it, or, with no trusted branch (a container a person started on the
     base's checkout), the commit the job started on."""
-    if not job.trusted_branch:
-        head = stdout(git(root, "rev-parse", "HEAD"))
-        if not head:
-            raise RalphstateError(f"{root} is not a git checkout with a commit.")
-        return head
-    name = job.trusted_branch
-    if name == job.branch:
-        raise RalphstateError(
-            f"the loop's branch {visible(name)} cannot be the branch that proves it: the"
-            " agent writes it. Name the default branch (trusted-branch)."
-        )
-    if git(root, "check-ref-format", "--branch", name).code != 0:
-        raise RalphstateError(f"{visible(name)} is not a valid branch name.")
-    ref = f"refs/ralphstate/trusted/{name}"
-    fetched = git(root, "fetch", "--quiet", "--no-tags", job.remote, f"+refs/heads/{name}:{ref}")
-    if fetched.code != 0:
-        raise RalphstateError(
-            f"could not read the trusted branch {visible(name)} from {visible(job.remote)}:"
-            f" {visible(text(fetched)) or 'git fetch failed'}."
-        )
-    return stdout(git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"))
+    return pushing.trusted_commit(root, job.remote, job.trusted_branch, job.branch)
 
 
 @dataclass

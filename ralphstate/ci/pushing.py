@@ -9,6 +9,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from ralphstate.core.errors import RalphstateError
+from ralphstate.core.text import visible
 from ralphstate.storage.system import children
 
 PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
@@ -85,3 +87,29 @@ class Pusher:
             self.failed = None
         else:
             self.failed = text(done) or f"git push ended with {done.code}"
+
+
+def trusted_commit(root: Path, remote: str, trusted: str | None, loop_branch: str | None) -> str:
+    """The commit whose contract proves the loop: the head of the `trusted` branch as
+    `remote` holds it, fetched whatever is checked out; with no trusted branch (a
+    container a person started on the base's checkout), HEAD."""
+    if not trusted:
+        head = stdout(git(root, "rev-parse", "HEAD"))
+        if not head:
+            raise RalphstateError(f"{root} is not a git checkout with a commit.")
+        return head
+    if trusted == loop_branch:
+        raise RalphstateError(
+            f"the loop's branch {visible(trusted)} cannot be the branch that proves it: the"
+            " agent writes it. Name the default branch (trusted-branch)."
+        )
+    if git(root, "check-ref-format", "--branch", trusted).code != 0:
+        raise RalphstateError(f"{visible(trusted)} is not a valid branch name.")
+    ref = f"refs/ralphstate/trusted/{trusted}"
+    fetched = git(root, "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{trusted}:{ref}")
+    if fetched.code != 0:
+        raise RalphstateError(
+            f"could not read the trusted branch {visible(trusted)} from {visible(remote)}:"
+            f" {visible(text(fetched)) or 'git fetch failed'}."
+        )
+    return stdout(git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"))

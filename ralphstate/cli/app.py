@@ -44,6 +44,7 @@ COMMANDS = {
     "report": "ralphstate.cli.report:report",
     "worktree": "ralphstate.cli.worktree:worktree",
     "ci": "ralphstate.cli.ci:ci_command",
+    "prove": "ralphstate.cli.prove:prove_command",
 }
 
 
