@@ -52,6 +52,7 @@ def test_a_cancelled_job_pauses_the_loop_and_pushes_its_record(
     while not record.exists() and time.monotonic() < deadline and job.poll() is None:
         time.sleep(0.1)
     assert record.exists(), job.communicate(timeout=30)
+    agent_pid = orjson.loads(record.read_bytes())["pid"]
 
     job.send_signal(signal.SIGTERM)
     out, err = job.communicate(timeout=60)
@@ -61,3 +62,17 @@ def test_a_cancelled_job_pauses_the_loop_and_pushes_its_record(
     assert (pushed["status"], pushed["pauseReason"]) == ("paused", "user")
     assert pushed["iteration"] == 1
     assert b"ralphstate ci: paused (user)" in out
+    assert not alive(agent_pid)  # nothing left running past the job
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return "\nState:\tZ" not in status
