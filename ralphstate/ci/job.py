@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from ralphstate.ci import confirm, github, pushing, remotelock, trusted
+from ralphstate.ci import confirm, github, limitshare, pushing, remotelock, trusted
 from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, text
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
@@ -264,7 +264,20 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     notes = [note for note in [github.started_by(environ)] if note]
     prepared = prepare(root, job)
     notes += prepared.notes
+    parked = shared_limit(root, job, started)
+    if parked:
+        notes.append(parked)
+        result: dict[str, Any] = {"outcome": "paused", "reason": "limit", "exitCode": 3}
+        return end(root, job, environ, Ended("paused", "limit", False, result, notes))
     result, pusher = run_loop(root, job, started)
+    resets = limitshare.last_reset(root / ".loop" / "history.jsonl")
+    if resets is not None:
+        who = remotelock.holder(environ)
+        if limitshare.announce(git, root, job.remote, resets, who):
+            notes.append(
+                f"The model's usage limit, which resets at {limitshare.words(resets)},"
+                " is told to every other job of this repository."
+            )
     if result.get("outcome") == "complete":
         found = confirm.confirm(root, prepared.contract, prepared.source, prepared.base)
         if not found.proved:
@@ -276,8 +289,33 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     ended = Ended(
         str(result.get("outcome")), result.get("reason"), continues(result), result, notes
     )
+    return end(root, job, environ, ended, pusher)
+
+
+def shared_limit(root: Path, job: Job, started: float) -> str | None:
+    """Park this job while the usage limit another job found lasts (ci/limitshare.py):
+    None once it may run, else the sentence that ends it."""
+    resets = limitshare.shared_reset(git, root, job.remote)
+    if resets is None:
+        return None
+    left = job.time_budget - (time.monotonic() - started)
+    if limitshare.park(resets, left):
+        return None
+    return (
+        f"Another job found the model's usage limit, which resets at"
+        f" {limitshare.words(resets)}, after this job's time: the agent was not started,"
+        " and no next job is asked for. Start the workflow again after the reset."
+    )
+
+
+def end(
+    root: Path, job: Job, environ: Mapping[str, str], ended: Ended, pusher: Pusher | None = None
+) -> Ended:
+    """The job's ending: the report, the next job or the pull request, the summary and
+    the outputs."""
     report = write_report(root, job)
-    if ended.continues and job.next_job and not pusher.failed:
+    failed = pusher is not None and pusher.failed
+    if ended.continues and job.next_job and not failed:
         ended.continues, note = ask_next_job(root, job, environ)
         ended.notes.append(note)
     elif ended.continues:

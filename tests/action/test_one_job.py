@@ -14,9 +14,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-from ralphstate.ci import remotelock
+from ralphstate.ci import limitshare, remotelock
 from ralphstate.run import spawn
+from tests.helpers import run_agents
 from tests.helpers.gitrepo import git, init_repo, use_identity
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 SLOW = (
     "import sys, time\nfrom pathlib import Path\nsys.stdin.read()\n"
@@ -99,3 +102,35 @@ def test_a_lock_whose_job_died_is_taken_over(remote: Path, tmp_path: Path) -> No
     assert b"another job" not in err, err
     assert orjson.loads(git(remote, "show", f"{BRANCH}:.loop/state.json"))["iteration"] == 1
     assert git(remote, "for-each-ref", remotelock.PREFIX) == ""
+
+
+def test_a_usage_limit_one_job_finds_parks_the_jobs_of_every_other_loop(
+    remote: Path, tmp_path: Path
+) -> None:
+    """The first loop's agent hits the provider's usage limit (a real client's recorded
+    output, resetting days away): its job tells the remote; a job of another loop that
+    starts next does not start its agent at all, and says until when."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    script = run_agents.write(agents)
+    limit = (FIXTURES / "outputs" / "codex_exec_json_usage_limit.jsonl").read_bytes()
+    run_agents.replay(agents, limit, exit_code=1)
+    limited = run_agents.command(script, "stdin", "replay")
+    first_clone, first_env = runner(tmp_path, remote, "first")
+    first_env.update(run_agents.env(agents))
+    args = ["ci", "--agent", limited, "--branch", BRANCH, "--no-next-job", "--max", "1"]
+    done = subprocess.run([*RS, *args], cwd=first_clone, env=first_env, capture_output=True)
+    assert b"is told to every other job" in done.stdout, done.stdout + done.stderr
+    told = git(remote, "log", "-1", "--format=%B", limitshare.REF)
+    assert limitshare.words(float(told.split()[0])) == "2027-01-01T10:00:00Z"
+
+    second_clone, second_env = runner(tmp_path, remote, "second")
+    mark = tmp_path / "second-agent-ran"
+    other = spawn.join_command([sys.executable, "-c", f"open({str(mark)!r}, 'w')"])
+    args = ["ci", "--agent", other, "--branch", "loop/other", "--no-next-job"]
+    parked = subprocess.run([*RS, *args], cwd=second_clone, env=second_env, capture_output=True)
+
+    assert parked.returncode == 3, parked.stdout + parked.stderr
+    assert b"resets at 2027-01-01T10:00:00Z" in parked.stdout
+    assert b"ralphstate ci: paused (limit)" in parked.stdout
+    assert not mark.exists()  # its agent never started
