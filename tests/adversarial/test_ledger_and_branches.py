@@ -1,0 +1,105 @@
+"""The ledger's faults and loops brought in from other branches, on the real project of
+tests/adversarial/scripted.py, each turn ended by a real Stop hook process.
+
+A ledger (storage/peruser/ledger.py) that cannot be read or written means the contract
+the person approved is unknown: the loop pauses for their review, naming the file, and
+the bad file is kept aside, never overwritten."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ralphstate.core import limits
+from ralphstate.storage.peruser import home
+from ralphstate.storage.peruser import ledger as ledger_of
+from ralphstate.storage.system.paths import LoopPaths
+from tests.adversarial.scripted import CRITERION, Agent, Person
+from tests.adversarial.test_commands import paused_for_review
+
+NOT_JSON = b"{this is not json"
+
+
+def _not_json(path: Path) -> None:
+    path.write_bytes(NOT_JSON)
+
+
+def _too_big(path: Path) -> None:
+    path.write_bytes(b" " * (limits.MAX_USER_FILE_BYTES + 1))
+
+
+def _device(path: Path) -> None:
+    path.unlink()
+    path.symlink_to(os.devnull)
+
+
+def _directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def _folder(path: Path) -> None:
+    """The ledger's folder moved away and a file put in its place: nothing can be read
+    or written there."""
+    folder = path.parent
+    folder.rename(folder.with_name("loops.moved"))
+    folder.write_text("")
+
+
+FAULTS = {
+    "not-json": _not_json,
+    "too-big": _too_big,
+    "device": _device,
+    "directory": _directory,
+    "folder": _folder,
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="links to a device")
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_broken_ledger_pauses_the_claim_for_review(
+    fault: str, agent: Agent, person: Person, calc: Path
+) -> None:
+    ledger = home.ledger_path(calc / ".loop")
+    assert ledger.is_file()
+    FAULTS[fault](ledger)
+    assert agent.rs("criteria", "check", CRITERION, "--remove").returncode == 0
+    assert agent.rs("criteria", "set", CRITERION, "true").returncode == 0
+    outs = [agent.stop()]
+
+    message = paused_for_review(calc, outs)
+    assert str(ledger) in message and "unknown" in message, message
+    assert "claimed" not in message, message
+    assert str(ledger) in person.status()
+    if fault in ("not-json", "too-big"):  # kept aside, never overwritten
+        kept = [p for p in ledger.parent.iterdir() if p.name.startswith(ledger.name + ".")]
+        assert [p.stat().st_size for p in kept if p.suffix == ".bak"], kept
+    assert agent.stop().get("decision") != "block"  # paused: the agent may stop
+
+
+def test_the_person_approves_the_loop_over_a_broken_ledger(
+    agent: Agent, person: Person, calc: Path
+) -> None:
+    """The review names the file; the person's approval writes a new ledger, which holds
+    the contract they approved."""
+    ledger = home.ledger_path(calc / ".loop")
+    _not_json(ledger)
+    agent.rs("criteria", "set", CRITERION, "true")
+    paused_for_review(calc, [agent.stop()])
+    shown = person.rs("review").stdout
+    assert str(ledger) in shown, shown
+
+    person.rs("review", "--approve")
+    entry = ledger_entry(calc)
+    assert entry is not None and "lost" not in entry, entry
+    assert CRITERION in entry["approved"]["checks"], entry
+    assert ledger_of.fault(LoopPaths(calc, calc / ".loop"), entry) is None
+    assert str(ledger) not in person.status()
+
+
+def ledger_entry(root: Path) -> dict[str, Any] | None:
+    return ledger_of.read(LoopPaths(root, root / ".loop"))
