@@ -185,7 +185,8 @@ def test_nothing_created_is_world_writable_whatever_the_umask(tmp_path: Path) ->
 NOT_ENFORCED = (
     "ralphstate: the loop in .loop/state.json (3 criteria, in progress) is not enforced,"
     " since this machine did not start it and this session did not write it (it came with"
-    " the repository, or was here before); run `ralphstate adopt` to enforce it here."
+    " the repository or from another branch, or was here before); run `ralphstate adopt`"
+    " to enforce it here."
 )
 
 

@@ -150,9 +150,10 @@ class Pending:
     """What a person must review before the loop may complete: one sentence per change
     (`changes`; none: nothing to review), who made them (`by`, as a person reads it),
     the new test files that need no review but are named (`new_tests`), and the guarded
-    files whose diff the review shows (`files`)."""
+    files whose diff the review shows (`files`). With `fault`, the approved contract
+    itself is unknown (the ledger cannot be used): that one sentence is the review."""
 
-    __slots__ = ("approved", "by", "changes", "files", "new_tests")
+    __slots__ = ("approved", "by", "changes", "fault", "files", "new_tests")
 
     def __init__(
         self,
@@ -161,6 +162,7 @@ class Pending:
         new_tests: list[str] | None = None,
         files: list[str] | None = None,
         approved: list[str] | None = None,
+        fault: str | None = None,
     ) -> None:
         self.changes = changes
         self.by = by or []
@@ -168,6 +170,7 @@ class Pending:
         self.files = files or []
         # Changes to the proof a person approved during the loop, as a person reads them.
         self.approved = approved or []
+        self.fault = fault
 
 
 def completion_note(pending: Pending) -> str:
@@ -197,6 +200,12 @@ def guard_pending(found: Any) -> Pending:
 def paused_review(pending: Pending, shown: int = 6) -> str:
     """For the person: the loop claims completion, but its proof changed since they
     approved it; what changed, by whom, and the one command that reviews it."""
+    if pending.fault:
+        return (
+            f"ralphstate: the agent claims the loop is done, but {pending.fault}, so the"
+            " loop is paused for your review. Run `ralphstate review` to see the loop as it"
+            " is, then approve it."
+        )
     listed = "; ".join(pending.changes[:shown])
     more = len(pending.changes) - shown
     if more > 0:

@@ -13,7 +13,9 @@ session, so a file counts as the session's own only when all of these hold:
   `registry.note_present`);
 - git's history holds no version of it from elsewhere: the file is in no commit, or only
   in commits made in this repository on this machine (HEAD's reflog records them as
-  `commit`; a clone, a pull or a fetch records none).
+  `commit`; a clone, a pull or a fetch records none); and its content as it is now is
+  in no other commit on any ref, at any path (a `.loop/` brought in from another
+  branch with `git checkout BRANCH -- .loop`, `git apply` or `git merge --squash`).
 
 Taking it does not trust it: its checks are the agent's, and run only once the person
 has read them and run `ralphstate trust` (docs/explanation/proof.md). The person is told
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from ralphstate.agents.contract import Agent
 from ralphstate.core import state as st
@@ -37,6 +40,9 @@ Output = dict[str, object]
 # What git's reflog says of a commit made in this repository (`commit`, `commit
 # (initial)`, `commit (amend)`, `commit (merge)`).
 LOCAL_COMMIT = "commit"
+# How long the look for the state file's content on every ref may take (seconds); a
+# look that does not finish in time counts as content from elsewhere.
+FIND_TIMEOUT = 10.0
 
 
 class Known:
@@ -94,6 +100,10 @@ def _from_elsewhere(loop: paths.LoopPaths) -> bool:
     if found is None:
         return True
     commits = set(found.out.split()) if found.ok else set()
+    elsewhere = _commits_holding(loop, git)
+    if elsewhere is None:
+        return True
+    commits |= elsewhere
     if not commits:
         return False  # in no commit: outside a repository, before the first, or untracked
     made = git.run_git(["log", "--walk-reflogs", "--format=%H %gs", "HEAD"], loop.root)
@@ -105,6 +115,27 @@ def _from_elsewhere(loop: paths.LoopPaths) -> bool:
         if line.partition(" ")[2].startswith(LOCAL_COMMIT)
     }
     return not commits <= local
+
+
+def _commits_holding(loop: paths.LoopPaths, git: Any) -> set[str] | None:
+    """The commits on any ref that hold the state file's content as it is now, at any
+    path (`git checkout BRANCH -- .loop`, `git apply`, `git merge --squash` bring in a
+    version of another branch); None when git cannot tell within `FIND_TIMEOUT`. A
+    content git has never stored (a file the agent wrote) costs one cheap lookup."""
+    blob = git.run_git(["hash-object", "--no-filters", "--", str(loop.state)], loop.root)
+    if blob is None or not blob.ok:
+        return None
+    oid = blob.out.strip()
+    stored = git.run_git(["cat-file", "-e", oid], loop.root)
+    if stored is None:
+        return None
+    if not stored.ok:
+        return set()  # not in the object database: in no commit
+    args = ["log", "--all", "--format=%H", f"--find-object={oid}"]
+    found = git.run_git(args, loop.root, timeout=FIND_TIMEOUT)
+    if found is None or not found.ok:
+        return None
+    return set(found.out.split())
 
 
 def adopted_line(state: st.State) -> str:
@@ -142,8 +173,8 @@ def clone_line(state: st.State) -> str:
     return (
         f"ralphstate: the loop in .loop/state.json ({count(len(state['criteria']), 'criterion')},"
         f" {state['status'].replace('_', ' ')}) is not enforced, since this machine did not"
-        " start it and this session did not write it (it came with the repository, or was"
-        " here before); run `ralphstate adopt` to enforce it here."
+        " start it and this session did not write it (it came with the repository or from"
+        " another branch, or was here before); run `ralphstate adopt` to enforce it here."
     )
 
 

@@ -139,14 +139,22 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         if event == "session-start":  # once a session: a loop whose `.loop/` went?
             return _gone(agent, os.path.join(start, paths.LOOP_DIR_NAME))
         return None
+    if event in ("session-start", "stop"):  # a loop of `start`'s own, deleted, hidden by it?
+        for inner in paths.passed_over(start, loop_dir):
+            told = _gone(agent, inner, event, loop_dir)
+            if told is not None:
+                return told
     hook_input = _parse(data) if hook_input is None else hook_input
     return _handler(event)(agent, hook_input, paths.at(loop_dir))
 
 
-def _gone(agent: Agent, loop_dir: str) -> Output | None:
-    """At a session start that finds no loop: the loop whose directory `loop_dir` was
-    deleted while it was not over, said once (hooks/outside.py); looked for only where
-    ralphstate keeps a record of a loop there."""
+def _gone(
+    agent: Agent, loop_dir: str, event: str = "session-start", outer: str | None = None
+) -> Output | None:
+    """At a session start that finds no loop, or a hook that finds the `outer` loop above
+    the project instead: the loop whose directory `loop_dir` was deleted while it was
+    not over, said once (hooks/outside.py); looked for only where ralphstate keeps a
+    record of a loop there."""
     from pathlib import Path
 
     from ralphstate.storage.peruser import home
@@ -158,7 +166,8 @@ def _gone(agent: Agent, loop_dir: str) -> Output | None:
         return None
     from ralphstate.hooks import outside
 
-    return outside.told_gone("session-start", agent, paths.at(loop_dir))
+    hidden_by = None if outer is None else paths.at(outer)
+    return outside.told_gone(event, agent, paths.at(loop_dir), hidden_by)
 
 
 def _handler(event: str) -> Handler:

@@ -65,21 +65,27 @@ def _record(store: Store, state: st.State) -> None:
         append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])
 
 
-def told_gone(event: str, agent: Agent, loop: LoopPaths) -> Output | None:
+def told_gone(
+    event: str, agent: Agent, loop: LoopPaths, hidden_by: LoopPaths | None = None
+) -> Output | None:
     """A hook that found no state.json (`event`: the Stop hook, SessionStart) says once
     that it was deleted while its loop was not over, if it was: on stderr and in the log,
     as a fault is said (the hook goes on as with no loop), and to the person in the
-    hook's answer. Whichever of them comes first tells it; None otherwise."""
-    told = gone(loop)
+    hook's answer. Whichever of them comes first tells it; None otherwise. `hidden_by`:
+    the outer loop the hooks found instead of the deleted one, named too, and a session
+    start tells the agent as well."""
+    told = gone(loop, hidden_by)
     if told is None:
         return None
     from ralphstate.hooks.faults import note
 
     note(event, told.removeprefix("ralphstate: ").rstrip("."))
+    if hidden_by is not None and event == "session-start":
+        return agent.render_context(told, told)
     return agent.render_notice(told)
 
 
-def gone(loop: LoopPaths) -> str | None:
+def gone(loop: LoopPaths, hidden_by: LoopPaths | None = None) -> str | None:
     """The one-time message for a loop whose state.json was deleted while it was not
     over (ralphstate last wrote it in progress or paused); None otherwise."""
     loop_id = ledger.in_progress_gone(loop)
@@ -93,6 +99,14 @@ def gone(loop: LoopPaths) -> str | None:
         ledger.change(loop, edit)
     except RalphstateError:
         return None
+    if hidden_by is not None:  # the hooks find an outer loop now: name both
+        return (
+            f"ralphstate: the loop's directory ({visible(str(loop.dir))}) was deleted outside"
+            " ralphstate while the loop was not over: it ended outside ralphstate, not"
+            " verified; the hooks now find the loop of the project above it"
+            f" ({visible(str(hidden_by.dir))}) instead. `ralphstate init` in"
+            f" {visible(str(loop.root))} starts a new one there."
+        )
     if not loop.dir.is_dir():  # the whole directory went: nothing is made again there
         return (
             f"ralphstate: the loop's directory ({loop.display(loop.dir)}) was deleted outside"

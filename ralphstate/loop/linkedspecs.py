@@ -6,8 +6,9 @@ at most `HEADER_LINES` of them. A reference is a line `KEY: PATH` whose key is a
 in capitals (`SOURCE:`, `FEATURE:`, `REQ:`, `DESIGN:`, `SPEC:`; several paths
 separated by commas) or a markdown link `[text](PATH)`, the path relative to the task
 file's directory, else to the project root. A reference is followed when it is a
-regular file inside the project, symlinks followed, outside `.git` and `.loop`; one
-that is not there yet (a spec the plan will write) is passed over. At most
+regular file inside the project, symlinks followed, under no `.git` and no `.loop` at
+any depth (a nested project's `sub/.loop/state.json` is another loop's state, never a
+spec); one that is not there yet (a spec the plan will write) is passed over. At most
 `MAX_SPECS` are followed, and the prompt reads them within the `--context` files'
 bounds (run/prompt.py, `read_context`).
 """
@@ -69,13 +70,14 @@ def linked(root: Path, state: st.State, already: list[Path]) -> list[Path]:
 
 
 def _inside(top: Path, candidates: list[Path]) -> Path | None:
-    """The first candidate that is a regular file inside the project, outside its
-    `.git` and `.loop`, as a real path; None when none is."""
+    """The first candidate that is a regular file inside the project, under no `.git`
+    and no `.loop` (the project's own or a nested one's), as a real path; None when
+    none is."""
     for path in candidates:
         real = path.resolve()
         if top not in real.parents:
             continue
-        if real.relative_to(top).parts[0] in (".git", ".loop") or not real.is_file():
+        if {".git", ".loop"} & set(real.relative_to(top).parts) or not real.is_file():
             continue
         return real
     return None

@@ -43,9 +43,12 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     `Pending.changes` is empty). A loop this machine has no record of is taken as it is
     now (a loop from before the ledger, or one whose record was lost: said by `status`);
     a state.json that is another loop than the one ralphstate started here is itself a
-    change to review."""
+    change to review. A ledger that cannot be used is the review itself (`ledger.fault`)."""
     paths = store.paths
     entry = ledger.read(paths)
+    broken = ledger.fault(paths, entry)
+    if broken:
+        return proof.Pending([broken], ["a fault of the ledger"], fault=broken)
     current = proof.contract_of(state)
     if entry is None or (entry.get("loop") is None and state.get("loopId") is None):
         if adopt:

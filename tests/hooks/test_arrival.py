@@ -36,7 +36,8 @@ ADOPTED = (
 NOT_ENFORCED = (
     "ralphstate: the loop in .loop/state.json (2 criteria, in progress) is not enforced,"
     " since this machine did not start it and this session did not write it (it came with"
-    " the repository, or was here before); run `ralphstate adopt` to enforce it here."
+    " the repository or from another branch, or was here before); run `ralphstate adopt`"
+    " to enforce it here."
 )
 
 

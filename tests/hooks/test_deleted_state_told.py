@@ -100,3 +100,32 @@ def test_a_deleted_loop_directory_is_said_at_the_next_session_start(project: Pat
         assert "directory (.loop) was deleted" in said and "not verified" in said, said
     assert not (project / ".loop").exists()
     assert hook(project, "session-start") == (None, "")
+
+
+@pytest.mark.parametrize("first", ["stop", "session-start"])
+def test_a_deleted_loop_hidden_by_an_outer_one_is_said(project: Path, first: str) -> None:
+    """`rm -rf .loop` in a project inside another loop's project: the hooks would find
+    the outer loop instead. The first of them says the inner loop was deleted, to the
+    person (and, at a session start, to the agent), naming both; then the outer loop is
+    the hooks' as before."""
+    import shutil
+
+    start(project)
+    inner = project / "inner"
+    inner.mkdir()
+    start(inner)
+    shutil.rmtree(inner / ".loop")
+
+    out, err = hook(inner, first)
+
+    assert "decision" not in (out or {}), out
+    message = str((out or {}).get("systemMessage", ""))
+    for said in (message, err):
+        assert str(inner / ".loop") in said and "was deleted" in said, (said, out, err)
+        assert "not verified" in said and str(project / ".loop") in said, said
+    if first == "session-start":
+        context = str(out and out.get("hookSpecificOutput"))
+        assert str(inner / ".loop") in context and "was deleted" in context, out
+    assert not (inner / ".loop").exists()
+    again, _ = hook(inner, "session-start")
+    assert "was deleted" not in str(again), again

@@ -40,13 +40,13 @@ def key(paths: LoopPaths) -> str:
 def read(path: Path) -> Entries:
     """Every entry in the file at `path`; an unreadable file reads as empty."""
     try:
-        data = _read_bytes(path)
+        data = read_bytes(path)
     except OSError:
         return {}
-    return (None if data is None else _entries(data)) or {}
+    return (None if data is None else entries(data)) or {}
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def read_bytes(path: Path) -> bytes | None:
     """The file's bytes, at most one more than the bound; None when it is missing."""
     try:
         with fsio.open_regular(path) as handle:
@@ -55,7 +55,7 @@ def _read_bytes(path: Path) -> bytes | None:
         return None
 
 
-def _entries(data: bytes) -> Entries | None:
+def entries(data: bytes) -> Entries | None:
     """The entries in a file's bytes; None when they cannot be used."""
     if len(data) > limits.MAX_USER_FILE_BYTES:
         return None
@@ -69,13 +69,14 @@ def _entries(data: bytes) -> Entries | None:
     return {k: v for k, v in loops.items() if isinstance(v, dict)}
 
 
-def _keep_aside(path: Path) -> None:
-    """Move a file that cannot be used to `<name>.<time>.bak` beside it."""
+def _keep_aside(path: Path) -> Path:
+    """Move a file that cannot be used to `<name>.<time>.bak` beside it; where it went."""
     stamp = clock.now().strftime("%Y%m%dT%H%M%S")
     kept, n = path.with_name(f"{path.name}.{stamp}.bak"), 1
     while os.path.lexists(kept):
         kept, n = path.with_name(f"{path.name}.{stamp}.{n}.bak"), n + 1
     path.replace(kept)
+    return kept
 
 
 def check_writable(path: Path) -> None:
@@ -88,19 +89,24 @@ def check_writable(path: Path) -> None:
     probe.unlink()
 
 
-def change(path: Path, name: str, edit: Callable[[Entries], None]) -> None:
+def change(
+    path: Path, name: str, edit: Callable[[Entries], None], aside: list[Path] | None = None
+) -> None:
     """Apply `edit` to the entries under the file's lock and write them back.
-    RalphstateError, naming the file as `name`, when it cannot be written."""
+    RalphstateError, naming the file as `name`, when it cannot be written. A file that
+    could not be used and was kept aside is added to `aside` before `edit` runs."""
     from ralphstate.storage.system import locking
 
     try:
         fsio.makedirs(path.parent)
         with locking.hold(Path(str(path) + ".lock"), LOCK_TIMEOUT):
             for _ in range(WRITE_ATTEMPTS):
-                before = _read_bytes(path)
-                loops = None if before is None else _entries(before)
+                before = read_bytes(path)
+                loops = None if before is None else entries(before)
                 if before is not None and loops is None:
-                    _keep_aside(path)  # a file that cannot be used is kept, not overwritten
+                    kept = _keep_aside(path)  # a file that cannot be used is kept
+                    if aside is not None:
+                        aside.append(kept)
                     before = None
                 loops = loops or {}
                 edit(loops)

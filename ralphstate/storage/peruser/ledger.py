@@ -17,11 +17,16 @@ JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
   done then (red before green, verify/firsts.py); `lastPass`: each check's last pass
   that counted, and the code it ran on (a check verified on the code the work tree
   holds is not run again at a stop, verify/fitting.py);
-- `told`: what the person was already told about, so a notice is given once.
+- `told`: what the person was already told about, so a notice is given once;
+- `lost`: the file could not be used and was kept aside (`keptAs`): what the person
+  approved is unknown until they approve again (`fault`).
 
 The file is read without a lock (bounded, an unusable one reads as empty), changed
-under its own lock (storage/peruser/jsonstore.py). The person's user can still edit it: an
-agent that goes that far is out of reach without a sandbox (SECURITY.md).
+under its own lock (storage/peruser/jsonstore.py). A ledger that cannot be read or
+written is a fault that fails closed (`fault`): the approved contract is unknown, so a
+claimed completion pauses for the person's review, which names the file. The person's
+user can still edit it: an agent that goes that far is out of reach without a sandbox
+(SECURITY.md).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ralphstate.core import actor, clock, proof
+from ralphstate.core import actor, clock, limits, proof
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.peruser import home, jsonstore
@@ -65,17 +70,60 @@ def change(paths: LoopPaths, edit: Callable[[Entry], None]) -> None:
     """Apply `edit` to the loop directory's entry (an empty dict when there is none);
     RalphstateError when the file cannot be written."""
     key = jsonstore.key(paths)
+    aside: list[Path] = []
 
     def apply(loops: dict[str, Entry]) -> None:
         entry = loops.get(key) or {}
+        if aside:  # the file could not be used: what was approved is lost with it
+            entry["lost"] = {"at": clock.now_iso(), "keptAs": str(aside[-1])}
         edit(entry)
         loops.clear()
         loops[key] = entry
 
     try:
-        jsonstore.change(path_of(paths), "the loop's ledger", apply)
+        jsonstore.change(path_of(paths), "the loop's ledger", apply, aside)
     except home.NoHome as exc:
         raise RalphstateError(str(exc)) from None
+
+
+def fault(paths: LoopPaths, entry: Entry | None) -> str | None:
+    """Why the contract the person approved is unknown, as one sentence naming the file,
+    when the ledger cannot be read or written (`entry`: what `read` gave); None when it
+    can, or when there is none and one can be written (a loop this machine never knew).
+    Only a missing entry costs a look at the file."""
+    if entry is not None:
+        lost = entry.get("lost")
+        if not isinstance(lost, dict):
+            return None
+        what = f"could not be used and was kept aside as {lost.get('keptAs')}"
+    else:
+        try:
+            what = _why_unusable(path_of(paths)) or ""
+        except home.NoHome:
+            return None
+        if not what:
+            return None
+    return f"the loop's ledger {path_of(paths)} {what}, so the contract you approved is unknown"
+
+
+def _why_unusable(path: Path) -> str | None:
+    """What is wrong with the ledger file at `path`; None when it is missing and one
+    can be written there, or when it holds entries."""
+    try:
+        data = jsonstore.read_bytes(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or type(exc).__name__})"
+    if data is None:
+        try:
+            jsonstore.check_writable(path)
+        except OSError as exc:
+            return f"cannot be written ({exc.strerror or type(exc).__name__})"
+        return None
+    if len(data) > limits.MAX_USER_FILE_BYTES:
+        return f"is over its size bound of {limits.MAX_USER_FILE_BYTES} bytes"
+    if jsonstore.entries(data) is None:
+        return "is not a ledger (not the JSON ralphstate writes)"
+    return None
 
 
 def begin(
@@ -134,6 +182,7 @@ def approve(
         entry.update(approved=contract, approvedBy=by, approvedAt=now)
         entry["guardTree"] = guard_tree
         entry.pop("told", None)
+        entry.pop("lost", None)
 
     change(paths, edit)
 

@@ -79,6 +79,21 @@ def find_dir(start: str | os.PathLike[str]) -> str | None:
         here = parent
 
 
+def passed_over(start: str | os.PathLike[str], loop_dir: str) -> list[str]:
+    """The loop directories `find_dir` looked for between `start` and `loop_dir`, the
+    one it found above it, nearest first: where a deleted loop would be hidden by an
+    outer one (hooks/entry.py). None with `$RALPHSTATE_DIR`, or when the loop is
+    `start`'s own."""
+    if os.environ.get(ENV_DIR):
+        return []
+    here, top = os.path.abspath(start), os.path.dirname(loop_dir)
+    found: list[str] = []
+    while here != top and within(here, top):
+        found.append(os.path.join(here, LOOP_DIR_NAME))
+        here = os.path.dirname(here)
+    return found
+
+
 def find(start: str | os.PathLike[str]) -> LoopPaths | None:
     """The nearest loop at or above `start` (like git finds `.git`), or None."""
     loop_dir = find_dir(start)
