@@ -76,16 +76,21 @@ def cost(line: str, reps: int) -> float:
 def ratio(shape: str, small: int) -> float:
     """How many times longer a line of `shape` four times as long takes to read."""
     reps = 1
-    while cost(LINES[shape](small), reps) < 0.002:
+    while cost(LINES[shape](small), reps) < 0.005:
         reps *= 2
     return cost(LINES[shape](4 * small), reps) / cost(LINES[shape](small), reps)
 
 
 @pytest.mark.parametrize("shape", sorted(LINES))
 def test_reading_a_line_four_times_as_long_costs_well_under_sixteen_times(shape: str) -> None:
-    # Linear is 4, quadratic 16; the least of three tries, as the machine is shared.
-    least = min(ratio(shape, 4096) for _ in range(3))
-    assert least < 8, f"{shape}: x{least:.1f} for a line four times as long"
+    # Linear is 4, quadratic 16: one try of five under 8 will do, as the machine is
+    # shared (a quadratic reading is never under 8).
+    tries = []
+    for _ in range(5):
+        tries.append(ratio(shape, 4096))
+        if tries[-1] < 8:
+            return
+    raise AssertionError(f"{shape}: x{min(tries):.1f} for a line four times as long")
 
 
 @pytest.mark.parametrize("event", ["session-start", "stop"])
