@@ -49,6 +49,9 @@ lowest and the highest, and the goal. The rows:
   (200 MB) beside an untracked 2 GiB (sparse) file that grows a byte before each run,
   against the same without it: the evidence snapshot does not read an untracked file
   past its size limit, so its cost stays flat in untracked bytes;
+- linear parsing: SessionStart with a task file whose box line holds 1 MiB of blanks,
+  against one whose line is short; PreToolUse of a 1 MB Bash command holding an
+  approving word (asked without being read), against `ralphstate trust`;
 - scale: SessionStart restoring a loop of 50,000 criteria (half met) against one of 10,
   and `ralphstate list` of 1,000 loops against 10 (each in a git repository): linear
   renders, and `list` reads a state file a loop and starts no git;
@@ -292,6 +295,20 @@ def cases(
     bare_line = Proc(status, empty, status_input(empty))
     loop_line = Proc(status, looped, status_input(looped), "verified")
 
+    # Linear parsing: SessionStart with a 1 MiB line of blanks in a box of the task file,
+    # against a short one; PreToolUse of a 1 MB Bash command, against a short approval.
+    starts = {}
+    for label, blanks in (("1 MiB", (1 << 20) - 100), ("short", 10)):
+        root = base / f"tasks-line-{label.replace(' ', '')}"
+        root.mkdir()
+        (root / "TASKS.md").write_text("- [ ] one\n")
+        run([*rs, "init", "Benchmark loop", "--task", "TASKS.md", *BIG], owned, root)
+        (root / "TASKS.md").write_text(f"- [ ] one\n- [ ] long{' ' * blanks}x\n")
+        begin = hook_input(root, "SessionStart", source="startup")
+        starts[label] = Proc(start, root, begin, "additionalContext")
+    huge = "ralphstate review " + " " * 1_000_000 + " --approve"
+    huge_call = Proc(pre, looped, bash_call(huge), '"ask"', env=attended)
+
     def imports(names: str) -> Proc:
         return Proc([python, "-c", f"import {names}"], empty)
 
@@ -316,6 +333,8 @@ def cases(
         ("Stop, tokens, 1 GB / 10 KB", 1.1, counted["1 GB"], counted["10 KB"]),
         ("log, 1 GB history / 10 KB", 1.3, logs["1 GB"], logs["10 KB"]),
         ("status, 10,000 steps / 10", 2.0, plans[10_000], plans[10]),
+        ("SessionStart, 1 MiB line / short", 1.5, starts["1 MiB"], starts["short"]),
+        ("PreToolUse, 1 MB command / short", 1.5, huge_call, approval),
         *clean_rooms(base, rs, env, owned, stop),
         big_untracked(base, rs, env),
         *big_loops(base, rs, env, owned, start),

@@ -10,11 +10,16 @@ a path to it, `python -m ralphstate`, `uv run ralphstate`, `uvx ralphstate`), an
 `sh -c '...'` and `eval`. Words inside quotes are data (`git commit -m "ralphstate
 trust"` approves nothing).
 
+Words are read as the shell joins them (`"ralph""state" trust` and `ralph\\state trust`
+run `ralphstate trust`). Where it cannot tell, it answers UNCLEAR, so the person is
+asked, whenever the command holds an approving word (`trust`, `--approve`,
+`--revert`): a variable or a substitution as a program (`r=ralphstate; $r trust`),
+`eval` or `sh -c` of text that is not literal, a command line over MAX_COMMAND_CHARS
+(not read at all: linear in its length) or one that does not parse.
+
 What it misses is refused all the same: the command runs without the approval the
 hook would have given it, and `loop.person.require_person` refuses it. What it finds
-needlessly costs the person one question. A command line that does not parse (an
-unclosed quote) is judged by its words alone.
-"""
+needlessly costs the person one question."""
 
 from __future__ import annotations
 
@@ -37,7 +42,13 @@ _RUNNERS = frozenset({"uv", "uvx", "pipx"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DURATION = re.compile(r"^\d+(\.\d+)?[smhd]?$")
 _PROGRAM = "ralphstate"
-# The longest command line read word by word; a longer one is judged by its words alone.
+# What `approving` answers for a command it cannot tell about.
+UNCLEAR = "unclear"
+_WORDS = ("trust", "--approve", "--revert")
+# Quotes and backslashes the shell joins words across (`"ralph""state"`).
+_JOINING = str.maketrans("", "", "\"'\\")
+# The longest command line read word by word; a longer one that holds an approving word
+# is UNCLEAR.
 MAX_COMMAND_CHARS = 100_000
 # How deep `sh -c` and `eval` are followed.
 _MAX_DEPTH = 4
@@ -61,19 +72,27 @@ def names_approval(command: str) -> bool:
 def approving(command: str) -> str | None:
     """What the shell command `command` approves: "trust", "review --approve" or
     "review --revert"; None when it runs none of them."""
+    lowered = command.lower()
+    if not any(word in lowered for word in _WORDS):
+        return None
     return _approving(command, 0)
 
 
 def _approving(command: str, depth: int) -> str | None:
-    if _PROGRAM not in command.lower():
+    if len(command) > MAX_COMMAND_CHARS:
+        return UNCLEAR
+    substituted = "$" in command or "`" in command
+    if _PROGRAM not in command.lower().translate(_JOINING) and not substituted:
         return None
     words = _words(command)
     if words is None:
-        return _by_words(command)
+        return UNCLEAR
     for simple in _simple_commands(words):
         found = _of_simple(simple, depth)
         if found:
             return found
+    if "$(" in command or "`" in command:
+        return UNCLEAR  # a substitution's output may be the program (`$(echo ...) trust`)
     return None
 
 
@@ -91,15 +110,6 @@ def _words(command: str) -> list[str] | None:
         return list(lexer)
     except ValueError:
         return None
-
-
-def _by_words(command: str) -> str | None:
-    """A command line that does not parse: the program's name and an approving word."""
-    lowered = command.lower()
-    for flag in ("--approve", "--revert"):
-        if re.search(rf"\breview\b.*{flag}\b", lowered):
-            return f"review {flag}"
-    return "trust" if re.search(r"\btrust\b", lowered) else None
 
 
 def _simple_commands(words: list[str]) -> list[list[str]]:
@@ -123,6 +133,8 @@ def _of_simple(words: list[str], depth: int) -> str | None:
     rest = _program_on(words)
     if not rest:
         return None
+    if "$" in rest[0]:
+        return UNCLEAR  # a variable as the program: cannot be told
     program = _base(rest[0])
     if program == _PROGRAM:
         return _subcommand(rest[1:])
@@ -131,10 +143,12 @@ def _of_simple(words: list[str], depth: int) -> str | None:
     if program in _RUNNERS:
         named = [i for i, word in enumerate(rest[1:], 1) if _base(word) == _PROGRAM]
         return _subcommand(rest[named[0] + 1 :]) if named else None
-    if depth < _MAX_DEPTH and program in _SHELLS and "-c" in rest[1:-1]:
-        return _approving(rest[rest.index("-c", 1) + 1], depth + 1)
-    if depth < _MAX_DEPTH and program == "eval":
-        return _approving(" ".join(rest[1:]), depth + 1)
+    if program in _SHELLS and "-c" in rest[1:-1]:
+        return (
+            _approving(rest[rest.index("-c", 1) + 1], depth + 1) if depth < _MAX_DEPTH else UNCLEAR
+        )
+    if program == "eval":
+        return _approving(" ".join(rest[1:]), depth + 1) if depth < _MAX_DEPTH else UNCLEAR
     return None
 
 

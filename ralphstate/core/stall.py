@@ -6,8 +6,8 @@ A stop counts as progress when the loop's bookkeeping changed since the last blo
 the project's files changed since the hook last looked at them (a stamp of them,
 `storage/repo/filestamp.py`, taken only at a stop whose bookkeeping did not change, so a
 loop that records its work pays nothing for it). A stop while the agent reports
-background work still running is held: it neither counts toward `stallLimit` nor
-clears the count. Otherwise it is a stop without progress.
+background work still running, or a scheduled wakeup to come, is held: it neither
+counts toward `stallLimit` nor clears the count. Otherwise it is a stop without progress.
 
 `lastProgress` keeps both fingerprints, the bookkeeping's and then, once taken, the
 files' stamp (`"<bookkeeping> <files>"`): the stamp stays the one last taken while the
@@ -53,9 +53,13 @@ def count(state: st.State, fingerprint: str, counts: Counts) -> None:
     state["lastProgress"] = fingerprint
 
 
-def running(tasks: object) -> bool:
-    """Claude Code's `background_tasks` (the Stop input) names work still in flight:
-    an entry whose `status` is not one of a task that ended."""
+def running(tasks: object, crons: object = None) -> bool:
+    """Claude Code's Stop input says the session waits for work to wake it: its
+    `background_tasks` names work still in flight (an entry whose `status` is not one
+    of a task that ended), or its `session_crons` a scheduled wakeup (`CronCreate`,
+    `ScheduleWakeup`, `/loop`: any entry, as Claude Code lists only those to come)."""
+    if isinstance(crons, list) and any(isinstance(c, dict) for c in crons):
+        return True
     if not isinstance(tasks, list):
         return False
     ended = {"completed", "failed", "killed", "stopped", "cancelled"}

@@ -193,7 +193,11 @@ def may_approve(data: bytes) -> bool:
     count) names ralphstate and an approving word."""
     at = data.find(b'"tool_input"')
     said = (data if at < 0 else data[at:]).lower()
-    return b"ralphstate" in said and any(word in said for word in APPROVING_WORDS)
+    if not any(word in said for word in APPROVING_WORDS):
+        return False
+    # Quotes and backslashes the shell joins a name across; `$` or a backquote may
+    # make the program (core/approving.py asks then).
+    return b"ralphstate" in said.translate(None, b"\"'\\") or b"$" in said or b"`" in said
 
 
 def _fault(message: str) -> Exception:

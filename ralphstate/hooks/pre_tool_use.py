@@ -44,6 +44,9 @@ _WHAT = {
     " loop done as it is now",
     "review --approve": "to approve the changes to what proves the loop done",
     "review --revert": "to put back what proves the loop done as you last approved it",
+    approving.UNCLEAR: "to run a command ralphstate cannot read word by word (a variable"
+    " or a substitution as its program, `eval`, `sh -c`, or too long), which may approve"
+    " what proves the loop done",
 }
 
 
@@ -89,6 +92,8 @@ def _question(found: str, loop: LoopPaths) -> str:
             checks = count(len(truststore.armed(Store(loop).load())), "check")
     what = _WHAT[found].format(checks=checks)
     read = "them (`ralphstate status`)" if found == "trust" else "the changes (`ralphstate review`)"
+    if found == approving.UNCLEAR:
+        read = "the command"
     return f"ralphstate: the agent asks {what}. Only you may: say yes if you have read {read}."
 
 

@@ -58,7 +58,9 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         stale=lambda current: _stale(loop, current),
         review=lambda current: _review(store, current),
         files=lambda: _files(loop),
-        background=stall.running(hook_input.get("background_tasks")),
+        background=stall.running(
+            hook_input.get("background_tasks"), hook_input.get("session_crons")
+        ),
     )
     boxes = _task_boxes(loop, state)
     spent = None if runner else _spent(agent, hook_input, loop, state, session_id)

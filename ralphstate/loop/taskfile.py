@@ -20,12 +20,15 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.limits import MAX_TASKS_FILE_BYTES
 from ralphstate.storage.system import fsio
 
-_BOX = re.compile(rb"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+\[([ xX])\][ \t]+(\S.*?)[ \t]*\r?$")
-_FENCE = re.compile(rb"^[ \t]*(```|~~~)")
-# A box's own check at the end of its text: `NAME (check: `COMMAND`)`.
-_CHECK = re.compile(
-    r"^(?P<name>.*?)\s*\(\s*check:\s*(?P<fence>`+)\s*(?P<command>.+?)\s*(?P=fence)\s*\)$"
-)
+# Every line is read by hand, in one pass: a pattern with two runs of blanks side by side
+# backtracks over a long run of blanks, quadratically (tests/loop/test_linear_parsing.py).
+_BLANKS = b" \t"
+_MARKERS = b"-*+"
+_NUMERALS = tuple(bytes([d]) for d in b"0123456789")
+_TICKS = (b" ", b"x", b"X")
+_MAX_NUMBER_DIGITS = 9
+# Where a box's own check may start: `(check:` at the end of its text.
+_CHECK_AT = re.compile(r"\(\s*check:\s*")
 # Reading a file a person or agent may be writing: read it until two reads agree.
 _READS = 5
 
@@ -52,27 +55,87 @@ def boxes(data: bytes) -> list[Box]:
     fence: bytes | None = None
     start = 0
     for line in data.split(b"\n"):
-        opened = _FENCE.match(line)
+        opened = _fence(line)
         if opened:
             if fence is None:
-                fence = opened.group(1)
-            elif opened.group(1) == fence:
+                fence = opened
+            elif opened == fence:
                 fence = None
         elif fence is None:
-            match = _BOX.match(line)
-            if match:
-                text = match.group(2).decode("utf-8", "replace")
-                found.append(Box(start + match.start(1), text, match.group(1) != b" "))
+            box = _box(line, start)
+            if box is not None:
+                found.append(box)
         start += len(line) + 1
     return found
 
 
+def _fence(line: bytes) -> bytes | None:
+    """The fence a line opens or closes (blanks, then ```` ``` ```` or `~~~`), else None."""
+    head = line.lstrip(_BLANKS)[:3]
+    return head if head in (b"```", b"~~~") else None
+
+
+def _box(line: bytes, start: int) -> Box | None:
+    """The checkbox the line (at byte `start` of the file) is, else None: blanks, a
+    marker (`-`, `*`, `+`, or 1 to 9 digits then `.` or `)`), blanks, `[ ]`, `[x]` or
+    `[X]`, blanks, then its text, which starts with no white space, without the blanks
+    and the carriage return at its end."""
+    at = len(line) - len(line.lstrip(_BLANKS))
+    if line[at : at + 1] and line[at] in _MARKERS:
+        at += 1
+    else:
+        digits = at
+        while digits - at <= _MAX_NUMBER_DIGITS and line[digits : digits + 1] in _NUMERALS:
+            digits += 1
+        if not 0 < digits - at <= _MAX_NUMBER_DIGITS or line[digits : digits + 1] not in (
+            b".",
+            b")",
+        ):
+            return None
+        at = digits + 1
+    rest = line[at:].lstrip(_BLANKS)
+    tick = rest[1:2]
+    if len(rest) == len(line) - at or rest[:1] != b"[" or rest[2:3] != b"]" or tick not in _TICKS:
+        return None
+    text = rest[3:].lstrip(_BLANKS)
+    if len(text) == len(rest) - 3 or not text or text[:1].isspace():
+        return None
+    text = text.removesuffix(b"\r").rstrip(_BLANKS)
+    return Box(start + len(line) - len(rest) + 1, text.decode("utf-8", "replace"), tick != b" ")
+
+
 def own_check(text: str) -> tuple[str, str | None]:
     """(the name, the check) of an item that ends with `(check: `COMMAND`)`; (the
-    text, None) for one that does not."""
-    own = _CHECK.match(text)
-    if own and own.group("name"):
-        return own.group("name"), own.group("command")
+    text, None) for one that does not.
+
+    The first `(check:` the rest of the text closes counts: a run of backticks opens
+    the command, and the same run (the command may end with more backticks) then `)`
+    end the text, white space allowed around them. The name is what comes before, the
+    command what comes between, each without the white space around it; neither may be
+    empty. Read in one pass over the text."""
+    if not text.endswith(")"):
+        return text, None
+    body = text[:-1].rstrip()
+    closing = len(body) - len(body.rstrip("`"))
+    if not closing:
+        return text, None
+    for found in _CHECK_AT.finditer(text, 0, len(body)):
+        opens = found.end()
+        run = opens
+        while text[run : run + 1] == "`":
+            run += 1
+        fence = min(run - opens, closing)
+        if not fence:
+            continue
+        begin, end = opens + fence, len(body) - fence
+        if begin >= end:
+            continue
+        between = text[begin:end]
+        command = between.strip() if fence == run - opens else between.rstrip()
+        if not command:
+            continue
+        name = text[: found.start()].rstrip()
+        return (name, command) if name else (text, None)
     return text, None
 
 

@@ -34,7 +34,9 @@ from ralphstate.core.marker import contains_marker, marker_problem
 KEYS = ("iteration", "max_iterations", "completion_marker", "active", "started_at")
 # A frontmatter ends within this many lines; a longer one is not a tracker's.
 MAX_LINES = 40
-_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:[ \t]*(.*?)[ \t]*")
+# A key; the line around it is split by hand (a pattern with runs of blanks side by side
+# backtracks over a long run of them: tests/loop/test_linear_parsing.py).
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _ISO = re.compile(r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?)?")
 
 
@@ -51,16 +53,26 @@ def split(text: str, name: str) -> tuple[dict[str, str] | None, str]:
             return found, "\n".join(lines[number:])
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        match = _LINE.fullmatch(line)
-        if match is None or line[0] in " \t":
+        found_key = _key_value(line)
+        if found_key is None or line[0] in " \t":
             raise RalphstateError(
                 f"line {number} of {name}'s frontmatter is not a flat `key: value` line,"
                 " the only kind ralphstate reads there."
             )
-        found[match.group(1)] = _unquoted(match.group(2))
+        found[found_key[0]] = _unquoted(found_key[1])
     raise RalphstateError(
         f"{name} opens a frontmatter with `---` that does not end within {MAX_LINES} lines."
     )
+
+
+def _key_value(line: str) -> tuple[str, str] | None:
+    """(the key, the value) of a `key: value` line, without the blanks around each;
+    None for another line."""
+    key, colon, value = line.partition(":")
+    key = key.rstrip(" \t")
+    if not colon or not _KEY.fullmatch(key):
+        return None
+    return key, value.strip(" \t")
 
 
 def _unquoted(value: str) -> str:

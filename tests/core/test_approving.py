@@ -40,7 +40,7 @@ APPROVING = [
     ("ralphstate review --approve", "review --approve"),
     ("ralphstate review --revert", "review --revert"),
     ("ralphstate review --approve=yes", "review --approve"),
-    ('echo "unclosed ralphstate trust', "trust"),  # does not parse: judged by its words
+    ('echo "unclosed ralphstate trust', "unclear"),  # does not parse: the person is asked
 ]
 NOT_APPROVING = [
     "pytest -q",

@@ -162,3 +162,25 @@ def test_a_run_that_ends_hands_its_loop_to_the_next_session(
     state = read_state(project)
     assert (state["status"], state["ownerAgent"]) == ("complete", "gemini")
     assert state["sessionId"] not in (None, released["session"])
+
+
+def test_a_turn_that_ends_in_text_only_is_gated(
+    gemini: list[str], gemini_project: tuple[Path, dict[str, str]], api: FakeGeminiAPI
+) -> None:
+    """gemini-cli #18514 (and #15712): AfterAgent may not fire after a turn whose last
+    reply is text only, with no tool call. With the pinned client it does, in headless
+    mode: the text-only first turn is blocked, and its reason is the next user message."""
+    project, env = gemini_project
+    rs(project, env, "init", "Build the parser", "-c", "tests pass")
+    prompts = Prompts(lambda body: user_texts(body)[-1])
+    api.script = [
+        [text("All done here.")],  # text only, no tool call, no marker
+        prompts.after([shell(rs_command("criteria", "set", "tests pass", "true"))]),
+        [text(f"The tests pass. {MARK}")],
+    ]
+    run = run_gemini(gemini, project, "Build the parser.", env)
+
+    assert run.process.returncode == 0, run.process.stderr
+    assert len(api.requests) == 3, "the text-only turn was blocked, not let stop"
+    assert prompts[0].startswith("ralphstate loop, iteration 1 of 20:")
+    assert read_state(project)["status"] == "complete"

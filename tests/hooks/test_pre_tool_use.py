@@ -175,3 +175,46 @@ def run_bash(root: Path, command: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=30,
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        '"ralph""state" trust',
+        "ralph\\state trust",
+        "r'alph'state review --approve",
+        "x=1 ra\\lphstate trust",
+    ],
+)
+def test_a_name_the_shell_joins_is_asked(loop: Path, command: str) -> None:
+    kind, reason = decision(hook(loop, bash_call(loop, command), ATTENDED)[0])
+    assert kind == "ask" and "the agent asks to" in reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "r=ralphstate; $r trust",
+        "${R} review --approve",
+        "$(echo ralphstate) trust",
+        "`printf ralphstate` trust",
+        'sh -c "$c" trust',
+        "echo 'unclosed ralphstate trust",
+        "ralphstate status; " + "a " * 60_000 + "&& ralphstate trust",
+    ],
+)
+def test_a_command_it_cannot_tell_about_is_asked(loop: Path, command: str) -> None:
+    kind, reason = decision(hook(loop, bash_call(loop, command), ATTENDED)[0])
+    assert kind == "ask"
+    assert "cannot read word by word" in reason and "say yes if you have read the command" in reason
+
+
+def test_a_one_megabyte_command_is_answered_at_once(loop: Path) -> None:
+    command = "ralphstate review " + " " * 1_000_000 + " --approve"
+    kind, _ = decision(hook(loop, bash_call(loop, command), ATTENDED)[0])
+    assert kind == "ask"
+
+
+@pytest.mark.parametrize("command", ["echo $HOME && ralphstate status", "git log | grep trust"])
+def test_a_command_that_approves_nothing_still_goes_through(loop: Path, command: str) -> None:
+    assert hook(loop, bash_call(loop, command), ATTENDED) == (None, "")

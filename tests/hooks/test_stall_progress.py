@@ -166,3 +166,19 @@ def test_a_commit_of_the_work_in_the_turn_counts(
     assert loops.load(project)["blocksWithoutProgress"] == 0
     assert stop(project)["decision"] == "block"
     assert "decision" not in stop(project)
+
+
+# A scheduled wakeup in Claude Code's Stop input (`CronCreate`, `ScheduleWakeup`, `/loop`).
+WAKEUP = [{"id": "cron-001", "schedule": "*/5 * * * *", "recurring": False, "prompt": "check CI"}]
+
+
+def test_a_stop_waiting_on_a_scheduled_wakeup_is_not_a_stall(root: Path) -> None:
+    loops.make_loop(root, stallLimit=1)
+    assert stop(root, background_tasks=[], session_crons=[])["decision"] == "block"
+    assert loops.load(root)["blocksWithoutProgress"] == 1
+    for _ in range(3):  # at the limit, but the session waits for its wakeup
+        assert stop(root, background_tasks=[], session_crons=WAKEUP)["decision"] == "block"
+    state = loops.load(root)
+    assert (state["status"], state["blocksWithoutProgress"]) == ("in_progress", 1)
+    assert "decision" not in stop(root, background_tasks=[], session_crons=[])
+    assert loops.load(root)["pauseReason"] == "stall"
