@@ -1,5 +1,5 @@
 """What a loop's checks resolve to, fingerprinted at approval and compared at each
-sealed verification (docs/explanation/proof.md, "The toolchain of approval").
+sealed verification (docs/explanation/proof.md, "The environment and toolchain of approval").
 
 A check's command line names programs, and the files behind them decide what runs: a
 plugin installed into the virtualenv, a `.pth` file in its site-packages or the user's,
@@ -21,8 +21,9 @@ outcome while the command stays the same. `fingerprint` records, as
 
 It is cheap on the way through: a file is hashed only when its size or modification
 time changed (a cache in the per-user data directory), the interpreter is asked again
-only when it or a site directory changed, and pytest only when a directory from the
-project up to the filesystem's root changed.
+only when it or a site directory changed, and pytest only when a directory it searched
+for its configuration changed (from the project up to the file it read; with none,
+up to the filesystem's root).
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -209,18 +209,13 @@ def _python_of(path: str, base: str, env: Mapping[str, str]) -> str | None:
 
 def _ask(argv: list[str], root: Path, env: Mapping[str, str]) -> str | None:
     """What a program printed, run in `root` with `env`; None when it could not run."""
+    from ralphstate.storage.system import children
+
     try:
-        done = subprocess.run(
-            argv,
-            cwd=root,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=ASK_TIMEOUT,
-        )
-    except (OSError, subprocess.SubprocessError):
+        done = children.run(argv, cwd=root, env=env, timeout=ASK_TIMEOUT, limit=MAX_ANSWER_BYTES)
+    except OSError:
         return None
-    return done.stdout[:MAX_ANSWER_BYTES].decode("utf-8", "replace")
+    return None if done.code is None else done.out.decode("utf-8", "replace")
 
 
 def _mtimes(dirs: Iterable[str]) -> dict[str, int]:
@@ -236,7 +231,7 @@ def _mtimes(dirs: Iterable[str]) -> dict[str, int]:
 def _python(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> dict[str, str]:
     """The interpreter as it answers itself, and its site directories' contents."""
     key = f"python {python} in {root}"
-    answer = cache.answer(key, [python])
+    answer = cache.answer(key)
     if answer is None:
         said = _ask([python, "-c", _ASK_PYTHON], root, env)
         try:
@@ -275,11 +270,11 @@ def _site(site: str, cache: _Cache) -> dict[str, str]:
 
 
 def _pytest(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> dict[str, str]:
-    """What pytest says it read, asked again only when a directory from `root` up
-    changed: its rootdir, its configuration file (hashed) and its plugins."""
-    ups = [str(root), *(str(p) for p in list(root.parents)[:64])]
+    """What pytest says it read: its rootdir, its configuration file (hashed) and its
+    plugins. Asked again only when a directory it searched changed: from `root` up to
+    the configuration file's directory, or, with none, up to the filesystem's root."""
     key = f"pytest {python} in {root}"
-    answer = cache.answer(key, ups)
+    answer = cache.answer(key)
     if answer is None:
         said = _ask([python, *_ASK_PYTEST], root, env) or ""
         answer = {"rootdir": None, "configfile": None, "plugins": None}
@@ -291,7 +286,7 @@ def _pytest(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
                 name, _, value = part.partition(": ")
                 if name in answer and answer[name] is None:
                     answer[name] = value.strip()
-        cache.keep(key, ups, answer)
+        cache.keep(key, _searched(root, answer), answer)
     found = {
         "pytest rootdir": str(answer.get("rootdir")),
         "pytest plugins": str(answer.get("plugins")),
@@ -303,6 +298,18 @@ def _pytest(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
     else:
         found["pytest configuration file"] = "none"
     return found
+
+
+def _searched(root: Path, answer: dict[str, Any]) -> list[str]:
+    """The directories pytest looked in for its configuration: up from `root` to the
+    one holding the file it read (all of them when it read none)."""
+    ups = [root, *list(root.parents)[:64]]
+    config = answer.get("configfile")
+    if config:
+        holder = (Path(str(answer.get("rootdir"))) / str(config)).parent
+        if holder in ups:
+            ups = ups[: ups.index(holder) + 1]
+    return [str(p) for p in ups]
 
 
 class _Cache:
@@ -360,13 +367,13 @@ class _Cache:
         self.changed = True
         return digest.hexdigest()
 
-    def answer(self, key: str, watched: list[str]) -> Any:
+    def answer(self, key: str) -> Any:
         """The answer kept for `key`, while the files and directories it watched have
         the same modification times; None otherwise."""
         kept = self.answers.get(key)
-        if isinstance(kept, dict) and kept.get("watched") == _mtimes(watched):
-            return kept.get("answer")
-        return None
+        if not isinstance(kept, dict) or not isinstance(kept.get("watched"), dict):
+            return None
+        return kept.get("answer") if kept["watched"] == _mtimes(kept["watched"]) else None
 
     def keep(self, key: str, watched: list[str], answer: Any) -> None:
         self.answers[key] = {"watched": _mtimes(watched), "answer": answer}
