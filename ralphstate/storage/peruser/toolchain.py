@@ -28,6 +28,7 @@ up to the filesystem's root).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -44,7 +45,7 @@ from ralphstate.storage.system import fsio
 
 CACHE_NAME = "toolchain-cache.json"
 # The most files the cache remembers; past it, it starts again.
-MAX_CACHE_ENTRIES = 50_000
+MAX_CACHE_ENTRIES = 20_000
 # How long asking an interpreter or pytest may take, in seconds.
 ASK_TIMEOUT = 60.0
 # The most bytes hashed of one file, and read of an answer or a `#!` line.
@@ -83,6 +84,51 @@ def fingerprint(commands: Iterable[str], root: Path, env: Mapping[str, str]) -> 
             found.update(_pytest(python, root, env, cache))
     cache.save()
     return found
+
+
+def keep(loop: str, found: dict[str, str]) -> str:
+    """Keep the approved fingerprint `found` of the loop `loop` in a file of its own
+    (`toolchains/HASH.json` in the per-user data directory: the trust store holds only
+    the hash, so it stays small); its hash. RalphstateError if it cannot be written."""
+    import hashlib
+
+    from ralphstate.core.errors import RalphstateError
+
+    data = orjson.dumps({"loop": loop, "toolchain": found}, option=orjson.OPT_SORT_KEYS)
+    digest = hashlib.sha256(data).hexdigest()
+    path = home.data_dir() / "toolchains" / f"{digest}.json"
+    try:
+        fsio.makedirs(path.parent)
+        if not path.exists():
+            fsio.atomic_write(path, data)
+    except OSError as exc:
+        raise RalphstateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return digest
+
+
+def kept(digest: str) -> dict[str, str]:
+    """The fingerprint kept under `digest`; one that cannot be read, or no longer
+    matches its hash, reads as a fingerprint that matches nothing (a review says so)."""
+    import hashlib
+
+    lost = {"the record of the approved toolchain": f"unreadable ({digest[:16]})"}
+    try:
+        path = home.data_dir() / "toolchains" / f"{digest}.json"
+        data = fsio.read_regular(path, limits.MAX_USER_FILE_BYTES)
+    except (OSError, home.NoHome):
+        return lost
+    if hashlib.sha256(data).hexdigest() != digest:
+        return lost
+    found = orjson.loads(data).get("toolchain")
+    return found if isinstance(found, dict) else lost
+
+
+def forget(digest: str) -> None:
+    """Remove the fingerprint kept under `digest` (a newer approval replaced it)."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        return
+    with contextlib.suppress(OSError, home.NoHome):
+        (home.data_dir() / "toolchains" / f"{digest}.json").unlink()
 
 
 def changes(approved: Mapping[str, object], now: Mapping[str, str]) -> list[str]:

@@ -115,18 +115,23 @@ def record(
     if run is not None:
         entry["runHash"] = run_hash(run)
     key = jsonstore.key(paths)
+    before = read().get(key, {})
     if env is None:
-        env = [str(n) for n in (read().get(key, {}).get("envNames") or [])]
+        env = [str(n) for n in (before.get("envNames") or [])]
     entry["envNames"] = sorted(set(env))
     entry["env"] = checkenv.capture(env)
     if checks:
-        entry["toolchain"] = toolchain.fingerprint(list(checks.values()), paths.root, entry["env"])
+        found = toolchain.fingerprint(list(checks.values()), paths.root, entry["env"])
+        entry["toolchain"] = toolchain.keep(jsonstore.key(paths), found)
 
     def edit(loops: dict[str, Entry]) -> None:
         kept = {"runHash": loops[key]["runHash"]} if "runHash" in loops.get(key, {}) else {}
         loops[key] = {**kept, **entry}
 
     jsonstore.change(_path(), "the trust store", edit)
+    old = before.get("toolchain")
+    if isinstance(old, str) and old != entry.get("toolchain"):
+        toolchain.forget(old)
 
 
 def recorded_env(paths: LoopPaths) -> dict[str, str] | None:
@@ -137,10 +142,12 @@ def recorded_env(paths: LoopPaths) -> dict[str, str] | None:
 
 
 def recorded_toolchain(paths: LoopPaths) -> dict[str, str] | None:
-    """The fingerprint of the checks' toolchain recorded at approval (`toolchain`);
-    None when none was."""
-    found = read().get(jsonstore.key(paths), {}).get("toolchain")
-    return found if isinstance(found, dict) else None
+    """The fingerprint of the checks' toolchain recorded at approval (`toolchain.keep`:
+    its own file, named by its hash here); None when none was."""
+    from ralphstate.storage.peruser import toolchain
+
+    digest = read().get(jsonstore.key(paths), {}).get("toolchain")
+    return toolchain.kept(digest) if isinstance(digest, str) else None
 
 
 def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[str]) -> None:
