@@ -144,12 +144,10 @@ def changes(approved: Mapping[str, object], now: Mapping[str, str]) -> list[str]
             said.append(f"changed: {what}")
     if not said:
         return []
-    more = f" (and {len(said) - MAX_NAMED} more)" if len(said) > MAX_NAMED else ""
-    return [
-        "what the checks run changed since approval (their toolchain: a program, a"
-        f" package, a path file or a configuration file the runner reads): {s}"
-        for s in said[:MAX_NAMED]
-    ] + ([f"the checks' toolchain has{more} changes not listed"] if more else [])
+    named = [f"what the checks run changed since approval: {s}" for s in said[:MAX_NAMED]]
+    if len(said) > MAX_NAMED:
+        named.append(f"what the checks run: {len(said) - MAX_NAMED} more changes")
+    return named
 
 
 def simple_commands(command: str) -> list[list[str]]:
@@ -348,14 +346,26 @@ def _pytest(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
 
 def _searched(root: Path, answer: dict[str, Any]) -> list[str]:
     """The directories pytest looked in for its configuration: up from `root` to the
-    one holding the file it read (all of them when it read none)."""
+    one holding the file it read; all of them when it read none, or only a
+    `pyproject.toml` without a pytest table (pytest takes one as a last resort, after
+    looking in every directory above for a configuration of its own)."""
     ups = [root, *list(root.parents)[:64]]
     config = answer.get("configfile")
     if config:
-        holder = (Path(str(answer.get("rootdir"))) / str(config)).parent
-        if holder in ups:
-            ups = ups[: ups.index(holder) + 1]
+        path = Path(str(answer.get("rootdir"))) / str(config)
+        if path.parent in ups and not _fallback(path):
+            ups = ups[: ups.index(path.parent) + 1]
+        ups.append(path)  # its own edit can change where pytest looks
     return [str(p) for p in ups]
+
+
+def _fallback(path: Path) -> bool:
+    if path.name != "pyproject.toml":
+        return False
+    try:
+        return b"[tool.pytest" not in fsio.read_regular(path, limits.MAX_SETTINGS_BYTES)
+    except OSError:
+        return True
 
 
 class _Cache:
