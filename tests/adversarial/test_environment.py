@@ -200,3 +200,17 @@ def test_the_honest_agent_completes_with_no_review(venv_calc: tuple[Path, Path])
     agent.commit("calc: write mul")
     outs = agent.insist()
     assert state(calc)["status"] == "complete", outs
+
+
+def test_a_loop_trusted_before_the_environment_was_recorded_gets_no_runner_variable(
+    calc: Path,
+) -> None:
+    trust = next(Path(os.environ["RALPHSTATE_HOME"]).rglob("trust.json"))
+    raw = orjson.loads(trust.read_bytes())
+    for entry in raw["loops"].values():
+        for key in ("env", "envNames", "toolchain"):
+            entry.pop(key, None)  # as a trust record from before this change
+    trust.write_bytes(orjson.dumps(raw))
+    agent = AgentWith(calc, PYTEST_ADDOPTS="-k add")
+    assert agent.rs("verify").returncode != 0
+    not_complete(calc, agent.insist())
