@@ -12,7 +12,9 @@ store; every check of the loop then runs with exactly those values.
 The essentials are what a program needs to start and to find its files, and nothing a
 runner reads as options: `PATH`; `HOME`, `USER`, `LOGNAME` (where files and caches
 live); `LANG`, `LANGUAGE`, `LC_*` and `TZ` (how text and times read); `TERM`, `NO_COLOR`
-(how output is drawn); `TMPDIR`, `TEMP`, `TMP` (where temporary files go); `XDG_*`
+(how output is drawn); `PYTHONDONTWRITEBYTECODE`, `PYTHONUNBUFFERED` (whether Python
+writes bytecode files and buffers its output: neither changes what a test does);
+`TMPDIR`, `TEMP`, `TMP` (where temporary files go); `XDG_*`
 (the user's directories); and on Windows the variables a process cannot start without
 (`SYSTEMROOT`, `COMSPEC`, `PATHEXT`, `USERPROFILE`, `APPDATA`, ...).
 
@@ -39,6 +41,10 @@ ESSENTIALS = frozenset(
         "TZ",
         "TERM",
         "NO_COLOR",
+        # Python's switches that change no outcome: no bytecode files written, output
+        # not buffered.
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONUNBUFFERED",
         "TMPDIR",
         "TEMP",
         "TMP",
