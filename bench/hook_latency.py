@@ -60,6 +60,10 @@ lowest and the highest, and the goal. The rows:
   started, against the Stop hook blocking an unmet criterion (goal: a block's cost, not
   the suite's); `ralphstate verify` of 50 checks of `sleep 0.2`, side by side, against
   one `sleep 0.2` (goal: the time of a few of them, not of 50);
+- toolchain fingerprint: what a check resolves to, fingerprinted in a whole process,
+  for a check run by the python of a virtualenv of 200 distributions with entry
+  points (bench/fingerprint.py): first (its cache removed before each run; no goal)
+  and cached (goal: a few interpreter starts);
 - for reference, with no goal: importing the dependencies alone (`python -c "import
   orjson, filelock"`, what a hook that changes the state needs; with click, what a
   command that changes it needs), the least those rows can cost.
@@ -88,6 +92,7 @@ import tempfile
 import venv
 from pathlib import Path
 
+from fingerprint import fingerprint_rows
 from processes import BIG, SESSION, Proc, hook_input, run
 from repositories import big_untracked, clean_rooms
 from scale import big_loops
@@ -339,6 +344,7 @@ def cases(
         big_untracked(base, rs, env),
         *big_loops(base, rs, env, owned, start),
         *long_suites(base, rs, env, owned, stop),
+        *fingerprint_rows(base, python, env),
         ("import orjson, filelock", None, imports("orjson, filelock"), None),
         ("import click, orjson, filelock", None, imports("click, orjson, filelock"), None),
     ]

@@ -15,6 +15,7 @@ from ralphstate.core.text import visible
 from ralphstate.loop import checklist
 from ralphstate.loop.configure import parse_bool
 from ralphstate.loop.project import locate
+from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import truststore
 
 
@@ -124,6 +125,14 @@ def criteria_remove(name: str) -> None:
     help="The check runs with no other check beside it (it shares a port, a database or"
     " a build directory with them); --not-alone lets it run beside them again.",
 )
+@click.option(
+    "--env",
+    "env",
+    multiple=True,
+    metavar="NAME",
+    help="A variable the loop's checks get, with its value in your shell now (repeat it"
+    " for more); only the person may name one.",
+)
 def criteria_check(
     name: str,
     command: str | None,
@@ -131,6 +140,7 @@ def criteria_check(
     remove: bool,
     expect_fail: bool | None,
     alone: bool | None,
+    env: tuple[str, ...],
 ) -> None:
     """Show, set or remove the shell command that verifies a criterion.
 
@@ -138,7 +148,8 @@ def criteria_check(
     `ralphstate verify` (and, with verify-on-stop, before the loop may end); exit code
     0 means the criterion is met. Checks run side by side; one given --alone runs with
     none beside it. A check set here stays trusted on this machine when the loop's
-    checks were trusted before.
+    checks were trusted before. Checks run with the environment recorded when you
+    trusted them, never the caller's; --env NAME adds a variable to it.
 
     \b
     Example:
@@ -148,6 +159,7 @@ def criteria_check(
       ralphstate criteria check "e2e pass" --alone
       ralphstate criteria check "tests pass"
       ralphstate criteria check "tests pass" --remove
+      ralphstate criteria check "db tests" --env DATABASE_URL
     """
     from ralphstate.verify import checks  # not for `criteria set`: see the docstring
 
@@ -157,8 +169,13 @@ def criteria_check(
         raise RalphstateError("--remove takes no command, no --timeout and no --expect-fail.")
     if remove and alone is not None:
         raise RalphstateError("--remove takes no --alone: the check goes, and its setting too.")
+    if env:
+        _may_name_env(store, env)
     if command is None and all(v is None for v in settings) and not remove:
-        output.text(checks.describe(store.load(), name))
+        if env:
+            _name_env(store, env)
+        else:
+            output.text(checks.describe(store.load(), name))
         return
     found, new = checks.set_check(
         store, name, command, timeout=timeout, remove=remove, expect_fail=expect_fail, alone=alone
@@ -166,9 +183,30 @@ def criteria_check(
     output.text(
         f"removed the check of '{visible(found)}'" if remove else checks.describe(new, found)
     )
+    if env:
+        _name_env(store, env)
     if command is not None:
         from ralphstate.loop import program
 
         said = program.warning(found, command, store.paths.root)
         if said:
             output.error(said)
+
+
+def _may_name_env(store: Store, env: tuple[str, ...]) -> None:
+    """Refuse `--env` from anyone but the person, and a name that is not a variable's."""
+    from ralphstate.loop.person import require_person
+    from ralphstate.storage.peruser import checkenv
+
+    require_person(store.paths, "`criteria check --env`")
+    bad = checkenv.bad_names(env)
+    if bad:
+        raise RalphstateError(f"--env takes a variable name, not {visible(bad[0])!r}.")
+
+
+def _name_env(store: Store, env: tuple[str, ...]) -> None:
+    """Record the variables named with `--env` for the loop's checks."""
+    names = sorted(set(env))
+    truststore.name_env(store.paths, store.load(), names)
+    said = ", ".join(visible(n) for n in names)
+    output.text(f"the checks get {said} as your shell has it now")

@@ -67,6 +67,7 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     changes = proof.weakenings(approved, current)
     changes += _git_settings_changed(store, entry)
     guard = _guard_changes(store, state, entry)
+    tools = _toolchain_changes(store, state)
     if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
@@ -75,8 +76,8 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
         replaced = "(`init --force`, or `init` after a deleted state.json)"
         by = [f"{who}, who started a new loop over yours {replaced}"]
     return proof.Pending(
-        [*changes, *guard.changes],
-        [*by, *guard.by],
+        [*changes, *guard.changes, *tools],
+        [*by, *guard.by, *([TOOLCHAIN_BY] if tools and not guard.by else [])],
         guard.new_tests,
         guard.files,
         _approvals(entry),
@@ -125,6 +126,22 @@ def record_git_settings(paths: Any) -> None:
 
     with contextlib.suppress(RalphstateError):
         ledger.change(paths, edit)
+
+
+TOOLCHAIN_BY = "a change outside ralphstate (a package install, a new file, or the agent)"
+
+
+def _toolchain_changes(store: Store, state: st.State) -> list[str]:
+    """What the checks resolve to, against the fingerprint taken at approval
+    (storage/peruser/toolchain.py); nothing for a loop approved before it was taken."""
+    from ralphstate.storage.peruser import checkenv, toolchain, truststore
+
+    approved = truststore.recorded_toolchain(store.paths)
+    if approved is None or not truststore.is_trusted(store.paths, state):
+        return []  # checks changed since approval: that is the review, and none runs
+    env = checkenv.for_check(truststore.recorded_env(store.paths))
+    commands = list(truststore.armed(state).values())
+    return toolchain.changes(approved, toolchain.fingerprint(commands, store.paths.root, env))
 
 
 def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proof.Pending:
@@ -182,15 +199,20 @@ def _actors(store: Store, state: st.State, since: str) -> list[str]:
     return names or [actor.describe({"kind": "edit"})]
 
 
-def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None) -> st.State:
+def approve(
+    store: Store,
+    by: actor.Actor,
+    run: dict[str, object] | None = None,
+    env: list[str] | None = None,
+) -> st.State:
     """The person approves the loop's contract and guarded files as they are now, and
-    trusts its checks (and the run settings `run`, see `truststore.record`) on this
-    machine. A loop paused for review completes when every criterion stands met, else
-    goes on."""
+    trusts its checks (and the run settings `run`, with the environment `env` names,
+    see `truststore.record`) on this machine. A loop paused for review completes when
+    every criterion stands met, else goes on."""
     from ralphstate.storage.peruser import truststore
 
     state = store.load()
-    truststore.record(store.paths, state, run)
+    truststore.record(store.paths, state, run, env)
     tree = _guard_tree(store, state)
     ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
     record_git_settings(store.paths)

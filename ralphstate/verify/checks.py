@@ -138,14 +138,17 @@ def describe(state: st.State, name: str) -> str:
     return f"{visible(crit)}: {visible(command)}  ({limit})"
 
 
-def trust_checks(store: Store, run: dict[str, object] | None = None) -> st.State:
-    """Trust the loop's current checks (and the run settings `run`, see `truststore.record`)
-    on this machine, approving its contract and guarded files as they are now
-    (loop/proofreview.py `approve`), and say so in history."""
+def trust_checks(
+    store: Store, run: dict[str, object] | None = None, env: list[str] | None = None
+) -> st.State:
+    """Trust the loop's current checks (and the run settings `run`, with the variables
+    `env` names, see `truststore.record`) on this machine, approving its contract and
+    guarded files as they are now (loop/proofreview.py `approve`), and say so in
+    history."""
     from ralphstate.core import actor
     from ralphstate.loop import proofreview
 
-    state = proofreview.approve(store, actor.current(), run)
+    state = proofreview.approve(store, actor.current(), run, env)
     armed = truststore.armed(state)
     event: Event = {
         "event": "trusted",

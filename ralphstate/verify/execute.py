@@ -36,7 +36,7 @@ from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage.loopdir.store import Event, Store
-from ralphstate.storage.peruser import truststore
+from ralphstate.storage.peruser import checkenv, truststore
 from ralphstate.storage.repo import git
 from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify import firsts, isolation, pool, watchdog
@@ -220,9 +220,10 @@ def _runner(room: isolation.Room | None, paths: LoopPaths) -> pool.Runner[CheckR
     (looked up once, at the first failure)."""
     said: list[str] = []
     lock = threading.Lock()
+    env = checkenv.for_check(truststore.recorded_env(paths))  # never the caller's
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
-        result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running)
+        result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running, env)
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree
@@ -251,9 +252,10 @@ def _run_within(
     limit: float,
     deadline: float | None,
     running: pool.Running | None = None,
+    env: dict[str, str] | None = None,
 ) -> CheckResult:
     if deadline is None:
-        return run_one(criterion, command, cwd, limit, running)
+        return run_one(criterion, command, cwd, limit, running, env)
     left = deadline - time.monotonic()
     if left <= 0:
         return CheckResult(
@@ -267,8 +269,8 @@ def _run_within(
             budget_cut=True,
         )
     if left >= limit:
-        return run_one(criterion, command, cwd, limit, running)
-    result = run_one(criterion, command, cwd, left, running)
+        return run_one(criterion, command, cwd, limit, running, env)
+    result = run_one(criterion, command, cwd, left, running, env)
     if result.timed_out:
         result.problem = f"timed out after {left:.3g}s: the verification time budget ran out"
         result.budget_cut = True

@@ -3,7 +3,8 @@ command (`run_one`).
 
     result = run_one("tests pass", "pytest -q", "/path/to/project", timeout=600)
 
-The command line runs in the platform's shell in `cwd`, with stdin closed and stdout
+The command line runs in the platform's shell in `cwd`, with the environment it is
+given (the one a person approved, storage/peruser/checkenv.py), with stdin closed and stdout
 and stderr read together as it runs; only the tail is kept
 (`limits.MAX_CHECK_OUTPUT_BYTES`, `MAX_CHECK_OUTPUT_LINES`), so a check that prints
 gigabytes costs no memory. It runs in its own process group (a new session on POSIX),
@@ -116,10 +117,17 @@ def _tail_text(kept: children.Kept, max_lines: int) -> str:
 
 
 def run_one(
-    criterion: str, command: str, cwd: str, timeout: float, running: Running | None = None
+    criterion: str,
+    command: str,
+    cwd: str,
+    timeout: float,
+    running: Running | None = None,
+    env: dict[str, str] | None = None,
 ) -> CheckResult:
     """Run one check under `timeout` seconds; never raises but for KeyboardInterrupt.
-    `running` is told of its process as it starts, and once its group was killed."""
+    `running` is told of its process as it starts, and once its group was killed. `env`
+    is the check's whole environment (storage/peruser/checkenv.py: the one recorded at
+    approval); None, this process's."""
     started = time.monotonic()
 
     def finish(**kw: Any) -> CheckResult:
@@ -128,7 +136,12 @@ def run_one(
 
     try:
         proc = children.start(
-            command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            command,
+            shell=True,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__

@@ -93,9 +93,19 @@ def run_trusted(paths: LoopPaths, settings: dict[str, object]) -> bool:
     return entry is not None and entry.get("runHash") == run_hash(settings)
 
 
-def record(paths: LoopPaths, state: State, run: dict[str, object] | None = None) -> None:
-    """Trust the loop's current checks here (and, given, the run settings `run`);
-    RalphstateError if the store cannot be written."""
+def record(
+    paths: LoopPaths,
+    state: State,
+    run: dict[str, object] | None = None,
+    env: list[str] | None = None,
+) -> None:
+    """Trust the loop's current checks here (and, given, the run settings `run`), with
+    the environment of this process as the checks' own (`checkenv`: the essentials and
+    the variables named in `env`, else those named before), and the fingerprint of what
+    the checks resolve to in it (`toolchain`); RalphstateError if the store cannot be
+    written."""
+    from ralphstate.storage.peruser import checkenv, toolchain
+
     checks = armed(state)
     entry: Entry = {
         "checksHash": checks_hash(checks),
@@ -104,13 +114,40 @@ def record(paths: LoopPaths, state: State, run: dict[str, object] | None = None)
     }
     if run is not None:
         entry["runHash"] = run_hash(run)
+    key = jsonstore.key(paths)
+    before = read().get(key, {})
+    if env is None:
+        env = [str(n) for n in (before.get("envNames") or [])]
+    entry["envNames"] = sorted(set(env))
+    entry["env"] = checkenv.capture(env)
+    if checks:
+        found = toolchain.fingerprint(list(checks.values()), paths.root, entry["env"])
+        entry["toolchain"] = toolchain.keep(jsonstore.key(paths), found)
 
     def edit(loops: dict[str, Entry]) -> None:
-        key = jsonstore.key(paths)
         kept = {"runHash": loops[key]["runHash"]} if "runHash" in loops.get(key, {}) else {}
         loops[key] = {**kept, **entry}
 
     jsonstore.change(_path(), "the trust store", edit)
+    old = before.get("toolchain")
+    if isinstance(old, str) and old != entry.get("toolchain"):
+        toolchain.forget(old)
+
+
+def recorded_env(paths: LoopPaths) -> dict[str, str] | None:
+    """The environment recorded for the loop's checks at approval; None for a loop
+    trusted before it was recorded (`checkenv.for_check` says what runs then)."""
+    env = read().get(jsonstore.key(paths), {}).get("env")
+    return env if isinstance(env, dict) else None
+
+
+def recorded_toolchain(paths: LoopPaths) -> dict[str, str] | None:
+    """The fingerprint of the checks' toolchain recorded at approval (`toolchain.keep`:
+    its own file, named by its hash here); None when none was."""
+    from ralphstate.storage.peruser import toolchain
+
+    digest = read().get(jsonstore.key(paths), {}).get("toolchain")
+    return toolchain.kept(digest) if isinstance(digest, str) else None
 
 
 def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[str]) -> None:
@@ -133,3 +170,25 @@ def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[s
             return
     with contextlib.suppress(RalphstateError):
         record(paths, state)
+
+
+def env_names(paths: LoopPaths) -> list[str]:
+    """The variables a person named for the loop's checks (`--env`)."""
+    names = read().get(jsonstore.key(paths), {}).get("envNames")
+    return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def name_env(paths: LoopPaths, state: State, names: list[str]) -> None:
+    """The person names more variables for the loop's checks (`criteria check --env`):
+    trusted checks are recorded again with them; otherwise the names wait for the next
+    `trust`, which records their values. RalphstateError if the store cannot be written."""
+    every = sorted({*env_names(paths), *names})
+    if is_trusted(paths, state):
+        record(paths, state, env=every)
+        return
+
+    def edit(loops: dict[str, Entry]) -> None:
+        key = jsonstore.key(paths)
+        loops[key] = {**loops.get(key, {}), "envNames": every}
+
+    jsonstore.change(_path(), "the trust store", edit)
