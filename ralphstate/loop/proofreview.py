@@ -38,7 +38,9 @@ CONTRACT_EVENTS = frozenset(
 )
 
 
-def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
+def pending(
+    store: Store, state: st.State, adopt: bool = True, toolchain: bool = True
+) -> proof.Pending:
     """What changed in the loop's proof since a person approved it (nothing to review:
     `Pending.changes` is empty). A loop this machine has no record of is taken as it is
     now (a loop from before the ledger, or one whose record was lost: said by `status`);
@@ -67,7 +69,7 @@ def pending(store: Store, state: st.State, adopt: bool = True) -> proof.Pending:
     changes = proof.weakenings(approved, current)
     changes += _git_settings_changed(store, entry)
     guard = _guard_changes(store, state, entry)
-    tools = _toolchain_changes(store, state)
+    tools = _toolchain_changes(store, state) if toolchain else []
     if adopt and not changes and current != approved and not guard.changes:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
@@ -305,10 +307,12 @@ def _ending_said(store: Store, state: st.State) -> str | None:
 
 
 def pending_or_none(store: Store, state: st.State) -> proof.Pending | None:
-    """`pending` for a loop not over; None for one that is (nothing will complete it)."""
+    """`pending` for a loop not over; None for one that is (nothing will complete it).
+    Without the toolchain's fingerprint, which may ask the check's runner (seconds):
+    `status` and the report show a toolchain change once a stop or a run found it."""
     if state["status"] not in st.ACTIVE:
         return None
-    return pending(store, state, adopt=False)
+    return pending(store, state, adopt=False, toolchain=False)
 
 
 def agent_ending(store: Store, state: st.State) -> tuple[str, str, str] | None:
