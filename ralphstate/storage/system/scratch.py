@@ -115,6 +115,17 @@ def parent() -> Path:
     return mine if private and found.st_uid == getuid() else base
 
 
+def own() -> Path | None:
+    """`parent()` when it is the user's own private directory (or on Windows, where the
+    temporary directory is the user's): where clean rooms and their records are kept
+    (`storage/repo/cleanroom.py`). None when there is none: then no room is ever taken
+    for a leftover and removed."""
+    where = parent()
+    if getattr(os, "getuid", None) is None:  # pragma: no cover - Windows
+        return where
+    return where if where.name.startswith(PARENT) else None
+
+
 def clear_leftovers(base: Path | None = None) -> list[Path]:
     """Remove the stores in `base` (`parent()`) whose process is gone (killed before it
     could remove its own); the stores removed. A store of a process that runs, or of

@@ -1,0 +1,69 @@
+"""Shortcuts through the clean room a verification runs its checks in: its housekeeping,
+ralphstate's own git, what the room holds and how it changes while the check runs. Each
+on the real project of tests/adversarial/scripted.py (its test really fails), with real
+`ralphstate` and Stop hook processes."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from tests.adversarial.scripted import Agent
+from tests.adversarial.test_edits import not_complete
+
+
+def modes(top: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every entry under `top` (not followed through links), with its mode and content."""
+    found: dict[str, tuple[int, bytes | None]] = {}
+    for base, dirs, files in os.walk(top):
+        for name in [*dirs, *files]:
+            path = Path(base) / name
+            mode = os.lstat(path).st_mode
+            data = path.read_bytes() if stat.S_ISREG(mode) else None
+            found[path.relative_to(top).as_posix()] = (stat.S_IMODE(mode), data)
+    return found
+
+
+def fake_leftover(calc: Path, entry: str, target: Path, at: Path) -> Path:
+    """The agent's trick: a worktree entry in the project's `.git` naming a room whose
+    directory is a link, named like a leftover room of a process long gone, to `target`."""
+    link = at / "ralphstate-clean-1-x0x0x0x0"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+    admin = calc / ".git" / "worktrees" / entry
+    admin.mkdir(parents=True)
+    (admin / "gitdir").write_text(f"{link / 'calc project'}/.git\n")
+    (admin / "HEAD").write_text("0" * 40 + "\n")
+    (admin / "commondir").write_text("../..\n")
+    return admin
+
+
+def test_housekeeping_removes_nothing_it_did_not_make(
+    agent: Agent, calc: Path, tmp_path: Path
+) -> None:
+    victim = tmp_path / "the person's files"
+    (victim / "calc project").mkdir(parents=True)
+    (victim / "calc project" / "notes.txt").write_text("keep me\n")
+    (victim / "locked").mkdir()
+    (victim / "locked" / "deed.txt").write_text("mine\n")
+    (victim / "locked").chmod(0o500)
+    data = tmp_path / "per-user data"  # a stand-in: every loop's ledger
+    (data / "loops").mkdir(parents=True)
+    (data / "loops" / "0123456789abcdef01234567.json").write_text('{"version": 1}\n')
+    before = {victim: modes(victim), data: modes(data)}
+    admins = [
+        fake_leftover(calc, "x", victim, tmp_path / "agent"),
+        fake_leftover(calc, "y", data, tmp_path / "agent2"),
+    ]
+    entries = {admin: modes(admin) for admin in admins}
+    try:
+        agent.rs("verify", "--clean")
+        outs = agent.insist()  # the Stop hook's own verification, in a clean room
+        for top, seen in before.items():
+            assert modes(top) == seen, top
+        for admin, seen in entries.items():
+            assert modes(admin) == seen, admin
+        not_complete(calc, outs)
+    finally:
+        (victim / "locked").chmod(0o700)
