@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.adversarial.scripted import Agent
 from tests.adversarial.test_edits import not_complete
+from tests.storage.test_safe_git import arm, left
 
 
 def modes(top: Path) -> dict[str, tuple[int, bytes | None]]:
@@ -67,3 +68,19 @@ def test_housekeeping_removes_nothing_it_did_not_make(
         not_complete(calc, outs)
     finally:
         (victim / "locked").chmod(0o700)
+
+
+def test_no_program_in_the_projects_git_config_runs(
+    agent: Agent, calc: Path, tmp_path: Path
+) -> None:
+    """An fsmonitor, hooks, filters, a pager and a credential helper in the project's
+    `.git/config` (tests/storage/test_safe_git.py `arm`), each leaving a marker: none
+    runs during a verification, a status or a Stop hook of ralphstate's."""
+    agent.write("calc/__init__.py", (calc / "calc" / "__init__.py").read_text() + "# tidy\n")
+    marker = tmp_path / "ran"
+    arm(calc, marker)
+    agent.rs("verify", "--clean")
+    agent.rs("status")
+    outs = agent.insist()
+    assert left(marker) == []
+    not_complete(calc, outs)

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.repo import git
+from ralphstate.storage.repo import git, gitenv
 from ralphstate.storage.system import fsio, process, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -171,7 +171,7 @@ def _git(
 def _commit(root: Path | str, tree: str, parent: str | None, budget: float, left: float) -> str:
     """A commit of `tree` whose parent is `parent` (HEAD), for `git worktree add`."""
     args = ["commit-tree", tree, "-m", MESSAGE, *(["-p", parent] if parent else [])]
-    env = git.git_env(**_IDENTITY)
+    env = gitenv.git_env(**_IDENTITY)
     return _git(args, root, "commit the tree", budget, left, env=env).strip()
 
 
@@ -187,8 +187,8 @@ def _restored(
     of the room's own; the pathspecs are git's, matched by git."""
     source, specs = restore
     budget = limits.CLEAN_ROOM_SECONDS
-    room = git.git_env(GIT_INDEX_FILE=str(room_dir / "index"))
-    approved = git.git_env(GIT_INDEX_FILE=str(room_dir / "approved"))
+    room = gitenv.git_env(GIT_INDEX_FILE=str(room_dir / "index"))
+    approved = gitenv.git_env(GIT_INDEX_FILE=str(room_dir / "approved"))
     what = "restore the approved paths"
     _git(["read-tree", tree], root, what, budget, left(), env=room)
     # Out first (a file the approved tree lacks stays out), then the approved ones in.
