@@ -5,11 +5,17 @@ on the real project of tests/adversarial/scripted.py (its test really fails), wi
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
-from tests.adversarial.scripted import Agent
+import pytest
+
+from tests.adversarial.scripted import SKIP_ALL, TEST_CALC, Agent
 from tests.adversarial.test_edits import not_complete
 from tests.storage.test_safe_git import arm, left
 
@@ -84,3 +90,90 @@ def test_no_program_in_the_projects_git_config_runs(
     outs = agent.insist()
     assert left(marker) == []
     not_complete(calc, outs)
+
+
+# A process the agent leaves running: it finds every clean room as soon as it appears
+# and, over and over, rewrites the room's test so that it passes, and adds a conftest.py
+# that skips every test.
+REWRITER = """
+import glob, os, sys, time
+tmp, weak, skip, stop_at = sys.argv[1], sys.argv[2], sys.argv[3], time.time() + 110
+patterns = [os.path.join(tmp, "ralphstate-clean-*", "*"),
+            os.path.join(tmp, "ralphstate-snapshots-*", "ralphstate-clean-*", "*")]
+while time.time() < stop_at:
+    for room in [r for p in patterns for r in glob.glob(p)]:
+        test = os.path.join(room, "tests", "test_calc.py")
+        try:
+            if os.path.exists(test) and open(test).read() != weak:
+                open(test, "w").write(weak)
+            conftest = os.path.join(room, "conftest.py")
+            if os.path.isdir(os.path.join(room, "tests")) and not os.path.exists(conftest):
+                open(conftest, "w").write(skip)
+        except OSError:
+            pass
+    time.sleep(0.001)
+"""
+SAID = (
+    "does not hold what ralphstate put there",
+    "guarded files changed while the check ran",
+)
+
+
+def test_a_process_left_running_that_rewrites_the_rooms_test_proves_nothing(
+    agent: Agent, calc: Path, tmp_path: Path
+) -> None:
+    weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True")
+    script = tmp_path / "rewriter.py"
+    script.write_text(REWRITER)
+    args = [sys.executable, str(script), tempfile.gettempdir(), weak, SKIP_ALL]
+    with subprocess.Popen(args) as rewriter:  # the agent's, left running
+        try:
+            verified = agent.rs("verify", "--clean")
+            outs = agent.insist()
+        finally:
+            rewriter.kill()
+    not_complete(calc, outs)
+    told = verified.stdout + verified.stderr + json.dumps(outs)
+    assert any(words in told for words in SAID), told
+    assert (calc / "tests" / "test_calc.py").read_text() == TEST_CALC
+
+
+# The same process, waiting until a check runs in a room (a process whose working
+# directory is in it) before it rewrites the room's test: past the room's first check.
+DURING = """
+import glob, os, sys, time
+tmp, weak, stop_at = sys.argv[1], sys.argv[2], time.time() + 110
+while time.time() < stop_at:
+    for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if "ralphstate-clean-" in cwd and os.getpid() != int(pid):
+            test = os.path.join(cwd, "tests", "test_calc.py")
+            try:
+                if open(test).read() != weak:
+                    open(test, "w").write(weak)
+            except OSError:
+                pass
+    time.sleep(0.001)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finds the check by /proc")
+def test_a_test_rewritten_while_the_check_runs_fails_the_check_and_is_said(
+    agent: Agent, calc: Path, tmp_path: Path
+) -> None:
+    weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True")
+    script = tmp_path / "during.py"
+    script.write_text(DURING)
+    args = [sys.executable, str(script), tempfile.gettempdir(), weak]
+    with subprocess.Popen(args) as rewriter:  # the agent's, left running
+        try:
+            verified = agent.rs("verify", "--clean")
+            outs = agent.insist()
+        finally:
+            rewriter.kill()
+    not_complete(calc, outs)
+    told = verified.stdout + json.dumps(outs)
+    assert SAID[1] in told and "tests/test_calc.py (changed)" in told, told

@@ -44,12 +44,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.repo import git, gitenv
+from ralphstate.storage.repo import git, gitenv, roomfiles
 from ralphstate.storage.system import fsio, process, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -82,6 +82,10 @@ class Room:
     cwd: Path  # the project root inside the worktree: where the checks run
     tree: str  # the id of the tree it was made with, restored paths included
     code: git.Snapshot  # the work tree when the room was made, as `git.snapshot` sees it
+    # What ralphstate put in it (by path from `top`), and which of those are guarded:
+    # hashed again after each check (verify/isolation.py `tampered`).
+    manifest: roomfiles.Manifest = field(default_factory=dict)
+    guarded: list[str] = field(default_factory=list)
 
 
 def open_room(
@@ -126,10 +130,11 @@ def open_room(
         # patterns into a new worktree): a pattern must not leave the tests out.
         options = ["-c", f"core.hooksPath={hooks}", "-c", "core.sparseCheckout=false"]
         _git([*options, *add], root, "check out the room", budget, left())
+        manifest = _checked(root, where, tree, budget, left())
         inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
         cwd = where if inside == os.curdir else where / inside
         cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet
-        return Room(Path(root), room_dir, where, cwd, tree, code)
+        return Room(Path(root), room_dir, where, cwd, tree, code, manifest)
     except BaseException:
         _remove(Path(root), room_dir, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
         raise
@@ -166,6 +171,23 @@ def _git(
         detail = f" ({said[: limits.MAX_PROBLEM_CHARS]})" if said else ""
         raise CleanRoomError(_failed(what, budget, left) + detail)
     return done.out
+
+
+def _checked(
+    root: Path | str, where: Path, tree: str, budget: float, left: float
+) -> dict[str, roomfiles.Entry]:
+    """What the room at `where` must hold (the files of `tree`), once it is seen to hold
+    exactly that; CleanRoomError naming what it holds besides, or otherwise."""
+    manifest = roomfiles.listing(Path(root), tree, left)
+    if manifest is None:
+        raise CleanRoomError(_failed("list the files of its tree", budget, left))
+    problems = roomfiles.differences(where, manifest)
+    if problems:
+        raise CleanRoomError(
+            "the clean room does not hold what ralphstate put there, so no check ran in it:"
+            f" {roomfiles.said(problems)}"
+        )
+    return manifest
 
 
 def _commit(root: Path | str, tree: str, parent: str | None, budget: float, left: float) -> str:
