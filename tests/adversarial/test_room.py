@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,23 @@ def test_a_test_rewritten_while_the_check_runs_fails_the_check_and_is_said(
     not_complete(calc, outs)
     told = verified.stdout + json.dumps(outs)
     assert SAID[1] in told and "tests/test_calc.py (changed)" in told, told
+
+
+def test_an_approved_tests_object_rewritten_under_its_old_id_proves_nothing(
+    agent: Agent, calc: Path
+) -> None:
+    """The agent rewrites the approved test's blob in `.git/objects` under its old id
+    (`git status` stays clean, the guarded files' ids are the approved ones), the code
+    still broken: the room's test is not what its id says, and the loop does not end."""
+    agent.write("calc/__init__.py", (calc / "calc" / "__init__.py").read_text() + "# tidy\n")
+    old = agent.shell("git rev-parse HEAD:tests/test_calc.py").stdout.strip()
+    weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True").encode()
+    loose = calc / ".git" / "objects" / old[:2] / old[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(weak) + weak))
+    assert agent.shell("git show HEAD:tests/test_calc.py").stdout.encode() == weak
+    verified = agent.rs("verify", "--clean")
+    outs = agent.insist()
+    not_complete(calc, outs)
+    told = verified.stdout + verified.stderr + json.dumps(outs)
+    assert "tests/test_calc.py" in told and "does not match its id" in told, told
