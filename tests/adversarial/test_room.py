@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial.scripted import SKIP_ALL, TEST_CALC, Agent
-from tests.adversarial.test_edits import not_complete
+from tests.adversarial.test_commands import paused_for_review
+from tests.adversarial.test_edits import not_complete, verified_then_claimed
 from tests.storage.test_safe_git import arm, left
 
 
@@ -198,3 +200,42 @@ def test_an_approved_tests_object_rewritten_under_its_old_id_proves_nothing(
     not_complete(calc, outs)
     told = verified.stdout + verified.stderr + json.dumps(outs)
     assert "tests/test_calc.py" in told and "does not match its id" in told, told
+
+
+def test_a_new_repository_in_place_of_the_approved_one_pauses_for_review(
+    agent: Agent, calc: Path
+) -> None:
+    """The agent moves `.git` aside and makes a new repository whose one commit holds a
+    weakened test (the work tree's test too): not the repository the person approved."""
+    weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True")
+    agent.write("tests/test_calc.py", weak)
+    done = agent.shell(
+        "mv .git ../aside.git && git init -q -b main && git add -A"
+        " && git commit -q -m 'a fresh start'"
+    )
+    assert done.returncode == 0, done.stderr
+    outs = verified_then_claimed(agent)
+    message = paused_for_review(calc, outs)
+    assert "the git repository here is not the one you approved" in message
+
+
+def test_a_commondir_written_into_git_pauses_for_review(
+    agent: Agent, calc: Path, tmp_path: Path
+) -> None:
+    """The agent writes `.git/commondir`, pointing git at another repository's objects
+    and refs (one it made, whose HEAD holds a weakened test)."""
+    other = tmp_path / "other"
+    other.mkdir()
+    weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True")
+    done = agent.shell(
+        f"cd '{other}' && git init -q -b main && mkdir tests calc"
+        f" && cp '{calc}/calc/__init__.py' calc/ && cp '{calc}/tests/__init__.py' tests/"
+        f" && cp '{calc}/pyproject.toml' '{calc}/.gitignore' ."
+        f" && printf '%s' {shlex.quote(weak)} > tests/test_calc.py"
+        " && git add -A && git commit -q -m other"
+    )
+    assert done.returncode == 0, done.stderr
+    (calc / ".git" / "commondir").write_text(f"{other / '.git'}\n")
+    outs = verified_then_claimed(agent)
+    message = paused_for_review(calc, outs)
+    assert "the git repository here is not the one you approved" in message

@@ -127,6 +127,27 @@ def toplevel(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> Path | No
     return Path(found) if found else None
 
 
+def repository(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
+    """The repository git finds from `root`: its git directory and its common directory
+    (where its objects and refs are), each its real path and its device and inode, a
+    line each; None outside one. A `.git` moved aside for a new one, or a `commondir`
+    file written into it, changes it."""
+    args = ["rev-parse", "--absolute-git-dir", "--git-common-dir"]
+    done = run_git(args, root, timeout=timeout) if timeout > 0 else None
+    lines = done.out.splitlines() if done is not None and done.ok else []
+    if len(lines) != 2:
+        return None
+    found = []
+    for line in lines:
+        path = os.path.realpath(Path(root) / line)
+        try:  # the directory itself: one made in the place of another is another
+            held = Path(path).stat()
+        except OSError:
+            return None
+        found.append(f"{path} {held.st_dev}:{held.st_ino}")
+    return "\n".join(found)
+
+
 def loop_pathspec(paths: LoopPaths, top: Path) -> list[str]:
     """The whole work tree except the loop's own directory: the loop's state and logs
     are not the code the checks prove."""
