@@ -107,14 +107,16 @@ def _git_settings_changed(store: Store, entry: dict[str, Any]) -> list[str]:
     """[GIT_SETTINGS] when the repository's checkout filters differ from those the
     person approved (storage/repo/git.py `checkout_settings`), [GIT_REPOSITORY] when
     the repository is not the one approved (`git.repository`); [] otherwise."""
+    found: list[str] = []
+    known = entry.get("gitSettings")
+    where = entry.get("gitRepository")
+    if not isinstance(known, str) and not isinstance(where, str):
+        return found  # nothing recorded: nothing of git's to ask
     from ralphstate.storage.repo import git
 
-    found = []
-    known = entry.get("gitSettings")
     if isinstance(known, str):
         now = git.checkout_settings(store.paths.root)
         found += [GIT_SETTINGS] if now is not None and now != known else []
-    where = entry.get("gitRepository")
     if isinstance(where, str) and git.repository(store.paths.root) != where:
         found.append(GIT_REPOSITORY)
     return found
