@@ -237,7 +237,10 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
 
             record_git_settings(loop)
         else:  # the loop it replaces had its settings approved: they stay the measure
-            ledger.change(loop, lambda entry: entry.update(gitSettings=kept["gitSettings"]))
+            held: dict[str, Any] = {
+                k: kept[k] for k in ("gitSettings", "gitRepository") if k in kept
+            }
+            ledger.change(loop, lambda entry: entry.update(held))
     except RalphstateError as exc:
         import sys
 

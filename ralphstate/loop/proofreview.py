@@ -102,29 +102,46 @@ GIT_SETTINGS = (
 )
 
 
+GIT_REPOSITORY = (
+    "the git repository here is not the one you approved (its git directory or common"
+    " directory differs: a `.git` moved aside for a new one, or a `.git/commondir`"
+    " written): the checks would run on another repository's content"
+)
+
+
 def _git_settings_changed(store: Store, entry: dict[str, Any]) -> list[str]:
     """[GIT_SETTINGS] when the repository's checkout filters differ from those the
-    person approved (storage/repo/git.py `checkout_settings`); [] otherwise."""
+    person approved (storage/repo/git.py `checkout_settings`), [GIT_REPOSITORY] when
+    the repository is not the one approved (`git.repository`); [] otherwise."""
+    found: list[str] = []
     known = entry.get("gitSettings")
-    if not isinstance(known, str):
-        return []
+    where = entry.get("gitRepository")
+    if not isinstance(known, str) and not isinstance(where, str):
+        return found  # nothing recorded: nothing of git's to ask
     from ralphstate.storage.repo import git
 
-    now = git.checkout_settings(store.paths.root)
-    return [GIT_SETTINGS] if now is not None and now != known else []
+    if isinstance(known, str):
+        now = git.checkout_settings(store.paths.root)
+        found += [GIT_SETTINGS] if now is not None and now != known else []
+    if isinstance(where, str) and git.repository(store.paths.root) != where:
+        found.append(GIT_REPOSITORY)
+    return found
 
 
 def record_git_settings(paths: Any) -> None:
-    """Keep the repository's checkout settings as approved now (at `init`, at an
-    approval); nothing outside a repository."""
+    """Keep the repository's checkout settings, and which repository it is, as approved
+    now (at `init`, at an approval); nothing outside a repository."""
     from ralphstate.storage.repo import git
 
     found = git.checkout_settings(paths.root)
     if found is None:
         return
+    where = git.repository(paths.root)
 
     def edit(entry: dict[str, Any]) -> None:
         entry["gitSettings"] = found
+        if where is not None:
+            entry["gitRepository"] = where
 
     with contextlib.suppress(RalphstateError):
         ledger.change(paths, edit)

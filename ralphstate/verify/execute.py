@@ -227,6 +227,10 @@ def _runner(room: isolation.Room | None, paths: LoopPaths) -> pool.Runner[CheckR
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree
+        changed = isolation.tampered(room)
+        if changed:  # what ran is not what ralphstate put there: no pass
+            result.passed = False
+            result.output_tail = f"{result.output_tail}\n{changed}".lstrip("\n")
         if not result.passed:
             with lock:
                 if not said:

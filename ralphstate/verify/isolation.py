@@ -15,11 +15,11 @@ from ralphstate.core import limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage.repo import cleanroom
+from ralphstate.storage.repo import cleanroom, roomfiles, testfiles
 from ralphstate.storage.repo.cleanroom import Room
 from ralphstate.storage.system.paths import LoopPaths
 
-__all__ = ["NOTHING", "UNTRACKED_NAMED", "Room", "close", "left_out", "room"]
+__all__ = ["NOTHING", "UNTRACKED_NAMED", "Room", "close", "left_out", "room", "tampered"]
 
 # How many untracked files a failure in a clean room names.
 UNTRACKED_NAMED = 3
@@ -50,6 +50,8 @@ def room(
     if restore is None:
         restore = approved_guards(paths, state)
     made = cleanroom.open_room(paths, budget=budget, restore=restore)
+    if made is not None:
+        made.guarded = _guarded(made, paths, state)
     if made is None and clean:
         raise RalphstateError(
             f"{paths.root} is not in a git repository; a clean room is a worktree of the"
@@ -77,6 +79,33 @@ def approved_guards(paths: LoopPaths, state: st.State) -> tuple[str, list[str]] 
         return None
     back = [*found.changed, *found.deleted, *found.new_config]
     return (tree, back) if back else None
+
+
+def _guarded(made: Room, paths: LoopPaths, state: st.State) -> list[str]:
+    """The files of the room that its checks must leave as they are: the guarded files
+    and the test configuration anywhere (every file of the room when git cannot say)."""
+    specs = [*(state.get("guards") or [])]
+    specs += [testfiles.anywhere(name) for name in testfiles.NEW_CONFIG_FILES]
+    specs += testfiles.shadows(paths.root)
+    found = roomfiles.named(made.cwd, specs, limits.GIT_TIMEOUT)
+    return list(made.manifest) if found is None else found
+
+
+def tampered(made: Room) -> str | None:
+    """After a check ran in the room: one sentence naming its guarded files that are no
+    longer what ralphstate put there (a process left running rewrote a test while the
+    check ran), or None when they all are."""
+    listed = {name: made.manifest[name] for name in made.guarded if name in made.manifest}
+    problems = roomfiles.differences(made.top, listed, others=False)
+    # A new file that changes how tests run (a conftest.py) is no output of a check.
+    added = roomfiles.extra(made.top, made.manifest)
+    problems += [f"{name} (not put there)" for name in added if testfiles.is_config(name)]
+    if not problems:
+        return None
+    return (
+        "ralphstate: the clean room's guarded files changed while the check ran, so its"
+        f" result proves nothing: {roomfiles.said(problems)}."
+    )
 
 
 def close(made: Room) -> None:

@@ -5,6 +5,7 @@ always removed, by `close` or, after a crash, by the next room."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 
 from ralphstate.core import limits
 from ralphstate.storage.repo import cleanroom, git
+from ralphstate.storage.system import scratch
 from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.checks import alive, wait_for
 from tests.helpers.gitrepo import git as run_git
@@ -62,7 +64,8 @@ def rooms(repo: Path) -> list[str]:
 def leftovers() -> list[str]:
     """This process's rooms on the disk."""
     mine = f"{cleanroom.PREFIX}{os.getpid()}-"
-    return [p.name for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(mine)]
+    where = scratch.own() or Path(tempfile.gettempdir())
+    return [p.name for p in where.iterdir() if p.name.startswith(mine)]
 
 
 def opened(root: Path, **kw: object) -> cleanroom.Room:
@@ -292,6 +295,47 @@ def test_a_room_whose_directory_is_gone_is_pruned(repo: Path) -> None:
     assert rooms(repo) == [str(room.top)]
     assert cleanroom.clear_leftovers(repo, 10) == [room.top]
     assert rooms(repo) == []
+
+
+def test_a_record_whose_room_is_a_link_removes_nothing_through_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A record ralphstate did not write (or a room put back as a link) names a link:
+    the record goes, the link and what it names stay."""
+    mine = scratch.own()
+    assert mine is not None
+    target = tmp_path / "elsewhere"
+    (target / "repo").mkdir(parents=True)
+    (target / "repo" / "keep.txt").write_text("keep\n")
+    name = f"{cleanroom.PREFIX}1-linked"
+    link = mine / name
+    link.symlink_to(target, target_is_directory=True)
+    (mine / cleanroom.RECORDS).mkdir(exist_ok=True)
+    record = mine / cleanroom.RECORDS / f"{name}.json"
+    record.write_text(json.dumps({"pid": 999999999, "repo": str(repo), "top": "repo"}))
+    try:
+        assert cleanroom.clear_leftovers(repo, 10) == []
+        assert (target / "repo" / "keep.txt").read_text() == "keep\n"
+        assert link.is_symlink() and not record.exists()
+    finally:
+        link.unlink()
+
+
+def test_another_repositorys_leftover_is_left_to_it(repo: Path, tmp_path: Path) -> None:
+    mine = scratch.own()
+    assert mine is not None
+    room_dir = mine / f"{cleanroom.PREFIX}1-other"
+    (room_dir / "other").mkdir(parents=True)
+    (mine / cleanroom.RECORDS).mkdir(exist_ok=True)
+    record = mine / cleanroom.RECORDS / f"{room_dir.name}.json"
+    other = {"pid": 999999999, "repo": str(tmp_path / "other"), "top": "other"}
+    record.write_text(json.dumps(other))
+    try:
+        assert cleanroom.clear_leftovers(repo, 10) == []
+        assert (room_dir / "other").is_dir() and record.exists()
+    finally:
+        shutil.rmtree(room_dir)
+        record.unlink()
 
 
 def test_untracked_names_what_git_does_not_ignore(repo: Path) -> None:

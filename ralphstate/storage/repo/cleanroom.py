@@ -20,34 +20,45 @@ is clean.
 
 The repository keeps nothing of it once `close` ran but an unreferenced commit and the
 objects of its tree (the tracked files' uncommitted edits), which git collects as it
-does any others; no untracked file ever goes into it (`git.tracked_snapshot`). A room
-whose process was killed before `close` is removed by the next `open_room` in the same
-repository: the room's directory names the process that made it (`owner`), and a room
-whose process is gone is removed, and its worktree entry pruned.
+does any others; no untracked file ever goes into it (`git.tracked_snapshot`).
+
+Every room is made in ralphstate's own private directory (`scratch.own()`, outside the
+project), and before git hears of it, a record of it goes beside it (`rooms/NAME.json`:
+the process that made it, the repository, the worktree). A room whose process was
+killed before `close` is removed by the next `open_room` in the same repository, and
+only such a room: housekeeping reads ralphstate's own records, never the repository's
+list of worktrees (the agent can write that one), removes only a real directory that
+is a child of that private directory, never through a link, and changes no mode
+outside it. Where no private directory can be had, rooms are not recorded, and none is
+ever removed but by the process that made it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.repo import git
-from ralphstate.storage.system import process
+from ralphstate.storage.repo import git, gitenv, roomfiles
+from ralphstate.storage.system import fsio, process, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
-# Each room is a directory of the system's temporary directory named PREFIX + pid + ...
+# Each room is a directory of ralphstate's own (`scratch.own()`) named PREFIX + pid + ...
 PREFIX = "ralphstate-clean-"
-# The file in it that says which process made it: "PID START" (START "-" when not known).
-OWNER = "owner"
+# The directory beside the rooms that holds a record of each: NAME.json, NAME the room's.
+RECORDS = "rooms"
+# The most a record may hold: a few paths.
+_RECORD_BYTES = 64 * 1024
 MESSAGE = "ralphstate clean room"
 # Who the room's commit names: verifying needs nobody's git identity.
 _IDENTITY = {
@@ -66,11 +77,15 @@ class Room:
     """A clean room that exists: where it is, and the code it holds."""
 
     repo: Path  # the project root, where git is asked about the room
-    scratch: Path  # the temporary directory that holds the worktree and `owner`
+    scratch: Path  # ralphstate's own directory that holds the worktree (`scratch.own()`)
     top: Path  # the worktree
     cwd: Path  # the project root inside the worktree: where the checks run
     tree: str  # the id of the tree it was made with, restored paths included
     code: git.Snapshot  # the work tree when the room was made, as `git.snapshot` sees it
+    # What ralphstate put in it (by path from `top`), and which of those are guarded:
+    # hashed again after each check (verify/isolation.py `tampered`).
+    manifest: roomfiles.Manifest = field(default_factory=dict)
+    guarded: list[str] = field(default_factory=list)
 
 
 def open_room(
@@ -99,27 +114,29 @@ def open_room(
     if found is None:
         raise CleanRoomError(_failed("read the tree of the tracked files", budget, left()))
     code, tree = found
-    scratch = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
-    where = scratch / (top.name or "project")
+    mine = scratch.own()
+    room_dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=mine))
+    where = room_dir / (top.name or "project")
     try:
-        started = process.start_time(os.getpid()) or "-"
-        (scratch / OWNER).write_text(f"{os.getpid()} {started}\n", encoding="ascii")
+        if mine is not None:
+            _record(mine, room_dir, root, where)
         if restore is not None and restore[1]:
-            tree = _restored(root, scratch, tree, restore, left)
+            tree = _restored(root, room_dir, tree, restore, left)
         commit = _commit(root, tree, code.commit, budget, left())
-        hooks = scratch / "hooks"  # empty: the repository's hooks do not run
+        hooks = room_dir / "hooks"  # empty: the repository's hooks do not run
         hooks.mkdir()
         add = ["worktree", "add", "--detach", "--quiet", str(where), commit]
         # Every tracked file, whatever sparse checkout the work tree has (git copies its
         # patterns into a new worktree): a pattern must not leave the tests out.
         options = ["-c", f"core.hooksPath={hooks}", "-c", "core.sparseCheckout=false"]
         _git([*options, *add], root, "check out the room", budget, left())
+        manifest = _checked(root, where, tree, budget, left())
         inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
         cwd = where if inside == os.curdir else where / inside
         cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet
-        return Room(Path(root), scratch, where, cwd, tree, code)
+        return Room(Path(root), room_dir, where, cwd, tree, code, manifest)
     except BaseException:
-        _remove(Path(root), scratch, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
+        _remove(Path(root), room_dir, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
         raise
 
 
@@ -156,16 +173,33 @@ def _git(
     return done.out
 
 
+def _checked(
+    root: Path | str, where: Path, tree: str, budget: float, left: float
+) -> dict[str, roomfiles.Entry]:
+    """What the room at `where` must hold (the files of `tree`), once it is seen to hold
+    exactly that; CleanRoomError naming what it holds besides, or otherwise."""
+    manifest = roomfiles.listing(Path(root), tree, left)
+    if manifest is None:
+        raise CleanRoomError(_failed("list the files of its tree", budget, left))
+    problems = roomfiles.differences(where, manifest)
+    if problems:
+        raise CleanRoomError(
+            "the clean room does not hold what ralphstate put there, so no check ran in it:"
+            f" {roomfiles.said(problems)}"
+        )
+    return manifest
+
+
 def _commit(root: Path | str, tree: str, parent: str | None, budget: float, left: float) -> str:
     """A commit of `tree` whose parent is `parent` (HEAD), for `git worktree add`."""
     args = ["commit-tree", tree, "-m", MESSAGE, *(["-p", parent] if parent else [])]
-    env = git.git_env(**_IDENTITY)
+    env = gitenv.git_env(**_IDENTITY)
     return _git(args, root, "commit the tree", budget, left, env=env).strip()
 
 
 def _restored(
     root: Path | str,
-    scratch: Path,
+    room_dir: Path,
     tree: str,
     restore: tuple[str, list[str]],
     left: Callable[[], float],
@@ -175,8 +209,8 @@ def _restored(
     of the room's own; the pathspecs are git's, matched by git."""
     source, specs = restore
     budget = limits.CLEAN_ROOM_SECONDS
-    room = git.git_env(GIT_INDEX_FILE=str(scratch / "index"))
-    approved = git.git_env(GIT_INDEX_FILE=str(scratch / "approved"))
+    room = gitenv.git_env(GIT_INDEX_FILE=str(room_dir / "index"))
+    approved = gitenv.git_env(GIT_INDEX_FILE=str(room_dir / "approved"))
     what = "restore the approved paths"
     _git(["read-tree", tree], root, what, budget, left(), env=room)
     # Out first (a file the approved tree lacks stays out), then the approved ones in.
@@ -207,28 +241,59 @@ def _restored(
 # -- removing ----------------------------------------------------------------------
 
 
-def _remove(repo: Path, scratch: Path, where: Path, timeout: float) -> None:
-    """The worktree at `where` out of the repository and off the disk, then `scratch`."""
+def _record(mine: Path, room_dir: Path, repo: Path | str, where: Path) -> None:
+    """Write the record of the room `room_dir` beside it, before git hears of it."""
+    started = process.start_time(os.getpid()) or "-"
+    data = {"pid": os.getpid(), "started": started, "repo": str(repo), "top": where.name}
+    folder = mine / RECORDS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    fsio.atomic_write(folder / f"{room_dir.name}.json", json.dumps(data).encode(), mode=0o600)
+
+
+def _drop_record(room_dir: Path) -> None:
+    mine = scratch.own()
+    if mine is not None and room_dir.parent == mine:
+        with contextlib.suppress(OSError):
+            (mine / RECORDS / f"{room_dir.name}.json").unlink()
+
+
+def _remove(repo: Path, room_dir: Path, where: Path, timeout: float) -> None:
+    """The worktree at `where` out of the repository and off the disk, then `room_dir`,
+    then its record."""
     deadline = time.monotonic() + timeout
     gone = False
-    if where.exists():
+    if _real_dir(where):
         done = git.run_git(["worktree", "remove", "--force", str(where)], repo, timeout=timeout)
         gone = done is not None and done.ok
     if not gone:  # never added, or git could not: off the disk, then out of git's list
         _rmtree(where)
         git.run_git(["worktree", "prune"], repo, timeout=max(deadline - time.monotonic(), 0.001))
-    _rmtree(scratch)
+    _rmtree(room_dir)
+    _drop_record(room_dir)
+
+
+def _real_dir(path: Path) -> bool:
+    """`path` is a directory itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _rmtree(path: Path) -> None:
-    """Remove `path` and all in it, read-only directories a check left included."""
+    """Remove the directory `path` and all in it, read-only directories a check left
+    included; never through a link (a link is removed, not what it names), and a mode
+    is changed only on a directory under `path` itself."""
+    if not _real_dir(path):
+        return
     shutil.rmtree(path, ignore_errors=True)
     if not path.exists():
         return
-    for base, dirs, _ in os.walk(path):
+    for base, dirs, _ in os.walk(path):  # never into a link
         for name in dirs:
-            with contextlib.suppress(OSError):
-                (Path(base) / name).chmod(0o700)
+            if _real_dir(Path(base) / name):
+                with contextlib.suppress(OSError):
+                    (Path(base) / name).chmod(0o700)
     with contextlib.suppress(OSError):
         path.chmod(0o700)
     shutil.rmtree(path, ignore_errors=True)
@@ -236,36 +301,56 @@ def _rmtree(path: Path) -> None:
 
 def clear_leftovers(repo: Path | str, timeout: float) -> list[Path]:
     """Remove the clean rooms of this repository whose process is gone (killed before it
-    could remove its room); the worktrees removed."""
-    deadline = time.monotonic() + timeout
-    done = git.run_git(["worktree", "list", "--porcelain"], repo, timeout=max(timeout, 0.001))
-    if done is None or not done.ok:
+    could remove its room), as ralphstate's own records name them; the worktrees
+    removed. Nothing the repository lists is trusted: a room that is not a real
+    directory in ralphstate's own private directory loses its record, nothing more."""
+    mine = scratch.own()
+    if mine is None:
         return []
+    deadline = time.monotonic() + timeout
+    here = os.path.realpath(repo)
     found = []
-    for line in done.out.splitlines():
-        if not line.startswith("worktree "):
+    try:
+        records = sorted((mine / RECORDS).glob(f"{PREFIX}*.json"))
+    except OSError:
+        return []
+    for record in records:
+        room_dir = mine / record.name.removesuffix(".json")
+        said = _read_record(record)
+        if said is None or os.path.realpath(str(said.get("repo") or "")) != here:
+            continue  # another repository's: its own next room clears it
+        top = str(said.get("top") or "")
+        if not _abandoned(room_dir, said) or not top or os.sep in top or top in ("..", "."):
             continue
-        where = Path(line[len("worktree ") :])
-        if where.parent.name.startswith(PREFIX) and _abandoned(where.parent):
-            _remove(Path(repo), where.parent, where, max(deadline - time.monotonic(), 0.001))
-            found.append(where)
+        if os.path.lexists(room_dir) and not _real_dir(room_dir):
+            _drop_record(room_dir)  # not a room ralphstate made: left alone
+            continue
+        where = room_dir / top
+        _remove(Path(repo), room_dir, where, max(deadline - time.monotonic(), 0.001))
+        found.append(where)
     return found
 
 
-def _abandoned(scratch: Path) -> bool:
-    """The room in `scratch` belongs to no running process."""
-    if not scratch.exists():
-        return True  # the system cleaned its temporary directory: only the entry is left
+def _read_record(record: Path) -> dict[str, object] | None:
     try:
-        pid_text, _, started = (scratch / OWNER).read_text(encoding="ascii").strip().partition(" ")
-        pid = int(pid_text)
+        data = json.loads(fsio.read_regular(record, _RECORD_BYTES))
     except (OSError, ValueError):
-        return True  # every room has its owner before git knows of it
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _abandoned(room_dir: Path, said: dict[str, object]) -> bool:
+    """The room in `room_dir`, of the record `said`, belongs to no running process."""
+    if not os.path.lexists(room_dir):
+        return True  # the system cleaned its temporary directory: only the entry is left
+    pid, started = said.get("pid"), said.get("started")
+    if not isinstance(pid, int):
+        return True  # every record names its process
     if pid == os.getpid():
         return False
     if sys.platform == "win32":  # pragma: no cover - no way to ask: left to the system
         return False
-    if started and started != "-":
+    if isinstance(started, str) and started != "-":
         return not process.running(pid, started)
     return not process.exists(pid)
 

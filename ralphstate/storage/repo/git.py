@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ralphstate.core import limits
+from ralphstate.storage.repo import gitenv
+from ralphstate.storage.repo.gitenv import git_env
 from ralphstate.storage.system import children, fsio, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
 # The id of the tree with nothing in it (a repository before its first commit).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-# Variables a git hook's environment sets that would point these commands elsewhere.
-_GIT_ENV = ("GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_PREFIX")
 
 
 @dataclass
@@ -41,17 +41,6 @@ class Done:
     @property
     def ok(self) -> bool:
         return self.code == 0
-
-
-def git_env(**extra: str) -> dict[str, str]:
-    """The environment of ralphstate's git commands: the caller's, without what would
-    point them elsewhere, and with git's replacement objects off (`git replace` could
-    make a tree read as other content than it holds: a clean room, or the approved
-    tests, must be what their ids say)."""
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV}
-    env["GIT_NO_REPLACE_OBJECTS"] = "1"
-    env.update(extra)
-    return env
 
 
 def run_git(
@@ -71,10 +60,11 @@ def run_git(
     only their first `limit` bytes are kept, so a command that prints a lot costs no
     memory."""
     try:
+        safe = gitenv.safe_env(env if env is not None else git_env(), cwd, timeout)
         done = children.run(
             ["git", *args],
             cwd=cwd,
-            env=env if env is not None else git_env(),
+            env=safe,
             input=input,
             timeout=timeout,
             limit=limit,
@@ -135,6 +125,27 @@ def toplevel(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> Path | No
     """The top of the work tree `root` is in, or None outside a repository."""
     found = _line(["rev-parse", "--show-toplevel"], root, timeout)
     return Path(found) if found else None
+
+
+def repository(root: Path | str, timeout: float = limits.GIT_TIMEOUT) -> str | None:
+    """The repository git finds from `root`: its git directory and its common directory
+    (where its objects and refs are), each its real path and its device and inode, a
+    line each; None outside one. A `.git` moved aside for a new one, or a `commondir`
+    file written into it, changes it."""
+    args = ["rev-parse", "--absolute-git-dir", "--git-common-dir"]
+    done = run_git(args, root, timeout=timeout) if timeout > 0 else None
+    lines = done.out.splitlines() if done is not None and done.ok else []
+    if len(lines) != 2:
+        return None
+    found = []
+    for line in lines:
+        path = os.path.realpath(Path(root) / line)
+        try:  # the directory itself: one made in the place of another is another
+            held = Path(path).stat()
+        except OSError:
+            return None
+        found.append(f"{path} {held.st_dev}:{held.st_ino}")
+    return "\n".join(found)
 
 
 def loop_pathspec(paths: LoopPaths, top: Path) -> list[str]:

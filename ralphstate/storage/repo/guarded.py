@@ -32,7 +32,8 @@ from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.storage.repo import testfiles
-from ralphstate.storage.repo.git import Done, git_env, run_git
+from ralphstate.storage.repo.git import Done, run_git
+from ralphstate.storage.repo.gitenv import git_env
 from ralphstate.storage.system import scratch
 from ralphstate.storage.system.paths import LoopPaths
 

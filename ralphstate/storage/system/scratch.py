@@ -66,9 +66,10 @@ def objects_env(where: Path, real: Path) -> dict[str, str]:
     """The variables that make git write objects into the store `where` and read them
     from it and from `real` (the repository's object directory), and from whatever
     alternates the caller's environment already named. What git writes there is not
-    compressed (`core.looseCompression`, `pack.compression` 0, added to the caller's
-    `GIT_CONFIG_COUNT`): it is read once at most and removed, and compressing a file
-    costs git ten times what hashing it does."""
+    compressed (`core.looseCompression`, `pack.compression` 0, the first of git's
+    `GIT_CONFIG_COUNT` pairs: the caller's own are never passed on, `storage/repo/gitenv.py`
+    `git_env`): it is read once at most and removed, and compressing a file costs git
+    ten times what hashing it does."""
     found = [_quoted(str(real))]
     before = os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES")
     if before:
@@ -77,11 +78,9 @@ def objects_env(where: Path, real: Path) -> dict[str, str]:
         "GIT_OBJECT_DIRECTORY": str(where / "objects"),
         "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.pathsep.join(found),
     }
-    given = os.environ.get("GIT_CONFIG_COUNT", "0")
-    count = int(given) if given.isdigit() else 0
-    for number, key in enumerate(("core.looseCompression", "pack.compression"), count):
+    for number, key in enumerate(("core.looseCompression", "pack.compression")):
         env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, "0"
-    env["GIT_CONFIG_COUNT"] = str(count + 2)
+    env["GIT_CONFIG_COUNT"] = "2"
     return env
 
 
@@ -113,6 +112,17 @@ def parent() -> Path:
         return base
     private = stat.S_ISDIR(found.st_mode) and not found.st_mode & 0o077
     return mine if private and found.st_uid == getuid() else base
+
+
+def own() -> Path | None:
+    """`parent()` when it is the user's own private directory (or on Windows, where the
+    temporary directory is the user's): where clean rooms and their records are kept
+    (`storage/repo/cleanroom.py`). None when there is none: then no room is ever taken
+    for a leftover and removed."""
+    where = parent()
+    if getattr(os, "getuid", None) is None:  # pragma: no cover - Windows
+        return where
+    return where if where.name.startswith(PARENT) else None
 
 
 def clear_leftovers(base: Path | None = None) -> list[Path]:
