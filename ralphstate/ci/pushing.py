@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
+from ralphstate.storage.repo import gitenv
 from ralphstate.storage.system import children
 
 PUSH_EVERY = 2.0  # seconds between looks at the branch's head while the run goes on
@@ -18,27 +19,40 @@ PUSH_TIMEOUT = 120.0
 OUTPUT_BYTES = 1 << 20  # of a command's output kept
 
 
-def credentials(environ: Mapping[str, str]) -> dict[str, str]:
+def credentials(environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """What ralphstate's own git is given to fetch and push on GitHub: the job's token
     as an HTTP header, in git's environment only, never in `.git/config` (the workflows
     check out with `persist-credentials: false`) and never in the agent's environment."""
     token = environ.get("GH_TOKEN") or environ.get("GITHUB_TOKEN")
     server = environ.get("GITHUB_SERVER_URL") or "https://github.com"
     if not token or not server.startswith("https://"):
-        return {}
+        return []
     import base64
 
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"http.{server.rstrip('/')}/.extraheader",
-        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
-    }
+    return [(f"http.{server.rstrip('/')}/.extraheader", f"AUTHORIZATION: basic {basic}")]
+
+
+# What a job's git may reach, over the safe environment of every git of ralphstate's
+# (storage/repo/gitenv.py, which allows no transport): the remote, over https, ssh or a
+# path, with ssh itself as the ssh command whatever `.git/config` names.
+_TRANSPORTS = (
+    ("protocol.https.allow", "always"),
+    ("protocol.ssh.allow", "always"),
+    ("protocol.file.allow", "always"),
+    ("core.sshCommand", "ssh"),
+)
 
 
 def git(root: Path, *args: str, timeout: float = PUSH_TIMEOUT) -> children.Finished:
-    """`git ARGS` in `root`, with the job's own environment and its credentials."""
-    env = {**os.environ, **credentials(os.environ)}
+    """`git ARGS` in `root`: ralphstate's safe git, allowed to reach the remote, with the
+    job's credentials."""
+    env = gitenv.safe_env(gitenv.git_env(), root, timeout)
+    given = int(env.get("GIT_CONFIG_COUNT", "0"))
+    pairs = [*_TRANSPORTS, *credentials(os.environ)]
+    for number, (key, value) in enumerate(pairs, given):
+        env[f"GIT_CONFIG_KEY_{number}"], env[f"GIT_CONFIG_VALUE_{number}"] = key, value
+    env["GIT_CONFIG_COUNT"] = str(given + len(pairs))
     return children.run(["git", *args], cwd=root, env=env, timeout=timeout, limit=OUTPUT_BYTES)
 
 

@@ -24,7 +24,7 @@ POSIX_ONLY = pytest.mark.skipif(os.name != "posix", reason="the programs are she
 # configuration for the filters to turn off, in that environment), and the CI job, which
 # pushes the runner's own fresh checkout with the runner's credentials (its helper must
 # run there).
-GIT_STARTERS = {"storage/repo/git.py", "storage/repo/gitenv.py", "ci/job.py"}
+GIT_STARTERS = {"storage/repo/git.py", "storage/repo/gitenv.py", "ci/pushing.py"}
 
 
 def starts_git(module: ast.Module) -> bool:
