@@ -9,11 +9,15 @@ with no review."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from ralphstate.run import spawn
 from tests.adversarial.scripted import (
     CRITERION,
     FIXED_CALC,
@@ -136,3 +140,32 @@ def test_the_honest_agent_completes_with_no_review_and_its_counts(
     assert "weakened" not in now["evidence"][CRITERION]
     assert not history(calc, "review")
     assert "review" not in str(outs[-1].get("systemMessage", ""))
+
+
+# The agent `ralphstate run` starts: it runs the person's check first (red, the first
+# run), then has the code under test skip its test and runs the check again.
+RUN_AGENT = """\
+import json, subprocess, sys
+from pathlib import Path
+
+sys.stdin.read()
+subprocess.run([sys.executable, "-m", "ralphstate", "verify"], check=False)
+Path("calc/__init__.py").write_text(json.loads(sys.argv[1]))
+subprocess.run([sys.executable, "-m", "ralphstate", "verify"], check=False)
+"""
+
+
+def test_under_run_a_weakened_pass_ends_in_review(
+    person: Person, calc: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "skipping agent.py"
+    script.write_text(RUN_AGENT)
+    agent = spawn.join_command([sys.executable, str(script), json.dumps(SKIPS_ITSELF)])
+    done = person.rs("run", "--agent", agent, "--max", "3", "--json", ok=False)
+
+    out = orjson.loads(done.stdout)
+    assert out["outcome"] != "complete" and done.returncode != 0, (out, done.stderr)
+    now = state(calc)
+    assert (now["status"], now["pauseReason"]) == ("paused", "review"), now
+    assert SKIPPED in done.stderr, done.stderr
+    assert now["evidence"][CRITERION]["weakened"] == SKIPPED

@@ -30,7 +30,7 @@ def test_only_the_first_result_of_the_current_command_is_kept() -> None:
     )
     assert entry["firsts"]["a"] == {
         "passed": True, "at": AT, "command": "test a", "iteration": 0, "tree": "T0",
-        "steps": 0, "by": "person",
+        "steps": 0, "by": "person", "strength": None,
     }  # fmt: skip
     assert entry["failedOnce"] == {"b": "test b"}
     later = noted(entry, loop(iteration=3), Outcome("a", "test a", False, "T1"))
