@@ -49,6 +49,10 @@ _JEST = re.compile(r"^Tests:\s+((?:\d+ [a-z]+, )*\d+ total)$")
 _VITEST = re.compile(r"^Tests\s+((?:\d+ [a-z]+(?: \| )?)+)\s*\((\d+)\)$")
 _GO_V = re.compile(r"^\s*--- (PASS|FAIL|SKIP): ")
 _GO_JSON = re.compile(r'^\{.*"Action": ?"(pass|fail|skip)".*"Test": ?"')
+# The lines that may say a count, by how they start (found by one scan of each chunk).
+_CANDIDATE = re.compile(
+    rb"^[ \t]*(?:=|\d|no tests ran|Ran |OK|FAILED|Tests|--- |\{|test result)[^\n]*", re.MULTILINE
+)
 _CARGO = re.compile(
     r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;"
     r" \d+ measured; (\d+) filtered out"
@@ -116,10 +120,11 @@ class Tally:
 
     def take(self, chunk: bytes) -> None:
         """Read `chunk`, the next bytes of the output."""
-        lines = (self._partial + chunk).split(b"\n")
-        self._partial = lines.pop()[: LINE_BYTES + 1]
-        for line in lines:
-            self._line(line[:LINE_BYTES])
+        data = self._partial + chunk
+        cut = data.rfind(b"\n") + 1
+        self._partial = data[cut:][: LINE_BYTES + 1]
+        for found in _CANDIDATE.finditer(data, 0, cut):
+            self._line(found.group()[:LINE_BYTES])
 
     def counts(self) -> Counts | None:
         """The tests the output said ran; None when no runner's summary was seen."""
@@ -140,29 +145,30 @@ class Tally:
         return total
 
     def _line(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", "replace").rstrip("\r").strip()
-        if not line:
-            return
-        for runner, parse in (("pytest", _pytest), ("jest", _jest), ("vitest", _vitest)):
-            found = parse(line)
-            if found is not None:
-                self._last[runner] = found
-                return
-        self._summed(line)
+        line = raw.decode("utf-8", "replace").strip()
+        if line.startswith("Tests"):
+            self._one("jest", _jest(line)) or self._one("vitest", _vitest(line))
+        elif line.startswith(("--- ", "{")):
+            go = _GO_V.match(line) or _GO_JSON.match(line)
+            if go:
+                self._seen.add("go")
+                self._go[("PASS", "FAIL", "SKIP").index(go.group(1).upper())] += 1
+        elif line.startswith("test result"):
+            cargo = _CARGO.match(line)
+            if cargo:
+                self._seen.add("cargo")
+                for i, number in enumerate(cargo.groups()):
+                    self._cargo[i] += int(number)
+        elif line.startswith(("Ran ", "OK", "FAILED")):
+            self._unittest(line)
+        else:
+            self._one("pytest", _pytest(line))
 
-    def _summed(self, line: str) -> None:
-        go = _GO_V.match(line) or _GO_JSON.match(line)
-        if go:
-            self._seen.add("go")
-            self._go[("PASS", "FAIL", "SKIP").index(go.group(1).upper())] += 1
-            return
-        cargo = _CARGO.match(line)
-        if cargo:
-            self._seen.add("cargo")
-            for i, number in enumerate(cargo.groups()):
-                self._cargo[i] += int(number)
-            return
-        self._unittest(line)
+    def _one(self, runner: str, found: Counts | None) -> bool:
+        """Keep `found`, the last summary of `runner` so far, when there is one."""
+        if found is not None:
+            self._last[runner] = found
+        return found is not None
 
     def _unittest(self, line: str) -> None:
         ran = _UNITTEST_RAN.match(line)
