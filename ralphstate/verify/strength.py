@@ -51,8 +51,10 @@ _GO_V = re.compile(r"^\s*--- (PASS|FAIL|SKIP): ")
 _GO_JSON = re.compile(r'^\{.*"Action": ?"(pass|fail|skip)".*"Test": ?"')
 # The lines that may say a count, by how they start (found by one scan of each chunk).
 _CANDIDATE = re.compile(
-    rb"^[ \t]*(?:=|\d|no tests ran|Ran |OK|FAILED|Tests|--- |\{|test result)[^\n]*", re.MULTILINE
+    rb"^[ \t]*(?:\x1b|=|\d|no tests ran|Ran |OK|FAILED|Tests|--- |\{|test result)[^\n]*",
+    re.MULTILINE,
 )
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 _CARGO = re.compile(
     r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;"
     r" \d+ measured; (\d+) filtered out"
@@ -145,7 +147,10 @@ class Tally:
         return total
 
     def _line(self, raw: bytes) -> None:
-        line = raw.decode("utf-8", "replace").strip()
+        line = raw.decode("utf-8", "replace")
+        if "\x1b" in line:
+            line = _COLOUR.sub("", line)  # `--color=yes`, FORCE_COLOR
+        line = line.strip()
         if line.startswith("Tests"):
             self._one("jest", _jest(line)) or self._one("vitest", _vitest(line))
         elif line.startswith(("--- ", "{")):

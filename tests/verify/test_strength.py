@@ -195,6 +195,12 @@ def test_the_last_pytest_summary_counts_and_two_runners_add_up() -> None:
     assert (found["runner"], found["ran"], found["skipped"]) == ("pytest+cargo", 6, 2)
 
 
+def test_real_pytest_in_colour(tmp_path: Path) -> None:
+    out = run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=yes")
+    assert "\x1b[" in out.splitlines()[-1]
+    assert strength.parse(out) == counts("pytest", 3, 2, 1, 2, 5)
+
+
 def test_lines_cut_across_chunks_are_read_whole() -> None:
     tally = strength.Tally()
     data = CARGO.encode()
