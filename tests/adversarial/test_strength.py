@@ -140,6 +140,8 @@ def test_the_honest_agent_completes_with_no_review_and_its_counts(
     assert "weakened" not in now["evidence"][CRITERION]
     assert not history(calc, "review")
     assert "review" not in str(outs[-1].get("systemMessage", ""))
+    log = person.rs("log").stdout  # the count is in each check's summary, once
+    assert "pytest: 3 ran, 3 passed" in log and "strength=" not in log, log
 
 
 # The agent `ralphstate run` starts: it runs the person's check first (red, the first
