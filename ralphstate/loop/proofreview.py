@@ -211,6 +211,8 @@ def approve(store: Store, by: actor.Actor, run: dict[str, object] | None = None)
 
     def change(current: st.State, events: list[Event]) -> st.State:
         events.append({"event": "approved", "contract": proof.contract_of(current)})
+        for evidence in current["evidence"].values():
+            evidence.pop("weakened", None)  # the counts it ran are the baseline now
         if current["status"] == "paused" and current["pauseReason"] == "review":
             from ralphstate.core import queries
 
