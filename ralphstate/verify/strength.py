@@ -6,8 +6,9 @@ strength"). Pure: no I/O.
     counts = tally.counts()      # {"runner", "collected", "ran", "passed", "failed",
                                  #  "skipped"}, or None: no runner's summary was seen
 
-The runners and the lines read (each line at most LINE_BYTES, so the reading is linear
-and bounded whatever the check prints; nothing but the counters is kept):
+The runners and the lines read (each line at most `limits.MAX_COUNT_LINE_BYTES`, so the
+reading is linear and bounded whatever the check prints; nothing but the counters is
+kept):
 
 - pytest: its last line, `1 failed, 2 passed, 1 skipped, 1 deselected in 0.12s` (with
   or without `=`); `no tests ran in 0.01s`;
@@ -32,12 +33,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ralphstate.core import proof
+from ralphstate.core import limits, proof
 
 Counts = dict[str, Any]
 
 # The most of one line that is read; the rest of a longer line is passed over.
-LINE_BYTES = 512
+LINE_BYTES = limits.MAX_COUNT_LINE_BYTES
 # The fields of a count, in the order they are shown.
 FIELDS = ("collected", "ran", "passed", "failed", "skipped")
 

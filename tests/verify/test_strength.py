@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ralphstate.core import proof
+from ralphstate.core import limits, proof
 from ralphstate.verify import strength
 
 SUITE = """\
@@ -216,6 +216,15 @@ def test_a_huge_output_is_read_in_bounded_lines() -> None:
     found = tally.counts()
     assert found is not None and found["ran"] == 50_000
     assert len(tally._partial) <= strength.LINE_BYTES + 1
+
+
+def test_max_count_line_bytes() -> None:
+    core = "2 passed in 0.01s"
+    within = "=" * (limits.MAX_COUNT_LINE_BYTES - len(core)) + core
+    assert len(within) == limits.MAX_COUNT_LINE_BYTES
+    assert strength.parse(within + "\n") == counts("pytest", 2, 2, 0, 0, 2)
+    past = "=" + within  # one byte more: its last byte, the `s` of `0.01s`, is not read
+    assert strength.parse(past + "\n") is None
 
 
 def test_describe_says_what_ran() -> None:
