@@ -203,12 +203,15 @@ def already_true(state: st.State, entry: Entry | None = None) -> list[str]:
 def baseline(entry: Entry | None, criterion: str, command: str) -> tuple[Any, str] | None:
     """The counts a pass of `criterion`'s check `command` is held to, and since when:
     as a person approved them ("approval"), else as its first run said ("its first
-    run"); None when neither is known for this command."""
+    run") when that run failed: a first run that passed may have run the work's own
+    new tests, untracked, that a clean room leaves out. None: neither is known."""
     approved = _table(entry, "approvedStrength").get(criterion)
     if isinstance(approved, dict) and approved.get("command") == command:
         return approved.get("strength"), "approval"
     first = _table(entry, "firsts").get(criterion)
-    if isinstance(first, dict) and first.get("command") == command and "strength" in first:
+    if not isinstance(first, dict) or first.get("command") != command:
+        return None
+    if "strength" in first and first.get("passed") is False:
         return first.get("strength"), "its first run"
     return None
 

@@ -138,3 +138,11 @@ def test_a_new_command_is_held_to_its_own_first_run_and_old_passes_to_nothing() 
     assert redgreen.weakened_passes(changed, entry) == []
     old = {"lastPass": {"a": {"command": "test a", "tree": None}}}  # before counts were kept
     assert redgreen.weakened_passes(state, old) == []
+
+
+def test_a_first_run_that_passed_is_no_baseline() -> None:
+    """It may have run the work's new tests, untracked, that a clean room leaves out."""
+    state = loop()
+    entry = noted({}, state, Outcome("a", "test a", True, None, strength=ran(3)))
+    entry = noted(entry, state, Outcome("a", "test a", True, None, "C1", strength=ran(2)))
+    assert redgreen.weakened_passes(state, entry) == []
