@@ -12,7 +12,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
-from ralphstate.verify import execute, onecheck, pool
+from ralphstate.verify import execute, onecheck, pool, strength
 
 EXIT_INTERRUPTED = 130
 
@@ -30,8 +30,12 @@ def result_lines(result: onecheck.CheckResult) -> list[str]:
     """One line for a check, then, when it failed, the end of its output, indented."""
     took = f"{result.duration_ms / 1000:.1f}s"
     name = visible(result.criterion)
+    if result.passed and result.weakened:
+        word = output.style("WEAKENED", fg="yellow")
+        return [f"{word}  {name}  ({took}, {result.summary})"]
     if result.passed:
-        return [f"{output.style('PASS', fg='green')}  {name}  ({took})"]
+        counted = strength.describe(result.strength)
+        return [f"{output.style('PASS', fg='green')}  {name}  ({took}, {counted})"]
     word = output.style("HELD", fg="yellow") if result.held else output.style("FAIL", fg="red")
     lines = [f"{word}  {name}  ({took}, {result.summary})"]
     lines += ["    " + line for line in result.output_tail.splitlines()]

@@ -56,6 +56,11 @@ class Evidence(TypedDict, total=False):
     # tracked files, whose tree was `cleanTree`; absent: it ran in the project itself.
     clean: bool
     cleanTree: str
+    # How many tests the check's output said ran (verify/strength.py): `runner`,
+    # `collected`, `ran`, `passed`, `failed`, `skipped`; null: exit code only. `weakened`:
+    # why this pass ran fewer tests than its baseline (docs/explanation/proof.md).
+    strength: dict[str, Any] | None
+    weakened: str
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).

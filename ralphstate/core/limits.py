@@ -93,6 +93,9 @@ MAX_CHECK_TIMEOUT = 86400.0
 # What is kept of a check's output: the last lines of the last bytes, read as it runs.
 MAX_CHECK_OUTPUT_BYTES = 4096
 MAX_CHECK_OUTPUT_LINES = 40
+# The most of one line of a check's output read for how many tests ran
+# (verify/strength.py); the rest of a longer line is passed over.
+MAX_COUNT_LINE_BYTES = 512
 # The Stop hook's total time for running checks before it allows a claimed completion;
 # `ralphstate install` gives the Stop hook STOP_HOOK_TIMEOUT, which leaves room for it.
 STOP_VERIFY_BUDGET = 120.0

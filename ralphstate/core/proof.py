@@ -242,3 +242,42 @@ def carried(approved: Contract, before: Contract, after: Contract) -> Contract:
         else:
             new[key] = now
     return new
+
+
+def weaker_tests(name: str, baseline: Any, now: Any, since: str) -> str | None:
+    """The sentence that says how a pass of `name`'s check ran fewer tests than its
+    `baseline` (the counts of verify/strength.py, taken `since` "approval" or "its first
+    run"): fewer ran, more skipped, none ran, or none counted where some were; None
+    when it ran at least as many."""
+    said = f"{_q(name)} is weakened:"
+    if not isinstance(now, dict):
+        if isinstance(baseline, dict):
+            ran = baseline.get("ran", 0)
+            return f"{said} its output no longer says how many tests ran ({ran} at {since})"
+        return None
+    ran = int(now.get("ran") or 0)
+    if ran == 0:
+        return f"{said} no tests ran"
+    if not isinstance(baseline, dict):
+        return None
+    before = int(baseline.get("ran") or 0)
+    if ran < before:
+        return f"{said} {_tests(ran)} ran, {before} at {since}"
+    skipped, skipped_before = int(now.get("skipped") or 0), int(baseline.get("skipped") or 0)
+    if skipped > skipped_before:
+        return f"{said} {_tests(skipped)} skipped, {skipped_before} at {since}"
+    return None
+
+
+def _tests(n: int) -> str:
+    return f"{n} test" if n == 1 else f"{n} tests"
+
+
+def tests_said(counts: Any) -> str:
+    """A check's test counts (verify/strength.py) as a person reads them: `pytest: 3
+    ran, 2 passed, 1 failed, 1 skipped`; `exit code only` when there are none."""
+    if not isinstance(counts, dict):
+        return "exit code only"
+    said = [f"{counts.get('ran', 0)} ran"]
+    said += [f"{counts[k]} {k}" for k in ("passed", "failed", "skipped") if counts.get(k)]
+    return f"{visible(str(counts.get('runner', '')))}: {', '.join(said)}"

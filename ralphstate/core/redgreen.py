@@ -10,8 +10,12 @@ the command of a check that has failed at least once. A new command starts again
 `lastPass[criterion]` is `{"command", "tree", "cleanTree"}` of the check's last pass
 that counted (nothing after a failure): the Stop hook runs a check again only when the
 code changed since (`queries.fresh`), and a pass written into state.json by hand is not
-one. `lastRun[criterion]` is `{"command", "ms"}`: how long its last run took, which says
-whether it can fit a stop's budget (verify/fitting.py).
+one. `lastRun[criterion]` is `{"command", "ms", "strength"}`: how long its last run took, which
+says whether it can fit a stop's budget (verify/fitting.py). `strength`, in `firsts`,
+`lastRun` and `lastPass`, is how many tests the run's output said ran
+(verify/strength.py; None: exit code only), and `approvedStrength[criterion]` is
+`{"command", "strength"}` as a person last approved it: a pass weaker than that
+baseline (or than the first run's, before any approval) is weakened (`weakened`).
 
 A criterion is **already true** when its check's first result passed before the loop
 did any work: on the tree the loop started on (git), or, where no tree tells, at
@@ -26,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from ralphstate.core import queries
+from ralphstate.core import proof, queries
 from ralphstate.core import state as st
 
 Entry = Mapping[str, Any]
@@ -54,6 +58,8 @@ class Outcome(NamedTuple):
     clean_tree: str | None = None
     # How long it ran, in milliseconds.
     duration_ms: int | None = None
+    # How many tests its output said ran (verify/strength.py); None: exit code only.
+    strength: dict[str, Any] | None = None
 
 
 def _table(entry: Entry | None, key: str) -> dict[str, Any]:
@@ -116,15 +122,18 @@ def noted(
                 "tree": outcome.tree,
                 "steps": len(state["completedSteps"]),
                 "by": by,
+                "strength": outcome.strength,
             }
         if outcome.duration_ms is not None:
             took[name] = {"command": command, "ms": outcome.duration_ms}
+            took[name]["strength"] = outcome.strength
         if not outcome.passed:
             failed[name] = command
             passes.pop(name, None)
         elif name not in expect_fail(state, entry) or failed.get(name) == command:
             passes[name] = {"command": command, "tree": outcome.tree}
             passes[name]["cleanTree"] = outcome.clean_tree
+            passes[name]["strength"] = outcome.strength
     new = dict(entry)
     new["firsts"] = _bounded(firsts, state)
     new["failedOnce"] = _bounded(failed, state)
@@ -189,3 +198,58 @@ def already_true(state: st.State, entry: Entry | None = None) -> list[str]:
         elif first_already_true(entry, name, command):
             found.append(name)
     return found
+
+
+def baseline(entry: Entry | None, criterion: str, command: str) -> tuple[Any, str] | None:
+    """The counts a pass of `criterion`'s check `command` is held to, and since when:
+    as a person approved them ("approval"), else as its first run said ("its first
+    run") when that run failed: a first run that passed may have run the work's own
+    new tests, untracked, that a clean room leaves out. None: neither is known."""
+    approved = _table(entry, "approvedStrength").get(criterion)
+    if isinstance(approved, dict) and approved.get("command") == command:
+        return approved.get("strength"), "approval"
+    first = _table(entry, "firsts").get(criterion)
+    if not isinstance(first, dict) or first.get("command") != command:
+        return None
+    if "strength" in first and first.get("passed") is False:
+        return first.get("strength"), "its first run"
+    return None
+
+
+def weakened(entry: Entry | None, criterion: str, command: str, now: Any) -> str | None:
+    """Why a pass of `criterion`'s check `command` that counted `now` ran fewer tests
+    than its baseline (core/proof.py `weaker_tests`); None when it did not."""
+    found = baseline(entry, criterion, command)
+    held_to, since = found if found is not None else (None, "approval")
+    return proof.weaker_tests(criterion, held_to, now, since)
+
+
+def weakened_passes(state: st.State, entry: Entry | None) -> list[str]:
+    """One sentence for each criterion whose check's last pass that counted (the
+    ledger's `lastPass`, for its current command) was weakened."""
+    found = []
+    passes = _table(entry, "lastPass")
+    for name in state["criteria"]:
+        command, last = state["checks"].get(name), passes.get(name)
+        if command is None or not isinstance(last, dict) or last.get("command") != command:
+            continue
+        if "strength" not in last:
+            continue  # a pass recorded before counts were kept
+        said = weakened(entry, name, command, last.get("strength"))
+        if said:
+            found.append(said)
+    return found
+
+
+def approved_strength(entry: Entry, state: st.State) -> dict[str, Any]:
+    """`approvedStrength` as a person approves the loop now: each check's latest counts
+    (`lastRun`), or the ones approved before for a check that has not run since."""
+    kept = _table(entry, "approvedStrength")
+    runs = _table(entry, "lastRun")
+    for name in state["criteria"]:
+        command, run = state["checks"].get(name), runs.get(name)
+        if not command or not isinstance(run, dict) or run.get("command") != command:
+            continue
+        if "strength" in run:
+            kept[name] = {"command": command, "strength": run.get("strength")}
+    return _bounded(kept, state)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import checkrun, clock, ownership, queries, unfinished
+from ralphstate.core import checkrun, clock, ownership, proof, queries, unfinished
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -57,6 +57,10 @@ def _standing(
         text += f" {clock.age(evidence['at'])} ago"
     if label == "verified" and evidence.get("clean"):
         text += ", in a clean room"
+    if label == "verified" and "strength" in evidence:
+        text += f", {proof.tests_said(evidence.get('strength'))}"
+    if label == "verified" and evidence.get("weakened"):
+        text += ", " + style(f"WEAKENED: {visible(str(evidence['weakened']))}", fg="yellow")
     if label == "failing" and evidence.get("summary"):
         text += f": {visible(evidence['summary'])}"
     if stale:

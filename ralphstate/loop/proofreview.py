@@ -2,7 +2,9 @@
 they approved, and its guarded files against the approved tree
 (docs/explanation/proof.md).
 
-`pending` gathers it for the Stop hook, `ralphstate run`, `status` and `review`; it
+A check's last pass that ran fewer tests than the person approved (or than its first
+run) is a change to review too (core/redgreen.py `weakened_passes`). `pending` gathers
+it for the Stop hook, `ralphstate run`, `status` and `review`; it
 reads the ledger (storage/peruser/ledger.py), the history's tail (who made each change) and,
 for a loop with guards, asks git. `approve` and `revert` are the person's answers.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ralphstate.core import actor, limits, proof
+from ralphstate.core import actor, limits, proof, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.loopdir.store import Event, Store
@@ -70,16 +72,18 @@ def pending(
     changes += _git_settings_changed(store, entry)
     guard = _guard_changes(store, state, entry)
     tools = _toolchain_changes(store, state) if toolchain else []
-    if adopt and not changes and current != approved and not guard.changes:
+    weaker = redgreen.weakened_passes(state, entry)
+    if adopt and not changes and current != approved and not guard.changes and not weaker:
         _extend(store, state, current)  # only additions: they stand without a review
     by = _actors(store, state, str(entry.get("approvedAt") or "")) if changes else []
     if changes and entry.get("replaced"):
         who = actor.describe(entry.get("author"))
         replaced = "(`init --force`, or `init` after a deleted state.json)"
         by = [f"{who}, who started a new loop over yours {replaced}"]
+    by_tests = ["edits in the work tree"] if weaker and not guard.by else []
     return proof.Pending(
-        [*changes, *guard.changes, *tools],
-        [*by, *guard.by, *([TOOLCHAIN_BY] if tools and not guard.by else [])],
+        [*changes, *guard.changes, *weaker, *tools],
+        [*by, *guard.by, *by_tests, *([TOOLCHAIN_BY] if tools and not guard.by else [])],
         guard.new_tests,
         guard.files,
         _approvals(entry),
@@ -163,6 +167,18 @@ def _toolchain_changes(store: Store, state: st.State) -> list[str]:
     return toolchain.changes(approved, toolchain.fingerprint(commands, store.paths.root, env))
 
 
+def _record_strength(store: Store, state: st.State) -> None:
+    """Keep each check's latest test counts as the person approves them: the baseline a
+    later pass is held to (core/redgreen.py `approved_strength`)."""
+
+    def edit(entry: dict[str, Any]) -> None:
+        if entry.get("loop") == state.get("loopId"):
+            entry["approvedStrength"] = redgreen.approved_strength(entry, state)
+
+    with contextlib.suppress(RalphstateError):
+        ledger.change(store.paths, edit)
+
+
 def _guard_changes(store: Store, state: st.State, entry: dict[str, Any]) -> proof.Pending:
     """The guarded files changed since the approved tree (the guards module decides)."""
     raw: dict[str, Any] = dict(state)
@@ -235,9 +251,12 @@ def approve(
     tree = _guard_tree(store, state)
     ledger.approve(store.paths, state, by, proof.contract_of(state), tree)
     record_git_settings(store.paths)
+    _record_strength(store, state)
 
     def change(current: st.State, events: list[Event]) -> st.State:
         events.append({"event": "approved", "contract": proof.contract_of(current)})
+        for evidence in current["evidence"].values():
+            evidence.pop("weakened", None)  # the counts it ran are the baseline now
         if current["status"] == "paused" and current["pauseReason"] == "review":
             from ralphstate.core import queries
 

@@ -109,7 +109,7 @@ def _check(d: Entry) -> str:
         parts.append("clean room")
     known: tuple[str, ...] = ("criterion", "result", "summary", "exitCode", "durationMs")
     known += ("timedOut", "by", "commit", "dirty", "tree", "clean", "cleanTree", "command")
-    known += ("outputBytes",)
+    known += ("outputBytes", "strength", "weakened")  # the summary says both
     return " · ".join(parts + _rest(d, *known))
 
 

@@ -10,7 +10,9 @@ calls it wherever checks run: `verify`, `run`, the Stop hook, the task gate). In
 change of the ledger it records each criterion's first result for its current command
 and the commands that failed; then it holds back a pass that must fail first
 (`expectFail`: the result fails, its summary says why) and marks the results of a
-criterion already true at the start (`alreadyTrue` in the evidence). A ledger that
+criterion already true at the start (`alreadyTrue` in the evidence), and names a pass
+that ran fewer tests than its baseline (`weakened`: loop/proofreview.py pauses the loop
+for review on it, core/redgreen.py `weakened_passes`). A ledger that
 cannot be written never fails the command: it is said on stderr and in the log, and a
 pass that must fail first is judged by what the ledger held.
 """
@@ -45,6 +47,8 @@ class Result(Protocol):
     code: git.Snapshot | None
     clean_tree: str | None
     duration_ms: int
+    strength: dict[str, Any] | None
+    weakened: str | None
 
 
 def say(message: str) -> None:
@@ -80,6 +84,9 @@ def judging(
 def _hold(state: st.State, entry: Any, result: Result) -> None:
     if result.passed and not redgreen.counts(state, entry, result.criterion, result.command):
         result.passed, result.held = False, True
+    if result.passed:
+        name, command = result.criterion, result.command
+        result.weakened = redgreen.weakened(entry, name, command, result.strength)
 
 
 def judge(store: Store, results: Sequence[Result]) -> None:
@@ -98,6 +105,7 @@ def judge(store: Store, results: Sequence[Result]) -> None:
             r.code.tree if r.code else None,
             r.clean_tree,
             r.duration_ms,
+            r.strength,
         )
         for r in results
     ]

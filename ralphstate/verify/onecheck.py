@@ -28,7 +28,7 @@ from ralphstate.core import clock, fields, limits, redgreen
 from ralphstate.core.text import plain_output
 from ralphstate.storage.repo import git
 from ralphstate.storage.system import children
-from ralphstate.verify import pool
+from ralphstate.verify import pool, strength
 
 if TYPE_CHECKING:
     from ralphstate.verify.pool import Running
@@ -61,6 +61,10 @@ class CheckResult:
     # The verification's time budget cut it short, or left it no time: it says nothing
     # of the check (the Stop hook leaves it to `ralphstate verify`, verify/fitting.py).
     budget_cut: bool = False
+    # How many tests its output said ran (verify/strength.py); None: exit code only.
+    strength: dict[str, Any] | None = None
+    # Why this pass ran fewer tests than its baseline (verify/firsts.py); None: it did not.
+    weakened: str | None = None
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -75,7 +79,10 @@ class CheckResult:
             return redgreen.HELD
         if self.timed_out:
             return f"timed out after {self.timeout:g}s"
-        return f"exit code {self.exit_code}"
+        counted = f"exit code {self.exit_code}"
+        if self.strength is not None:  # else "exit code only", said where counts are shown
+            counted += f" ({strength.describe(self.strength)})"
+        return f"{counted}; {self.weakened}" if self.weakened else counted
 
     def evidence(self, at: str) -> fields.Evidence:
         """The entry kept in state.json's `evidence` for this criterion."""
@@ -92,6 +99,8 @@ class CheckResult:
             **code_fields(self.code),
             **({"alreadyTrue": True} if self.already_true else {}),
             **({"clean": True, "cleanTree": self.clean_tree} if self.clean_tree else {}),
+            **({"strength": self.strength} if self.exit_code is not None else {}),
+            **({"weakened": self.weakened} if self.weakened else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -150,7 +159,13 @@ def run_one(
     if running is not None:
         running.started(proc)
     tail = children.Kept(limits.MAX_CHECK_OUTPUT_BYTES, tail=True)
-    reader = children.read(proc.stdout, tail.take)
+    tally = strength.Tally()
+
+    def take(chunk: bytes) -> None:
+        tail.take(chunk)
+        tally.take(chunk)
+
+    reader = children.read(proc.stdout, take)
     timed_out = False
     try:
         try:
@@ -173,6 +188,7 @@ def run_one(
         timed_out=timed_out,
         output_tail=_tail_text(tail, limits.MAX_CHECK_OUTPUT_LINES),
         output_bytes=tail.total,
+        strength=tally.counts(),
     )
 
 

@@ -30,7 +30,7 @@ def test_only_the_first_result_of_the_current_command_is_kept() -> None:
     )
     assert entry["firsts"]["a"] == {
         "passed": True, "at": AT, "command": "test a", "iteration": 0, "tree": "T0",
-        "steps": 0, "by": "person",
+        "steps": 0, "by": "person", "strength": None,
     }  # fmt: skip
     assert entry["failedOnce"] == {"b": "test b"}
     later = noted(entry, loop(iteration=3), Outcome("a", "test a", False, "T1"))
@@ -109,3 +109,40 @@ def test_an_expect_fail_dropped_from_the_state_still_holds_when_approved() -> No
     approved = {"approved": {"expectFail": ["b"]}}
     assert redgreen.expect_fail(loop(), approved) == ["b"]
     assert redgreen.counts(loop(), approved, "b", "test b") is False
+
+
+def ran(n: int, skipped: int = 0) -> dict[str, Any]:
+    return {"runner": "pytest", "collected": n + skipped, "ran": n, "passed": n}
+
+
+def test_a_pass_is_held_to_its_first_run_then_to_the_approved_counts() -> None:
+    state = loop()
+    entry = noted({}, state, Outcome("a", "test a", False, None, strength=ran(5)))
+    entry = noted(entry, state, Outcome("a", "test a", True, None, duration_ms=9, strength=ran(3)))
+    assert entry["lastPass"]["a"]["strength"] == ran(3)
+    assert redgreen.weakened_passes(state, entry) == [
+        "'a' is weakened: 3 tests ran, 5 at its first run"
+    ]
+    entry["approvedStrength"] = redgreen.approved_strength(entry, state)  # a person approves
+    assert entry["approvedStrength"] == {"a": {"command": "test a", "strength": ran(3)}}
+    assert redgreen.weakened_passes(state, entry) == []
+    fewer = noted(entry, state, Outcome("a", "test a", True, None, strength=ran(2)))
+    assert redgreen.weakened_passes(state, fewer) == ["'a' is weakened: 2 tests ran, 3 at approval"]
+
+
+def test_a_new_command_is_held_to_its_own_first_run_and_old_passes_to_nothing() -> None:
+    state = loop()
+    entry = noted({}, state, Outcome("a", "test a", False, None, strength=ran(5)))
+    changed = loop(checks={"a": "test a2", "b": "test b"})
+    entry = noted(entry, changed, Outcome("a", "test a2", True, None, strength=ran(1)))
+    assert redgreen.weakened_passes(changed, entry) == []
+    old = {"lastPass": {"a": {"command": "test a", "tree": None}}}  # before counts were kept
+    assert redgreen.weakened_passes(state, old) == []
+
+
+def test_a_first_run_that_passed_is_no_baseline() -> None:
+    """It may have run the work's new tests, untracked, that a clean room leaves out."""
+    state = loop()
+    entry = noted({}, state, Outcome("a", "test a", True, None, strength=ran(3)))
+    entry = noted(entry, state, Outcome("a", "test a", True, None, "C1", strength=ran(2)))
+    assert redgreen.weakened_passes(state, entry) == []

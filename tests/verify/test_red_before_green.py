@@ -93,8 +93,8 @@ def test_a_check_true_before_any_work_is_said_everywhere(rs: Any, repo: Path) ->
     assert state["evidence"]["adds"]["alreadyTrue"] is True
     assert "alreadyTrue" not in state["evidence"]["multiplies"]
     shown = ageless(rs("status").out)
-    assert f"  [x] adds  (verified N ago, in a clean room, {ALREADY})\n" in shown
-    assert "  [x] multiplies  (verified N ago, in a clean room)\n" in shown
+    assert f"  [x] adds  (verified N ago, in a clean room, exit code only, {ALREADY})\n" in shown
+    assert "  [x] multiplies  (verified N ago, in a clean room, exit code only)\n" in shown
     report = rs("report").out
     assert "[x] adds: verified on " in report and ALREADY in report
     assert report.count(ALREADY) == 1

@@ -60,7 +60,7 @@ def test_verify_records_pass_and_fail_with_evidence(project: Path, rs: Any) -> N
     done = rs("verify")
     assert (done.code, done.err) == (1, "")
     assert timeless(done.out) == (
-        "PASS  tests pass  (Ts)\n"
+        "PASS  tests pass  (Ts, exit code only)\n"
         "FAIL  lint clean  (Ts, exit code 3)\n"
         "    first line\n"
         "    boom: 1 == 2\n"
@@ -99,7 +99,7 @@ def test_verify_all_passing_exits_0(project: Path, rs: Any) -> None:
     done = rs("verify")
     assert (done.code, timeless(done.out)) == (
         0,
-        "PASS  a  (Ts)\nPASS  b  (Ts)\nall 2 checks passed\n",
+        "PASS  a  (Ts, exit code only)\nPASS  b  (Ts, exit code only)\nall 2 checks passed\n",
     )
 
 
@@ -121,7 +121,7 @@ def test_verify_names_and_numbers_select_checks(project: Path, rs: Any) -> None:
         {"a": PASS, "b": py(f"open({str(marker)!r}, 'w').close()"), "c": FAIL},
     )
     done = rs("verify", "3", "a", "a")
-    assert timeless(done.out).splitlines()[0] == "PASS  a  (Ts)"  # the loop's order
+    assert timeless(done.out).splitlines()[0] == "PASS  a  (Ts, exit code only)"  # the loop's order
     assert timeless(done.out).splitlines()[1] == "FAIL  c  (Ts, exit code 3)"
     assert not marker.exists()
     assert set(state_of(project)["evidence"]) == {"a", "c"}
@@ -179,7 +179,7 @@ def test_verify_json(project: Path, rs: Any) -> None:
     ]
     assert set(data[0]) == {
         "criterion", "result", "command", "exitCode", "timedOut", "durationMs", "at",
-        "summary", "outputTail", "outputBytes", "alreadyTrue",
+        "summary", "outputTail", "outputBytes", "alreadyTrue", "strength",
     }  # fmt: skip
     assert "alreadyTrue" not in data[1]  # it passed at its first run, before any work
 
@@ -201,7 +201,7 @@ def test_a_check_past_its_timeout_is_killed_and_fails(project: Path, rs: Any) ->
     assert timeless(done.out) == (
         "FAIL  slow  (Ts, timed out after 2s)\n"
         "    sleeping\n"
-        "PASS  fast  (Ts)\n"
+        "PASS  fast  (Ts, exit code only)\n"
         "1 of 2 checks failed\n"
     )
     evidence = state_of(project)["evidence"]["slow"]
@@ -239,7 +239,8 @@ def test_nothing_a_check_starts_outlives_it(project: Path, rs: Any) -> None:
     )
     make_loop(rs, {"bg": f"{command} & {waiter}; echo done"})
     done = rs("verify")
-    assert (done.code, timeless(done.out)) == (0, "PASS  bg  (Ts)\nthe one check passed\n")
+    said = "PASS  bg  (Ts, exit code only)\nthe one check passed\n"
+    assert (done.code, timeless(done.out)) == (0, said)
     assert started.exists()
     wait_for(lambda: not alive(int(pid_file.read_text())), "the straggler to be killed")
 
@@ -324,8 +325,8 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
     lines = ageless(rs("status").out).splitlines()
     assert lines[3:6] == [  # it passed at the first run, before any work
         (
-            "  [x] tests pass  (verified N ago, already true at the start: proves nothing"
-            " about the work)"
+            "  [x] tests pass  (verified N ago, exit code only, already true at the start:"
+            " proves nothing about the work)"
         ),
         "  [x] docs  (claimed N ago)",
         "  [ ] lint  (failing N ago: exit code 3)",
