@@ -56,6 +56,9 @@ class Evidence(TypedDict, total=False):
     # tracked files, whose tree was `cleanTree`; absent: it ran in the project itself.
     clean: bool
     cleanTree: str
+    # Who produced it, and whether its clean room was confined (core/provenance.py).
+    by: str
+    confined: bool
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).

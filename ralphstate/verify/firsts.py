@@ -45,6 +45,7 @@ class Result(Protocol):
     code: git.Snapshot | None
     clean_tree: str | None
     duration_ms: int
+    by: str
 
 
 def say(message: str) -> None:
@@ -98,6 +99,7 @@ def judge(store: Store, results: Sequence[Result]) -> None:
             r.code.tree if r.code else None,
             r.clean_tree,
             r.duration_ms,
+            r.by,
         )
         for r in results
     ]

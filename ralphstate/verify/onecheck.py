@@ -60,6 +60,10 @@ class CheckResult:
     # The verification's time budget cut it short, or left it no time: it says nothing
     # of the check (the Stop hook leaves it to `ralphstate verify`, verify/fitting.py).
     budget_cut: bool = False
+    # Who produced it (core/provenance.py: stop, task, run, verify, init, ci, or agent),
+    # and whether its clean room was confined while it ran.
+    by: str = "verify"
+    confined: bool = False
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -91,6 +95,8 @@ class CheckResult:
             **code_fields(self.code),
             **({"alreadyTrue": True} if self.already_true else {}),
             **({"clean": True, "cleanTree": self.clean_tree} if self.clean_tree else {}),
+            "by": self.by,
+            "confined": self.confined,
         }
 
     def as_dict(self) -> dict[str, Any]:
