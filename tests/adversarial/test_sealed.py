@@ -67,7 +67,7 @@ def test_the_honest_agent_completes_with_no_review(agent: Agent, calc: Path) -> 
     assert "decision" not in out, out
     assert state(calc)["status"] == "complete"
     assert "review" not in str(out.get("systemMessage")), out
-    assert "verified (sealed)" in str(out.get("systemMessage")), out
+    assert "verified by its check (sealed): tests pass" in str(out.get("systemMessage")), out
     assert state(calc)["evidence"][CRITERION]["by"] == "stop"
 
 
@@ -96,6 +96,7 @@ def test_the_honest_agent_completes_under_run_and_says_how(
 
 
 def test_the_words_say_the_level(person: Person, agent: Agent, calc: Path) -> None:
+    assert person.rs("verify", ok=False).returncode == 1  # red first: the work is not done
     tampered_verify(agent)
     told = person.status()
     assert "verified" in told and "sealed, by the agent's own verify: does not count" in told
