@@ -256,7 +256,9 @@ ROWS: tuple[Field, ...] = (
               " `commit`, `dirty` and `tree` (the work tree's); `alreadyTrue` is `true` when the"
               " criterion's check passed at its first run, before the loop did any work ([Red"
               " before green](../explanation/proof.md#red-before-green)); a check that ran in a"
-              " clean room has `clean: true` and `cleanTree`, the id of the tree it ran on"),
+              " clean room has `clean: true` and `cleanTree`, the id of the tree it ran on; `by`"
+              " says who ran it and `confined` whether its room was confined ([Levels of a"
+              " pass](../explanation/proof.md#levels-of-a-pass))"),
     Field("ownerAgent", None, read=_owner, fresh=True,
           doc="the agent whose session `sessionId` is: `claude` (the default), `codex`,"
               " `gemini`, `cursor`, `copilot`, `opencode`; null without a `sessionId`"),
