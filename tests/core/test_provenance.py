@@ -41,7 +41,7 @@ def test_the_level_and_its_words() -> None:
     assert provenance.verified({"clean": True, "by": "agent"}) == (
         "verified (sealed, by the agent's own verify: does not count)"
     )
-    evidence = {
+    evidence: dict[str, dict[str, object]] = {
         "a": {"result": "verified", "clean": True},
         "b": {"result": "verified"},
         "c": {"result": "failing"},
