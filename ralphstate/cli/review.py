@@ -82,7 +82,8 @@ def _shown(store: Any, state: Any) -> dict[str, Any]:
 
 def _lines(shown: dict[str, Any]) -> list[str]:
     when = f" at {shown['approvedAt']}" if shown["approvedAt"] else ""
-    lines = [f"approved by {shown['approvedBy'] or 'nobody yet'}{when}"]
+    who = shown["approvedBy"]
+    lines = [f"approved {proofreview.approved_by(who) if who else 'by nobody yet'}{when}"]
     if not shown["changes"] and not shown["difference"] and not shown["newTests"]:
         return [*lines, "Nothing to review: the loop's proof is as approved."]
     if shown["changes"]:

@@ -82,7 +82,8 @@ class StopFacts:
     when the marker is looked for (a transcript read); `known_here(state)`, whether this
     machine made or adopted the loop, of a loop nobody owns (the registry);
     `stale(state)`, the verified criteria proven on other code than the work tree holds
-    now, at a claimed completion (git); `files`, the stamp of the project's files
+    now, or only by an agent's own `verify` (core/provenance.py), at a claimed
+    completion (git); `files`, the stamp of the project's files
     (storage/repo/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
     not change. The reply, the stale criteria and the stamp are read once per stop: the
     facts `given` makes for its next decision share them."""
@@ -182,10 +183,10 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     When the loop asks for verification on stop and this stop would complete it, the
     decision is `verify` until the hook has run the checks (`facts.checked`, already
     applied to `state`, its failures shaping the reason) or found them not trusted here
-    (the completion pauses). A claimed completion with stale evidence is `verify` too,
-    whatever verifyOnStop says. What the session spent (`facts.spent`) is added to
-    `usage` of a loop this session owns or adopts; reaching a budget then pauses the
-    loop where the stop would block."""
+    (the completion pauses). A claimed completion with stale evidence, or with a pass
+    only an agent's own `verify` recorded, is `verify` too, whatever verifyOnStop says.
+    What the session spent (`facts.spent`) is added to `usage` of a loop this session
+    owns or adopts; reaching a budget then pauses the loop where the stop would block."""
     if facts.runner:
         return Decision("runner")
     if state["status"] != "in_progress":

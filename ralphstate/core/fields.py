@@ -61,6 +61,9 @@ class Evidence(TypedDict, total=False):
     # why this pass ran fewer tests than its baseline (docs/explanation/proof.md).
     strength: dict[str, Any] | None
     weakened: str
+    # Who produced it, and whether its clean room was confined (core/provenance.py).
+    by: str
+    confined: bool
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).

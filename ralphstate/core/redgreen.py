@@ -7,7 +7,7 @@ loop's ledger (storage/peruser/ledger.py), outside the project: `firsts[criterio
 `{"passed", "at", "command", "iteration", "tree", "steps", "by"}` (`steps`: how many
 steps were done, `by`: the kind of actor that ran it), and `failedOnce[criterion]` is
 the command of a check that has failed at least once. A new command starts again.
-`lastPass[criterion]` is `{"command", "tree", "cleanTree"}` of the check's last pass
+`lastPass[criterion]` is `{"command", "tree", "cleanTree", "by"}` of the check's last pass
 that counted (nothing after a failure): the Stop hook runs a check again only when the
 code changed since (`queries.fresh`), and a pass written into state.json by hand is not
 one. `lastRun[criterion]` is `{"command", "ms", "strength"}`: how long its last run took, which
@@ -60,6 +60,8 @@ class Outcome(NamedTuple):
     duration_ms: int | None = None
     # How many tests its output said ran (verify/strength.py); None: exit code only.
     strength: dict[str, Any] | None = None
+    # Who produced it (core/provenance.py): only ralphstate's own passes are reused.
+    by: str | None = None
 
 
 def _table(entry: Entry | None, key: str) -> dict[str, Any]:
@@ -134,6 +136,7 @@ def noted(
             passes[name] = {"command": command, "tree": outcome.tree}
             passes[name]["cleanTree"] = outcome.clean_tree
             passes[name]["strength"] = outcome.strength
+            passes[name]["by"] = outcome.by
     new = dict(entry)
     new["firsts"] = _bounded(firsts, state)
     new["failedOnce"] = _bounded(failed, state)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from ralphstate.core import limits, queries, redgreen
+from ralphstate.core import limits, provenance, queries, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.text import all_of, count, noun, visible
 
@@ -319,11 +319,12 @@ def completed(state: st.State) -> str:
             verified.append(name)
         else:
             (checked if name in state["checks"] else claimed).append(name)
-    clean = [n for n in verified if state["evidence"].get(n, {}).get("clean")]
+    levels = {n: provenance.of_evidence(state["evidence"].get(n, {})) for n in verified}
     parts = [
-        f"verified by {'its check' if len(names) == 1 else 'their checks'}{how}: {_names(names)}"
-        for names, how in ((clean, " (clean room)"), ([n for n in verified if n not in clean], ""))
-        if names
+        f"verified by {'its check' if len(names) == 1 else 'their checks'}"
+        f" ({provenance.WORDS[level]}): {_names(names)}"
+        for level in provenance.LEVELS
+        if (names := [n for n in verified if levels[n] == level])
     ]
     if checked:
         why = (
@@ -347,13 +348,17 @@ def _names(names: list[str], size: int = 5) -> str:
 
 
 def proofs(state: st.State) -> str:
-    """What backs the met criteria: `2 verified by their checks, 1 claimed` (a part
+    """What backs the met criteria: `2 verified by their checks (sealed), 1 claimed` (a part
     that counts none is left out; "" when none is met)."""
     met = [c for c in state["criteria"] if queries.met(state, c)]
-    verified = sum(1 for c in met if queries.standing(state, c) == "verified")
+    shown = [c for c in met if queries.standing(state, c) == "verified"]
+    verified = len(shown)
     parts = []
-    if verified:
-        parts.append(f"{verified} verified by {'its check' if verified == 1 else 'their checks'}")
+    for level in provenance.LEVELS:
+        n = sum(1 for c in shown if provenance.of_evidence(state["evidence"][c]) == level)
+        if n:
+            checks = "its check" if n == 1 else "their checks"
+            parts.append(f"{n} verified by {checks} ({provenance.WORDS[level]})")
     if len(met) > verified:
         parts.append(f"{len(met) - verified} claimed")
     return ", ".join(parts)

@@ -256,11 +256,12 @@ ROWS: tuple[Field, ...] = (
               " `commit`, `dirty` and `tree` (the work tree's); `alreadyTrue` is `true` when the"
               " criterion's check passed at its first run, before the loop did any work ([Red"
               " before green](../explanation/proof.md#red-before-green)); a check that ran in a"
-              " clean room has `clean: true` and `cleanTree`, the id of the tree it ran on;"
-              " `strength` is how many tests its output said ran (`runner`, `collected`,"
-              " `ran`, `passed`, `failed`, `skipped`; null: exit code only) and `weakened`"
-              " why a pass ran fewer than its baseline ([Test"
-              " strength](../explanation/proof.md#test-strength))"),
+              " clean room has `clean: true` and `cleanTree`, the id of the tree it ran on; `by`"
+              " says who ran it and `confined` whether its room was confined ([Levels of a"
+              " pass](../explanation/proof.md#levels-of-a-pass)); `strength` is how many tests"
+              " its output said ran (`runner`, `collected`, `ran`, `passed`, `failed`,"
+              " `skipped`; null: exit code only) and `weakened` why a pass ran fewer than its"
+              " baseline ([Test strength](../explanation/proof.md#test-strength))"),
     Field("ownerAgent", None, read=_owner, fresh=True,
           doc="the agent whose session `sessionId` is: `claude` (the default), `codex`,"
               " `gemini`, `cursor`, `copilot`, `opencode`; null without a `sessionId`"),

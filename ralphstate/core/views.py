@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import checkrun, clock, ownership, proof, queries, unfinished
+from ralphstate.core import checkrun, clock, ownership, proof, provenance, queries, unfinished
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -55,8 +55,8 @@ def _standing(
     evidence = state["evidence"].get(name, {})
     if label in ("verified", "failing", "claimed") and evidence.get("at"):
         text += f" {clock.age(evidence['at'])} ago"
-    if label == "verified" and evidence.get("clean"):
-        text += ", in a clean room"
+    if label == "verified":
+        text += f", {provenance.words(evidence)}"
     if label == "verified" and "strength" in evidence:
         text += f", {proof.tests_said(evidence.get('strength'))}"
     if label == "verified" and evidence.get("weakened"):

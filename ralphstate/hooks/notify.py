@@ -80,4 +80,11 @@ def after_stop(
         from ralphstate.core.budgets import over_budget
 
         what = f"{what}, {over_budget(decision.state)}"
+    if outcome.complete:  # how it was verified, in the words every view uses
+        from ralphstate.core import provenance
+
+        state = decision.state
+        level = provenance.weakest(state["evidence"], state["criteria"])
+        if level is not None:
+            what = f"{what}, verified ({provenance.WORDS[level]})"
     return attach(out, agent, f"{what} ({decision.state['spec']})", env)

@@ -32,6 +32,7 @@ from ralphstate.storage.system import paths
 
 TYPE_CHECKING = False  # no `typing` at run time: docs/explanation/design.md, "The hot path"
 if TYPE_CHECKING:
+    from ralphstate.core.fields import Evidence
     from ralphstate.core.state import State
 
 USAGE = (
@@ -134,6 +135,22 @@ def _ended(loop_dir: str, loop: State) -> str | None:
     return None
 
 
+def _how(evidence: dict[str, Evidence], proven: list[str]) -> str:
+    """How the verified criteria were verified: ` (sealed)`, or each level counted when
+    they differ (core/provenance.py); "" when none is."""
+    from ralphstate.core import provenance
+
+    levels = [provenance.of_evidence(evidence[c]) for c in proven]
+    if not levels:
+        return ""
+    if len(set(levels)) == 1:
+        return f" ({provenance.WORDS[levels[0]]})"
+    shown = [
+        f"{levels.count(lv)} {provenance.WORDS[lv]}" for lv in provenance.LEVELS if lv in levels
+    ]
+    return f" ({', '.join(shown)})"
+
+
 def render(loop: State, cost: float | None = None) -> str | None:
     """The line for the loop `loop`; None when it is finished. `cost` is Claude Code's
     own figure for the session (`cost.total_cost_usd`), shown when it gives one."""
@@ -142,8 +159,9 @@ def render(loop: State, cost: float | None = None) -> str | None:
     criteria = loop["criteria"]
     met = [c for c in criteria if loop["criteriaStatus"].get(c)]
     evidence = loop["evidence"]
-    verified = sum(1 for c in met if evidence.get(c, {}).get("result") == "verified")
-    counts = f"{verified}/{len(criteria)} verified"
+    proven = [c for c in met if evidence.get(c, {}).get("result") == "verified"]
+    verified = len(proven)
+    counts = f"{verified}/{len(criteria)} verified{_how(evidence, proven)}"
     if len(met) > verified:
         counts += f", {len(met) - verified} claimed"
     if loop["status"] == "paused":

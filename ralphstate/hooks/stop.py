@@ -271,10 +271,16 @@ def _files(loop: paths.LoopPaths) -> str | None:
 
 def _stale(loop: paths.LoopPaths, state: st.State) -> list[str]:
     """The verified criteria whose check passed on other code than the work tree holds
-    now (git is asked only when some evidence records a tree)."""
+    now (git is asked only when some evidence records a tree), and those whose pass
+    only an agent's own `verify` recorded (core/provenance.py): it does not count."""
+    from ralphstate.core import provenance
+
+    checked = [c for c in state["criteria"] if c in state["checks"]]
+    agents = provenance.unsealed(state["evidence"], checked)
     if not any(e.get("tree") for e in state["evidence"].values()):
-        return []
+        return agents
     from ralphstate.storage.repo import git
 
     code = git.snapshot(loop)  # None: failed, the evidence named a tree (git was there)
-    return queries.stale(state, code.tree if code else queries.UNKNOWN_TREE)
+    found = set(queries.stale(state, code.tree if code else queries.UNKNOWN_TREE) + agents)
+    return [c for c in state["criteria"] if c in found]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ralphstate.core import actor, limits, proof, redgreen
+from ralphstate.core import actor, limits, proof, provenance, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.loopdir.store import Event, Store
@@ -96,7 +96,7 @@ def _approvals(entry: dict[str, Any]) -> list[str]:
     for record in entry.get("approvals") or []:
         if isinstance(record, dict) and actor.is_person(record.get("by")):
             changes = "; ".join(str(c) for c in (record.get("changes") or [])[:3])
-            said.append(f"{changes} (approved by you at {record.get('at')})")
+            said.append(f"{changes} (approved {provenance.OUTSIDE_AGENT} at {record.get('at')})")
     return said
 
 
@@ -392,9 +392,19 @@ def summary_lines(found: dict[str, Any]) -> list[str]:
         )
         lines += [f"  - {c}" for c in found["review"][:10]]
     elif found["approvedBy"]:
-        lines.append(f"proof: as approved by {found['approvedBy']} at {found['approvedAt']}")
+        lines.append(
+            f"proof: as approved {approved_by(found['approvedBy'])} at {found['approvedAt']}"
+        )
     if found["author"] and found["author"] != "you":
         lines.append(f"started by: {found['author']}")
     if found["newTests"]:
         lines.append(f"new test files since approval: {len(found['newTests'])}")
     return lines
+
+
+def approved_by(described: str) -> str:
+    """`by claude session 1a2b3c4d`, or, for an approval made from a shell with no agent
+    variable (described as "you"), `outside the agent`: a person's presence there is not
+    proven (core/provenance.py)."""
+    person = actor.describe(actor.PERSON)
+    return provenance.OUTSIDE_AGENT if described == person else f"by {described}"

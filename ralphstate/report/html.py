@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
+from ralphstate.core import provenance
 from ralphstate.core.outcomes import OUTCOMES
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
@@ -348,6 +349,8 @@ def _criteria(criteria: list[Criterion]) -> str:
         stale = ' <span class="stale">stale: the code changed since</span>' if c.stale else ""
         if c.already_true:
             stale += f' <span class="stale">{_e(ALREADY)}</span>'
+        if c.standing == "verified":
+            stale += f' <span class="meta">{_e(provenance.words(evidence))}</span>'
         took = (
             seconds(evidence["durationMs"] / 1000)
             if isinstance(evidence.get("durationMs"), int)

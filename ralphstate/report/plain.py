@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ralphstate.core import provenance
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
 from ralphstate.core.views import SHOWN
@@ -9,13 +10,15 @@ from ralphstate.report.story import Criterion, Story, money, seconds, short
 
 
 def _evidence(criterion: Criterion) -> str:
-    """`verified on 3f9c2e1a0b (dirty) · exit code 0 · 4.2s · 2026-03-14T10:41:37Z`."""
+    """`verified on 3f9c2e1a0b (dirty) · sealed · exit code 0 · 4.2s · 2026-03-14T10:41:37Z`."""
     evidence = criterion.evidence
     standing = criterion.standing
     parts = [SHOWN.get(standing, standing) if standing else "unmet, no check"]
     if evidence.get("commit"):
         where = f"on {short(evidence['commit'])}"
         parts[0] += f" {where}" + (" (dirty)" if evidence.get("dirty") else "")
+    if standing == "verified":
+        parts.append(provenance.words(evidence))
     if criterion.stale:
         parts.append("STALE: the code changed since")
     if criterion.already_true:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ralphstate.core import limits, queries
+from ralphstate.core import limits, provenance, queries
 from ralphstate.core import state as st
 from ralphstate.core.outcomes import OUTCOMES
 
@@ -250,8 +250,7 @@ def _green(
         return
     if name == "check":
         now = event.get("result") == "verified"
-        room = ", clean room" if event.get("clean") else ""
-        how = f"verified by its check ({event.get('by', 'verify')}{room})"
+        how = f"verified by its check ({event.get('by', 'verify')}, {provenance.words(event)})"
     else:
         now = event.get("value") is True
         how = "claimed"

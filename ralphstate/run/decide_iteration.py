@@ -4,7 +4,8 @@ The rules in order; the first that applies wins, and no other module repeats the
 
 1. Ctrl-C (or SIGTERM, SIGHUP) came while the agent ran: pause (`user`).
 2. The loop could not be read back: the run ends as an error.
-3. The loop was paused, cancelled or completed from outside: the run ends with it.
+3. The loop was paused, cancelled or completed from outside: the run ends with it (a
+   completion only once its own check verified it, `endings.stopped`).
 4. The agent stopped on a usage or rate limit: the iteration is uncounted, and the run
    moves to the next agent of the chain (a usage limit), pauses (`--on-limit pause`, no
    wait known, too many in a row), pauses for a duration budget the wait would pass, or

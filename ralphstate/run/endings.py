@@ -105,6 +105,10 @@ def stopped(ctx: Context, state: st.State) -> Outcome:
     outcome = outcomes[status]
     if ledger.ended_outside(ctx.store.paths, state):
         outcome = "ended_outside"  # ralphstate did not write that status
+    elif outcome == "complete":  # the run never ends complete without its own check
+        unproven = _unproven(ctx, state)
+        if unproven is not None:
+            outcome, ctx.detail = "ended_outside", unproven
     reason = state["pauseReason"] if status == "paused" else None
     if queries.is_blocked(reason):
         ctx.detail = (reason or "")[len(queries.BLOCKED) + 1 :].strip() or None
@@ -113,6 +117,24 @@ def stopped(ctx: Context, state: st.State) -> Outcome:
         ctx.detail = _by_agent(ctx, state)
     ctx.note([finished(ctx, outcome, reason=reason, by="outside")], state)
     return ended(ctx, outcome, reason)
+
+
+def _unproven(ctx: Context, state: st.State) -> str | None:
+    """Why a completion the run did not make is not proven, once the runner's own check
+    ran on it (`bookkeeping.verify_criteria`, whatever the iteration wrote into
+    `criteriaStatus`); None when every criterion is verified."""
+    from ralphstate.run import bookkeeping
+
+    try:
+        after = bookkeeping.verify_criteria(ctx.store, state, ctx.report)
+    except RalphstateError as exc:
+        return clip(f"marked complete, and the run could not check it ({exc})", 300)
+    ctx.state = after
+    unmet = queries.unmet(after)
+    if not unmet:
+        return None
+    shown = ", ".join(clip(name, 80) for name in unmet[:5])
+    return f"marked complete, but the run's own check does not verify {shown}"
 
 
 def gone(ctx: Context, why: NoLoop) -> Outcome:

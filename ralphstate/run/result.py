@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ralphstate.core import budgets, queries
+from ralphstate.core import budgets, provenance, queries
 from ralphstate.core import state as st
 from ralphstate.core.redgreen import already_true
 from ralphstate.core.render import proofs
@@ -197,11 +197,12 @@ class Outcome:
             )
         return [line, hint] if hint else [line]
 
-    def standing(self) -> dict[str, list[str]]:
-        """The met criteria by what backs them: `verified` by a check, `claimed`."""
+    def standing(self) -> dict[str, Any]:
+        """The met criteria by what backs them: `verified` by a check, `claimed`, and
+        the level of each verified one (`levels`)."""
         state = self.state
         if state is None:
-            return {"verified": [], "claimed": [], "alreadyTrue": []}
+            return {"verified": [], "claimed": [], "alreadyTrue": [], "levels": {}}
         met = [c for c in state["criteria"] if queries.met(state, c)]
         verified = [c for c in met if queries.standing(state, c) == "verified"]
         return {
@@ -209,6 +210,8 @@ class Outcome:
             "claimed": [c for c in met if c not in verified],
             # verified, but their check passed before the loop did any work
             "alreadyTrue": already_true(state),
+            # how each verified one was: sealed-confined, sealed, agent-env (core/provenance.py)
+            "levels": {c: provenance.of_evidence(state["evidence"][c]) for c in verified},
         }
 
     def spent(self) -> tuple[int | None, float | None]:

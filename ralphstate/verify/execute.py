@@ -173,7 +173,7 @@ def run_jobs(
             results = pool.run(
                 jobs,
                 cwd,
-                _runner(room, store.paths),
+                _runner(room, store.paths, _producer(by)),
                 at_once=checkrun.jobs(state),
                 deadline=where.deadline,
                 progress=progress,
@@ -213,17 +213,28 @@ def stopped(exc: KeyboardInterrupt, names: list[str]) -> pool.Interrupted:
     return pool.Interrupted([], list(names), how)
 
 
-def _runner(room: isolation.Room | None, paths: LoopPaths) -> pool.Runner[CheckResult]:
+def _producer(by: str) -> str:
+    """Who produces the results a verification asked for by `by` makes: the agent for a
+    `verify` or `init` run from an agent's shell (core/provenance.py)."""
+    from ralphstate.core import actor, provenance
+
+    return provenance.producer(by, actor.current().get("kind"))
+
+
+def _runner(
+    room: isolation.Room | None, paths: LoopPaths, who: str = "verify"
+) -> pool.Runner[CheckResult]:
     """How each check of a verification runs: within the deadline, and in a clean room
     with the code it ran on (the work tree when the room was made) and the room's tree;
     a failure there says which untracked files the room left out, when there are some
-    (looked up once, at the first failure)."""
+    (looked up once, at the first failure). Each result says `who` produced it."""
     said: list[str] = []
     lock = threading.Lock()
     env = checkenv.for_check(truststore.recorded_env(paths))  # never the caller's
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
         result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running, env)
+        result.by = who
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree

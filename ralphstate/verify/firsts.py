@@ -49,6 +49,7 @@ class Result(Protocol):
     duration_ms: int
     strength: dict[str, Any] | None
     weakened: str | None
+    by: str
 
 
 def say(message: str) -> None:
@@ -106,6 +107,7 @@ def judge(store: Store, results: Sequence[Result]) -> None:
             r.clean_tree,
             r.duration_ms,
             r.strength,
+            r.by,
         )
         for r in results
     ]

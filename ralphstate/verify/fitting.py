@@ -11,7 +11,9 @@ must, and only what fits:
 
 - a check verified on the code the work tree holds now is not run again
   (`queries.fresh`: its evidence and the ledger's last pass name that tree, and, where
-  the checks run in a clean room, a clean room of the same tracked files);
+  the checks run in a clean room, a clean room of the same tracked files), when that
+  pass was ralphstate's own (core/provenance.py): one an agent's `verify` recorded is
+  run again;
 - the rest run side by side within the loop's budget (`verifyBudget`, 120 s by
   default), except those whose last run says they cannot finish within it
   (`checkrun.fit`): those are deferred, and so is a check the budget cuts short.
@@ -30,6 +32,7 @@ from typing import Any
 
 from ralphstate.core import checkrun, queries
 from ralphstate.core import state as st
+from ralphstate.core.provenance import counts
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import ledger, truststore
 from ralphstate.storage.repo import git
@@ -142,6 +145,8 @@ def _fresh(
     (computed here once, when the checks run in one). git is asked only when some
     check could be fresh."""
     passes = entry.get("lastPass")
+    if isinstance(passes, dict):  # only ralphstate's own passes are reused, never an agent's
+        passes = {n: p for n, p in passes.items() if isinstance(p, dict) and counts(p.get("by"))}
     if not isinstance(passes, dict) or not any(n in passes for n in names):
         return [], restore
     if not found.clean:

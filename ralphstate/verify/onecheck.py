@@ -65,6 +65,10 @@ class CheckResult:
     strength: dict[str, Any] | None = None
     # Why this pass ran fewer tests than its baseline (verify/firsts.py); None: it did not.
     weakened: str | None = None
+    # Who produced it (core/provenance.py: stop, task, run, verify, init, ci, or agent),
+    # and whether its clean room was confined while it ran.
+    by: str = "verify"
+    confined: bool = False
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -101,6 +105,8 @@ class CheckResult:
             **({"clean": True, "cleanTree": self.clean_tree} if self.clean_tree else {}),
             **({"strength": self.strength} if self.exit_code is not None else {}),
             **({"weakened": self.weakened} if self.weakened else {}),
+            "by": self.by,
+            "confined": self.confined,
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -17,8 +17,8 @@ def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
     assert out.count("[stop hook] blocks; the model reads:") == 2
     assert "ralphstate loop, iteration 1 of 10: 2 of 2 criteria not verified yet:" in out
     done = (
-        "ralphstate: loop complete after 2 iterations; verified by its check: tests pass;"
-        " claimed, without a check: README documents --json."
+        "ralphstate: loop complete after 2 iterations; verified by its check (checked in the"
+        " agent's environment): tests pass; claimed, without a check: README documents --json."
     )
     assert f"[the person sees] {done}" in out
     assert out.rstrip().splitlines()[-1].split()[2] == "complete"

@@ -47,11 +47,13 @@ def test_the_completion_names_the_checks_in_the_plural_when_several() -> None:
     }
     state["iteration"] = 2
     assert render.completed(state) == (
-        "ralphstate: loop complete after 2 iterations; verified by their checks: tests pass,"
-        " README mentions add; claimed, without a check: lint clean."
+        "ralphstate: loop complete after 2 iterations; verified by their checks (checked in the"
+        " agent's environment): tests pass, README mentions add; claimed, without a check:"
+        " lint clean."
     )
     del state["evidence"]["README mentions add"]
-    assert "; verified by its check: tests pass;" in render.completed(state)
+    said = "; verified by its check (checked in the agent's environment): tests pass;"
+    assert said in render.completed(state)
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,7 @@ def test_status(loop: Path, rs: Any) -> None:
             "  [x] write it",
             "  [>] test it  (next)",
             "  [ ] ship it",
-            f"proof: as approved by you at {NOW}",
+            f"proof: as approved outside the agent at {NOW}",
         ],
     )
 

@@ -57,11 +57,15 @@ def test_a_passing_check_completes_and_the_message_tells_proofs_from_claims(
     assert out is not None and "decision" not in out, out
     assert out["systemMessage"].startswith("ralphstate: loop complete after ")
     assert out["systemMessage"].endswith(
-        "; verified by its check: tests pass; claimed, without a check: docs written."
+        "; verified by its check (checked in the agent's environment): tests pass;"
+        " claimed, without a check: docs written."
     )
     assert load(claimed)["evidence"]["tests pass"]["result"] == "verified"
     shown = rs("status").out
-    assert "criteria 2/2 (1 verified by its check, 1 claimed):" in shown
+    assert (
+        "criteria 2/2 (1 verified by its check (checked in the agent's environment), 1 claimed):"
+        in shown
+    )
     assert "verify on stop: on (the default)" in shown
 
 
@@ -156,6 +160,8 @@ def test_the_block_marker_reason_tells_proofs_from_claims(claimed: Path, rs: Any
     assert rs("verify").code == 0
     out = stop(claimed, "Done, I think.")
     assert out is not None and out["decision"] == "block"
-    assert "1 verified by its check, 1 claimed" in out["reason"]
+    assert (
+        "1 verified by its check (checked in the agent's environment), 1 claimed" in out["reason"]
+    )
     state = cast(st.Raw, load(claimed))
     assert state["status"] == "in_progress"

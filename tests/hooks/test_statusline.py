@@ -165,7 +165,9 @@ def test_a_verified_criterion_is_told_from_a_claimed_one(root: Path) -> None:
         checks={"a": "true"},
         evidence={"a": verified},
     )
-    assert line(root).startswith("loop 0/20 · 1/3 verified, 1 claimed · ".encode())
+    assert line(root).startswith(
+        "loop 0/20 · 1/3 verified (checked in the agent's environment), 1 claimed · ".encode()
+    )
 
 
 def test_a_paused_loop_says_why(root: Path) -> None:

@@ -123,9 +123,10 @@ def test_passing_checks_let_the_loop_complete(root: Path) -> None:
     make_loop(root, {"tests pass": PASS, "lint clean": PASS})
     out, _ = stop(root)
     assert out == {
-        "systemMessage": "ralphstate: loop complete after 0 iterations; verified by their checks:"
-        " tests pass, lint clean.",
-        "terminalSequence": "\x1b]9;ralphstate: loop complete (Build the parser)\x07",
+        "systemMessage": "ralphstate: loop complete after 0 iterations; verified by their checks"
+        " (checked in the agent's environment): tests pass, lint clean.",
+        "terminalSequence": "\x1b]9;ralphstate: loop complete, verified (checked in the agent's"
+        " environment) (Build the parser)\x07",
     }
     state = load(root)
     assert state["status"] == "complete"

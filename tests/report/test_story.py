@@ -185,7 +185,8 @@ def test_the_text_report() -> None:
         "",
         "criteria:",
         (
-            "  [x] tests pass: verified on c0ffee0000 · STALE: the code changed since"
+            "  [x] tests pass: verified on c0ffee0000 · checked in the agent's environment"
+            " · STALE: the code changed since"
             " · exit code 0 · 4.2s · 2026-01-01T00:05:00Z"
         ),
         "      check: pytest -q",
@@ -200,7 +201,10 @@ def test_the_text_report() -> None:
         "  #3    run    2m50s · exit 0 · stall · cost $1.25 · commit c0ffee0000",
         "",
         "criteria turning green:",
-        "  #3    2026-01-01T00:04:59Z tests pass · verified by its check (run)",
+        (
+            "  #3    2026-01-01T00:04:59Z tests pass · verified by its check"
+            " (run, checked in the agent's environment)"
+        ),
         "",
         "pauses:",
         "  #3    2026-01-01T00:05:01Z stall · run",
@@ -213,7 +217,10 @@ def test_the_text_report() -> None:
 def test_the_markdown_report_is_a_pull_request_body() -> None:
     body = markdown(story_.gather(the_state(), HISTORY, "/p", tree=TREE))
     assert body.startswith("## Add a CSV export\n\n_status: paused (stall) · iteration 3/20")
-    assert "- [x] **tests pass**: verified on c0ffee0000 · exit code 0 · 4.2s" in body
+    assert (
+        "- [x] **tests pass**: verified on c0ffee0000 · checked in the agent's environment"
+        " · exit code 0 · 4.2s" in body
+    )
     assert "STALE" not in body  # proven on the tree the work tree holds
     assert "  - check: `pytest -q`\n" in body
     assert "| # | by | duration | result | decision | cost | commit |\n" in body

@@ -83,6 +83,7 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "verified": [],
         "claimed": ["tests pass", "docs written"],
         "alreadyTrue": [],
+        "levels": {},
     }
     assert out["steps"] == {"done": 0, "total": 1}
     assert len(out["durations"]["iterations"]) == 2

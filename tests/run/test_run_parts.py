@@ -274,6 +274,7 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
             "verified": [],
             "claimed": ["tests pass"],
             "alreadyTrue": [],
+            "levels": {},
         },
         "steps": {"done": 1, "total": 2},
         "durations": {"total": 75.25, "iterations": [12.346]},

@@ -111,7 +111,7 @@ def test_evidence_and_status_say_clean_room(rs: Any, repo: Path) -> None:
     assert rs("verify", "--clean").code == 0
     shown = AGE.sub("Ns", rs("status").out)
     # (a check that passed before any work is also said to be already true, after this)
-    assert "  [x] tests pass  (verified Ns ago, in a clean room" in shown
+    assert "  [x] tests pass  (verified Ns ago, sealed" in shown
     (check,) = [e for e in history(repo) if e["event"] == "check"]
     assert check["clean"] is True and check["cleanTree"]
     assert '"clean": true' in rs("show").out
@@ -282,7 +282,7 @@ def test_the_stop_hook_verifies_a_completion_in_a_clean_room(
     state = load(repo)
     assert state["status"] == "complete" and state["evidence"]["tests pass"]["clean"] is True
     message = out.get("systemMessage", "") if out else ""
-    assert "verified by its check (clean room): tests pass" in message
+    assert "verified by its check (sealed): tests pass" in message
     assert worktrees(repo) == []
 
 

@@ -73,17 +73,21 @@ def test_status_marks_a_criterion_stale_when_the_code_changed(rs: Any, repo: Pat
     verified_loop(rs, repo)
     fresh = AGE.sub("Ns", rs("status").out)
     already = ", already true at the start: proves nothing about the work"  # verified at once
-    assert f"[x] value is one  (verified Ns ago, exit code only{already})\n" in fresh
+    where = ", checked in the agent's environment, exit code only"  # in the work tree
+    assert f"[x] value is one  (verified Ns ago{where}{already})\n" in fresh
     (repo / "app.py").write_text("VALUE = 1\nOTHER = 2\n")
     stale = AGE.sub("Ns", rs("status").out)
-    said = "exit code only, stale: the code changed since"
-    assert f"[x] value is one  (verified Ns ago, {said}{already})\n" in stale
+    assert (
+        f"[x] value is one  (verified Ns ago{where}, stale: the code changed since{already})\n"
+        in stale
+    )
     git(repo, "commit", "-qam", "other")  # committing the same code keeps it stale
     assert "stale: the code changed since" in rs("status").out
     (repo / "app.py").write_text("VALUE = 1\n")  # back to the code it was proven on
     git(repo, "commit", "-qam", "back")
-    back = AGE.sub("Ns", rs("status").out)
-    assert f"[x] value is one  (verified Ns ago, exit code only{already})\n" in back
+    assert f"[x] value is one  (verified Ns ago{where}{already})\n" in AGE.sub(
+        "Ns", rs("status").out
+    )
 
 
 # -- the Stop hook re-runs stale checks --------------------------------------------------

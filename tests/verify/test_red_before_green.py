@@ -86,15 +86,15 @@ def test_a_check_true_before_any_work_is_said_everywhere(rs: Any, repo: Path) ->
     out = claim(repo)
     assert out is not None and "decision" not in out, out
     assert out["systemMessage"].endswith(
-        "; verified by its check (clean room): multiplies; already true before any work: adds."
+        "; verified by its check (sealed): multiplies; already true before any work: adds."
     )
     state = load(repo)
     assert state["status"] == "complete"
     assert state["evidence"]["adds"]["alreadyTrue"] is True
     assert "alreadyTrue" not in state["evidence"]["multiplies"]
     shown = ageless(rs("status").out)
-    assert f"  [x] adds  (verified N ago, in a clean room, exit code only, {ALREADY})\n" in shown
-    assert "  [x] multiplies  (verified N ago, in a clean room, exit code only)\n" in shown
+    assert f"  [x] adds  (verified N ago, sealed, exit code only, {ALREADY})\n" in shown
+    assert "  [x] multiplies  (verified N ago, sealed, exit code only)\n" in shown
     report = rs("report").out
     assert "[x] adds: verified on " in report and ALREADY in report
     assert report.count(ALREADY) == 1
@@ -109,7 +109,7 @@ def test_the_honest_path_says_nothing_of_already_true(rs: Any, repo: Path) -> No
     out = claim(repo)
     assert out is not None and "decision" not in out, out
     assert out["systemMessage"] == (
-        "ralphstate: loop complete after 0 iterations; verified by their checks (clean room):"
+        "ralphstate: loop complete after 0 iterations; verified by their checks (sealed):"
         " adds, multiplies."
     )
     assert ALREADY not in rs("status").out
@@ -184,7 +184,7 @@ def test_a_check_that_passes_before_it_ever_failed_never_completes_the_loop(
     do_the_work(repo)
     out = claim(repo)
     assert out is not None and "decision" not in out, out
-    assert out["systemMessage"].endswith("verified by their checks (clean room): adds, multiplies.")
+    assert out["systemMessage"].endswith("verified by their checks (sealed): adds, multiplies.")
     assert load(repo)["status"] == "complete"
 
 

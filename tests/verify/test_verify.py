@@ -179,7 +179,7 @@ def test_verify_json(project: Path, rs: Any) -> None:
     ]
     assert set(data[0]) == {
         "criterion", "result", "command", "exitCode", "timedOut", "durationMs", "at",
-        "summary", "outputTail", "outputBytes", "alreadyTrue", "strength",
+        "summary", "outputTail", "outputBytes", "alreadyTrue", "strength", "by", "confined",
     }  # fmt: skip
     assert "alreadyTrue" not in data[1]  # it passed at its first run, before any work
 
@@ -325,8 +325,8 @@ def test_claimed_then_verified_then_failing_in_status(project: Path, rs: Any) ->
     lines = ageless(rs("status").out).splitlines()
     assert lines[3:6] == [  # it passed at the first run, before any work
         (
-            "  [x] tests pass  (verified N ago, exit code only, already true at the start:"
-            " proves nothing about the work)"
+            "  [x] tests pass  (verified N ago, checked in the agent's environment,"
+            " exit code only, already true at the start: proves nothing about the work)"
         ),
         "  [x] docs  (claimed N ago)",
         "  [ ] lint  (failing N ago: exit code 3)",
@@ -363,7 +363,7 @@ def test_status_shows_the_age_of_the_evidence() -> None:
     with freeze_time("2026-01-01T10:03:00Z"):
         lines = views.status(state, views.StatusFacts("/p")).splitlines()
     assert lines[3:7] == [
-        "  [x] a  (verified 3m ago)",
+        "  [x] a  (verified 3m ago, checked in the agent's environment)",
         "  [ ] b  (failing 1h ago: exit code 2)",
         "  [x] c  (claimed 1d ago)",
         "  [ ] d  (check not run yet)",

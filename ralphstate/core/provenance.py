@@ -1,0 +1,109 @@
+"""How a check's result was produced, and what that makes of a pass
+(docs/explanation/proof.md, "Levels of a pass").
+
+Every result a check leaves (its evidence in state.json, its `check` line in history,
+its last pass in the loop's ledger) says who ran it (`by`) and where:
+
+- `by`: `stop` (the Stop hook), `task` (the task gate), `run` (`ralphstate run`'s own
+  check after an iteration), `verify` (the person's own `ralphstate verify`), `init`
+  (the person's `init` baseline), `ci`, or `agent`: a `ralphstate verify` (or `init`)
+  an agent ran from its shell, inside a session or an iteration of `ralphstate run`
+  (core/actor.py tells them apart);
+- `clean`: it ran in a clean room built by ralphstate (sealed), else in the work tree,
+  the agent's own environment;
+- `confined`: the clean room was confined so the agent's processes could not reach it
+  while the check ran (False until a confinement sets it).
+
+A pass counts at a stop, a task gate or a run's end only when ralphstate's own
+verification produced it (`counts`): a pass an agent's `verify` recorded is
+information for the agent, and the Stop hook runs that check again. The level says how
+far a pass can be trusted, in the words every view uses (`words`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+Level = Literal["sealed-confined", "sealed", "agent-env"]
+LEVELS: tuple[Level, ...] = ("sealed-confined", "sealed", "agent-env")
+WORDS: dict[Level, str] = {
+    "sealed-confined": "sealed and confined",
+    "sealed": "sealed",
+    "agent-env": "checked in the agent's environment",
+}
+# The producers whose passes count: ralphstate's own verification, and the person's.
+SEALED_BY = ("stop", "task", "run", "verify", "init", "ci")
+AGENT = "agent"
+# The producers that are hooks or the runner: who asked does not change who ran it.
+_OWN = ("stop", "task", "run", "ci")
+# How an approval made outside any agent session is named, until a person's presence
+# at the approval can be proven: a process in a shell with no agent variable.
+OUTSIDE_AGENT = "outside the agent"
+
+
+def producer(by: str, actor_kind: str | None) -> str:
+    """Who produced a result that `by` (stop, task, run, verify, init, ci) asked for,
+    in a process whose actor is of `actor_kind` (core/actor.py): a `verify` or `init`
+    run anywhere but in the person's shell is the agent's."""
+    if by in _OWN or actor_kind == "person":
+        return by
+    return AGENT
+
+
+def counts(by: object) -> bool:
+    """Whether a pass produced by `by` counts at a stop, a task gate or a run's end.
+    A record that does not say (written before `by` was kept) does not."""
+    return isinstance(by, str) and by in SEALED_BY
+
+
+def level(clean: bool, confined: bool = False) -> Level:
+    """The level of a result: in a clean room (and confined), or in the work tree."""
+    if clean and confined:
+        return "sealed-confined"
+    return "sealed" if clean else "agent-env"
+
+
+def of_evidence(evidence: Mapping[str, object]) -> Level:
+    """The level a piece of evidence records."""
+    return level(evidence.get("clean") is True, evidence.get("confined") is True)
+
+
+def words(evidence: Mapping[str, object]) -> str:
+    """`sealed`, `sealed and confined` or `checked in the agent's environment`, and, for
+    a pass no ralphstate verification produced, that it does not count."""
+    said = WORDS[of_evidence(evidence)]
+    by = evidence.get("by")
+    if by is not None and not counts(by):
+        said += ", by the agent's own verify: does not count"
+    return said
+
+
+def verified(evidence: Mapping[str, object]) -> str:
+    """`verified (sealed)`: the word "verified" with how."""
+    return f"verified ({words(evidence)})"
+
+
+def unsealed(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> list[str]:
+    """Of `names`, the criteria whose evidence is a pass an agent's own `verify`
+    recorded: the Stop hook runs their checks again before it counts them."""
+    return [
+        n
+        for n in names
+        if evidence.get(n, {}).get("result") == "verified"
+        and evidence.get(n, {}).get("by") == AGENT
+    ]
+
+
+def approver(kind: object, described: str) -> str:
+    """Who approved, without overstating it: a person's approval is one made outside
+    any agent session (`OUTSIDE_AGENT`); an agent's is named as `described` says."""
+    return OUTSIDE_AGENT if kind == "person" else described
+
+
+def weakest(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> Level | None:
+    """The lowest level among the verified criteria of `names`; None when none is."""
+    found = [
+        of_evidence(evidence[n]) for n in names if evidence.get(n, {}).get("result") == "verified"
+    ]
+    return max(found, key=LEVELS.index) if found else None
