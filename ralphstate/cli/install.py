@@ -76,7 +76,11 @@ def setup_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.command("install", context_settings=SETTINGS)
+@click.command(
+    "install",
+    context_settings=SETTINGS,
+    short_help="Add ralphstate's hooks to the settings of Claude Code or another agent.",
+)
 @setup_options
 @click.option(
     "--uninstall",
