@@ -73,9 +73,25 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         line += " " + _taken_over(*before, crashed=not timed_out)
     if not trusted:
         line += " " + restore.untrusted_line(state)
+    if agent.name == "claude" and source not in CONTINUING and _lacks_allow(loop):
+        line += " " + ALLOW_MISSING
     return agent.render_context(
         restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
     )
+
+
+# Said at a session's start when no settings file allows the agent's own commands.
+ALLOW_MISSING = (
+    "No permission rule allows the agent's ralphstate commands here, so each asks you"
+    " first and `claude -p` refuses them: run /ralphstate:allow once (or"
+    " `ralphstate install --allow-only`)."
+)
+
+
+def _lacks_allow(loop: paths.LoopPaths) -> bool:
+    from ralphstate.loop import enforcement
+
+    return enforcement.lacks_allow(str(loop.root))
 
 
 # The sources that go on with a session that already started (its own loop file is

@@ -286,3 +286,30 @@ def test_an_owner_timeout_of_0_keeps_a_crashed_owners_loop(root: Path) -> None:
     out = start(root, OTHER, CLAUDE_PID=str(os.getpid()))
     assert out is not None and "belongs to another session" in out["systemMessage"]
     assert load(root)["sessionId"] == SID
+
+
+# -- the permission rules, said at a session's start -------------------------------------
+
+ALLOW = (
+    "No permission rule allows the agent's ralphstate commands here, so each asks you first"
+    " and `claude -p` refuses them: run /ralphstate:allow once (or `ralphstate install"
+    " --allow-only`)."
+)
+
+
+def test_missing_allow_rules_are_said_when_a_session_starts(root: Path) -> None:
+    """The hooks are installed without the rules (`/ralphstate:allow` forgotten): the
+    person reads it at the session's start, not at the agent's first prompt; once the
+    rules are there, or where nothing of ralphstate runs in Claude Code, nothing is said."""
+    make_loop(root)
+    out = start(root, SID)
+    assert out is not None and ALLOW not in out["systemMessage"]  # no hooks installed here
+    out = start(root, SID, CLAUDE_PLUGIN_ROOT=str(root))  # the plugin's hooks, no rules
+    assert out is not None and out["systemMessage"].endswith(" " + ALLOW), out
+    assert run_process(["install", "--no-allow"], cwd=root).returncode == 0
+    out = start(root, SID)
+    assert out is not None and out["systemMessage"].endswith(" " + ALLOW), out
+    assert ALLOW not in str(start(root, SID, "compact"))  # said once, at the start
+    assert run_process(["install", "--allow-only"], cwd=root).returncode == 0
+    out = start(root, SID)
+    assert out is not None and ALLOW not in out["systemMessage"]
