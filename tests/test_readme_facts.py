@@ -85,3 +85,15 @@ def test_a_stop_with_no_state_file_is_allowed_silently(project: Path) -> None:
         done = run_process(["hook", "stop"], cwd=project, input=hook_input, env=env)
         assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     assert "No state file: `ralphstate hook stop` allows, silently." in HOOKS
+
+
+def test_the_plugin_path_says_the_shell_needs_the_command_too() -> None:
+    """The plugin's `bin/ralphstate` is on the agent's PATH only: the overnight and
+    morning commands in a terminal need the command installed, and the README says so
+    where it offers the plugin, never "nothing else to install"."""
+    plugin = README.split("**As a Claude Code plugin**", 1)[1].split("```", 1)[0]
+    assert "nothing else to install" not in README
+    assert "`ralphstate run`" in plugin and "also install the command" in plugin
+    assert "pipx install ." in README.split("**As a command**", 1)[1]
+    page = (REPO / "docs" / "how-to" / "plugin.md").read_text(encoding="utf-8")
+    assert "not your shell's" in page and "`pipx install .`" in page

@@ -18,37 +18,54 @@ from ralphstate.cli.lazy import LazyGroup
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core.errors import RalphstateError
 
-# Command name -> "module:attribute" of its click command.
+# Command name -> "module:attribute" of its click command, in the order `--help` lists
+# them: the order a person meets them, from setting up to the morning after.
 COMMANDS = {
+    "install": "ralphstate.cli.install:install_",
     "init": "ralphstate.cli.init:init",
+    "demo": "ralphstate.cli.demo:demo_command",
     "status": "ralphstate.cli.status:status",
-    "show": "ralphstate.cli.show:show",
-    "log": "ralphstate.cli.log:log",
-    "list": "ralphstate.cli.list:list_",
+    "watch": "ralphstate.cli.watch:watch_command",
+    "run": "ralphstate.cli.run:run_command",
+    "verify": "ralphstate.cli.verify:verify_command",
     "criteria": "ralphstate.cli.criteria:criteria",
     "step": "ralphstate.cli.step:step",
+    "review": "ralphstate.cli.review:review_command",
+    "trust": "ralphstate.cli.trust:trust_command",
     "pause": "ralphstate.cli.pause:pause",
     "resume": "ralphstate.cli.resume:resume",
     "adopt": "ralphstate.cli.adopt:adopt",
     "cancel": "ralphstate.cli.cancel:cancel",
-    "install": "ralphstate.cli.install:install_",
-    "uninstall": "ralphstate.cli.uninstall:uninstall_",
-    "doctor": "ralphstate.cli.doctor:doctor_command",
-    "demo": "ralphstate.cli.demo:demo_command",
-    "verify": "ralphstate.cli.verify:verify_command",
-    "trust": "ralphstate.cli.trust:trust_command",
-    "review": "ralphstate.cli.review:review_command",
-    "config": "ralphstate.cli.config:config",
-    "run": "ralphstate.cli.run:run_command",
-    "watch": "ralphstate.cli.watch:watch_command",
     "report": "ralphstate.cli.report:report",
+    "log": "ralphstate.cli.log:log",
+    "list": "ralphstate.cli.list:list_",
+    "show": "ralphstate.cli.show:show",
+    "config": "ralphstate.cli.config:config",
+    "doctor": "ralphstate.cli.doctor:doctor_command",
     "worktree": "ralphstate.cli.worktree:worktree",
     "ci": "ralphstate.cli.ci:ci_command",
     "prove": "ralphstate.cli.prove:prove_command",
+    "uninstall": "ralphstate.cli.uninstall:uninstall_",
 }
 
 
-@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=SETTINGS)
+# Words a person tries for a command, and what they want instead: click would guess by
+# spelling (`start` -> `status`).
+MEANT = {
+    word: 'a loop starts with `ralphstate init "what to build" -c "tests pass"`'
+    " (`/ralphstate:start` in Claude Code with the plugin)."
+    for word in ("start", "new", "begin", "create")
+} | {
+    "stop": "`ralphstate pause` pauses the loop; `ralphstate cancel` ends it.",
+    "continue": "`ralphstate resume` resumes a paused loop.",
+    "unpause": "`ralphstate resume` resumes a paused loop.",
+    "history": "`ralphstate log` shows the loop's history.",
+    "check": "`ralphstate verify` runs the criteria's checks.",
+    "setup": "`ralphstate install` adds the hooks to this project.",
+}
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, meant=MEANT, context_settings=SETTINGS)
 @click.version_option(__version__, prog_name="ralphstate")
 def cli() -> None:
     """Keep an autonomous coding-agent loop honest and resumable.
@@ -99,10 +116,18 @@ def _command_path(args: list[str]) -> str:
 def _usage_mistake(exc: click.ClickException, args: list[str]) -> int:
     """A usage mistake is a user mistake like any other: one line, exit 1."""
     message = " ".join(exc.format_message().split())
-    hint = ""
+    where = ""
     if isinstance(exc, click.UsageError):
         where = exc.ctx.command_path if exc.ctx is not None else _command_path(args)
-        hint = f" (see `{where} --help`)"
+    if message.startswith("Got unexpected extra argument"):
+        # `init Fix the bug -c tests pass`: words meant as one text, given as several.
+        example = (
+            'ralphstate init "Fix the bug" -c "tests pass"'
+            if where == "ralphstate init"
+            else '"like this"'
+        )
+        message += f"; put a text of several words in quotes: {example}"
+    hint = f" (see `{where} --help`)" if where else ""
     output.error(f"{message}{hint}")
     return 1
 

@@ -66,6 +66,16 @@ SCRIPT: list[tuple[dict[str, str], list[list[str]], str]] = [
 ]
 
 
+# What the demo ends with: the next step, on a project of the person's own.
+NEXT = (
+    "\nNext, in a project of your own: `ralphstate install` puts these hooks in its"
+    " settings, then\n"
+    '  ralphstate init "what to build" --check "tests pass" "python3 -m pytest -q"\n'
+    "starts a loop, held by the Stop hook in your next Claude Code session"
+    " (docs/tutorial.md, from step 3)."
+)
+
+
 def _indent(text: str, prefix: str = "    ") -> str:
     return textwrap.indent(text, prefix, lambda line: True)
 
@@ -146,6 +156,7 @@ def run(echo: Callable[[str], None]) -> int:
         echo(cli(["status"]))
         echo("\n$ ralphstate log")
         echo(cli(["log"]))
+    echo(NEXT)
     return 0
 
 

@@ -14,6 +14,7 @@ from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.install import sandboxing, statusline_setup
 from ralphstate.install.agents import hooks_path, install_agent
+from ralphstate.install.command import development_checkout
 from ralphstate.install.scope import notes
 from ralphstate.loop.enforcement import settings_root
 
@@ -76,7 +77,11 @@ def setup_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-@click.command("install", context_settings=SETTINGS)
+@click.command(
+    "install",
+    context_settings=SETTINGS,
+    short_help="Add ralphstate's hooks to the settings of Claude Code or another agent.",
+)
 @setup_options
 @click.option(
     "--uninstall",
@@ -157,6 +162,14 @@ def setup(
     hooks = not statusline and not allow_only
     for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
         output.text(line)
+    checkout = None if uninstall or allow_only else development_checkout()
+    if checkout is not None:
+        output.error(
+            f"these hooks run the development checkout {checkout} (an editable"
+            " install), and break when it moves or its venv goes; for your projects,"
+            f" `pipx install {checkout}` (or `uv tool install {checkout}`) and run"
+            " `ralphstate install` again from a shell without that venv active"
+        )
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
 
 

@@ -13,7 +13,10 @@ from ralphstate.run import logline
 from ralphstate.storage.loopdir.store import of_loop
 
 
-@click.command(context_settings=SETTINGS)
+@click.command(
+    context_settings=SETTINGS,
+    short_help="Show the loop's history (.loop/history.jsonl), newest last.",
+)
 @click.option(
     "-n",
     "lines",

@@ -15,7 +15,11 @@ from ralphstate.loop.project import locate
 DEFAULT_HTML = "report.html"  # in the loop's directory
 
 
-@click.command("report", context_settings=SETTINGS)
+@click.command(
+    "report",
+    context_settings=SETTINGS,
+    short_help="Tell the loop's story: criteria, evidence, iterations, pauses, commits.",
+)
 @click.option("--markdown", is_flag=True, help="Markdown, fit for a pull request's body.")
 @click.option("--html", "as_html", is_flag=True, help="One self-contained HTML file.")
 @click.option(

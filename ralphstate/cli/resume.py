@@ -7,7 +7,7 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS, positive
 from ralphstate.core import budgets, render
-from ralphstate.loop import control
+from ralphstate.loop import control, proofreview
 from ralphstate.loop.project import locate
 
 
@@ -26,7 +26,8 @@ def resume(more: int | None) -> None:
     Example:
       ralphstate resume --more 10
     """
-    new, changed = control.resume(locate(), more)
+    store = locate()
+    new, changed = control.resume(store, more)
     already = "" if changed else "already "
     line = f"{already}in progress: iteration {new['iteration']}/{new['maxIterations']}"
     over = budgets.over_budget(new)
@@ -36,3 +37,6 @@ def resume(more: int | None) -> None:
             f" raise it first ({render.raise_budget(over)})"
         )
     output.text(line)
+    said = proofreview.headline(proofreview.summary(store, new))
+    if said:  # resuming does not approve: the loop still cannot complete
+        output.text(output.style(said, fg="red", bold=True))

@@ -9,7 +9,7 @@ import click
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
 from ralphstate.core import views
-from ralphstate.loop import statusfacts
+from ralphstate.loop import proofreview, statusfacts
 from ralphstate.loop.project import locate
 
 
@@ -39,6 +39,9 @@ def status(as_json: bool, every: bool) -> None:
     if as_json:
         output.json(statusfacts.as_json(state, facts))
         return
+    said = proofreview.headline(facts.proof) if facts.proof else None
+    if said:  # the loop's headline: nothing else completes it
+        output.text(output.style(said, fg="red", bold=True))
     output.text(views.status(state, facts, output.style, every))
     for line in views.status_notes(state, facts, output.style):
         output.text(line)

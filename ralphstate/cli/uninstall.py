@@ -10,7 +10,11 @@ from ralphstate.cli.install import setup, setup_options
 from ralphstate.cli.options import SETTINGS
 
 
-@click.command("uninstall", context_settings=SETTINGS)
+@click.command(
+    "uninstall",
+    context_settings=SETTINGS,
+    short_help="Remove what `ralphstate install` added, and nothing else.",
+)
 @setup_options
 def uninstall_(**options: Any) -> None:
     """Remove what `ralphstate install` added, with the same options: its hooks, the

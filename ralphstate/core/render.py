@@ -61,6 +61,8 @@ class CheckFailure(Protocol):
     def duration_ms(self) -> int: ...
     @property
     def output_tail(self) -> str: ...
+    @property
+    def clean_tree(self) -> str | None: ...
 
 
 def bounded(items: list[str], size: int = limits.MAX_LIST_ITEMS) -> list[str]:
@@ -109,7 +111,14 @@ def check_failures(failures: Sequence[CheckFailure]) -> list[str]:
         lines += _output_tail(failure.output_tail, share)
     if len(failures) > len(shown):
         lines.append(f"- … and {len(failures) - len(shown)} more (`ralphstate status`)")
-    lines.append("Fix what they report; `ralphstate verify` runs the checks again now.")
+    if any(failure.clean_tree for failure in shown):
+        # Plain `verify` runs in the work tree, where an untracked file may pass it.
+        lines.append(
+            "Fix what they report; `ralphstate verify --clean` runs the checks again as they"
+            " ran here, in a clean room (plain `ralphstate verify` runs them in the work tree)."
+        )
+    else:
+        lines.append("Fix what they report; `ralphstate verify` runs the checks again now.")
     return [*lines, ""]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import os
+import sys
 from collections.abc import Callable
 
 from ralphstate.agents.contract import Agent
@@ -51,6 +52,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         )
     pid = agent.process_id(os.environ)
     before = state, _untouched(loop, state)  # whose, and for how long, if it is taken over
+    timed_out = ownership.gone(state, modified(loop))  # else a takeover is a crash's
     # Taking the loop is decided again under the lock (two sessions cannot both take
     # it); restoring the session's own loop, or one it cannot take, needs no lock.
     verdict, state = base.update(store, _owning(agent, loop, session_id, source, pid), read=state)
@@ -68,12 +70,28 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     state = _with_task_file(loop, _told(store, state))
     line = restore.session_line(state, source)
     if verdict == "takeover":
-        line += " " + _taken_over(*before)
+        line += " " + _taken_over(*before, crashed=not timed_out)
     if not trusted:
         line += " " + restore.untrusted_line(state)
+    if agent.name == "claude" and source not in CONTINUING and _lacks_allow(loop):
+        line += " " + ALLOW_MISSING
     return agent.render_context(
         restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
     )
+
+
+# Said at a session's start when no settings file allows the agent's own commands.
+ALLOW_MISSING = (
+    "No permission rule allows the agent's ralphstate commands here, so each asks you"
+    " first and `claude -p` refuses them: run /ralphstate:allow once (or"
+    " `ralphstate install --allow-only`)."
+)
+
+
+def _lacks_allow(loop: paths.LoopPaths) -> bool:
+    from ralphstate.loop import enforcement
+
+    return enforcement.lacks_allow(str(loop.root))
 
 
 # The sources that go on with a session that already started (its own loop file is
@@ -104,14 +122,28 @@ def _owning(
             agent.name,
             known=lambda: registry.knows(loop, current),
             cleared_here=cleared_here,
-            gone=lambda: ownership.gone(current, modified(loop)),
+            gone=lambda: ownership.gone(current, modified(loop)) or crashed(current),
         )
         if verdict in TAKING and session_id:
             idle = ownership.idle_for(current, modified(loop)) if verdict == "takeover" else None
             events.append(ownership.take(current, session_id, agent.name, source))
             if idle is not None:
                 events[-1]["idle"] = round(idle)
+            if verdict == "takeover" and crashed(current):
+                events[-1]["ownerProcessGone"] = True
         return verdict, current
+
+    def crashed(current: st.State) -> bool:
+        """The owner's agent process, which this machine recorded, is gone: its session
+        crashed, so the loop need not wait out `ownerTimeout` (which 0 still turns off)."""
+        if ownership.owner_timeout(current) is None or sys.platform == "win32":
+            return False
+        owner = str((registry.entry(loop) or {}).get("claudePid") or "")
+        if not owner.isdigit() or owner == pid:
+            return False
+        from ralphstate.storage.system import process
+
+        return not process.exists(int(owner))
 
     return own
 
@@ -158,14 +190,19 @@ def _untouched(loop: paths.LoopPaths, state: st.State) -> str:
     return "?" if idle is None else span(idle // 1)
 
 
-def _taken_over(before: st.State, untouched: str) -> str:
-    """For the person: whose loop this session took, and for how long it had been left
-    untouched (as the file was before it was taken), and how to give it back."""
+def _taken_over(before: st.State, untouched: str, crashed: bool = False) -> str:
+    """For the person: whose loop this session took, and why: its agent process is gone
+    (`crashed`), or it had been left untouched for so long (as the file was before it
+    was taken); and how to give it back."""
     from ralphstate.core.text import short_id
 
+    if crashed:
+        why = "whose agent process is gone from this machine (it crashed or was killed)"
+    else:
+        why = f"which left it untouched for {untouched}"
     return (
-        f"It was taken over from session {short_id(before['sessionId'] or '?')}, which left"
-        f" it untouched for {untouched}; `ralphstate adopt` in that session takes it back."
+        f"It was taken over from session {short_id(before['sessionId'] or '?')}, {why};"
+        " `ralphstate adopt` in that session takes it back."
     )
 
 

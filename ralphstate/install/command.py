@@ -29,6 +29,7 @@ upgrade replaces them in place and an uninstall removes them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -118,6 +119,22 @@ def imports_isolated(python: str) -> bool:
     if problem is not None or not ralphstate.__file__:
         return False
     return Path(found).resolve() == Path(ralphstate.__file__).resolve()
+
+
+def development_checkout() -> Path | None:
+    """The checkout this ralphstate runs from when it is an editable install (its
+    package is not in the interpreter's site-packages but in a directory that holds
+    a `pyproject.toml`), else None. Hooks written from it run that checkout's code."""
+    import ralphstate
+
+    package = Path(ralphstate.__file__).resolve().parent
+    installed = set()
+    for name in ("purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            installed.add(Path(sysconfig.get_paths()[name]).resolve())
+    if any(place == package.parent or place in package.parents for place in installed):
+        return None
+    return package.parent if (package.parent / "pyproject.toml").is_file() else None
 
 
 def console_script() -> str | None:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 # Set by the plugin's bin/ralphstate for the command it runs (hooks/plugin_launcher.py).
 ENV_PLUGIN = "RALPHSTATE_PLUGIN"
+# What Claude Code sets for a plugin's hooks: the plugin's root.
+ENV_PLUGIN_ROOT = "CLAUDE_PLUGIN_ROOT"
 # The directory every `ralphstate run` makes in the loop's directory (run/runfiles.py).
 RUNS = "runs"
 MAX_READ = 1024 * 1024  # a settings file install would refuse is not searched either
@@ -153,6 +155,33 @@ def plugin_enabled(path: str) -> bool:
 
     raw = _read(path)
     return bool(raw) and re.search(_ENABLED, raw or b"") is not None
+
+
+# The rule `ralphstate install` (and the plugin's /ralphstate:allow) adds first, for the
+# command the agent runs first (install/permissions.py, RULES): without it, every one of
+# the agent's ralphstate commands asks the person first.
+ALLOW_STATUS = b"Bash(ralphstate status:*)"
+
+
+def lacks_allow(root: str, home: str | None = None) -> bool:
+    """Whether Claude Code runs ralphstate here (its plugin's hooks, or those `install`
+    wrote) while none of its settings files for the project at `root` (local, project,
+    user) allows the agent's `ralphstate status` without a prompt."""
+    from ralphstate.agents import table
+
+    hook_file = table.get("claude").hook_file
+    raws = [_read(hook_file_path(hook_file, scope, root, home)) for scope in SCOPES]
+    if any(raw and ALLOW_STATUS in raw for raw in raws):
+        return False
+    # The plugin's hooks run with its root in the environment; an enabled plugin whose
+    # hooks are not the ones running says nothing of this session.
+    return bool(os.environ.get(ENV_PLUGIN_ROOT)) or any(
+        raw and _runs_stop("claude", raw) for raw in raws
+    )
+
+
+# Claude Code's settings files, as `lacks_allow` reads them.
+SCOPES = ("local", "project", "user")
 
 
 def _runs_stop(agent: str, raw: bytes) -> bool:

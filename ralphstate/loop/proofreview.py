@@ -374,6 +374,19 @@ def agent_ending(store: Store, state: st.State) -> tuple[str, str, str] | None:
     return None
 
 
+def headline(found: dict[str, Any]) -> str | None:
+    """A pending review as the loop's headline, the first line `status` and `resume`
+    print (`found`: `summary`); None when nothing waits for one."""
+    if not found["review"]:
+        return None
+    n = len(found["review"])
+    who = ", ".join(found["reviewBy"]) or "someone unknown"
+    return (
+        f"NEEDS YOUR REVIEW: what proves this loop done changed ({n} change{'s' if n > 1 else ''}"
+        f" by {who}); it cannot complete until you run `ralphstate review`."
+    )
+
+
 def summary_lines(found: dict[str, Any]) -> list[str]:
     """`summary` as `status` prints it."""
     lines = []

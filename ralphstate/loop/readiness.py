@@ -19,8 +19,10 @@ loop as `init` writes it and runs nothing. The rubric, one point each unless sai
 - guards: the loop guards files (the tests git tracks), so the proof cannot be edited
   away unseen.
 
-8 or more is a tool; less is a colleague, and `init` names what would raise the score
-and how to run such a loop (`run --check-in`: run/checkin.py).
+8 or more is a tool; less is a colleague, and `init` says in one line what the score
+means, names the rubric's page and what would raise the score. It never recommends
+`run --check-in` (run/checkin.py): that pauses the night at each step, which only the
+person who asked for check-ins wants.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from ralphstate.core.text import count
 from ralphstate.loop import program
 
 OUT_OF = 10
+# Where the rubric is written, named in the one line `init` and `demo` give.
+RUBRIC = "docs/reference/run.md#the-specs-shape"
 # The least score of a tool-shaped spec: the notes' colleague is 5 to 7.
 TOOL_SCORE = 8
 MIN_SPEC_WORDS = 8
@@ -74,13 +78,15 @@ class Readiness:
 
     def lines(self) -> list[str]:
         """What `init` says of it: nothing for a tool-shaped spec (the state keeps its
-        score); for a colleague-shaped one, how to run it and what would raise it."""
+        score); for a colleague-shaped one, what the score means, where the rubric is
+        and what would raise it. It recommends no mode: `run --check-in` pauses the
+        night after each step, so only the person who asks for it gets it."""
         if self.shape == "tool":
             return []
         head = (
-            f"readiness {self.score}/{OUT_OF}: colleague-shaped, so check in on it: run it"
-            " with `ralphstate run --check-in`, which pauses for you after each finished"
-            " step and before it completes"
+            f"readiness {self.score}/{OUT_OF}: colleague-shaped, a point for each thing that"
+            f" lets checks, not judgement, tell the work is done ({TOOL_SCORE} or more leaves"
+            f" nothing to judgement; the rubric: {RUBRIC})"
         )
         return [head, "  to raise it: " + "; ".join(self.advice[:4])]
 

@@ -1,8 +1,9 @@
 """The loop's story as one self-contained HTML file: inline CSS and SVG, no script, and
 a Content-Security-Policy that forbids fetching anything, so it opens the same with no
 network. The timeline shows the iterations as bars laid end to end, each as long as it
-took, the criteria as lanes that turn green at the iteration that proved them, and the
-pauses and commits where they happened."""
+took, the criteria as lanes that turn green at the iteration that proved them (amber
+where a criterion stood on the agent's word, red where its check refutes that word), and
+the pauses and commits where they happened."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from html import escape
 from ralphstate.core import provenance
 from ralphstate.core.outcomes import OUTCOMES
 from ralphstate.core.redgreen import ALREADY
-from ralphstate.core.text import count, noun, visible
-from ralphstate.core.views import SHOWN
+from ralphstate.core.text import count, noun, visible, visible_lines
 from ralphstate.report.story import (
+    REFUTED,
     Criterion,
     Iteration,
     Story,
@@ -76,6 +77,11 @@ margin-right:5px;vertical-align:-1px}
 
 def _e(text: object) -> str:
     return escape(visible(str(text)), quote=True)
+
+
+def _text(text: object) -> str:
+    """Several lines (a check's output) made safe line by line, the line breaks kept."""
+    return escape(visible_lines(str(text)), quote=True)
 
 
 def html(story: Story) -> str:
@@ -162,10 +168,11 @@ def html(story: Story) -> str:
 def _legend() -> str:
     items = [
         ("#3b7dd8", "iteration, went on"),
-        ("#2e9e4f", "completed the loop · criterion met"),
+        ("#2e9e4f", "completed the loop · criterion proved by its check"),
+        ("#b07a12", "criterion claimed, no check proving it"),
         ("#d98b1c", "paused: stall, cap or a step retried"),
         ("#a05cc7", "paused by or for a person (budget, limit, review)"),
-        ("#d0342c", "error · failed commit · agent errors"),
+        ("#d0342c", "error · failed commit · agent errors · claim its check refutes"),
     ]
     spans = "".join(f'<span><i style="background:{c}"></i>{t}</span>' for c, t in items)
     return f'<p class="legend meta">{spans}</p>'
@@ -298,19 +305,33 @@ def _lanes(story: Story, x_begin: Callable[[int], float], end: float, base: floa
             f'<rect x="{LABEL}" y="{y + 3}" width="{max(end - LABEL, 1):.1f}" height="10"'
             ' rx="2" fill="#e3e6ec"/>'
         )
-        turns = [(n, g) for name, n, g in story.turns if name == criterion.name]
-        for index, (number, green) in enumerate(turns):
+        turns = [(n, g, how) for name, n, g, how in story.turns if name == criterion.name]
+        for index, (number, green, how) in enumerate(turns):
             if not green:
                 continue
             start = x_begin(number)
-            stop = x_begin(turns[index + 1][0]) if index + 1 < len(turns) else end
+            after = turns[index + 1] if index + 1 < len(turns) else None
+            stop = end if after is None else x_begin(after[0])
+            refuted = criterion.refuted if after is None else after[2] == "refuted"
+            kind, colour, said = _lane(how, refuted)
             out.append(
-                f'<rect class="green" data-criterion="{_e(criterion.name)}" x="{start:.1f}"'
+                f'<rect class="{kind}" data-criterion="{_e(criterion.name)}" x="{start:.1f}"'
                 f' y="{y + 3}" width="{max(stop - start, 3):.1f}" height="10" rx="2"'
-                f' fill="#2e9e4f"><title>{_e(criterion.name)}: met from iteration'
+                f' fill="{colour}"><title>{_e(criterion.name)}: {said} from iteration'
                 f" {number}</title></rect>"
             )
     return out
+
+
+def _lane(how: str, refuted: bool) -> tuple[str, str, str]:
+    """The class, colour and words of a stretch of a criterion's lane: green where its
+    check proved it, amber where it stood on the agent's word, red where its check
+    refuted that word (at the stretch's end, or now)."""
+    if how != "claimed":
+        return "green", "#2e9e4f", "met"
+    if refuted:
+        return "refuted", "#d0342c", "claimed, refuted by its check,"
+    return "claimed", "#b07a12", "claimed, no check proving it,"
 
 
 def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
@@ -338,9 +359,10 @@ def _marks(story: Story, x_at: Callable[[int], float], top: float) -> list[str]:
 def _criteria(criteria: list[Criterion]) -> str:
     rows = []
     for c in criteria:
-        standing = SHOWN.get(c.standing, c.standing) if c.standing else None
-        label = standing or ("met" if c.met else "unmet")
-        css = {"verified": "ok", "failing": "bad", "claimed": "claim"}.get(label, "meta")
+        label = c.label or ("met" if c.met else "unmet")
+        css = {"verified": "ok", "failing": "bad", "claimed": "claim", REFUTED: "bad"}.get(
+            label, "meta"
+        )
         evidence = c.evidence
         where = ""
         if evidence.get("commit"):
@@ -356,14 +378,15 @@ def _criteria(criteria: list[Criterion]) -> str:
             if isinstance(evidence.get("durationMs"), int)
             else ""
         )
-        tail = str(evidence.get("outputTail") or "")
+        summary = (c.refutation or evidence).get("summary", "")
+        tail = str((c.refutation or evidence).get("outputTail") or "")
         output = (
-            f"<details><summary>output</summary><pre>{_e(tail)}</pre></details>" if tail else ""
+            f"<details><summary>output</summary><pre>{_text(tail)}</pre></details>" if tail else ""
         )
         rows.append(
             f'<tr><td>{_e(c.name)}</td><td><span class="{css}">{_e(label)}</span>{stale}</td>'
             f"<td>{f'<code>{_e(c.check)}</code>' if c.check else ''}</td>"
-            f"<td>{where}</td><td>{_e(evidence.get('summary', ''))}</td><td>{took}</td>"
+            f"<td>{where}</td><td>{_e(summary)}</td><td>{took}</td>"
             f"<td>{_e(evidence.get('at', ''))}{output}</td></tr>"
         )
     return (

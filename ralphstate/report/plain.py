@@ -5,24 +5,24 @@ from __future__ import annotations
 from ralphstate.core import provenance
 from ralphstate.core.redgreen import ALREADY
 from ralphstate.core.text import count, noun, visible
-from ralphstate.core.views import SHOWN
 from ralphstate.report.story import Criterion, Story, money, seconds, short
 
 
 def _evidence(criterion: Criterion) -> str:
     """`verified on 3f9c2e1a0b (dirty) · sealed · exit code 0 · 4.2s · 2026-03-14T10:41:37Z`."""
     evidence = criterion.evidence
-    standing = criterion.standing
-    parts = [SHOWN.get(standing, standing) if standing else "unmet, no check"]
+    parts = [criterion.label or "unmet, no check"]
     if evidence.get("commit"):
         where = f"on {short(evidence['commit'])}"
         parts[0] += f" {where}" + (" (dirty)" if evidence.get("dirty") else "")
-    if standing == "verified":
+    if criterion.standing == "verified":
         parts.append(provenance.words(evidence))
     if criterion.stale:
         parts.append("STALE: the code changed since")
     if criterion.already_true:
         parts.append(ALREADY)
+    if criterion.refuted and criterion.refutation.get("summary"):
+        parts.append(f"its check: {criterion.refutation['summary']}")
     if evidence.get("summary"):
         parts.append(str(evidence["summary"]))
     if isinstance(evidence.get("durationMs"), int):
@@ -55,11 +55,12 @@ def text(story: Story) -> str:
     lines = [f"loop {visible(story.root)}", f"spec: {visible(state['spec'])}", *_head(story)]
     lines += ["", "criteria:"]
     for c in story.criteria:
-        lines.append(f"  [{'x' if c.met else ' '}] {visible(c.name)}: {_evidence(c)}")
+        box = "!" if c.refuted else "x" if c.met else " "
+        lines.append(f"  [{box}] {visible(c.name)}: {_evidence(c)}")
         if c.check:
             lines.append(f"      check: {visible(c.check)}")
-        tail = str(c.evidence.get("outputTail") or "")
-        if tail and c.standing == "failing":
+        tail = str((c.refutation or c.evidence).get("outputTail") or "")
+        if tail and (c.standing == "failing" or c.refuted):
             lines += [f"      | {visible(line)}" for line in tail.splitlines()[-10:]]
     if story.proof:
         lines += ["", "proof:", *[f"  {visible(line)}" for line in story.proof]]
@@ -106,7 +107,8 @@ def markdown(story: Story) -> str:
     lines += [f"_{_md(line)}_" for line in _head(story)[:1]]
     lines += ["", "### Criteria", ""]
     for c in story.criteria:
-        lines.append(f"- [{'x' if c.met else ' '}] **{_md(c.name)}**: {_md(_evidence(c))}")
+        box = "x" if c.met and not c.refuted else " "
+        lines.append(f"- [{box}] **{_md(c.name)}**: {_md(_evidence(c))}")
         if c.check:
             lines.append(f"  - check: `{_md(c.check).replace('`', '')}`")
         tail = str(c.evidence.get("outputTail") or "")

@@ -14,6 +14,7 @@ from typing import Any
 from ralphstate.core import limits, provenance, queries
 from ralphstate.core import state as st
 from ralphstate.core.outcomes import OUTCOMES
+from ralphstate.core.views import SHOWN
 
 Event = dict[str, Any]
 
@@ -21,6 +22,8 @@ Event = dict[str, Any]
 # those that pause it (core/outcomes.py, OUTCOMES).
 HOOK_ITERATIONS = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.block)
 HOOK_PAUSES = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.pause)
+# A criterion met on the agent's word whose check's last run failed.
+REFUTED = "claimed, refuted by its check"
 
 
 @dataclass
@@ -34,6 +37,19 @@ class Criterion:
     # Its check passed before the loop did any work (core/redgreen.py): the proof says
     # nothing about the work.
     already_true: bool = False
+    # Met on the agent's word while its check's last run failed (in the evidence, or in
+    # the history when the claim came after): a claim the check refutes, never shown as
+    # met. `refutation` is that run's history line, for its summary and output.
+    refuted: bool = False
+    refutation: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str | None:
+        """Its standing as the report shows it: `refuted by its check` for a refuted
+        claim, else the standing (`check not run yet` for `unchecked`)."""
+        if self.refuted:
+            return REFUTED
+        return SHOWN.get(self.standing, self.standing) if self.standing else None
 
 
 @dataclass
@@ -74,8 +90,10 @@ class Story:
     greens: list[Moment] = field(default_factory=list)
     pauses: list[Moment] = field(default_factory=list)
     commits: list[Moment] = field(default_factory=list)
-    # (criterion, iteration, green) each time a criterion turned green or back.
-    turns: list[tuple[str, int, bool]] = field(default_factory=list)
+    # (criterion, iteration, green, how) each time a criterion turned green or back;
+    # `how` is "verified" (its check passed) or "claimed" (the agent's word) for a turn
+    # green, "refuted" (its check failed) or "" (set back by hand) for a turn back.
+    turns: list[tuple[str, int, bool, str]] = field(default_factory=list)
     stale_known: bool = False  # whether the work tree's tree was known (git)
     history_cut: bool = False  # only the newest history lines were read
     # What backs the proof: who approved it, what waits for review, endings outside
@@ -162,7 +180,23 @@ def gather(
     story = Story(state, root, criteria, [], stale_known=tree is not None)
     story.history_cut = history_cut
     _walk(story, history)
+    _refuted(story, history)
     return story
+
+
+def _refuted(story: Story, history: list[Event]) -> None:
+    """Mark each claimed criterion whose check's last run failed as refuted."""
+    last: dict[str, Event] = {}
+    for event in history:
+        if event.get("event") == "check" and isinstance(event.get("criterion"), str):
+            last[event["criterion"]] = event
+    for c in story.criteria:
+        if not c.met or c.standing != "claimed":
+            continue
+        failed = c.evidence if c.evidence.get("result") == "failing" else last.get(c.name, {})
+        if failed.get("result") == "failing":
+            c.refuted = True
+            c.refutation = failed
 
 
 def _walk(story: Story, history: list[Event]) -> None:
@@ -257,7 +291,12 @@ def _green(
     if now and not green.get(criterion):
         story.greens.append(Moment(at, number, criterion, how))
     if now != green.get(criterion, False):
-        story.turns.append((criterion, number, now))
+        # Back by a check that failed: the claim or proof before it was refuted.
+        if now:
+            turned = "verified" if name == "check" else "claimed"
+        else:
+            turned = "refuted" if name == "check" else ""
+        story.turns.append((criterion, number, now, turned))
     green[criterion] = now
 
 

@@ -74,7 +74,10 @@ def begin(ctx: Context, allowance: Allowance) -> st.State:
         elif state["status"] != "in_progress":
             raise Stopped(state)
         if plan.set_max:  # this run's --max: the loop's cap grows to fit it, never shrinks
-            state["maxIterations"] = max(state["maxIterations"], state["iteration"] + plan.limit)
+            raised = max(state["maxIterations"], state["iteration"] + plan.limit)
+            if raised > state["maxIterations"]:  # said: the cap is the person's choice
+                grown.append((state["maxIterations"], raised))
+            state["maxIterations"] = raised
         if not state["startedAt"]:  # running it here adopts it: the registry needs it
             state["startedAt"] = clock.now_iso()
         started: Event = {
@@ -95,7 +98,13 @@ def begin(ctx: Context, allowance: Allowance) -> st.State:
         events.append(started)
         return state
 
+    grown: list[tuple[int, int]] = []
     state = ctx.store.update(change)
+    for old, new in grown[-1:]:
+        ctx.report.line(
+            f"the loop's cap grows from {old} to {new} iterations to fit --max {plan.limit}"
+            f" (`ralphstate config max-iterations N` sets it)"
+        )
     with contextlib.suppress(OSError, RalphstateError):
         registry.record(ctx.store.paths, state)  # running it here is adopting it
     ctx.state = state

@@ -3,7 +3,8 @@ entry that fits a terminal, in words.
 
 The line is `AT  #ITERATION EVENT [WHO] DETAILS`. The entries a run and the checks
 write (an iteration, a check, a commit, the run's start and end, an approval) say
-their details in words; any other entry lists them as `key=value`. Either way a value
+their details in words; any other entry lists them as `key: value` (text in double
+quotes, a list as its items). Either way a value
 that says nothing (null, false, empty) is left out, an id of 16 hex digits or more (a
 commit, a tree, a loop) is cut to its first `ID_CHARS`, and a value is cut at
 `VALUE_CHARS`. Text of several lines (a check's output) follows on indented lines,
@@ -58,14 +59,24 @@ def _said(found: object) -> bool:
 
 
 def _pairs(details: Entry) -> str:
-    """`key=value` for each detail that says something."""
+    """`key: value` for each detail that says something, as words: text in double
+    quotes, a list as its items, a flag as `true`; never Python's `key='value'`."""
     shown = []
     for key, found in details.items():
-        if not _said(found):
-            continue
-        text = value(found)
-        shown.append(f"{key}={text!r}" if isinstance(found, str) else f"{key}={text}")
-    return " ".join(shown)
+        if _said(found):
+            shown.append(f"{key}: {_worded(found)}")
+    return " · ".join(shown)
+
+
+def _worded(found: object) -> str:
+    """A detail's value as `_pairs` says it."""
+    if isinstance(found, bool):
+        return "true" if found else "false"
+    if isinstance(found, str):
+        return _quoted(found)
+    if isinstance(found, list):
+        return clip(", ".join(_worded(item) for item in found), VALUE_CHARS)
+    return value(found)
 
 
 def _quoted(found: object) -> str:
@@ -88,7 +99,7 @@ def _figure(found: object, most: float) -> float | None:
 
 
 def _rest(details: Entry, *known: str) -> list[str]:
-    """The details no phrase below names, as `key=value`."""
+    """The details no phrase below names, as `key: value`."""
     rest = _pairs({k: v for k, v in details.items() if k not in known})
     return [rest] if rest else []
 

@@ -102,7 +102,9 @@ def make_plan(store: Store, state: st.State, given: Mapping[str, Any] | None = N
         raise RalphstateError(
             'no agent command: give one with --agent "CMD", or set `agent` in the'
             " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
-            " .loop/config.toml."
+            " .loop/config.toml; for Claude Code overnight: ralphstate run --agent"
+            ' "claude -p --output-format json --dangerously-skip-permissions" --max 40'
+            " (docs/how-to/overnight.md)."
         )
     argv = shellcmd.argv(chain[0], chosen["shell"])
     chosen["prompt_mode"] = _prompt_mode(chosen["prompt_mode"], argv)

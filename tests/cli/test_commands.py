@@ -62,12 +62,45 @@ def test_help_lists_every_command_in_order_in_a_real_process(project: Path) -> N
     done = run_process(["--help"], cwd=project)
     assert (done.returncode, done.stderr) == (0, b"")
     listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
-    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    named = [line.split()[0] for line in listed if not line.startswith("   ")]
+    # In the order a person meets them: setting up first, the morning's commands later.
+    assert named == list(COMMANDS) and sorted(named) == sorted(COMMANDS)
+    assert named[:4] == ["install", "init", "demo", "status"] and named[-1] == "uninstall"
+    # Each summary is a whole sentence, never cut mid-phrase with "...".
+    summaries = " ".join(done.stdout.decode().split("\nCommands:\n", 1)[1].split())
+    assert "..." not in summaries and summaries.endswith(".")
     assert "  criteria   List, add, set or remove success criteria." in listed
     assert "  status     Show the loop: spec, criteria, steps, iteration, owner." in listed
     done = run_process(["criteria", "--help"], cwd=project)
     listed = done.stdout.decode().split("\nCommands:\n", 1)[1].splitlines()
     assert [line.split()[0] for line in listed] == ["add", "check", "list", "remove", "set"]
+
+
+@pytest.mark.parametrize("word", ["start", "new"])
+def test_a_word_for_starting_names_init_not_a_spelling_guess(project: Path, word: str) -> None:
+    from tests.helpers import run_process
+
+    done = run_process([word], cwd=project)
+    err = done.stderr.decode()
+    assert (done.returncode, done.stdout) == (1, b"")
+    assert err.startswith(
+        f"ralphstate: No such command '{word}': a loop starts with"
+        ' `ralphstate init "what to build" -c "tests pass"`'
+    ), err
+    assert "status" not in err and err.count("\n") == 1
+
+
+def test_words_given_unquoted_get_a_quoting_hint(project: Path) -> None:
+    from tests.helpers import run_process
+
+    done = run_process(["init", "Fix", "the", "bug", "-c", "tests", "pass"], cwd=project)
+    assert done.returncode == 1 and done.stdout == b""
+    assert done.stderr.decode() == (
+        "ralphstate: Got unexpected extra arguments (the bug pass); put a text of several"
+        ' words in quotes: ralphstate init "Fix the bug" -c "tests pass"'
+        " (see `ralphstate init --help`)\n"
+    )
+    assert not (project / ".loop").exists()
 
 
 @pytest.mark.parametrize(

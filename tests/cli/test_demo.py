@@ -21,7 +21,21 @@ def test_demo_plays_the_whole_loop_through_the_real_hook(rs: Any) -> None:
         " agent's environment): tests pass; claimed, without a check: README documents --json."
     )
     assert f"[the person sees] {done}" in out
-    assert out.rstrip().splitlines()[-1].split()[2] == "complete"
+    log = out.split("$ ralphstate log\n", 1)[1].split("\nNext, ", 1)[0]
+    assert log.rstrip().splitlines()[-1].split()[2] == "complete"
+
+
+def test_the_demo_ends_with_the_next_step_and_advises_no_check_in(rs: Any) -> None:
+    """A newcomer who watched the demo is told what to do in a project of their own; the
+    readiness line explains its score and recommends no mode that stops the night."""
+    out = rs("demo").out
+    tail = out.rstrip().split("\nNext, ", 1)[1]
+    assert tail.startswith("in a project of your own: `ralphstate install`"), tail
+    assert 'ralphstate init "what to build" --check "tests pass"' in tail
+    assert "docs/tutorial.md" in tail
+    line = next(s for s in out.splitlines() if s.startswith("readiness "))
+    assert "docs/reference/run.md#the-specs-shape" in line
+    assert "check-in" not in out and "check in" not in out
 
 
 def test_the_demo_shows_a_check_catching_a_false_claim(rs: Any) -> None:

@@ -29,15 +29,17 @@ def test_log(project: Path, rs: Any) -> None:
     lines = result.out.splitlines()
     assert len(lines) == 4
     assert lines[0].startswith(
-        "2026-01-02T03:04:05Z  #0   init             [you] spec='Build it' criteria=1 steps=1"
+        '2026-01-02T03:04:05Z  #0   init             [you] spec: "Build it" · criteria: 1'
+        " · steps: 1"
     )
     assert lines[1].startswith(
-        "2026-01-02T03:05:05Z  #0   criterion_set    [you] criterion='tests pass' value=True"
+        '2026-01-02T03:05:05Z  #0   criterion_set    [you] criterion: "tests pass" · value: true'
     )
-    assert lines[1].endswith(" note='84 passed'")
+    assert lines[1].endswith(' · note: "84 passed"')
+    assert "='" not in result.out and "=True" not in result.out  # words, not Python's repr
     assert lines[2:] == [
-        "2026-01-02T03:06:05Z  #0   step_done        [you] step='write it'",
-        "2026-01-02T03:07:05Z  #0   paused           [you] reason='user'",
+        '2026-01-02T03:06:05Z  #0   step_done        [you] step: "write it"',
+        '2026-01-02T03:07:05Z  #0   paused           [you] reason: "user"',
     ]
     assert rs("log", "-n", "2").out == "".join(result.out.splitlines(keepends=True)[-2:])
     as_json = rs("log", "-n", "2", "--json")

@@ -45,10 +45,11 @@ def run_process(
 
 
 def colleague(score: int, advice: str) -> str:
-    """What `init` says of a colleague-shaped spec (loop/readiness.py): its score, how to
-    run it, and `advice`, what would raise the score."""
+    """What `init` says of a colleague-shaped spec (loop/readiness.py): its score, what
+    the score means and where the rubric is, and `advice`, what would raise the score."""
     return (
-        f"readiness {score}/10: colleague-shaped, so check in on it: run it with `ralphstate"
-        " run --check-in`, which pauses for you after each finished step and before it"
-        f" completes\n  to raise it: {advice}\n"
+        f"readiness {score}/10: colleague-shaped, a point for each thing that lets checks,"
+        " not judgement, tell the work is done (8 or more leaves nothing to judgement;"
+        " the rubric: docs/reference/run.md#the-specs-shape)"
+        f"\n  to raise it: {advice}\n"
     )

@@ -238,3 +238,78 @@ def test_status_shows_when_the_owner_is_handed_over(root: Path) -> None:
     assert run_process(["config", "owner-timeout", "default"], cwd=root).returncode == 0
     age(path, 31 * 60)
     assert head().endswith(" · idle past 30m: the next session to start here takes it")
+
+
+def _dead_pid() -> str:
+    """The id of a process that ran and is gone."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return str(child.pid)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a process id is looked up on POSIX only")
+def test_a_crashed_owners_loop_is_taken_at_once_when_its_process_is_gone(root: Path) -> None:
+    """The owner's Claude Code process, recorded on this machine, is gone: the next
+    session takes the loop now, not after `ownerTimeout`, and says why."""
+    make_loop(root, session=None, ownerTimeout=1800)
+    dead = _dead_pid()
+    assert "Spec:" in context(start(root, SID, CLAUDE_PID=dead))
+    assert load(root)["sessionId"] == SID
+    out = start(root, OTHER, CLAUDE_PID=str(os.getpid()))
+    assert "Spec: Build the parser" in context(out)
+    assert out is not None and out["systemMessage"].endswith(
+        f"It was taken over from session {SID[:8]}…, whose agent process is gone from this"
+        " machine (it crashed or was killed); `ralphstate adopt` in that session takes it"
+        " back."
+    ), out
+    assert load(root)["sessionId"] == OTHER
+    taken = events(root)[-1]
+    assert (taken["event"], taken["from"], taken["ownerProcessGone"]) == ("adopted", SID, True)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a process id is looked up on POSIX only")
+def test_a_live_owners_process_keeps_its_loop(root: Path) -> None:
+    make_loop(root, session=None, ownerTimeout=1800)
+    assert "Spec:" in context(start(root, SID, CLAUDE_PID=str(os.getpid())))  # alive
+    out = start(root, OTHER, CLAUDE_PID=_dead_pid())
+    assert out is not None and "belongs to another session" in out["systemMessage"]
+    assert load(root)["sessionId"] == SID
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a process id is looked up on POSIX only")
+def test_an_owner_timeout_of_0_keeps_a_crashed_owners_loop(root: Path) -> None:
+    make_loop(root, session=None, ownerTimeout=0)
+    assert "Spec:" in context(start(root, SID, CLAUDE_PID=_dead_pid()))
+    out = start(root, OTHER, CLAUDE_PID=str(os.getpid()))
+    assert out is not None and "belongs to another session" in out["systemMessage"]
+    assert load(root)["sessionId"] == SID
+
+
+# -- the permission rules, said at a session's start -------------------------------------
+
+ALLOW = (
+    "No permission rule allows the agent's ralphstate commands here, so each asks you first"
+    " and `claude -p` refuses them: run /ralphstate:allow once (or `ralphstate install"
+    " --allow-only`)."
+)
+
+
+def test_missing_allow_rules_are_said_when_a_session_starts(root: Path) -> None:
+    """The hooks are installed without the rules (`/ralphstate:allow` forgotten): the
+    person reads it at the session's start, not at the agent's first prompt; once the
+    rules are there, or where nothing of ralphstate runs in Claude Code, nothing is said."""
+    make_loop(root)
+    out = start(root, SID)
+    assert out is not None and ALLOW not in out["systemMessage"]  # no hooks installed here
+    out = start(root, SID, CLAUDE_PLUGIN_ROOT=str(root))  # the plugin's hooks, no rules
+    assert out is not None and out["systemMessage"].endswith(" " + ALLOW), out
+    assert run_process(["install", "--no-allow"], cwd=root).returncode == 0
+    out = start(root, SID)
+    assert out is not None and out["systemMessage"].endswith(" " + ALLOW), out
+    assert ALLOW not in str(start(root, SID, "compact"))  # said once, at the start
+    assert run_process(["install", "--allow-only"], cwd=root).returncode == 0
+    out = start(root, SID)
+    assert out is not None and ALLOW not in out["systemMessage"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -140,7 +141,8 @@ def test_clear_in_the_same_claude_process_re_owns(root: Path) -> None:
 
 
 def test_clear_in_another_claude_process_does_not_re_own(root: Path) -> None:
-    path = make_loop(root, claude_pid="4242")
+    # The owner's process is alive (this one): a gone one would be taken over at once.
+    path = make_loop(root, claude_pid=str(os.getpid()))
     before = path.read_bytes()
     out, _ = hook(
         "session-start",

@@ -62,8 +62,15 @@ def test_an_ambiguous_spec_is_a_colleague_and_init_says_what_raises_it(repo: Pat
     said = init(repo, "make it better", "-c", "the code is nicer")
 
     line = next(s for s in said.splitlines() if s.startswith("readiness"))
-    assert line.startswith("readiness 2/10: colleague-shaped"), said
-    assert "ralphstate run --check-in" in line
+    assert line.startswith("readiness 2/10: colleague-shaped, a point for each thing"), said
+    # The score explained in the line, with the rubric's page, which exists.
+    assert "8 or more leaves nothing to judgement" in line
+    page, anchor = line.rsplit("the rubric: ", 1)[1].rstrip(")").split("#")
+    assert f"### {anchor.replace('-', ' ')}" in (
+        (REPO / page).read_text(encoding="utf-8").lower().replace("'", "")
+    )
+    # No mode that would stop the night at each step: the person did not ask for it.
+    assert "check-in" not in said and "check in" not in said
     advice = said.split("to raise it: ", 1)[1]
     assert "--check NAME COMMAND" in advice and "-s STEP" in advice and "(it has 3)" in advice
     assert readiness(repo) == {"score": 2, "shape": "colleague"}

@@ -116,3 +116,28 @@ def test_an_agents_pause_and_cancel_are_the_agents(
     assert out is not None
     assert f"the agent itself (claude session {SID[:8]}) cancelled the loop" in out["systemMessage"]
     assert f"[claude session {SID[:8]}]" in rs("log").out
+
+
+def test_a_pending_review_is_the_first_line_of_status_and_resume(
+    loop: Path, rs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent replaced the check: what the person sees first, in `status` and after
+    `resume`, is the review that alone lets the loop complete."""
+    as_agent(monkeypatch)
+    assert rs("criteria", "check", "tests pass", "true").code == 0
+    assert rs("criteria", "set", "tests pass", "true").code == 0
+    as_person(monkeypatch)
+    out = stop(loop, "Done. <loop-complete>")
+    assert out is not None
+    assert (load(loop)["status"], load(loop)["pauseReason"]) == ("paused", "review")
+    headline = (
+        "NEEDS YOUR REVIEW: what proves this loop done changed (1 change by claude session"
+        f" {SID[:8]}); it cannot complete until you run `ralphstate review`."
+    )
+    shown = rs("status")
+    assert shown.code == 0 and shown.out.splitlines()[0] == headline, shown.out
+    resumed = rs("resume")
+    assert resumed.code == 0
+    assert resumed.out.splitlines() == ["in progress: iteration 0/20", headline], resumed.out
+    assert rs("review", "--approve").code == 0
+    assert "NEEDS YOUR REVIEW" not in rs("status").out

@@ -109,7 +109,11 @@ def test_the_html_report_in_a_headless_browser(loop: Path, chromium: str, tmp_pa
     rendered = dom.stdout.decode()
     bars = re.findall(r'<rect class="bar" data-iteration="(\d+)"', rendered)
     assert bars == ["1", "2", "3", "4"]  # one bar per iteration, in order
-    assert len(re.findall(r'<rect class="green" data-criterion="', rendered)) >= 2
+    # The check proved "tests pass": green; "docs written" stands on the agent's word.
+    assert re.findall(r'<rect class="green" data-criterion="([^"]*)"', rendered) == ["tests pass"]
+    assert re.findall(r'<rect class="claimed" data-criterion="([^"]*)"', rendered) == [
+        "docs written"
+    ]
 
     width, height, rgb = browser.pixels(shot.read_bytes())
     assert (width, height) == (1000, 700)
@@ -142,3 +146,37 @@ def test_no_browser_needed_for_markdown_to_stdout(loop: Path) -> None:
         check=False,
     )
     assert done.returncode == 0 and done.stdout.startswith(b"## Add a CSV export")
+
+
+def test_a_refuted_claim_is_refuted_in_the_text_and_in_the_browser(
+    project: Path, chromium: str, tmp_path: Path, rs: Any
+) -> None:
+    """Its check fails, then the agent claims the criterion anyway: the morning's report
+    says the check refutes it, the timeline draws it red (not green, "met"), and its
+    output shows as lines, not as `\\x0a`."""
+    init_repo(project)
+    failing = (
+        f"\"{sys.executable}\" -c \"print('line one'); print('line two'); raise SystemExit(1)\""
+    )
+    assert rs("init", "Make the tests pass", "--check", "tests pass", failing).code == 0
+    assert rs("verify").code != 0
+    assert rs("criteria", "set", "tests pass", "true").code == 0
+
+    out = run_process(["report"], cwd=project).stdout.decode()
+    assert "  [!] tests pass: claimed, refuted by its check · its check: exit code 1" in out
+    assert "      | line one\n      | line two\n" in out
+    markdown = run_process(["report", "--markdown", "-o", "-"], cwd=project).stdout.decode()
+    assert "- [ ] **tests pass**: claimed, refuted by its check" in markdown
+
+    page = tmp_path / "report.html"
+    assert run_process(["report", "--html", "-o", str(page)], cwd=project).returncode == 0
+    dom = browser.run(chromium, page, tmp_path / "p", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    rendered = dom.stdout.decode()
+    lane = re.findall(
+        r'<rect class="(\w+)" data-criterion="tests pass".*?<title>(.*?)</title>', rendered
+    )
+    assert lane and all(kind == "refuted" for kind, _ in lane), lane
+    assert all("met from" not in title for _, title in lane), lane
+    assert '<span class="bad">claimed, refuted by its check</span>' in rendered
+    assert "<pre>line one\nline two" in rendered and "\\x0a" not in rendered

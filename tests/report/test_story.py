@@ -124,7 +124,7 @@ def test_the_story_gathers_iterations_greens_pauses_and_commits() -> None:
         (3, "run", 170.0, "stall", 1.25, COMMIT),
     ]
     assert [(m.iteration, m.what) for m in told.greens] == [(3, "tests pass")]
-    assert told.turns == [("tests pass", 3, True)]
+    assert told.turns == [("tests pass", 3, True, "verified")]
     assert [(m.iteration, m.what, m.detail) for m in told.pauses] == [(3, "stall", "run")]
     assert [(m.iteration, m.what) for m in told.commits] == [(3, COMMIT)]
     assert [c.stale for c in told.criteria] == [True, False]

@@ -248,7 +248,8 @@ def test_max_never_shrinks_the_loops_cap(rs: Any, project: Path, script: Path) -
     raw.update(iteration=3, maxIterations=10)
     path.write_bytes(orjson.dumps(raw))
     agent = run_agents.command(script, "stdin", "progress")
-    assert rs("run", "--agent", agent, "--max", "1").code == 3
+    kept = rs("run", "--agent", agent, "--max", "1")
+    assert kept.code == 3 and "cap grows" not in kept.out + kept.err
     after = state(project)
     assert (after["iteration"], after["maxIterations"]) == (4, 10)
 
@@ -267,6 +268,9 @@ def test_max_beyond_the_cap_grows_it(rs: Any, project: Path, script: Path, agent
     assert len(run_agents.prompts(agents)) == 1
     again = rs("run", "--agent", agent, "--max", "5")
     assert again.code == 0, again
+    # Said, not silent: the cap is the person's choice.
+    grows = "the loop's cap grows from 1 to 6 iterations to fit --max 5"
+    assert grows in again.out + again.err, again
     final = state(project)
     assert (final["status"], final["iteration"], final["maxIterations"]) == ("complete", 4, 6)
 
@@ -598,7 +602,9 @@ def test_invalid_toml_is_one_line(rs: Any, project: Path) -> None:
             (
                 'no agent command: give one with --agent "CMD", or set `agent` in the'
                 " [tool.ralphstate.run] table of pyproject.toml or the [run] table of"
-                " .loop/config.toml."
+                " .loop/config.toml; for Claude Code overnight: ralphstate run --agent"
+                ' "claude -p --output-format json --dangerously-skip-permissions" --max 40'
+                " (docs/how-to/overnight.md)."
             ),
         ),
         (

@@ -331,12 +331,12 @@ def test_watch_once_shows_the_state_and_the_recent_history(rs: Any, project: Pat
         "  [>] tokenizer  (next)",
         "recent:",
         (
-            "  2026-03-01T10:00:00Z  #0   init             [you] spec='Build the parser'"
-            " criteria=1 steps=1"  # session=None: nothing to say
+            '  2026-03-01T10:00:00Z  #0   init             [you] spec: "Build the parser"'
+            " · criteria: 1 · steps: 1"  # session=None: nothing to say
         ),
         (
-            "  2026-03-01T10:00:00Z  #0   criterion_set    [you] criterion='tests pass'"
-            " value=True evidence='claimed'"
+            '  2026-03-01T10:00:00Z  #0   criterion_set    [you] criterion: "tests pass"'
+            ' · value: true · evidence: "claimed"'
         ),
     ]
 

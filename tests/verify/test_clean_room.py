@@ -272,6 +272,12 @@ def test_the_stop_hook_verifies_a_completion_in_a_clean_room(
     assert out is not None and out["decision"] == "block"
     assert "No module named 'helper'" in out["reason"]
     assert UNTRACKED in out["reason"]  # the model is told what to do
+    # and the command that reproduces the failure: plain `verify` passes in place.
+    assert (
+        "Fix what they report; `ralphstate verify --clean` runs the checks again as they"
+        " ran here, in a clean room" in out["reason"]
+    )
+    assert "`ralphstate verify` runs the checks again now" not in out["reason"]
     state = load(repo)
     assert state["status"] == "in_progress" and state["criteriaStatus"]["tests pass"] is False
     assert state["evidence"]["tests pass"]["clean"] is True
