@@ -56,6 +56,8 @@ class Evidence(TypedDict, total=False):
     # tracked files, whose tree was `cleanTree`; absent: it ran in the project itself.
     clean: bool
     cleanTree: str
+    # The check ran confined (verify/confine.py); absent: with the caller's reach.
+    confined: bool
 
 
 # A task of the agent's task list, as the loop mirrors it (`taskList`).

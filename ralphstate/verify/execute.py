@@ -222,7 +222,8 @@ def _runner(room: isolation.Room | None, paths: LoopPaths) -> pool.Runner[CheckR
     lock = threading.Lock()
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
-        result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running)
+        top = str(room.top) if room is not None else None  # the check may write all of it
+        result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running, top)
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree
@@ -251,9 +252,10 @@ def _run_within(
     limit: float,
     deadline: float | None,
     running: pool.Running | None = None,
+    room: str | None = None,
 ) -> CheckResult:
     if deadline is None:
-        return run_one(criterion, command, cwd, limit, running)
+        return run_one(criterion, command, cwd, limit, running, room)
     left = deadline - time.monotonic()
     if left <= 0:
         return CheckResult(
@@ -267,8 +269,8 @@ def _run_within(
             budget_cut=True,
         )
     if left >= limit:
-        return run_one(criterion, command, cwd, limit, running)
-    result = run_one(criterion, command, cwd, left, running)
+        return run_one(criterion, command, cwd, limit, running, room)
+    result = run_one(criterion, command, cwd, left, running, room)
     if result.timed_out:
         result.problem = f"timed out after {left:.3g}s: the verification time budget ran out"
         result.budget_cut = True

@@ -21,13 +21,14 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ralphstate.core import clock, fields, limits, redgreen
 from ralphstate.core.text import plain_output
 from ralphstate.storage.repo import git
 from ralphstate.storage.system import children
-from ralphstate.verify import pool
+from ralphstate.verify import confine, pool
 
 if TYPE_CHECKING:
     from ralphstate.verify.pool import Running
@@ -60,6 +61,9 @@ class CheckResult:
     # The verification's time budget cut it short, or left it no time: it says nothing
     # of the check (the Stop hook leaves it to `ralphstate verify`, verify/fitting.py).
     budget_cut: bool = False
+    # It ran confined (verify/confine.py): no write outside its room, no home, no
+    # per-user store, no network, no capability. False: it ran with the caller's reach.
+    confined: bool = False
 
     @property
     def result(self) -> fields.EvidenceResult:
@@ -91,6 +95,7 @@ class CheckResult:
             **code_fields(self.code),
             **({"alreadyTrue": True} if self.already_true else {}),
             **({"clean": True, "cleanTree": self.clean_tree} if self.clean_tree else {}),
+            **({"confined": True} if self.confined else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -116,19 +121,34 @@ def _tail_text(kept: children.Kept, max_lines: int) -> str:
 
 
 def run_one(
-    criterion: str, command: str, cwd: str, timeout: float, running: Running | None = None
+    criterion: str,
+    command: str,
+    cwd: str,
+    timeout: float,
+    running: Running | None = None,
+    room: str | None = None,
 ) -> CheckResult:
-    """Run one check under `timeout` seconds; never raises but for KeyboardInterrupt.
+    """Run one check under `timeout` seconds, confined to `room` (None: `cwd`) where
+    that can be had (verify/confine.py); never raises but for KeyboardInterrupt.
     `running` is told of its process as it starts, and once its group was killed."""
     started = time.monotonic()
+    box = confine.wrap(command, Path(room or cwd), Path(cwd))
 
     def finish(**kw: Any) -> CheckResult:
         elapsed = int((time.monotonic() - started) * 1000)
-        return CheckResult(criterion, command, duration_ms=elapsed, timeout=timeout, **kw)
+        box.close()
+        return CheckResult(
+            criterion, command, duration_ms=elapsed, timeout=timeout, confined=box.confined, **kw
+        )
 
     try:
         proc = children.start(
-            command, shell=True, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            box.args,
+            shell=box.shell,
+            cwd=cwd,
+            env=box.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
