@@ -15,8 +15,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
+from ralphstate.run import spawn
 from ralphstate.storage.peruser import home, truststore
 from ralphstate.verify import confine
 from tests.adversarial.scripted import CALC, CRITERION, FIXED_CALC, Agent, Person, state
@@ -128,6 +130,38 @@ def test_the_agent_s_code_in_the_check_reaches_nothing_and_does_not_complete(
     assert trust.read_bytes() == before
     assert server.got == []
     assert sorted(p.name for p in person_home.iterdir()) == [".ssh"]
+
+
+AGENT = """
+import subprocess, sys
+from pathlib import Path
+
+sys.stdin.read()
+Path("calc/__init__.py").write_text(Path(sys.argv[1]).read_text())
+subprocess.run([sys.executable, "-m", "ralphstate", "verify"], check=False)
+subprocess.run([sys.executable, "-m", "ralphstate", "criteria", "set", sys.argv[2], "true"])
+print("calc rewritten", flush=True)
+"""
+
+
+def test_under_run_the_agent_s_code_in_the_check_reaches_nothing(
+    person: Person, calc: Path, person_home: Path, server: Server, tmp_path: Path
+) -> None:
+    trust = home.data_dir() / truststore.TRUST_NAME
+    before = trust.read_bytes()
+    module = tmp_path / "hostile.py"
+    module.write_text(hostile(person_home, server.port))
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    agent = spawn.join_command([sys.executable, str(script), str(module), CRITERION])
+    done = person.rs("run", "--agent", agent, "--max", "2", "--json", ok=False)
+    out = orjson.loads(done.stdout)
+    assert out["outcome"] != "complete" and done.returncode != 0, (out, done.stderr)
+    assert state(calc)["evidence"][CRITERION].get("confined") is True
+    assert not (person_home / "pwned").exists()
+    assert not (home.state_dir() / "pwned").exists()
+    assert trust.read_bytes() == before
+    assert server.got == []
 
 
 def _venv(root: Path) -> Path:
