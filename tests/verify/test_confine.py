@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -138,8 +141,6 @@ def test_a_toolchain_in_the_room_is_read_only(room: Path) -> None:
     env = dict(os.environ, PATH=f"{room / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
     wrapped = confine.wrap("touch .venv/bin/pytest; touch other", room, room, env)
     assert wrapped.confined
-    import subprocess
-
     done = subprocess.run(wrapped.args, env=wrapped.env, cwd=room, capture_output=True)
     assert b"Read-only file system" in done.stderr
     assert not (room / ".venv" / "bin" / "pytest").exists()
@@ -194,3 +195,33 @@ def test_the_person_s_switch_runs_checks_unconfined_and_says_so(
     assert outside.exists()  # with the caller's reach, as before
     assert "confined" not in result.evidence("now")
     assert confine.wrap("true", room, room).why == confine.OFF
+
+
+@needs_confinement
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root to become a regular user (setpriv)",
+)
+def test_as_a_regular_user_a_confined_check_has_no_capability_and_writes_its_room() -> None:
+    made = Path(tempfile.mkdtemp(prefix="ralphstate-user-room-"))
+    try:
+        made.chmod(0o777)
+        env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C"}
+        command = (
+            "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; touch made;"
+            " mount -t tmpfs none /mnt 2>/dev/null && echo MOUNTED; id -u"
+        )
+        wrapped = confine.wrap(command, made, made, env)
+        assert wrapped.confined and isinstance(wrapped.args, list)
+        user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+        done = subprocess.run(
+            [*user, *wrapped.args], env=wrapped.env, cwd=made, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        lines = dict(line.split(":", 1) for line in done.stdout.splitlines() if ":" in line)
+        assert int(lines["CapEff"].strip(), 16) == 0 and lines["NoNewPrivs"].strip() == "1"
+        assert "MOUNTED" not in done.stdout
+        assert done.stdout.splitlines()[-1] == "65534"
+        assert (made / "made").stat().st_uid == 65534
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
