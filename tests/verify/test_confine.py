@@ -17,6 +17,7 @@ import pytest
 from ralphstate.storage.peruser import home
 from ralphstate.verify import confine, confinemounts
 from ralphstate.verify.onecheck import run_one
+from tests.helpers.checks import wait_for
 
 needs_confinement = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not confine.bubblewrap(),
@@ -225,3 +226,24 @@ def test_as_a_regular_user_a_confined_check_has_no_capability_and_writes_its_roo
         assert (made / "made").stat().st_uid == 65534
     finally:
         shutil.rmtree(made, ignore_errors=True)
+
+
+@needs_confinement
+def test_a_confined_check_past_its_timeout_leaves_nothing_running(room: Path) -> None:
+    mark = f"ralphstate-straggler-{os.getpid()}"
+    sleep = f'{PY} -c "import time; time.sleep(60)" {mark}'
+    result = run_one("c", f"{sleep} & {sleep}", str(room), timeout=1)
+    assert result.timed_out and result.confined and result.duration_ms < 15_000
+
+    def running() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                line = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if mark.encode() in line:
+                found.append(entry.name)
+        return found
+
+    wait_for(lambda: not running(), "the confined check's processes to be gone", limit=10)
