@@ -153,9 +153,11 @@ def bubblewrap() -> tuple[str, bool] | tuple[()]:
     () when it does not. Asked once per process, kept for the boot when it worked."""
     global _found
     if _found is None:
-        _found = _kept() or _probe()
-        if _found:
-            _keep(_found)
+        _found = _kept()
+        if not _found:
+            _found = _probe()
+            if _found:
+                _keep(_found)
     return _found
 
 

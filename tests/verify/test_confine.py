@@ -247,3 +247,17 @@ def test_a_confined_check_past_its_timeout_leaves_nothing_running(room: Path) ->
         return found
 
     wait_for(lambda: not running(), "the confined check's processes to be gone", limit=10)
+
+
+@needs_confinement
+def test_a_start_that_worked_is_kept_for_the_boot(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine, "_found", None)
+    found = confine.bubblewrap()  # tried here: nothing kept yet in this test's home
+    assert found and (home.state_dir() / confine.PROBE_FILE).is_file()
+
+    def never() -> None:
+        raise AssertionError("tried again though a start that worked was kept")
+
+    monkeypatch.setattr(confine, "_found", None)
+    monkeypatch.setattr(confine, "_probe", never)
+    assert confine.bubblewrap() == found
