@@ -45,6 +45,9 @@ lowest and the highest, and the goal. The rows:
 - clean room: `verify --clean` against `verify` (one check, `exit 0`) in git repositories
   of 3 and of 2,000 files; the Stop hook verifying a claimed completion (its check `exit
   1` fails) in a clean room, against the same with `clean-verify off`;
+- confined checks: `verify` of one check (`exit 0`) in place, confined (bubblewrap on
+  Linux), against the same with the person's switch that runs checks unconfined (goal:
+  under 50 ms a check);
 - snapshot: `verify` in place (one check, `exit 0`) in a git repository of 20,000 files
   (200 MB) beside an untracked 2 GiB (sparse) file that grows a byte before each run,
   against the same without it: the evidence snapshot does not read an untracked file
@@ -92,6 +95,7 @@ import tempfile
 import venv
 from pathlib import Path
 
+from confined import confined_checks
 from fingerprint import fingerprint_rows
 from processes import BIG, SESSION, Proc, hook_input, run
 from repositories import big_untracked, clean_rooms
@@ -342,6 +346,7 @@ def cases(
         ("PreToolUse, 1 MB command / short", 1.5, huge_call, approval),
         *clean_rooms(base, rs, env, owned, stop),
         big_untracked(base, rs, env),
+        confined_checks(base, rs, env),
         *big_loops(base, rs, env, owned, start),
         *long_suites(base, rs, env, owned, stop),
         *fingerprint_rows(base, python, env),

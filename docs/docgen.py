@@ -95,6 +95,8 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "verify/execute",
         "verify/checks",
         "verify/onecheck",
+        "verify/confine",
+        "verify/confinemounts",
         "verify/pool",
         "verify/fitting",
         "verify/watchdog",

@@ -67,6 +67,17 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 
 
 @pytest.fixture
+def unconfined_checks(isolated: Path) -> None:
+    """Checks run unconfined (the person's switch, verify/confine.py): for the tests
+    whose check talks to the test through files outside its room, or by its pid."""
+    from ralphstate.storage.peruser import home
+    from ralphstate.verify import confine
+
+    home.data_dir().mkdir(parents=True, exist_ok=True)
+    (home.data_dir() / confine.OFF_FILE).write_text("")
+
+
+@pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty project directory that is also the current directory."""
     root = tmp_path / "project dir"

@@ -305,7 +305,7 @@ def test_a_huge_loop_still_closes_its_frame_and_keeps_the_protocol(
 def test_the_hooks_run_nothing_from_the_state(project: Path, tmp_path: Path, known: bool) -> None:
     """A loop claiming completion with checks that would leave a file behind: no hook
     runs them, in a real process, until a person trusts them (which then does)."""
-    canary = tmp_path / "ran"
+    canary = project / "ran"  # in the room: a confined check writes nothing else
     command = f"{sys.executable} -c \"open('{canary}', 'w').close()\""
     shellish = f"$(touch {canary}) `touch {canary}`"
     path = make_loop(

@@ -61,7 +61,8 @@ class Evidence(TypedDict, total=False):
     # why this pass ran fewer tests than its baseline (docs/explanation/proof.md).
     strength: dict[str, Any] | None
     weakened: str
-    # Who produced it, and whether its clean room was confined (core/provenance.py).
+    # Who produced it (core/provenance.py), and whether it ran confined
+    # (verify/confine.py: no write outside its room, no home, no store, no network).
     by: str
     confined: bool
 

@@ -233,7 +233,10 @@ def _runner(
     env = checkenv.for_check(truststore.recorded_env(paths))  # never the caller's
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
-        result = _run_within(job.criterion, job.command, cwd, job.limit, deadline, running, env)
+        top = str(room.top) if room is not None else None  # the check may write all of it
+        result = _run_within(
+            job.criterion, job.command, cwd, job.limit, deadline, running, env, top
+        )
         result.by = who
         if room is None:
             return result
@@ -268,9 +271,10 @@ def _run_within(
     deadline: float | None,
     running: pool.Running | None = None,
     env: dict[str, str] | None = None,
+    room: str | None = None,
 ) -> CheckResult:
     if deadline is None:
-        return run_one(criterion, command, cwd, limit, running, env)
+        return run_one(criterion, command, cwd, limit, running, env, room)
     left = deadline - time.monotonic()
     if left <= 0:
         return CheckResult(
@@ -284,8 +288,8 @@ def _run_within(
             budget_cut=True,
         )
     if left >= limit:
-        return run_one(criterion, command, cwd, limit, running, env)
-    result = run_one(criterion, command, cwd, left, running, env)
+        return run_one(criterion, command, cwd, limit, running, env, room)
+    result = run_one(criterion, command, cwd, left, running, env, room)
     if result.timed_out:
         result.problem = f"timed out after {left:.3g}s: the verification time budget ran out"
         result.budget_cut = True

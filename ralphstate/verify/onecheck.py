@@ -22,13 +22,14 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ralphstate.core import clock, fields, limits, redgreen
 from ralphstate.core.text import plain_output
 from ralphstate.storage.repo import git
 from ralphstate.storage.system import children
-from ralphstate.verify import pool, strength
+from ralphstate.verify import confine, pool, strength
 
 if TYPE_CHECKING:
     from ralphstate.verify.pool import Running
@@ -65,9 +66,10 @@ class CheckResult:
     strength: dict[str, Any] | None = None
     # Why this pass ran fewer tests than its baseline (verify/firsts.py); None: it did not.
     weakened: str | None = None
-    # Who produced it (core/provenance.py: stop, task, run, verify, init, ci, or agent),
-    # and whether its clean room was confined while it ran.
+    # Who produced it (core/provenance.py: stop, task, run, verify, init, ci, or agent).
     by: str = "verify"
+    # It ran confined (verify/confine.py): no write outside its room, no home, no
+    # per-user store, no network, no capability. False: it ran with the caller's reach.
     confined: bool = False
 
     @property
@@ -138,23 +140,29 @@ def run_one(
     timeout: float,
     running: Running | None = None,
     env: dict[str, str] | None = None,
+    room: str | None = None,
 ) -> CheckResult:
-    """Run one check under `timeout` seconds; never raises but for KeyboardInterrupt.
+    """Run one check under `timeout` seconds, confined to `room` (None: `cwd`) where
+    that can be had (verify/confine.py); never raises but for KeyboardInterrupt.
     `running` is told of its process as it starts, and once its group was killed. `env`
     is the check's whole environment (storage/peruser/checkenv.py: the one recorded at
     approval); None, this process's."""
     started = time.monotonic()
+    box = confine.wrap(command, Path(room or cwd), Path(cwd), env)
 
     def finish(**kw: Any) -> CheckResult:
         elapsed = int((time.monotonic() - started) * 1000)
-        return CheckResult(criterion, command, duration_ms=elapsed, timeout=timeout, **kw)
+        box.close()
+        return CheckResult(
+            criterion, command, duration_ms=elapsed, timeout=timeout, confined=box.confined, **kw
+        )
 
     try:
         proc = children.start(
-            command,
-            shell=True,
+            box.args,
+            shell=box.shell,
             cwd=cwd,
-            env=env,
+            env=box.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )

@@ -82,6 +82,7 @@ def session_start(root: Path) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_sigterm_kills_the_checks_and_records_the_stop(
     rs: Any, project: Path, pids: list[int]
 ) -> None:
@@ -116,6 +117,7 @@ def test_sigterm_kills_the_checks_and_records_the_stop(
     assert "verification was stopped" not in rs("status").out
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_sigkill_of_the_hook_kills_its_check_and_records_the_kill(
     rs: Any, project: Path, pids: list[int]
 ) -> None:
@@ -137,6 +139,7 @@ def test_sigkill_of_the_hook_kills_its_check_and_records_the_kill(
     assert load(project)["criteriaStatus"] == {"slow": True}  # the claim stands, unproven
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_sigkill_of_verify_kills_its_checks(rs: Any, project: Path, pids: list[int]) -> None:
     """`ralphstate verify` killed outright (a shell's timeout that does not wait) takes
     its checks with it, running side by side, and the kill is recorded."""

@@ -312,6 +312,7 @@ def test_a_bad_input_lets_the_task_through(root: Path, data: bytes) -> None:
     assert not ran.exists()
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_fault_while_the_check_runs_lets_the_task_through(root: Path) -> None:
     """The client gives up on the hook (SIGTERM) while its check runs: the check is
     killed, and the hook exits 0, as for any fault."""
@@ -392,6 +393,7 @@ def test_the_protocol_tells_the_model_how_to_tie_a_task() -> None:
         ("adopt", "in_progress"),  # another session of Claude Code takes it
     ],
 )
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_loop_that_left_the_session_while_the_check_ran_lets_the_task_go(
     root: Path, tmp_path: Path, meanwhile: str, status: str
 ) -> None:

@@ -164,6 +164,7 @@ def test_without_verify_on_stop_the_claim_is_taken(root: Path) -> None:
     assert load(root)["evidence"]["a"]["result"] == "claimed"
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_check_that_times_out_fails_and_says_so(root: Path) -> None:
     command, pid_file, _ = sleeper(root)
     make_loop(root, {"slow": command}, checkTimeouts={"slow": 2})
@@ -204,6 +205,7 @@ def test_a_check_changed_while_it_ran_is_not_recorded() -> None:
 # -- trust at the Stop hook -------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @pytest.mark.parametrize("then", ["cancel", "pause"])
 def test_a_loop_ended_while_its_checks_ran_keeps_what_it_had(root: Path, then: str) -> None:
     """The person cancels or pauses the loop while verify-on-stop runs a check (here the
@@ -264,6 +266,7 @@ def test_a_hand_edited_check_is_not_run_by_the_hook(root: Path) -> None:
 # -- SIGTERM from the client ------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGTERM and process groups are POSIX")
 def test_a_hook_stopped_by_the_client_kills_its_check(root: Path) -> None:
     command, pid_file, started = sleeper(root)

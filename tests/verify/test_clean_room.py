@@ -181,6 +181,7 @@ def history(root: Path) -> list[dict[str, Any]]:
 # -- the room is always removed ------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_the_room_is_removed_when_a_check_times_out(rs: Any, repo: Path, tmp_path: Path) -> None:
     command, pid_file, _ = sleeper(tmp_path)
     loop_with(rs, command)
@@ -190,6 +191,7 @@ def test_the_room_is_removed_when_a_check_times_out(rs: Any, repo: Path, tmp_pat
     assert worktrees(repo) == []
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_the_room_is_removed_when_verify_is_interrupted(
@@ -218,6 +220,7 @@ def test_the_room_is_removed_when_verify_is_interrupted(
     assert worktrees(repo) == []
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_a_room_left_by_a_killed_verify_is_removed_by_the_next_run(
     rs: Any, repo: Path, tmp_path: Path

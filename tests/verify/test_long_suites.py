@@ -73,6 +73,7 @@ def history(root: Path) -> list[dict[str, Any]]:
 # -- a suite longer than the stop's budget ---------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @POSIX_ONLY
 def test_a_suite_longer_than_the_budget_completes_a_loop_at_a_stop(rs: Any, repo: Path) -> None:
     """The budget is 1 s and the suite takes 3: the stop leaves the check to the model,
@@ -124,6 +125,7 @@ def test_a_suite_longer_than_the_budget_completes_a_loop_at_a_stop(rs: Any, repo
     assert time.monotonic() - started < 3
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @POSIX_ONLY
 def test_a_failing_check_is_blamed_and_the_long_one_left_to_the_model(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "tests pass", "-c", "lint clean").code == 0
@@ -140,6 +142,7 @@ def test_a_failing_check_is_blamed_and_the_long_one_left_to_the_model(rs: Any, r
     assert load(repo)["criteriaStatus"] == {"tests pass": True, "lint clean": False}
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @POSIX_ONLY
 def test_the_task_gate_keeps_a_task_open_whose_check_does_not_fit(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "tests pass").code == 0
@@ -155,6 +158,7 @@ def test_the_task_gate_keeps_a_task_open_whose_check_does_not_fit(rs: Any, repo:
     assert load(repo)["evidence"] == {}  # cut short: nothing recorded, nothing blamed
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_budget_of_zero_leaves_every_check_to_the_model(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "tests pass").code == 0
     assert rs("criteria", "check", "tests pass", counted(repo, "suite")).code == 0
@@ -185,6 +189,7 @@ def test_the_budget_is_a_setting(rs: Any, repo: Path) -> None:
 # -- fresh evidence is not run again ------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_checks_verified_on_this_code_are_not_run_again(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "a", "-c", "b").code == 0
     assert rs("criteria", "check", "a", counted(repo, "a")).code == 0
@@ -196,6 +201,7 @@ def test_checks_verified_on_this_code_are_not_run_again(rs: Any, repo: Path) -> 
     assert (runs(repo, "a"), runs(repo, "b")) == (1, 1)  # only b ran at the stop
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_in_place_evidence_does_not_stand_for_the_clean_room(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "a").code == 0
     assert rs("criteria", "check", "a", counted(repo, "a")).code == 0
@@ -204,6 +210,7 @@ def test_in_place_evidence_does_not_stand_for_the_clean_room(rs: Any, repo: Path
     assert runs(repo, "a") == 2
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_evidence_written_by_hand_is_run_again(rs: Any, repo: Path) -> None:
     """The stop trusts a pass only when the ledger, outside the project, saw it."""
     assert rs("init", "Build it", "-c", "a", "-c", "b").code == 0
@@ -220,6 +227,7 @@ def test_evidence_written_by_hand_is_run_again(rs: Any, repo: Path) -> None:
     assert (runs(repo, "a"), runs(repo, "b")) == (1, 1)
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_change_to_the_code_runs_the_check_again(rs: Any, repo: Path) -> None:
     assert rs("init", "Build it", "-c", "a").code == 0
     assert rs("criteria", "check", "a", counted(repo, "a")).code == 0

@@ -168,6 +168,7 @@ def test_verify_without_checks_says_how_to_add_one(project: Path, rs: Any) -> No
     )
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_verify_json(project: Path, rs: Any) -> None:
     make_loop(rs, {"a": PASS, "b": FAIL})
     done = rs("verify", "--json")
@@ -193,6 +194,7 @@ def test_a_check_that_cannot_start_fails_and_says_why(project: Path) -> None:
 # -- timeouts ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_check_past_its_timeout_is_killed_and_fails(project: Path, rs: Any) -> None:
     command, pid_file, _ = sleeper(project)
     make_loop(rs, {"slow": command, "fast": PASS})
@@ -214,6 +216,7 @@ def test_a_check_past_its_timeout_is_killed_and_fails(project: Path, rs: Any) ->
     assert not alive(int(pid_file.read_text()))
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_a_criterions_own_timeout_applies(project: Path, rs: Any) -> None:
     command, pid_file, _ = sleeper(project)
     make_loop(rs, {"slow": command})
@@ -226,6 +229,7 @@ def test_a_criterions_own_timeout_applies(project: Path, rs: Any) -> None:
     assert not alive(int(pid_file.read_text()))
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 @POSIX_ONLY
 def test_nothing_a_check_starts_outlives_it(project: Path, rs: Any) -> None:
     """A check that leaves a process behind in the background: the group is killed
@@ -245,6 +249,7 @@ def test_nothing_a_check_starts_outlives_it(project: Path, rs: Any) -> None:
     wait_for(lambda: not alive(int(pid_file.read_text())), "the straggler to be killed")
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
 def test_the_budget_bounds_all_checks_together(project: Path, rs: Any) -> None:
     command, pid_file, _ = sleeper(project)
     marker = project / "ran-second"
