@@ -28,6 +28,10 @@ from ralphstate.storage.loopdir.store import Event
 from ralphstate.storage.repo import git
 
 REASON = "review"
+GIT_SETTINGS = (
+    "git's checkout settings (a `filter.*` in git config, .git/info/attributes) are not"
+    " as the job found them"
+)
 
 
 @dataclass
@@ -41,14 +45,21 @@ class Confirmed:
         return not self.problems
 
 
-def confirm(root: Path, contract: Any, source: str, base: str) -> Confirmed:
+def confirm(root: Path, contract: Any, source: str, base: str, settings: str | None) -> Confirmed:
     """Prove the loop at `root` complete against `contract` (from `source`, the commit
-    `base`); pause it for review when it is not."""
+    `base`); pause it for review when it is not. `settings`: git's checkout settings
+    (`git.checkout_settings`) as the job found them before its agent ran; a filter the
+    agent added since would rewrite the files the clean room checks out."""
     from ralphstate.loop.project import locate
     from ralphstate.verify import execute
 
     store = locate(root)
     found = Confirmed()
+    now = git.checkout_settings(root)
+    if now != settings:
+        found.problems.append(f"the agent changed what the clean room checks out: {GIT_SETTINGS}")
+        reopen(store, found.problems)
+        return found
     for change in trusted.put_back(store, contract, source):
         found.problems.append(f"the agent changed what proves the loop in this job: {change}")
     trusted.approve(store, base)

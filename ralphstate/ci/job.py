@@ -225,6 +225,7 @@ class Prepared:
     source: str
     base: str
     notes: list[str]
+    settings: str | None = None  # git's checkout settings before the agent ran
 
 
 def prepare(root: Path, job: Job) -> Prepared:
@@ -244,7 +245,9 @@ def prepare(root: Path, job: Job) -> Prepared:
         f"The loop's branch changed what proves it done; {source} was put back: {d}."
         for d in put_back
     ]
-    return Prepared(contract, source, head, notes)
+    from ralphstate.storage.repo import git as repo_git
+
+    return Prepared(contract, source, head, notes, repo_git.checkout_settings(root))
 
 
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
@@ -279,7 +282,9 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
                 " is told to every other job of this repository."
             )
     if result.get("outcome") == "complete":
-        found = confirm.confirm(root, prepared.contract, prepared.source, prepared.base)
+        found = confirm.confirm(
+            root, prepared.contract, prepared.source, prepared.base, prepared.settings
+        )
         if not found.proved:
             result = {**result, "outcome": "paused", "reason": confirm.REASON, "exitCode": 3}
             notes += [f"Not complete: {p}." for p in found.problems]

@@ -1,0 +1,91 @@
+"""Shortcuts an agent inside a job could take to a green, complete job with the work
+undone, each closed: real processes, a real remote, a runner's own per-user directory.
+
+The loop's check (`python3 check.py`) fails as the base commits it, and no agent here
+changes `check.py`: a job that ends complete has been steered."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ralphstate.run import spawn
+from tests.helpers.gitrepo import git, init_repo, use_identity
+
+RS = [sys.executable, "-m", "ralphstate"]
+BRANCH = "loop/shortcut"
+
+# A smudge filter in the checkout's own git config makes every checkout of check.py (the
+# clean room's too) a file that passes; then the agent approves that from a shell
+# without the run's variables, with the runner's per-user directory (its home).
+FILTER = """
+import os, shutil, subprocess, sys
+from pathlib import Path
+sys.stdin.read()
+common = subprocess.run(["git", "rev-parse", "--git-common-dir"], capture_output=True,
+                        text=True, check=True).stdout.strip()
+(Path(common) / "info").mkdir(exist_ok=True)
+(Path(common) / "info" / "attributes").write_text("check.py filter=fix\\n")
+subprocess.run(["git", "config", "filter.fix.smudge", "sh -c 'cat >/dev/null; echo pass'"],
+               check=True)
+subprocess.run(["git", "config", "filter.fix.clean", "cat"], check=True)
+rs = shutil.which("ralphstate")
+bare = {k: v for k, v in os.environ.items()
+        if k == "RALPHSTATE_HOME" or not k.startswith(("RALPHSTATE_", "CLAUDE"))}
+subprocess.run([rs, "review", "--approve"], env=bare, check=False)
+subprocess.run([rs, "trust"], env=bare, check=False)
+print("agent: done <loop-complete>", flush=True)
+"""
+
+
+@pytest.fixture
+def remote(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    use_identity(monkeypatch, tmp_path)
+    init_repo(project, {"check.py": "raise SystemExit(1)\n"})
+    check = ["criteria", "check", "tests pass", "python3 check.py"]
+    for args in (["init", "Never done", "-c", "tests pass"], check):
+        subprocess.run([*RS, *args], cwd=project, check=True, capture_output=True)
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "the loop")
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(project, "remote", "add", "origin", str(bare))
+    git(project, "push", "-q", "origin", "HEAD:refs/heads/main")
+    return bare
+
+
+def job(tmp_path: Path, remote: Path, agent_code: str) -> subprocess.CompletedProcess[bytes]:
+    """One `ralphstate ci` on a new runner (a clone of the remote, a home of its own)."""
+    clone = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
+    agent = tmp_path / "agent.py"
+    agent.write_text(agent_code)
+    env = {**os.environ, "RALPHSTATE_HOME": str(tmp_path / "runner-home")}
+    command = spawn.join_command([sys.executable, str(agent)])
+    args = ["ci", "--agent", command, "--branch", BRANCH, "--no-next-job", "--max", "1"]
+    args += ["--trusted-branch", "main"]
+    return subprocess.run([*RS, *args], cwd=clone, env=env, capture_output=True, timeout=300)
+
+
+def pushed_state(remote: Path) -> dict[str, object]:
+    loaded: dict[str, object] = orjson.loads(git(remote, "show", f"{BRANCH}:.loop/state.json"))
+    return loaded
+
+
+def test_a_checkout_filter_the_agent_adds_in_the_job_proves_nothing(
+    remote: Path, tmp_path: Path
+) -> None:
+    done = job(tmp_path, remote, FILTER)
+
+    said = (done.stdout + done.stderr).decode()
+    assert done.returncode == 3, said
+    assert "ralphstate ci: paused (review)" in said
+    assert "checkout settings" in said
+    assert git(remote, "show", f"{BRANCH}:check.py") == "raise SystemExit(1)"
+    state = pushed_state(remote)
+    assert (state["status"], state["pauseReason"]) == ("paused", "review")
