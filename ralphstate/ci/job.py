@@ -25,7 +25,7 @@ from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, text
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage.system import children
+from ralphstate.storage.system import children, reaper
 
 # What only the job itself uses, kept from the agent's environment: the token `gh` asks
 # for the next job and tells the pull request with.
@@ -190,6 +190,7 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
     env = {k: v for k, v in os.environ.items() if k not in JOB_ONLY}
     # The agent's own `ralphstate` (steps, status, pause): the one this job runs.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    reaper.become()  # the agent's orphans stay below this process
     with Pusher(root, job.remote, job.branch) as pusher:
         # The run's progress and the agent's output go to the job's log (stderr); its
         # one JSON object comes on stdout.
@@ -200,6 +201,9 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
             assert child.stdout is not None
             out = child.stdout.read()
             code = child.wait()
+    # What the agent left running (a new session, a double fork) is ended before the
+    # job's own proof reads the checkout and the runner's records (ci/confirm.py).
+    reaper.end_descendants()
     try:
         result = orjson.loads(out)
     except orjson.JSONDecodeError:

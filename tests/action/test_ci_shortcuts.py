@@ -43,6 +43,34 @@ print("agent: done <loop-complete>", flush=True)
 """
 
 
+# A process in a session of its own, left running when the agent's turn ends, that
+# writes a passing check.py into every clean room it sees (for a minute at most).
+DAEMON = '''
+import subprocess, sys
+sys.stdin.read()
+daemon = """
+import glob, os, tempfile, time
+rooms = os.path.join(tempfile.gettempdir(), "ralphstate-clean-*", "*", "check.py")
+end = time.time() + 60
+while time.time() < end:
+    for found in glob.glob(rooms):
+        try:
+            with open(found, "r+") as file:
+                if file.read() != "pass\\\\n":
+                    file.seek(0)
+                    file.write("pass\\\\n")
+                    file.truncate()
+        except OSError:
+            pass
+    time.sleep(0.005)
+"""
+subprocess.Popen([sys.executable, "-c", daemon], start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
+print("agent: done <loop-complete>", flush=True)
+'''
+
+
 @pytest.fixture
 def remote(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     use_identity(monkeypatch, tmp_path)
@@ -87,5 +115,18 @@ def test_a_checkout_filter_the_agent_adds_in_the_job_proves_nothing(
     assert "ralphstate ci: paused (review)" in said
     assert "checkout settings" in said
     assert git(remote, "show", f"{BRANCH}:check.py") == "raise SystemExit(1)"
+    state = pushed_state(remote)
+    assert (state["status"], state["pauseReason"]) == ("paused", "review")
+
+
+def test_a_process_the_agent_leaves_running_is_ended_before_the_jobs_proof(
+    remote: Path, tmp_path: Path
+) -> None:
+    done = job(tmp_path, remote, DAEMON)
+
+    said = (done.stdout + done.stderr).decode()
+    assert done.returncode == 3, said
+    assert "ralphstate ci: paused (review)" in said
+    assert "does not pass" in said
     state = pushed_state(remote)
     assert (state["status"], state["pauseReason"]) == ("paused", "review")
