@@ -277,7 +277,11 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
         result: dict[str, Any] = {"outcome": "paused", "reason": "limit", "exitCode": 3}
         return end(root, job, environ, Ended("paused", "limit", False, result, notes))
     result, pusher = run_loop(root, job, started)
-    resets = limitshare.last_reset(root / ".loop" / "history.jsonl")
+    # Only a run that itself ended on the limit tells the others: a `limit` line the
+    # agent appended to the history would park every loop of the repository.
+    resets = None
+    if result.get("reason") == "limit":
+        resets = limitshare.last_reset(root / ".loop" / "history.jsonl")
     if resets is not None:
         who = remotelock.holder(environ)
         if limitshare.announce(git, root, job.remote, resets, who):

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ralphstate.ci import limitshare
 from ralphstate.run import spawn
 from tests.helpers.gitrepo import git, init_repo, use_identity
 
@@ -130,3 +131,23 @@ def test_a_process_the_agent_leaves_running_is_ended_before_the_jobs_proof(
     assert "does not pass" in said
     state = pushed_state(remote)
     assert (state["status"], state["pauseReason"]) == ("paused", "review")
+
+
+def test_a_limit_the_agent_writes_into_the_history_parks_no_other_loop(
+    remote: Path, tmp_path: Path
+) -> None:
+    """The loop's history is in the agent's reach: a `limit` line it appends, resetting
+    in 2099, is not told to the other jobs (which would never start an agent again)."""
+    forged = {"event": "limit", "kind": "usage_limit", "resetsAt": "2099-01-01T00:00:00Z"}
+    agent = (
+        "import sys\nsys.stdin.read()\n"
+        "with open('.loop/history.jsonl', 'ab') as f:\n"
+        f"    f.write({orjson.dumps(forged)!r} + b'\\n')\n"
+        "print('agent: working', flush=True)\n"
+    )
+
+    done = job(tmp_path, remote, agent)
+
+    said = (done.stdout + done.stderr).decode()
+    assert "is told to every other job" not in said, said
+    assert git(remote, "for-each-ref", limitshare.REF) == ""
