@@ -28,6 +28,7 @@ from ralphstate.storage.loopdir.store import Event
 from ralphstate.storage.repo import git
 
 REASON = "review"
+FSCK_SECONDS = 600.0  # for `git fsck` of the repository's objects
 GIT_SETTINGS = (
     "git's checkout settings (a `filter.*` in git config, .git/info/attributes) are not"
     " as the job found them"
@@ -58,6 +59,8 @@ def confirm(root: Path, contract: Any, source: str, base: str, settings: str | N
     now = git.checkout_settings(root)
     if now != settings:
         found.problems.append(f"the agent changed what the clean room checks out: {GIT_SETTINGS}")
+    found.problems += objects_problems(root)
+    if found.problems:
         reopen(store, found.problems)
         return found
     for change in trusted.put_back(store, contract, source):
@@ -78,6 +81,23 @@ def confirm(root: Path, contract: Any, source: str, base: str, settings: str | N
     if found.problems:
         reopen(store, found.problems)
     return found
+
+
+def objects_problems(root: Path) -> list[str]:
+    """What `git fsck` finds wrong in the repository's objects, as one problem: the
+    agent can write .git/objects, and an object whose content is not what its id says
+    (the base's test, or the code a clean room checks out) would prove other files than
+    the ones named. [] when every object is what its id says."""
+    checked = git.run_git(
+        ["fsck", "--no-dangling", "--no-reflogs", "--no-progress"],
+        root,
+        timeout=FSCK_SECONDS,
+    )
+    if checked is not None and checked.ok:
+        return []
+    said = "" if checked is None else (checked.err.strip().splitlines() or [""])[0]
+    detail = f" ({visible(said)[:200]})" if said else ""
+    return [f"git's objects are not what their ids say (git fsck){detail}"]
 
 
 def reopen(store: Any, problems: list[str]) -> None:

@@ -72,6 +72,35 @@ print("agent: done <loop-complete>", flush=True)
 '''
 
 
+# The guarded test weakened, and the base's own blob of it replaced in .git/objects by
+# a file of the same id holding the weakened test: the job's proof puts the test back
+# "as the base holds it" and gets the agent's. Then approved, as in FILTER.
+FORGE = """
+import glob, os, shutil, subprocess, sys, zlib
+from pathlib import Path
+sys.stdin.read()
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, check=True).stdout
+blob = git("rev-parse", "HEAD:check.py").decode().strip()
+objects = Path(git("rev-parse", "--git-path", "objects").decode().strip())
+for pack in glob.glob(str(objects / "pack" / "*.pack")):
+    data = Path(pack).read_bytes()
+    for each in glob.glob(pack[:-5] + ".*"):
+        os.remove(each)
+    subprocess.run(["git", "unpack-objects", "-q"], input=data, check=True)
+forged = objects / blob[:2] / blob[2:]
+forged.unlink()
+forged.write_bytes(zlib.compress(b"blob 5\\0pass\\n"))
+Path("check.py").write_text("pass\\n")
+rs = shutil.which("ralphstate")
+bare = {k: v for k, v in os.environ.items()
+        if k == "RALPHSTATE_HOME" or not k.startswith(("RALPHSTATE_", "CLAUDE"))}
+subprocess.run([rs, "review", "--approve"], env=bare, check=False)
+subprocess.run([rs, "trust"], env=bare, check=False)
+print("agent: done <loop-complete>", flush=True)
+"""
+
+
 @pytest.fixture
 def remote(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     use_identity(monkeypatch, tmp_path)
@@ -91,7 +120,7 @@ def remote(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
 def job(tmp_path: Path, remote: Path, agent_code: str) -> subprocess.CompletedProcess[bytes]:
     """One `ralphstate ci` on a new runner (a clone of the remote, a home of its own)."""
     clone = tmp_path / "runner"
-    git(tmp_path, "clone", "-q", "-b", "main", str(remote), str(clone))
+    git(tmp_path, "clone", "-q", "--no-local", "-b", "main", str(remote), str(clone))
     agent = tmp_path / "agent.py"
     agent.write_text(agent_code)
     env = {**os.environ, "RALPHSTATE_HOME": str(tmp_path / "runner-home")}
@@ -151,3 +180,16 @@ def test_a_limit_the_agent_writes_into_the_history_parks_no_other_loop(
     said = (done.stdout + done.stderr).decode()
     assert "is told to every other job" not in said, said
     assert git(remote, "for-each-ref", limitshare.REF) == ""
+
+
+def test_a_blob_the_agent_replaces_in_the_object_store_proves_nothing(
+    remote: Path, tmp_path: Path
+) -> None:
+    done = job(tmp_path, remote, FORGE)
+
+    said = (done.stdout + done.stderr).decode()
+    assert done.returncode == 3, said
+    assert "ralphstate ci: paused (review)" in said
+    assert "git fsck" in said
+    state = pushed_state(remote)
+    assert (state["status"], state["pauseReason"]) == ("paused", "review")
