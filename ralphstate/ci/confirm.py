@@ -30,8 +30,9 @@ from ralphstate.storage.repo import git
 REASON = "review"
 FSCK_SECONDS = 600.0  # for `git fsck` of the repository's objects
 GIT_SETTINGS = (
-    "git's checkout settings (a `filter.*` in git config, .git/info/attributes) are not"
-    " as the job found them"
+    "git's settings (its config in any scope, a `filter.*`, .git/info/attributes) are not"
+    " as the job found them: a program they name (a filter, core.fsmonitor, gpg.program)"
+    " would run, or rewrite what the clean room checks out, in the job's own proof"
 )
 
 
@@ -48,17 +49,15 @@ class Confirmed:
 
 def confirm(root: Path, contract: Any, source: str, base: str, settings: str | None) -> Confirmed:
     """Prove the loop at `root` complete against `contract` (from `source`, the commit
-    `base`); pause it for review when it is not. `settings`: git's checkout settings
-    (`git.checkout_settings`) as the job found them before its agent ran; a filter the
-    agent added since would rewrite the files the clean room checks out."""
+    `base`); pause it for review when it is not. `settings`: git's settings
+    (`git_settings`) as the job found them before its agent ran."""
     from ralphstate.loop.project import locate
     from ralphstate.verify import execute
 
     store = locate(root)
     found = Confirmed()
-    now = git.checkout_settings(root)
-    if now != settings:
-        found.problems.append(f"the agent changed what the clean room checks out: {GIT_SETTINGS}")
+    if git_settings(root) != settings:
+        found.problems.append(f"the agent changed git's settings in the job: {GIT_SETTINGS}")
     found.problems += objects_problems(root)
     if found.problems:
         reopen(store, found.problems)
@@ -81,6 +80,21 @@ def confirm(root: Path, contract: Any, source: str, base: str, settings: str | N
     if found.problems:
         reopen(store, found.problems)
     return found
+
+
+def git_settings(root: Path) -> str | None:
+    """A fingerprint of git's settings at `root`: every config value in every scope
+    (includes followed) with where it comes from, and the checkout settings
+    (`git.checkout_settings`: the attributes files). The agent runs as the job's user
+    and can change any of them; the job's own proof runs git after it. None outside a
+    repository."""
+    import hashlib
+
+    checkout = git.checkout_settings(root)
+    listed = git.run_git(["config", "--list", "--show-origin", "--includes", "-z"], root)
+    if checkout is None or listed is None or listed.code not in (0, 1):
+        return None
+    return hashlib.sha256(checkout.encode() + b"\0" + listed.out_bytes).hexdigest()
 
 
 def objects_problems(root: Path) -> list[str]:

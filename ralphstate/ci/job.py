@@ -229,7 +229,7 @@ class Prepared:
     source: str
     base: str
     notes: list[str]
-    settings: str | None = None  # git's checkout settings before the agent ran
+    settings: str | None = None  # git's settings before the agent ran (confirm.py)
 
 
 def prepare(root: Path, job: Job) -> Prepared:
@@ -249,9 +249,7 @@ def prepare(root: Path, job: Job) -> Prepared:
         f"The loop's branch changed what proves it done; {source} was put back: {d}."
         for d in put_back
     ]
-    from ralphstate.storage.repo import git as repo_git
-
-    return Prepared(contract, source, head, notes, repo_git.checkout_settings(root))
+    return Prepared(contract, source, head, notes, confirm.git_settings(root))
 
 
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:

@@ -143,7 +143,7 @@ def test_a_checkout_filter_the_agent_adds_in_the_job_proves_nothing(
     said = (done.stdout + done.stderr).decode()
     assert done.returncode == 3, said
     assert "ralphstate ci: paused (review)" in said
-    assert "checkout settings" in said
+    assert "git's settings" in said
     assert git(remote, "show", f"{BRANCH}:check.py") == "raise SystemExit(1)"
     state = pushed_state(remote)
     assert (state["status"], state["pauseReason"]) == ("paused", "review")
