@@ -28,6 +28,12 @@ from ralphstate.storage.loopdir.store import Event
 from ralphstate.storage.repo import git
 
 REASON = "review"
+FSCK_SECONDS = 600.0  # for `git fsck` of the repository's objects
+GIT_SETTINGS = (
+    "git's settings (its config in any scope, a `filter.*`, .git/info/attributes) are not"
+    " as the job found them: a program they name (a filter, core.fsmonitor, gpg.program)"
+    " would run, or rewrite what the clean room checks out, in the job's own proof"
+)
 
 
 @dataclass
@@ -41,14 +47,21 @@ class Confirmed:
         return not self.problems
 
 
-def confirm(root: Path, contract: Any, source: str, base: str) -> Confirmed:
+def confirm(root: Path, contract: Any, source: str, base: str, settings: str | None) -> Confirmed:
     """Prove the loop at `root` complete against `contract` (from `source`, the commit
-    `base`); pause it for review when it is not."""
+    `base`); pause it for review when it is not. `settings`: git's settings
+    (`git_settings`) as the job found them before its agent ran."""
     from ralphstate.loop.project import locate
     from ralphstate.verify import execute
 
     store = locate(root)
     found = Confirmed()
+    if git_settings(root) != settings:
+        found.problems.append(f"the agent changed git's settings in the job: {GIT_SETTINGS}")
+    found.problems += objects_problems(root)
+    if found.problems:
+        reopen(store, found.problems)
+        return found
     for change in trusted.put_back(store, contract, source):
         found.problems.append(f"the agent changed what proves the loop in this job: {change}")
     trusted.approve(store, base)
@@ -67,6 +80,38 @@ def confirm(root: Path, contract: Any, source: str, base: str) -> Confirmed:
     if found.problems:
         reopen(store, found.problems)
     return found
+
+
+def git_settings(root: Path) -> str | None:
+    """A fingerprint of git's settings at `root`: every config value in every scope
+    (includes followed) with where it comes from, and the checkout settings
+    (`git.checkout_settings`: the attributes files). The agent runs as the job's user
+    and can change any of them; the job's own proof runs git after it. None outside a
+    repository."""
+    import hashlib
+
+    checkout = git.checkout_settings(root)
+    listed = git.run_git(["config", "--list", "--show-origin", "--includes", "-z"], root)
+    if checkout is None or listed is None or listed.code not in (0, 1):
+        return None
+    return hashlib.sha256(checkout.encode() + b"\0" + listed.out_bytes).hexdigest()
+
+
+def objects_problems(root: Path) -> list[str]:
+    """What `git fsck` finds wrong in the repository's objects, as one problem: the
+    agent can write .git/objects, and an object whose content is not what its id says
+    (the base's test, or the code a clean room checks out) would prove other files than
+    the ones named. [] when every object is what its id says."""
+    checked = git.run_git(
+        ["fsck", "--no-dangling", "--no-reflogs", "--no-progress"],
+        root,
+        timeout=FSCK_SECONDS,
+    )
+    if checked is not None and checked.ok:
+        return []
+    said = "" if checked is None else (checked.err.strip().splitlines() or [""])[0]
+    detail = f" ({visible(said)[:200]})" if said else ""
+    return [f"git's objects are not what their ids say (git fsck){detail}"]
 
 
 def reopen(store: Any, problems: list[str]) -> None:

@@ -25,7 +25,7 @@ from ralphstate.ci.pushing import OUTPUT_BYTES, Pusher, git, text
 from ralphstate.core import budgets
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
-from ralphstate.storage.system import children
+from ralphstate.storage.system import children, reaper
 
 # What only the job itself uses, kept from the agent's environment: the token `gh` asks
 # for the next job and tells the pull request with.
@@ -190,6 +190,7 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
     env = {k: v for k, v in os.environ.items() if k not in JOB_ONLY}
     # The agent's own `ralphstate` (steps, status, pause): the one this job runs.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    reaper.become()  # the agent's orphans stay below this process
     with Pusher(root, job.remote, job.branch) as pusher:
         # The run's progress and the agent's output go to the job's log (stderr); its
         # one JSON object comes on stdout.
@@ -200,6 +201,9 @@ def run_loop(root: Path, job: Job, started: float) -> tuple[dict[str, Any], Push
             assert child.stdout is not None
             out = child.stdout.read()
             code = child.wait()
+    # What the agent left running (a new session, a double fork) is ended before the
+    # job's own proof reads the checkout and the runner's records (ci/confirm.py).
+    reaper.end_descendants()
     try:
         result = orjson.loads(out)
     except orjson.JSONDecodeError:
@@ -225,6 +229,7 @@ class Prepared:
     source: str
     base: str
     notes: list[str]
+    settings: str | None = None  # git's settings before the agent ran (confirm.py)
 
 
 def prepare(root: Path, job: Job) -> Prepared:
@@ -244,7 +249,7 @@ def prepare(root: Path, job: Job) -> Prepared:
         f"The loop's branch changed what proves it done; {source} was put back: {d}."
         for d in put_back
     ]
-    return Prepared(contract, source, head, notes)
+    return Prepared(contract, source, head, notes, confirm.git_settings(root))
 
 
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
@@ -270,7 +275,11 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
         result: dict[str, Any] = {"outcome": "paused", "reason": "limit", "exitCode": 3}
         return end(root, job, environ, Ended("paused", "limit", False, result, notes))
     result, pusher = run_loop(root, job, started)
-    resets = limitshare.last_reset(root / ".loop" / "history.jsonl")
+    # Only a run that itself ended on the limit tells the others: a `limit` line the
+    # agent appended to the history would park every loop of the repository.
+    resets = None
+    if result.get("reason") == "limit":
+        resets = limitshare.last_reset(root / ".loop" / "history.jsonl")
     if resets is not None:
         who = remotelock.holder(environ)
         if limitshare.announce(git, root, job.remote, resets, who):
@@ -279,7 +288,9 @@ def _run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
                 " is told to every other job of this repository."
             )
     if result.get("outcome") == "complete":
-        found = confirm.confirm(root, prepared.contract, prepared.source, prepared.base)
+        found = confirm.confirm(
+            root, prepared.contract, prepared.source, prepared.base, prepared.settings
+        )
         if not found.proved:
             result = {**result, "outcome": "paused", "reason": confirm.REASON, "exitCode": 3}
             notes += [f"Not complete: {p}." for p in found.problems]
