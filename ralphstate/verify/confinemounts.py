@@ -9,7 +9,10 @@ the room is found). Shown again from them, read-only: the check's toolchain, fou
 its PATH, conservatively (`toolchain`): for a directory on PATH, its prefix's `bin`,
 `lib`, `lib64`, `include` and `libexec` and a venv's `pyvenv.cfg` (never the prefix
 whole, so `~/.local/share` and the like stay hidden), and the same for the interpreter a
-venv is made from. Never shown, even inside what is: ralphstate's per-user store. In
+venv is made from; a version manager's own directory under the home (`~/.pyenv` for
+`~/.pyenv/shims`) whole, since its shims start its program and read its versions (what
+it holds besides, a `~/.cargo/credentials.toml` say, is readable by the check, which has
+no network). Never shown, even inside what is: ralphstate's per-user store. In
 the room itself, the loop's own directory (`.loop`) and git's directory are read-only,
 and so is a toolchain that lies in it (a project's `.venv`).
 """
@@ -32,6 +35,8 @@ SYSTEM = frozenset(
 )
 # What of a toolchain's prefix comes back: enough to run it, nothing of its data.
 PREFIX_PARTS = ("bin", "lib", "lib64", "include", "libexec", "pyvenv.cfg")
+# The directories under a home that many programs share: never shown whole.
+SHARED_BASES = frozenset({".local", ".config", ".cache"})
 # A venv's configuration file, and how much of it is read.
 PYVENV = "pyvenv.cfg"
 PYVENV_BYTES = 64 * 1024
@@ -84,6 +89,20 @@ def masks(room: Path, env: Mapping[str, str], mac: bool = False) -> list[Path]:
     if top is not None:
         found.append(top)
     return _outermost(found)
+
+
+def _manager(directory: Path, home: Path | None) -> Path | None:
+    """The version manager's own directory a PATH entry under the home belongs to
+    (`~/.pyenv` for `~/.pyenv/shims`, `~/.nvm` for `~/.nvm/versions/node/v22/bin`): a
+    shim starts its manager's program and reads its versions, so the whole directory
+    comes back, read-only. Never one of the shared bases (`~/.local`, `~/.config`,
+    `~/.cache`), which hold every program's data."""
+    if home is None or not _inside(directory, home) or directory == home:
+        return None
+    top = home / directory.relative_to(home).parts[0]
+    if not top.name.startswith(".") or top.name in SHARED_BASES or top == directory:
+        return None
+    return top
 
 
 def _prefix(directory: Path) -> list[Path]:
@@ -140,13 +159,14 @@ def toolchain(
     entries += programs(command)
     dirs = [_real(p) for p in entries if p.is_absolute() and p.is_dir()]
     places = [*hidden, room]
+    where = user_home(env)
     wanted: list[Path] = []
     for directory in dirs:
         if not any(_inside(directory, h) for h in places):
             continue
-        wanted += _prefix(directory)
+        manager = _manager(directory, where)
+        wanted += [manager] if manager is not None else _prefix(directory)
         wanted += [p for home in _venv_home(directory) for p in _prefix(home)]
-    where = user_home(env)
     keep = [p for p in wanted if any(_inside(p, h) for h in places)]
     keep = [p for p in keep if not any(_inside(h, p) for h in places)]
     keep = [p for p in keep if where is None or not _inside(where, p)]

@@ -261,3 +261,32 @@ def test_a_start_that_worked_is_kept_for_the_boot(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(confine, "_found", None)
     monkeypatch.setattr(confine, "_probe", never)
     assert confine.bubblewrap() == found
+
+
+@needs_confinement
+def test_a_version_managers_shim_runs_confined_and_the_home_stays_hidden(
+    room: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shim on PATH (pyenv's, nvm's) starts its manager's own program and reads its
+    versions: the manager's directory comes back, read-only; the rest of the home does
+    not. (A check whose `python3` was a pyenv shim failed confined before.)"""
+    person = tmp_path / "person"
+    manager = person / ".manager"
+    (manager / "shims").mkdir(parents=True)
+    (manager / "libexec").mkdir()
+    (manager / "libexec" / "manager").write_text("#!/bin/sh\necho managed-tool-ran\n")
+    (manager / "shims" / "tool").write_text(f'#!/bin/sh\nexec "{manager}/libexec/manager"\n')
+    for script in (manager / "libexec" / "manager", manager / "shims" / "tool"):
+        script.chmod(0o755)
+    (person / ".ssh").mkdir()
+    (person / ".ssh" / "id_ed25519").write_text("secret\n")
+    monkeypatch.setenv("HOME", str(person))
+    monkeypatch.setenv("PATH", f"{manager / 'shims'}{os.pathsep}{os.environ['PATH']}")
+
+    passed, out, confined = check(
+        f'tool; touch "{manager}/x" || echo read-only; ls -A "{person}"', room
+    )
+
+    assert confined and passed, out
+    assert "managed-tool-ran" in out and "read-only" in out
+    assert ".ssh" not in out and "secret" not in out
