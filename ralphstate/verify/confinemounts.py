@@ -92,12 +92,16 @@ def masks(room: Path, env: Mapping[str, str], mac: bool = False) -> list[Path]:
 
 
 def _manager(directory: Path, home: Path | None) -> Path | None:
-    """The version manager's own directory a PATH entry under the home belongs to
+    """The version manager's own directory a PATH entry under a home (the person's,
+    root's or another user's in /home) belongs to
     (`~/.pyenv` for `~/.pyenv/shims`, `~/.nvm` for `~/.nvm/versions/node/v22/bin`): a
     shim starts its manager's program and reads its versions, so the whole directory
     comes back, read-only. Never one of the shared bases (`~/.local`, `~/.config`,
     `~/.cache`), which hold every program's data."""
-    if home is None or not _inside(directory, home) or directory == home:
+    homes = [h for h in (home, Path("/root")) if h is not None]
+    homes += [Path("/home", directory.parts[2])] if directory.parts[:2] == ("/", "home") else []
+    home = next((h for h in homes if _inside(directory, h) and directory != h), None)
+    if home is None or len(directory.relative_to(home).parts) < 2:
         return None
     top = home / directory.relative_to(home).parts[0]
     if not top.name.startswith(".") or top.name in SHARED_BASES or top == directory:
