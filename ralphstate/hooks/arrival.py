@@ -121,21 +121,26 @@ def _commits_holding(loop: paths.LoopPaths, git: Any) -> set[str] | None:
     """The commits on any ref that hold the state file's content as it is now, at any
     path (`git checkout BRANCH -- .loop`, `git apply`, `git merge --squash` bring in a
     version of another branch); None when git cannot tell within `FIND_TIMEOUT`. A
-    content git has never stored (a file the agent wrote) costs one cheap lookup."""
-    blob = git.run_git(["hash-object", "--no-filters", "--", str(loop.state)], loop.root)
-    if blob is None or not blob.ok:
-        return None
-    oid = blob.out.strip()
-    stored = git.run_git(["cat-file", "-e", oid], loop.root)
-    if stored is None:
-        return None
-    if not stored.ok:
-        return set()  # not in the object database: in no commit
-    args = ["log", "--all", "--format=%H", f"--find-object={oid}"]
-    found = git.run_git(args, loop.root, timeout=FIND_TIMEOUT)
-    if found is None or not found.ok:
-        return None
-    return set(found.out.split())
+    content git has never stored (a file the agent wrote) costs two cheap lookups. The
+    content is looked for as the file holds it and as git would store it (the
+    repository's attributes may check its JSON out with other line ends: `eol=crlf`)."""
+    commits: set[str] = set()
+    for how in ("--no-filters", f"--path={loop.state}"):
+        blob = git.run_git(["hash-object", how, "--", str(loop.state)], loop.root)
+        if blob is None or not blob.ok:
+            return None
+        oid = blob.out.strip()
+        stored = git.run_git(["cat-file", "-e", oid], loop.root)
+        if stored is None:
+            return None
+        if not stored.ok:
+            continue  # not in the object database: in no commit
+        args = ["log", "--all", "--format=%H", f"--find-object={oid}"]
+        found = git.run_git(args, loop.root, timeout=FIND_TIMEOUT)
+        if found is None or not found.ok:
+            return None
+        commits |= set(found.out.split())
+    return commits
 
 
 def adopted_line(state: st.State) -> str:

@@ -193,11 +193,14 @@ def may_approve(data: bytes) -> bool:
     count) names ralphstate and an approving word."""
     at = data.find(b'"tool_input"')
     said = (data if at < 0 else data[at:]).lower()
-    if not any(word in said for word in APPROVING_WORDS):
-        return False
-    # Quotes and backslashes the shell joins a name across; `$` or a backquote may
-    # make the program (core/approving.py asks then).
-    return b"ralphstate" in said.translate(None, b"\"'\\") or b"$" in said or b"`" in said
+    # Quotes, backslashes and continued lines the shell joins a word across (in JSON
+    # a backslash and a newline are `\\\n`); `$` or a backquote may make the program
+    # or an approving word (core/approving.py asks then).
+    joined = said.replace(b"\\\\\\n", b"").translate(None, b"\"'\\")
+    substituted = b"$" in said or b"`" in said
+    if not any(word in joined for word in APPROVING_WORDS):
+        return substituted and b"ralphstate" in joined
+    return b"ralphstate" in joined or substituted
 
 
 def _fault(message: str) -> Exception:
