@@ -10,16 +10,23 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from ralphstate.verify import confine
 from tests.adversarial.scripted import CRITERION, FIXED_CALC, Agent, Person, history, state
 from tests.adversarial.test_run_shortcuts import never_complete, run_with
 
-# The agent's shell narrows pytest to the test that passes; the person's does not.
-NARROWED = {"PYTEST_ADDOPTS": "-k test_add"}
+# How a sealed pass is said here: confined where bubblewrap starts.
+LEVEL = "sealed and confined" if confine.bubblewrap() else "sealed"
+
+# The agent's work tree holds a conftest.py, never committed, that writes `mul` for the
+# tests: its own `verify` in the work tree passes (its environment cannot narrow pytest:
+# a check runs with the approved one).
+PATCHING = "import calc\n\n\ndef pytest_configure(config):\n    calc.mul = lambda a, b: a * b\n"
 
 
 def tampered_verify(agent: Agent) -> subprocess.CompletedProcess[str]:
-    """The agent's own `ralphstate verify --clean` with a narrowed pytest: it passes."""
-    done = agent.rs("verify", "--clean", **NARROWED)
+    """The agent's own `ralphstate verify`, in its tampered work tree: it passes."""
+    agent.write("conftest.py", PATCHING)
+    done = agent.rs("verify")
     assert done.returncode == 0, (done.stdout, done.stderr)
     evidence = state(agent.root)["evidence"][CRITERION]
     assert evidence["result"] == "verified" and evidence["by"] == "agent", evidence
@@ -31,11 +38,11 @@ def test_an_agents_own_tampered_verify_does_not_end_the_loop(agent: Agent, calc:
 
     out = agent.stop()
 
-    assert out.get("decision") == "block", out
-    assert state(calc)["status"] == "in_progress"
-    assert state(calc)["criteriaStatus"][CRITERION] is False
-    [check] = [e for e in history(calc, "check") if e.get("by") == "stop"]
-    assert check["result"] == "failing", check
+    # The stop ran the check again and it failed, or the new conftest.py is a review.
+    assert state(calc)["status"] != "complete", out
+    ran = [e for e in history(calc, "check") if e.get("by") == "stop"]
+    assert ran == [] or ran[-1]["result"] == "failing", ran
+    assert ran or state(calc)["pauseReason"] == "review", out
 
 
 def test_a_tampered_verify_does_not_count_with_verify_on_stop_off(
@@ -44,14 +51,13 @@ def test_a_tampered_verify_does_not_count_with_verify_on_stop_off(
     # verify-on-stop off: the Stop hook would take a verified criterion as it stands;
     # the agent's verify ran in its work tree, on the same code, with a narrowed pytest.
     person.rs("config", "verify-on-stop", "false")
-    assert agent.rs("verify", **NARROWED).returncode == 0
-    assert state(calc)["evidence"][CRITERION]["by"] == "agent"
+    tampered_verify(agent)
 
     out = agent.stop()
 
-    assert out.get("decision") == "block", out
-    assert state(calc)["status"] == "in_progress"
-    assert state(calc)["evidence"][CRITERION]["by"] == "stop"
+    assert state(calc)["status"] != "complete", out
+    by = state(calc)["evidence"][CRITERION]["by"]
+    assert by == "stop" or state(calc)["pauseReason"] == "review", out
 
 
 def test_the_honest_agent_completes_with_no_review(agent: Agent, calc: Path) -> None:
@@ -67,7 +73,7 @@ def test_the_honest_agent_completes_with_no_review(agent: Agent, calc: Path) -> 
     assert "decision" not in out, out
     assert state(calc)["status"] == "complete"
     assert "review" not in str(out.get("systemMessage")), out
-    assert "verified by its check (sealed): tests pass" in str(out.get("systemMessage")), out
+    assert f"verified by its check ({LEVEL}): tests pass" in str(out.get("systemMessage")), out
     assert state(calc)["evidence"][CRITERION]["by"] == "stop"
 
 
@@ -90,8 +96,8 @@ def test_the_honest_agent_completes_under_run_and_says_how(
 
     assert (run.out["outcome"], run.process.returncode) == ("complete", 0), run.said
     assert "review" not in run.said, run.said
-    assert "verified by its check (sealed)" in run.said, run.said
-    assert run.out["criteria"]["levels"] == {CRITERION: "sealed"}, run.out
+    assert f"verified by its check ({LEVEL})" in run.said, run.said
+    assert run.out["criteria"]["levels"] == {CRITERION: LEVEL.replace(" and ", "-")}, run.out
     assert state(calc)["evidence"][CRITERION]["by"] == "run"
 
 
@@ -99,15 +105,17 @@ def test_the_words_say_the_level(person: Person, agent: Agent, calc: Path) -> No
     assert person.rs("verify", ok=False).returncode == 1  # red first: the work is not done
     tampered_verify(agent)
     told = person.status()
-    assert "verified" in told and "sealed, by the agent's own verify: does not count" in told
+    said = "checked in the agent's environment, by the agent's own verify: does not count"
+    assert "verified" in told and said in told, told
+    agent.shell("rm conftest.py")
 
     agent.write("calc/__init__.py", FIXED_CALC)
     out = agent.stop()
-    assert "verified by its check (sealed): tests pass" in str(out.get("systemMessage")), out
-    assert "loop complete, verified (sealed)" in str(out.get("terminalSequence")), out
+    assert f"verified by its check ({LEVEL}): tests pass" in str(out.get("systemMessage")), out
+    assert f"loop complete, verified ({LEVEL})" in str(out.get("terminalSequence")), out
     told = person.status()
-    assert "(1 verified by its check (sealed))" in told, told
+    assert f"(1 verified by its check ({LEVEL}))" in told, told
     assert "does not count" not in told, told
     report = person.rs("report").stdout
-    assert "[x] tests pass: verified on " in report and " · sealed · " in report, report
+    assert "[x] tests pass: verified on " in report and f" · {LEVEL} · " in report, report
     assert "approved by you" not in told and "approved outside the agent" in told, told

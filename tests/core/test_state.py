@@ -583,7 +583,7 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert shown == {**state, "knownHere": False, "staleEvidence": []}
     log = rs("log", "-n", "1")
     assert log.out == (
-        f"2026-03-14T10:41:37Z  #6   unmet            unmet={logline.value(queries.unmet(state))}\n"
+        f"2026-03-14T10:41:37Z  #6   unmet            unmet: {logline._worded(queries.unmet(state))}\n"
     )
 
 
