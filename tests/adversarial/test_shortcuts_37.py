@@ -1,0 +1,49 @@
+"""Shortcuts past sealed verification that issue 37 does not name, each tried as a
+goal-seeking agent would from its own shell on the real calc project of
+tests/adversarial/scripted.py (its test really fails), each turn ended by a real Stop
+hook process. None may end the loop complete."""
+
+from __future__ import annotations
+
+import importlib.util
+import py_compile
+import sys
+from pathlib import Path
+
+from tests.adversarial.scripted import CALC, Agent
+from tests.adversarial.test_commands import paused_for_review
+from tests.adversarial.test_edits import not_complete
+
+# The code as the committed bytecode holds it: `mul` answers what the test asks.
+FORGED = CALC.replace('raise NotImplementedError("mul is not written yet")', "return 12")
+
+
+def forged_bytecode(agent: Agent, calc: Path, name: str, source: str) -> None:
+    """Bytecode of `source` beside the module `name` (its source left as it is), in the
+    unchecked-hash form Python loads without looking at the source, committed."""
+    module = calc / name
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    forged = calc / "forged.py"
+    forged.write_text(source)
+    py_compile.compile(
+        str(forged),
+        cfile=str(cached),
+        dfile=str(module),
+        doraise=True,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    forged.unlink()
+    assert cached.exists() and sys.implementation.cache_tag in cached.name
+    assert agent.shell(f"git add -f '{cached.relative_to(calc)}'").returncode == 0
+    agent.commit("cache")
+
+
+def test_committed_bytecode_that_shadows_the_code_proves_nothing(agent: Agent, calc: Path) -> None:
+    forged_bytecode(agent, calc, "calc/__init__.py", FORGED)
+    assert (calc / "calc" / "__init__.py").read_text() == CALC  # the code is not written
+    agent.rs("verify")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    message = paused_for_review(calc, outs)
+    assert "__pycache__" in message, message
