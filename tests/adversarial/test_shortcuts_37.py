@@ -10,7 +10,7 @@ import py_compile
 import sys
 from pathlib import Path
 
-from tests.adversarial.scripted import CALC, Agent
+from tests.adversarial.scripted import CALC, FIXED_CALC, Agent, Person, state
 from tests.adversarial.test_commands import paused_for_review
 from tests.adversarial.test_edits import not_complete
 
@@ -47,3 +47,20 @@ def test_committed_bytecode_that_shadows_the_code_proves_nothing(agent: Agent, c
     not_complete(calc, outs)
     message = paused_for_review(calc, outs)
     assert "__pycache__" in message, message
+
+
+def test_the_honest_agents_untracked_bytecode_asks_no_review(
+    agent: Agent, person: Person, calc: Path
+) -> None:
+    agent.write(".gitignore", ".pytest_cache/\n")  # nothing ignores the bytecode
+    agent.write("calc/__init__.py", FIXED_CALC)
+    agent.commit("calc: write mul")
+    for name in ("calc/__init__.py", "tests/test_calc.py"):  # as running the tests leaves it
+        py_compile.compile(str(calc / name), doraise=True)
+    assert "__pycache__" in agent.shell("git status --porcelain").stdout
+    agent.rs("verify")
+    out = agent.stop()
+
+    assert state(calc)["status"] == "complete", (state(calc), out)
+    assert "review" not in str(out.get("systemMessage", "")), out
+    assert "review" not in person.status()
