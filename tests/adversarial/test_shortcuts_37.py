@@ -6,6 +6,7 @@ hook process. None may end the loop complete."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import py_compile
 import sys
 from pathlib import Path
@@ -64,3 +65,33 @@ def test_the_honest_agents_untracked_bytecode_asks_no_review(
     assert state(calc)["status"] == "complete", (state(calc), out)
     assert "review" not in str(out.get("systemMessage", "")), out
     assert "review" not in person.status()
+
+
+# A pytest plugin that passes every test without calling it, in the code's package, and
+# a distribution at the project root that registers it: `python -m pytest` puts the
+# root on the import path, and pytest loads every `pytest11` entry point it finds there.
+PLUGIN = "def pytest_pyfunc_call(pyfuncitem):\n    return True\n"
+DISTRIBUTION = {
+    "calcplug-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: calcplug\nVersion: 0.1\n",
+    "calcplug-0.1.dist-info/entry_points.txt": "[pytest11]\ncalcplug = calc.plug\n",
+}
+
+
+def test_a_plugin_registered_at_the_root_with_its_time_set_back_proves_nothing(
+    agent: Agent, calc: Path
+) -> None:
+    """The fingerprint asks pytest for its plugins again only when a directory it
+    searched changed: the agent sets the root's modification time back."""
+    assert agent.rs("verify").returncode != 0  # the fingerprint, as the root is now
+    before = calc.stat()
+    agent.write("calc/plug.py", PLUGIN)
+    for name, text in DISTRIBUTION.items():
+        agent.write(name, text)
+    agent.commit("packaging metadata")
+    os.utime(calc, ns=(before.st_atime_ns, before.st_mtime_ns))
+    agent.rs("verify")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    message = paused_for_review(calc, outs)
+    assert "pytest plugins" in message, message
