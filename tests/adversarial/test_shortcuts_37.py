@@ -95,3 +95,27 @@ def test_a_plugin_registered_at_the_root_with_its_time_set_back_proves_nothing(
     not_complete(calc, outs)
     message = paused_for_review(calc, outs)
     assert "pytest plugins" in message, message
+
+
+def test_a_plugin_added_to_a_distribution_already_at_the_root_proves_nothing(
+    agent: Agent, calc: Path
+) -> None:
+    """First a distribution at the root with no plugin (nothing pytest loads changes),
+    and `ralphstate review` (its fingerprint asks pytest again); then the plugin written
+    into its entry points: no directory pytest searched for its configuration changes,
+    and pytest is not asked again."""
+    agent.write("calc/plug.py", PLUGIN)
+    metadata = "calcplug-0.1.dist-info/METADATA"
+    agent.write(metadata, DISTRIBUTION[metadata])
+    agent.write("calcplug-0.1.dist-info/entry_points.txt", "[console_scripts]\n")
+    agent.commit("packaging metadata")
+    agent.rs("review")
+    for name, text in DISTRIBUTION.items():
+        agent.write(name, text)
+    agent.commit("entry points")
+    agent.rs("verify")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    message = paused_for_review(calc, outs)
+    assert "calcplug" in message or "pytest plugins" in message, message

@@ -14,7 +14,7 @@ outcome while the command stays the same. `fingerprint` records, as
   as it answers itself, its `sys.path`, the `.pth`, `sitecustomize` and
   `usercustomize` files of its site directories and of the user's site-packages, and
   every installed distribution with its entry points (pytest's `pytest11` plugins
-  among them);
+  among them), those at the project's root too (`python -m` imports from there);
 - for pytest, what pytest itself says it read: its rootdir, the configuration file
   (hashed) and the plugins it loaded, from the header of a `--collect-only` that
   collects nothing.
@@ -296,6 +296,10 @@ def _python(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
     sites = [*answer.get("sites", []), *([answer["user"]] if answer.get("user") else [])]
     for site in sites:
         found.update(_site(str(site), cache))
+    # `python -m` puts the directory it runs in first on the import path: a distribution
+    # there registers entry points (a `pytest11` plugin) as an installed one does.
+    here = _site(str(root), cache)
+    found.update({what: value for what, value in here.items() if what.startswith("distrib")})
     return found
 
 
