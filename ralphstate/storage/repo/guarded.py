@@ -229,7 +229,7 @@ def compare(
         found.changed += _runner_settings(repo, env, approved_tree, found.tree)
     # Untracked and not ignored, by the repository's own index.
     others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards]
-    others += [*_config_specs(repo.root), _NOT_WORK]
+    others += [*_config_specs(repo.root), *_NOT_WORK]
     listed = _listing(repo.git(others, git_env()), found)
     if listed is None:
         return None
@@ -238,9 +238,10 @@ def compare(
     return found
 
 
-# Untracked bytecode is what running the tests leaves where nothing ignores it: no clean
-# room holds it, and it is neither a new test nor new configuration (committed, it is).
-_NOT_WORK = ":(exclude,glob)**/*.pyc"
+# Untracked bytecode (and extension modules built in place) is what running or building
+# the project leaves where nothing ignores it: no clean room holds it, and it is neither
+# a new test nor new configuration (committed, it is).
+_NOT_WORK = [f":(exclude,glob)**/{name}" for name in testfiles.BUILT]
 
 
 # A file that may hold a test runner's settings among much else: a change to it counts
