@@ -14,16 +14,17 @@ outcome while the command stays the same. `fingerprint` records, as
   as it answers itself, its `sys.path`, the `.pth`, `sitecustomize` and
   `usercustomize` files of its site directories and of the user's site-packages, and
   every installed distribution with its entry points (pytest's `pytest11` plugins
-  among them);
+  among them), those at the project's root too (`python -m` imports from there);
 - for pytest, what pytest itself says it read: its rootdir, the configuration file
   (hashed) and the plugins it loaded, from the header of a `--collect-only` that
   collects nothing.
 
-It is cheap on the way through: a file is hashed only when its size or modification
-time changed (a cache in the per-user data directory), the interpreter is asked again
-only when it or a site directory changed, and pytest only when a directory it searched
-for its configuration changed (from the project up to the file it read; with none,
-up to the filesystem's root).
+It is cheap on the way through: a file is hashed only when its size, modification time
+or change time changed (a cache in the per-user data directory; the agent's user can set
+a modification time back, never a change time), the interpreter is asked again only when
+it or a site directory changed, and pytest only when a directory it searched for its
+configuration changed (from the project up to the file it read; with none, up to the
+filesystem's root).
 """
 
 from __future__ import annotations
@@ -262,13 +263,16 @@ def _ask(argv: list[str], root: Path, env: Mapping[str, str]) -> str | None:
     return None if done.code is None else done.out.decode("utf-8", "replace")
 
 
-def _mtimes(dirs: Iterable[str]) -> dict[str, int]:
+def _mtimes(dirs: Iterable[str]) -> dict[str, list[int]]:
+    """Each path's modification and change times: the agent's user can set a
+    modification time back (`touch -d`), never a change time."""
     found = {}
     for name in dirs:
         try:
-            found[name] = Path(name).stat().st_mtime_ns
+            info = Path(name).stat()
+            found[name] = [info.st_mtime_ns, info.st_ctime_ns]
         except OSError:
-            found[name] = -1
+            found[name] = [-1, -1]
     return found
 
 
@@ -292,6 +296,10 @@ def _python(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
     sites = [*answer.get("sites", []), *([answer["user"]] if answer.get("user") else [])]
     for site in sites:
         found.update(_site(str(site), cache))
+    # `python -m` puts the directory it runs in first on the import path: a distribution
+    # there registers entry points (a `pytest11` plugin) as an installed one does.
+    here = _site(str(root), cache)
+    found.update({what: value for what, value in here.items() if what.startswith("distrib")})
     return found
 
 
@@ -399,15 +407,16 @@ class _Cache:
         return cls(path, data) if isinstance(data, dict) else cls(None, {})
 
     def hash(self, name: str) -> str:
-        """The file's sha256, from the cache while its size and mtime are the same;
-        "missing" for no file."""
+        """The file's sha256, from the cache while its size, modification and change
+        times are the same; "missing" for no file."""
         try:
             info = Path(name).stat()
         except OSError:
             return "missing"
         known = self.files.get(name)
-        if known and known[:2] == [info.st_size, info.st_mtime_ns]:
-            return str(known[2])
+        stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+        if known and len(known) == 4 and known[:3] == stamp:
+            return str(known[3])
         import hashlib
 
         digest = hashlib.sha256()
@@ -419,7 +428,7 @@ class _Cache:
                     left -= len(chunk)
         except OSError:
             return "unreadable"
-        self.files[name] = [info.st_size, info.st_mtime_ns, digest.hexdigest()]
+        self.files[name] = [*stamp, digest.hexdigest()]
         self.changed = True
         return digest.hexdigest()
 

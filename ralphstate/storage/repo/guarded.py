@@ -229,13 +229,19 @@ def compare(
         found.changed += _runner_settings(repo, env, approved_tree, found.tree)
     # Untracked and not ignored, by the repository's own index.
     others = ["ls-files", "-z", "--others", "--exclude-standard", "--", *guards]
-    others += _config_specs(repo.root)
+    others += [*_config_specs(repo.root), *_NOT_WORK]
     listed = _listing(repo.git(others, git_env()), found)
     if listed is None:
         return None
     _sort(found, listed, [_ADDED] * len(listed))
     found.new_config = list(dict.fromkeys(found.new_config))
     return found
+
+
+# Untracked bytecode (and extension modules built in place) is what running or building
+# the project leaves where nothing ignores it: no clean room holds it, and it is neither
+# a new test nor new configuration (committed, it is).
+_NOT_WORK = [f":(exclude,glob)**/{name}" for name in testfiles.BUILT]
 
 
 # A file that may hold a test runner's settings among much else: a change to it counts

@@ -82,10 +82,16 @@ CONFIG_FILES = (
 # A package named as the test runner or what it imports shadows it (`python -m pytest`
 # runs `pytest/__main__.py` of the project): a new file in one is new configuration.
 RUNNER_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
+# Bytecode committed beside a module is run in its place, whatever its source says (an
+# unchecked-hash `.pyc` is never compared with the source; one with no source is
+# imported as it is), and so is an extension module (`calc/__init__.cpython-*.so` is
+# imported before `calc/__init__.py`): a new one is new configuration, not code.
+BUILT = ("*.pyc", "*.so", "*.pyd")
 NEW_CONFIG_FILES = (
     *CONFIG_FILES,
     "pyproject.toml",
     "vite.config.*",
+    *BUILT,
     *(f"{package}/*" for package in RUNNER_PACKAGES),
 )
 # A module at the project root named as one of the standard library's shadows it for
