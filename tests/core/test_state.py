@@ -582,9 +582,8 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     assert shown.pop("proof")["approvedBy"] is None  # no record here: it came with a clone
     assert shown == {**state, "knownHere": False, "staleEvidence": []}
     log = rs("log", "-n", "1")
-    assert log.out == (
-        f"2026-03-14T10:41:37Z  #6   unmet            unmet: {logline._worded(queries.unmet(state))}\n"
-    )
+    unmet = logline._worded(queries.unmet(state))
+    assert log.out == f"2026-03-14T10:41:37Z  #6   unmet            unmet: {unmet}\n"
 
 
 def test_errors_keep_only_the_most_recent() -> None:
