@@ -37,7 +37,7 @@ from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage.loopdir.store import Event, Store
 from ralphstate.storage.peruser import checkenv, truststore
-from ralphstate.storage.repo import git
+from ralphstate.storage.repo import cleanroom, git
 from ralphstate.storage.system.paths import LoopPaths
 from ralphstate.verify import firsts, isolation, pool, watchdog
 from ralphstate.verify.onecheck import CheckResult, run_one
@@ -167,7 +167,14 @@ def run_jobs(
     dog = watchdog.start(store.paths, by, names)
     results: list[CheckResult] = []
     try:
-        room = isolation.room(store.paths, state, where.clean, where.restore, where.deadline)
+        try:
+            room = isolation.room(store.paths, state, where.clean, where.restore, where.deadline)
+        except cleanroom.TamperedRoom as exc:
+            results = [tampered(job, str(exc), _producer(by)) for job in jobs]
+            if record:
+                record_results(store, results, by)
+            _close(dog)
+            return results
         try:
             cwd = str(room.cwd if room else store.paths.root)
             results = pool.run(
@@ -198,6 +205,20 @@ def run_jobs(
         record_results(store, results, by)
     _close(dog)
     return results
+
+
+def tampered(job: pool.Job, why: str, who: str) -> CheckResult:
+    """A check that could not run: its room was not what ralphstate made. It fails."""
+    return CheckResult(
+        job.criterion,
+        job.command,
+        passed=False,
+        exit_code=None,
+        duration_ms=0,
+        timeout=job.limit,
+        problem=why,
+        by=who,
+    )
 
 
 def _close(dog: watchdog.Watchdog | None) -> None:

@@ -143,7 +143,8 @@ def test_a_checkout_filter_the_agent_adds_in_the_job_proves_nothing(
     said = (done.stdout + done.stderr).decode()
     assert done.returncode == 3, said
     assert "ralphstate ci: paused (review)" in said
-    assert "git's settings" in said
+    # The run's own safe git and room find it first, or the job's proof does.
+    assert "git's settings" in said or "the loop's proof" in said
     assert git(remote, "show", f"{BRANCH}:check.py") == "raise SystemExit(1)"
     state = pushed_state(remote)
     assert (state["status"], state["pauseReason"]) == ("paused", "review")
@@ -154,12 +155,13 @@ def test_a_process_the_agent_leaves_running_is_ended_before_the_jobs_proof(
 ) -> None:
     done = job(tmp_path, remote, DAEMON)
 
+    # The run's own check (its room is in ralphstate's private directory, which the
+    # process does not find) or the job's proof fails it: never complete.
     said = (done.stdout + done.stderr).decode()
     assert done.returncode == 3, said
-    assert "ralphstate ci: paused (review)" in said
-    assert "does not pass" in said
+    assert "ralphstate ci: paused (" in said and "ralphstate ci: complete" not in said
     state = pushed_state(remote)
-    assert (state["status"], state["pauseReason"]) == ("paused", "review")
+    assert state["status"] == "paused", state
 
 
 def test_a_limit_the_agent_writes_into_the_history_parks_no_other_loop(

@@ -179,7 +179,10 @@ def test_a_test_rewritten_while_the_check_runs_fails_the_check_and_is_said(
             rewriter.kill()
     not_complete(calc, outs)
     told = verified.stdout + json.dumps(outs)
-    assert SAID[1] in told and "tests/test_calc.py (changed)" in told, told
+    # Before the checks (the room's files) or after one (the guarded files): said, and
+    # a failed check, never a hook that fails open.
+    assert any(said in told for said in SAID) and "tests/test_calc.py (changed)" in told, told
+    assert "not enforced" not in told, told
 
 
 def test_an_approved_tests_object_rewritten_under_its_old_id_proves_nothing(

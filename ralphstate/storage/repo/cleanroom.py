@@ -72,6 +72,12 @@ class CleanRoomError(RalphstateError):
     """The clean room could not be made; nothing ran in it."""
 
 
+class TamperedRoom(CleanRoomError):
+    """The room does not hold what ralphstate put there: not a fault of ralphstate's
+    but evidence against the work, so the checks fail (verify/execute.py) rather than
+    the hook failing open."""
+
+
 @dataclass
 class Room:
     """A clean room that exists: where it is, and the code it holds."""
@@ -183,7 +189,7 @@ def _checked(
         raise CleanRoomError(_failed("list the files of its tree", budget, left))
     problems = roomfiles.differences(where, manifest)
     if problems:
-        raise CleanRoomError(
+        raise TamperedRoom(
             "the clean room does not hold what ralphstate put there, so no check ran in it:"
             f" {roomfiles.said(problems)}"
         )
