@@ -179,9 +179,10 @@ def test_adopt_says_in_one_line_that_the_registry_cannot_be_written(
     assert rs("criteria", "add", "lint clean", "--check", "ruff check .").code == 0
     trusted = rs("trust")
     assert trusted.code == 1
-    assert trusted.err.startswith(
-        f"ralphstate: could not write the trust store {blocker / 'data' / 'trust.json'}: "
-    )
+    # The approved toolchain is kept first (storage/peruser/toolchain.py), beside the
+    # trust store: the first file that cannot be written is named, in one line.
+    assert trusted.err.startswith(f"ralphstate: cannot write {blocker / 'data' / 'toolchains'}")
+    assert trusted.err.count("\n") == 1 and "unexpected" not in trusted.err
 
 
 # -- a directory that cannot be fsynced ----------------------------------------------------

@@ -18,6 +18,7 @@ import pytest
 
 from ralphstate.run import commits as run_commits
 from ralphstate.run import spawn
+from ralphstate.verify import confine
 from tests.helpers import run_process
 from tests.helpers.gitrepo import commits, git, init_repo, use_identity
 
@@ -181,9 +182,11 @@ def test_log_and_watch_show_the_run_in_words_with_short_ids(repo: Path, agent: s
     shown = {
         line.split("] ", 1)[0].split()[-2]: line.split("] ", 1)[1] for line in log.splitlines()
     }
+    # A check runs confined where bubblewrap starts (verify/confine.py); the line says so.
+    confined = " · confined: true" if confine.bubblewrap() else ""
     assert re.fullmatch(
         rf'"tests pass" verified by run · exit code 0, \d+\.\ds · on {first(repo)[:10]} \(dirty\)'
-        " · clean room",
+        rf" · clean room{re.escape(confined)}",
         shown["check"],
     ), shown["check"]
     assert shown["commit"] == (
@@ -200,7 +203,8 @@ def test_log_and_watch_show_the_run_in_words_with_short_ids(repo: Path, agent: s
         assert not re.search(r"[0-9a-f]{16}", text), text  # no id in full
         assert "=False" not in text and "=None" not in text
     for event in ("check", "commit", "run_iteration", "run_finished"):
-        assert len(f"2026-01-01T00:00:00Z  #1   {event:<16} [you] {shown[event]}") <= 140
+        # 160: a confined check's line adds " · confined: true" (17) to its 140.
+        assert len(f"2026-01-01T00:00:00Z  #1   {event:<16} [you] {shown[event]}") <= 160
 
 
 def first(root: Path) -> str:

@@ -1,5 +1,5 @@
 """`ralphstate run` with git, through real processes in real repositories: --commit
-after each iteration, a failing pre-commit hook, --branch, a dirty tree, worktrees
+after each iteration, a pre-commit hook that never runs, --branch, a dirty tree, worktrees
 side by side, `list`, and `worktree remove` refusing to lose work."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.run import spawn
+from ralphstate.run import spawn, worktrees
 from tests.helpers import run_process
 from tests.helpers.gitrepo import commits, git, init_repo, use_identity
 
@@ -153,29 +153,26 @@ def test_an_agent_that_commits_its_own_work_gets_no_second_commit(
 
 
 @POSIX
-def test_a_failing_pre_commit_hook_is_reported_and_pauses_the_loop(
+def test_a_failing_pre_commit_hook_never_runs_and_the_loop_commits(
     rs: Any, repo: Path, agent: Any
 ) -> None:
+    """The repository's hooks are off in every git ralphstate starts
+    (storage/repo/gitenv.py): a pre-commit hook that would refuse the commit never runs,
+    and the run commits its work and completes."""
+    ran = repo / ".git" / "pre-commit-ran"
     hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\necho 'lint: trailing whitespace in work-1.txt' >&2\nexit 1\n")
+    hook.write_text(f"#!/bin/sh\ntouch '{ran}'\necho 'lint: trailing whitespace' >&2\nexit 1\n")
     hook.chmod(0o755)
     make_loop(rs)
     done = run(repo, "--agent", agent(), "--commit", "--max", "5")
-    assert done.returncode == 3, done.stderr
+    assert done.returncode == 0, done.stdout
+    assert not ran.exists()
     out = done.stdout.decode()
-    assert "  commit failed; the loop pauses: exit code 1:\n" in out
-    assert "lint: trailing whitespace in work-1.txt" in out
-    assert "paused (commit_failed)" in out
-    final = state(repo)
-    assert (final["status"], final["pauseReason"], final["iteration"]) == (
-        "paused",
-        "commit_failed",
-        1,  # not retried: one iteration, one attempt
-    )
-    (failed,) = history(repo, "commit_failed")
-    assert failed["error"].endswith("lint: trailing whitespace in work-1.txt")
-    assert commits(repo) == ["first"]
-    assert [e["decision"] for e in history(repo, "run_iteration")] == ["commit_failed"]
+    assert "commit failed" not in out and "lint: trailing whitespace" not in out
+    assert state(repo)["status"] == "complete"
+    assert history(repo, "commit_failed") == []
+    assert len(history(repo, "commit")) == len(commits(repo)) - 1 >= 1
+    assert "commit_failed" not in [e["decision"] for e in history(repo, "run_iteration")]
 
 
 def test_commit_refuses_a_dirty_tree_unless_told(rs: Any, repo: Path, agent: Any) -> None:
@@ -446,14 +443,20 @@ def test_another_unfinished_loop_in_the_commit_is_refused_before_anything_is_cre
     assert worktree_list(tracked) == [str(tracked)]
 
 
-@POSIX
 def test_a_worktree_add_that_fails_after_the_checkout_leaves_nothing_behind(
-    rs: Any, tracked: Path
+    rs: Any, tracked: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_loop(rs)
-    hook = tracked / ".git" / "hooks" / "post-checkout"
-    hook.write_text("#!/bin/sh\nmkdir -p .loop && printf '{broken' > .loop/state.json\n")
-    hook.chmod(0o755)
+    # The checkout leaves a state file that cannot be read. (A post-checkout hook no
+    # longer can: every git ralphstate starts runs with hooks off, storage/repo/gitenv.py.)
+    real = worktrees._checked_out
+
+    def broken(where: Path) -> Any:
+        (where / ".loop").mkdir(exist_ok=True)
+        (where / ".loop" / "state.json").write_text("{broken")
+        return real(where)
+
+    monkeypatch.setattr(worktrees, "_checked_out", broken)
     refused = rs("worktree", "add", "docs-pass")
     assert refused.code == 1
     assert refused.err == (
@@ -465,5 +468,5 @@ def test_a_worktree_add_that_fails_after_the_checkout_leaves_nothing_behind(
     assert not (tracked.parent / f"{tracked.name}-worktrees").exists()
     assert git(tracked, "branch", "--list", "docs-pass") == ""
     assert worktree_list(tracked) == [str(tracked)]
-    hook.unlink()
+    monkeypatch.setattr(worktrees, "_checked_out", real)
     assert rs("worktree", "add", "docs-pass").code == 0  # a retry finds nothing in its way

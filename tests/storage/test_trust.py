@@ -179,6 +179,7 @@ def test_trust_without_checks(project: Path, rs: Any) -> None:
 # -- Ctrl-C -----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unconfined_checks")  # the check's pid: the test sees it
 @pytest.mark.skipif(sys.platform == "win32", reason="a real SIGINT is POSIX")
 def test_ctrl_c_stops_the_running_check_and_records_nothing_false(project: Path, rs: Any) -> None:
     command, pid_file, started = sleeper(project)
