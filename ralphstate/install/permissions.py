@@ -57,6 +57,7 @@ PERSON_COMMANDS = (
     "uninstall",
     "run",
     "ci",
+    "prove",
     "criteria remove",
     "demo",
     "doctor",

@@ -153,11 +153,12 @@ def bubblewrap() -> tuple[str, bool] | tuple[()]:
     () when it does not. Asked once per process, kept for the boot when it worked."""
     global _found
     if _found is None:
-        _found = _kept()
-        if not _found:
-            _found = _probe()
-            if _found:
-                _keep(_found)
+        found = _kept()  # () here must not be seen by another thread before the probe
+        if not found:
+            found = _probe()
+            if found:
+                _keep(found)
+        _found = found
     return _found
 
 

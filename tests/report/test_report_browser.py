@@ -14,8 +14,12 @@ import orjson
 import pytest
 
 from ralphstate.run import spawn
+from ralphstate.verify import confine
 from tests.helpers import browser, run_process
 from tests.helpers.gitrepo import git, init_repo, use_identity
+
+# How a sealed pass is said here: confined where bubblewrap starts.
+LEVEL = "sealed and confined" if confine.bubblewrap() else "sealed"
 
 AGENT = r"""
 import subprocess, sys
@@ -79,7 +83,7 @@ def test_the_report_as_text_and_markdown(loop: Path) -> None:
     assert "status: complete · iteration 4/20 · 2/2 criteria" in out  # --max: that run only
     # The evidence names the runner's commit that holds the code the check ran on.
     work = git(loop, "log", "--format=%H", "--grep", "iteration 4", "-1")[:10]
-    assert f"[x] tests pass: verified on {work} · sealed · exit code 0" in out
+    assert f"[x] tests pass: verified on {work} · {LEVEL} · exit code 0" in out
     assert len(re.findall(r"^  #\d +run ", out, re.MULTILINE)) == iterations(loop) == 4
     assert "  #1    " in out and "run_max · run" in out  # the first run's pause
     markdown = run_process(["report", "--markdown"], cwd=loop).stdout.decode()

@@ -21,13 +21,15 @@ import pytest
 from ralphstate.run import spawn
 from ralphstate.storage.repo import git as storage_git
 from ralphstate.storage.system.paths import LoopPaths
-from ralphstate.verify import execute
+from ralphstate.verify import confine, execute
 from tests.helpers import run_process
 from tests.helpers.checks import alive, py, sleeper, wait_for
 from tests.helpers.gitrepo import git, init_repo, use_identity
 from tests.helpers.loops import load
 
 SID = "session-a"
+# How a sealed pass is said here: confined where bubblewrap starts.
+LEVEL = "sealed and confined" if confine.bubblewrap() else "sealed"
 AGE = re.compile(r"\b\d+s\b")
 # The check: a module `helper` can be imported from the directory it runs in.
 NEEDS_HELPER = py("import helper")
@@ -291,7 +293,7 @@ def test_the_stop_hook_verifies_a_completion_in_a_clean_room(
     state = load(repo)
     assert state["status"] == "complete" and state["evidence"]["tests pass"]["clean"] is True
     message = out.get("systemMessage", "") if out else ""
-    assert "verified by its check (sealed): tests pass" in message
+    assert f"verified by its check ({LEVEL}): tests pass" in message
     assert worktrees(repo) == []
 
 

@@ -18,6 +18,7 @@ import pytest
 from ralphstate.core import redgreen
 from ralphstate.storage.peruser import ledger
 from ralphstate.storage.system.paths import LoopPaths
+from ralphstate.verify import confine
 from tests.helpers import run_process
 from tests.helpers.checks import py
 from tests.helpers.gitrepo import init_repo, use_identity
@@ -29,6 +30,8 @@ MULTIPLIES = py("import calc, sys; sys.exit(0 if calc.mul(2, 3) == 6 else 1)")  
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return 0\n"
 WORKED = CALC.replace("return 0", "return a * b")
 ALREADY = "already true at the start: proves nothing about the work"
+# How a sealed pass is said here: confined where bubblewrap starts.
+LEVEL = "sealed and confined" if confine.bubblewrap() else "sealed"
 
 
 @pytest.fixture
@@ -86,15 +89,15 @@ def test_a_check_true_before_any_work_is_said_everywhere(rs: Any, repo: Path) ->
     out = claim(repo)
     assert out is not None and "decision" not in out, out
     assert out["systemMessage"].endswith(
-        "; verified by its check (sealed): multiplies; already true before any work: adds."
+        f"; verified by its check ({LEVEL}): multiplies; already true before any work: adds."
     )
     state = load(repo)
     assert state["status"] == "complete"
     assert state["evidence"]["adds"]["alreadyTrue"] is True
     assert "alreadyTrue" not in state["evidence"]["multiplies"]
     shown = ageless(rs("status").out)
-    assert f"  [x] adds  (verified N ago, sealed, exit code only, {ALREADY})\n" in shown
-    assert "  [x] multiplies  (verified N ago, sealed, exit code only)\n" in shown
+    assert f"  [x] adds  (verified N ago, {LEVEL}, exit code only, {ALREADY})\n" in shown
+    assert f"  [x] multiplies  (verified N ago, {LEVEL}, exit code only)\n" in shown
     report = rs("report").out
     assert "[x] adds: verified on " in report and ALREADY in report
     assert report.count(ALREADY) == 1
@@ -109,7 +112,7 @@ def test_the_honest_path_says_nothing_of_already_true(rs: Any, repo: Path) -> No
     out = claim(repo)
     assert out is not None and "decision" not in out, out
     assert out["systemMessage"] == (
-        "ralphstate: loop complete after 0 iterations; verified by their checks (sealed):"
+        f"ralphstate: loop complete after 0 iterations; verified by their checks ({LEVEL}):"
         " adds, multiplies."
     )
     assert ALREADY not in rs("status").out
@@ -184,7 +187,7 @@ def test_a_check_that_passes_before_it_ever_failed_never_completes_the_loop(
     do_the_work(repo)
     out = claim(repo)
     assert out is not None and "decision" not in out, out
-    assert out["systemMessage"].endswith("verified by their checks (sealed): adds, multiplies.")
+    assert out["systemMessage"].endswith(f"verified by their checks ({LEVEL}): adds, multiplies.")
     assert load(repo)["status"] == "complete"
 
 
