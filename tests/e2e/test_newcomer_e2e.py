@@ -220,6 +220,10 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
         assert done.returncode == 0, done.stdout + done.stderr
         return done
 
+    # The fixture's `python3` is a script that starts the interpreter it was made from;
+    # a confined check sees only its PATH's toolchain, so that interpreter's `bin` goes
+    # last on the PATH, as a person's own would be (verify/confinemounts.py).
+    plugin_env["PATH"] = os.pathsep.join([plugin_env["PATH"], str(Path(sys.base_prefix) / "bin")])
     readme = README.read_text(encoding="utf-8")
     block = re.search(r"```sh\n(claude plugin marketplace add.*?)```", readme, re.DOTALL)
     assert block is not None, "the README's plugin commands"
