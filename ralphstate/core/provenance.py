@@ -51,9 +51,15 @@ def producer(by: str, actor_kind: str | None) -> str:
     return AGENT
 
 
-def counts(by: object) -> bool:
-    """Whether a pass produced by `by` counts at a stop, a task gate or a run's end.
-    A record that does not say (written before `by` was kept) does not."""
+def counts(by: object, level_of: Level = "agent-env") -> bool:
+    """Whether a pass produced by `by`, at the level `level_of`, counts at a stop, a
+    task gate or a run's end. A record that does not say who (written before `by` was
+    kept) does not. An agent's own `verify --clean` counts when it ran sealed and
+    confined: ralphstate made its room, its environment (the approved one) and its
+    confinement, and the agent reached none of them; a suite longer than the Stop
+    hook's budget is proved so. Anywhere else, an agent's pass is information."""
+    if by == AGENT:
+        return level_of == "sealed-confined"
     return isinstance(by, str) and by in SEALED_BY
 
 
@@ -91,6 +97,7 @@ def unsealed(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> 
         n
         for n in names
         if evidence.get(n, {}).get("result") == "verified"
+        and not counts(evidence.get(n, {}).get("by"), of_evidence(evidence.get(n, {})))
         and evidence.get(n, {}).get("by") == AGENT
     ]
 

@@ -62,6 +62,8 @@ class Outcome(NamedTuple):
     strength: dict[str, Any] | None = None
     # Who produced it (core/provenance.py): only ralphstate's own passes are reused.
     by: str | None = None
+    # It ran confined (verify/confine.py).
+    confined: bool = False
 
 
 def _table(entry: Entry | None, key: str) -> dict[str, Any]:
@@ -137,6 +139,7 @@ def noted(
             passes[name]["cleanTree"] = outcome.clean_tree
             passes[name]["strength"] = outcome.strength
             passes[name]["by"] = outcome.by
+            passes[name]["confined"] = outcome.confined
     new = dict(entry)
     new["firsts"] = _bounded(firsts, state)
     new["failedOnce"] = _bounded(failed, state)

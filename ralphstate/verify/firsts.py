@@ -50,6 +50,7 @@ class Result(Protocol):
     strength: dict[str, Any] | None
     weakened: str | None
     by: str
+    confined: bool
 
 
 def say(message: str) -> None:
@@ -108,6 +109,7 @@ def judge(store: Store, results: Sequence[Result]) -> None:
             r.duration_ms,
             r.strength,
             r.by,
+            r.confined,
         )
         for r in results
     ]

@@ -32,7 +32,7 @@ from typing import Any
 
 from ralphstate.core import checkrun, queries
 from ralphstate.core import state as st
-from ralphstate.core.provenance import counts
+from ralphstate.core.provenance import counts, level
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import ledger, truststore
 from ralphstate.storage.repo import git
@@ -146,7 +146,7 @@ def _fresh(
     check could be fresh."""
     passes = entry.get("lastPass")
     if isinstance(passes, dict):  # only ralphstate's own passes are reused, never an agent's
-        passes = {n: p for n, p in passes.items() if isinstance(p, dict) and counts(p.get("by"))}
+        passes = {n: p for n, p in passes.items() if isinstance(p, dict) and _counts(p)}
     if not isinstance(passes, dict) or not any(n in passes for n in names):
         return [], restore
     if not found.clean:
@@ -172,3 +172,9 @@ def _last(entry: dict[str, Any], criterion: str, command: str) -> float | None:
         return None
     ms = took.get("ms")
     return ms / 1000 if isinstance(ms, int) and not isinstance(ms, bool) else None
+
+
+def _counts(last: dict[str, Any]) -> bool:
+    """Whether a check's last pass, as the ledger keeps it, may be reused."""
+    found = level(bool(last.get("cleanTree")), last.get("confined") is True)
+    return counts(last.get("by"), found)
