@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 import pytest
 
-from ralphstate.storage.peruser import checkenv, home, toolchain
+from ralphstate.storage.peruser import checkenv, home, toolcache, toolchain
 from ralphstate.storage.system import fsio
 
 
@@ -45,7 +45,7 @@ def test_a_second_fingerprint_hashes_nothing(isolated: Path, tmp_path: Path) -> 
     real = fsio.open_regular
 
     def counting(path: Path) -> BinaryIO:
-        if path.name != toolchain.CACHE_NAME:
+        if path.name != toolcache.CACHE_NAME:
             hashed.append(path)
         return real(path)
 
@@ -68,7 +68,7 @@ def test_a_changed_path_file_is_named(isolated: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "a.pth").write_text("/x\n")
-    cache = toolchain._Cache.load()
+    cache = toolcache.Cache.load()
     before = toolchain._site(str(site), cache)
     (site / "a.pth").write_text("import os\n")
     (site / "plug-1.0.dist-info").mkdir()

@@ -42,15 +42,11 @@ import orjson
 
 from ralphstate.core import limits
 from ralphstate.storage.peruser import home
+from ralphstate.storage.peruser.toolcache import Cache
 from ralphstate.storage.system import fsio
 
-CACHE_NAME = "toolchain-cache.json"
-# The most files the cache remembers; past it, it starts again.
-MAX_CACHE_ENTRIES = 20_000
 # How long asking an interpreter or pytest may take, in seconds.
 ASK_TIMEOUT = 60.0
-# The most bytes hashed of one file, and read of an answer or a `#!` line.
-MAX_HASHED_BYTES = 256 * 1024 * 1024
 MAX_ANSWER_BYTES = 1024 * 1024
 # The most changes a review names.
 MAX_NAMED = 8
@@ -73,7 +69,7 @@ _ASK_PYTEST += ["--ignore-glob=*", "-o", "addopts=", "-o", "python_files=", "-v"
 
 def fingerprint(commands: Iterable[str], root: Path, env: Mapping[str, str]) -> dict[str, str]:
     """What the check commands resolve to, run in `root` with `env`: {what: hash}."""
-    cache = _Cache.load()
+    cache = Cache.load()
     found: dict[str, str] = {}
     pythons: dict[str, bool] = {}  # interpreter -> runs pytest
     for command in commands:
@@ -181,7 +177,7 @@ def _program(
     words: list[str],
     root: Path,
     env: Mapping[str, str],
-    cache: _Cache,
+    cache: Cache,
     found: dict[str, str],
     pythons: dict[str, bool],
 ) -> None:
@@ -263,20 +259,7 @@ def _ask(argv: list[str], root: Path, env: Mapping[str, str]) -> str | None:
     return None if done.code is None else done.out.decode("utf-8", "replace")
 
 
-def _mtimes(dirs: Iterable[str]) -> dict[str, list[int]]:
-    """Each path's modification and change times: the agent's user can set a
-    modification time back (`touch -d`), never a change time."""
-    found = {}
-    for name in dirs:
-        try:
-            info = Path(name).stat()
-            found[name] = [info.st_mtime_ns, info.st_ctime_ns]
-        except OSError:
-            found[name] = [-1, -1]
-    return found
-
-
-def _python(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> dict[str, str]:
+def _python(python: str, root: Path, env: Mapping[str, str], cache: Cache) -> dict[str, str]:
     """The interpreter as it answers itself, and its site directories' contents."""
     key = f"python {python} in {root}"
     answer = cache.answer(key)
@@ -303,7 +286,7 @@ def _python(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> d
     return found
 
 
-def _site(site: str, cache: _Cache) -> dict[str, str]:
+def _site(site: str, cache: Cache) -> dict[str, str]:
     """A site directory's path files, customize modules and distributions."""
     found: dict[str, str] = {}
     try:
@@ -321,7 +304,7 @@ def _site(site: str, cache: _Cache) -> dict[str, str]:
     return found
 
 
-def _pytest(python: str, root: Path, env: Mapping[str, str], cache: _Cache) -> dict[str, str]:
+def _pytest(python: str, root: Path, env: Mapping[str, str], cache: Cache) -> dict[str, str]:
     """What pytest says it read: its rootdir, its configuration file (hashed) and its
     plugins. Asked again only when a directory it searched changed: from `root` up to
     the configuration file's directory, or, with none, up to the filesystem's root."""
@@ -374,84 +357,3 @@ def _fallback(path: Path) -> bool:
         return b"[tool.pytest" not in fsio.read_regular(path, limits.MAX_SETTINGS_BYTES)
     except OSError:
         return True
-
-
-class _Cache:
-    """Hashes of files by path, size and modification time, and answers by what they
-    were asked of; in the per-user data directory, read bounded, kept only when it
-    could be read (or there was none)."""
-
-    def __init__(self, path: Path | None, data: dict[str, Any]) -> None:
-        self.path = path
-        self.files: dict[str, list[Any]] = data.get("files") or {}
-        self.answers: dict[str, Any] = data.get("answers") or {}
-        self.changed = False
-
-    @classmethod
-    def load(cls) -> _Cache:
-        try:
-            path: Path | None = home.data_dir() / CACHE_NAME
-        except home.NoHome:
-            return cls(None, {})
-        assert path is not None
-        try:
-            raw = fsio.read_regular(path, limits.MAX_USER_FILE_BYTES)
-        except FileNotFoundError:
-            return cls(path, {})
-        except OSError:
-            return cls(None, {})
-        try:
-            data = orjson.loads(raw) if len(raw) <= limits.MAX_USER_FILE_BYTES else None
-        except orjson.JSONDecodeError:
-            data = None
-        return cls(path, data) if isinstance(data, dict) else cls(None, {})
-
-    def hash(self, name: str) -> str:
-        """The file's sha256, from the cache while its size, modification and change
-        times are the same; "missing" for no file."""
-        try:
-            info = Path(name).stat()
-        except OSError:
-            return "missing"
-        known = self.files.get(name)
-        stamp = [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
-        if known and len(known) == 4 and known[:3] == stamp:
-            return str(known[3])
-        import hashlib
-
-        digest = hashlib.sha256()
-        try:
-            with fsio.open_regular(Path(name)) as handle:
-                left = MAX_HASHED_BYTES
-                while left > 0 and (chunk := handle.read(min(left, 1 << 20))):
-                    digest.update(chunk)
-                    left -= len(chunk)
-        except OSError:
-            return "unreadable"
-        self.files[name] = [*stamp, digest.hexdigest()]
-        self.changed = True
-        return digest.hexdigest()
-
-    def answer(self, key: str) -> Any:
-        """The answer kept for `key`, while the files and directories it watched have
-        the same modification times; None otherwise."""
-        kept = self.answers.get(key)
-        if not isinstance(kept, dict) or not isinstance(kept.get("watched"), dict):
-            return None
-        return kept.get("answer") if kept["watched"] == _mtimes(kept["watched"]) else None
-
-    def keep(self, key: str, watched: list[str], answer: Any) -> None:
-        self.answers[key] = {"watched": _mtimes(watched), "answer": answer}
-        self.changed = True
-
-    def save(self) -> None:
-        if self.path is None or not self.changed:
-            return
-        if len(self.files) + len(self.answers) > MAX_CACHE_ENTRIES:
-            self.files, self.answers = {}, {}
-        data = orjson.dumps({"files": self.files, "answers": self.answers})
-        try:
-            fsio.makedirs(self.path.parent)
-            fsio.atomic_write(self.path, data)
-        except OSError:
-            pass  # a cache: the next fingerprint hashes again
