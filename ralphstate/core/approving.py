@@ -101,7 +101,7 @@ def _approving(command: str, depth: int, *, worded: bool = True) -> str | None:
     if words is None:
         return UNCLEAR
     unclear = False
-    for simple in _simple_commands(words):
+    for simple in split_simple(words):
         found = _of_simple(simple, depth)
         if found == UNCLEAR:  # a definite answer, if any, is the question asked
             unclear = True
@@ -129,7 +129,7 @@ def _words(command: str) -> list[str] | None:
         return None
 
 
-def _simple_commands(words: list[str]) -> list[list[str]]:
+def split_simple(words: list[str]) -> list[list[str]]:
     """The words of each simple command, the redirections (`> file`) left out."""
     found: list[list[str]] = [[]]
     redirect = False

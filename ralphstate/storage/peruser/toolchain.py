@@ -54,7 +54,6 @@ _WRAPPERS = frozenset(
     {"env", "command", "exec", "nohup", "nice", "stdbuf", "timeout", "xargs", "time", "!"}
 )
 _RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "rye"})
-_SEPARATORS = frozenset({";", "&", "&&", "|", "||", "|&", "(", ")", "\n", "{", "}"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _ASK_PYTHON = (
     "import json, site, sys\n"
@@ -159,18 +158,9 @@ def simple_commands(command: str) -> list[list[str]]:
         words = list(lexer)
     except ValueError:
         words = command.split()
-    found: list[list[str]] = [[]]
-    redirect = False
-    for word in words:
-        if word in _SEPARATORS:
-            found.append([])
-        elif redirect:
-            redirect = False
-        elif set(word) <= set("<>&|"):
-            redirect = True
-        else:
-            found[-1].append(word)
-    return [simple for simple in found if simple]
+    from ralphstate.core.approving import split_simple
+
+    return [simple for simple in split_simple(words) if simple]
 
 
 def _program(
