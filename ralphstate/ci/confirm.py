@@ -21,8 +21,6 @@ from typing import Any
 
 from ralphstate.ci import trusted
 from ralphstate.core import state as st
-from ralphstate.core.errors import RalphstateError
-from ralphstate.core.render import quote
 from ralphstate.core.text import visible
 from ralphstate.storage.loopdir.store import Event
 from ralphstate.storage.repo import git
@@ -52,7 +50,6 @@ def confirm(root: Path, contract: Any, source: str, base: str, settings: str | N
     `base`); pause it for review when it is not. `settings`: git's settings
     (`git_settings`) as the job found them before its agent ran."""
     from ralphstate.loop.project import locate
-    from ralphstate.verify import execute
 
     store = locate(root)
     found = Confirmed()
@@ -65,18 +62,9 @@ def confirm(root: Path, contract: Any, source: str, base: str, settings: str | N
     for change in trusted.put_back(store, contract, source):
         found.problems.append(f"the agent changed what proves the loop in this job: {change}")
     trusted.approve(store, base)
-    try:
-        results = execute.run_checks(store, by="ci", clean=None)
-    except RalphstateError as exc:
-        found.problems.append(f"the trusted checks could not run: {str(exc).rstrip('.')}")
-        results = []
     state = store.load()
-    for name in state["criteria"]:
-        if name not in state["checks"]:
-            continue
-        result = next((r for r in results if r.criterion == name), None)
-        if result is None or not result.passed:
-            found.problems.append(f"the trusted check of {quote(name)} does not pass")
+    armed = [name for name in state["criteria"] if name in state["checks"]]
+    found.problems += trusted.run_checks(store, armed, clean=None)[1]
     if found.problems:
         reopen(store, found.problems)
     return found

@@ -22,8 +22,6 @@ import orjson
 
 from ralphstate.ci import pushing, trusted
 from ralphstate.core import proof
-from ralphstate.core.errors import RalphstateError
-from ralphstate.core.render import quote
 from ralphstate.core.text import visible
 
 NOTES_REF = "refs/notes/ralphstate"
@@ -68,7 +66,6 @@ def prove(root: Path, remote: str, trusted_branch: str | None) -> Proven:
     """Prove the loop of the checkout at `root` by the contract of `trusted_branch` (as
     `remote` holds it; None: HEAD's own, outside CI)."""
     from ralphstate.loop.project import locate
-    from ralphstate.verify import execute
 
     base = pushing.trusted_commit(root, remote, trusted_branch, None)
     contract = trusted.from_commit(root, base)
@@ -95,20 +92,10 @@ def prove(root: Path, remote: str, trusted_branch: str | None) -> Proven:
         found.problems.append(f"the pull request changes what proves the loop: {change}")
     trusted.put_back(store, contract, source)
     trusted.approve(store, base)
-    try:
-        results = execute.run_checks(store, by="ci", clean=True)
-    except RalphstateError as exc:
-        found.problems.append(f"the trusted checks could not run: {str(exc).rstrip('.')}")
-        results = []
-    ran = {r.criterion: r for r in results}
-    for name in proof_criteria(contract):
-        result = ran.get(name)
-        passed = bool(result and result.passed)
-        found.checks.append(
-            {"criterion": name, "check": contract["checks"][name], "passed": passed}
-        )
-        if not passed:
-            found.problems.append(f"the trusted check of {quote(name)} does not pass")
+    passed, problems = trusted.run_checks(store, proof_criteria(contract), clean=True)
+    for name, ok in passed.items():
+        found.checks.append({"criterion": name, "check": contract["checks"][name], "passed": ok})
+    found.problems += problems
     return found
 
 

@@ -137,3 +137,24 @@ def approve(store: Store, base: str) -> None:
         "checksHash": truststore.checks_hash(armed)[:16],
     }
     append_history(store.paths.history, [event], state["iteration"], loop_id=state["loopId"])
+
+
+def run_checks(
+    store: Store, names: list[str], clean: bool | None
+) -> tuple[dict[str, bool], list[str]]:
+    """Run the loop's trusted checks as the job (`by: ci`): whether each of `names`
+    passed, and the problems, one phrase each (a check that could not run, or failed)."""
+    from ralphstate.verify import execute
+
+    problems: list[str] = []
+    try:
+        results = execute.run_checks(store, by="ci", clean=clean)
+    except RalphstateError as exc:
+        problems.append(f"the trusted checks could not run: {str(exc).rstrip('.')}")
+        results = []
+    ran = {r.criterion: r.passed for r in results}
+    passed = {name: ran.get(name, False) for name in names}
+    problems += [
+        f"the trusted check of {quote(n)} does not pass" for n, ok in passed.items() if not ok
+    ]
+    return passed, problems
