@@ -22,6 +22,7 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
+from ralphstate.core.grading import Graded
 from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.core.proof import Pending
 from ralphstate.hooks import arrival, base, notify
@@ -68,10 +69,14 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = base.update(store, decisions.change(None), read=state)
+    verified = None
     if OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
-        decision = base.update(store, decisions.change(base.run_checks(store, names)))
+        verified = base.run_checks(store, names)
+        decision = base.update(store, decisions.change(verified))
+    if OUTCOMES[decision.rule].grades:  # the reviewer, outside the lock, then decide again
+        decision = base.update(store, decisions.change(verified, _graded(store)))
     if decision.state is not None and (decision.adopted or OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
@@ -123,13 +128,19 @@ class _Decisions:
         self.spent = spent
         self.read_from = state["transcriptUsage"]
 
-    def change(self, verified: Verified | None) -> Change:
+    def change(self, verified: Verified | None, graded: Graded | None = None) -> Change:
         def decided(current: st.State, events: list[Event]) -> Decision:
-            return self.decide(current, events, verified)
+            return self.decide(current, events, verified, graded)
 
         return decided
 
-    def decide(self, current: st.State, events: list[Event], verified: Verified | None) -> Decision:
+    def decide(
+        self,
+        current: st.State,
+        events: list[Event],
+        verified: Verified | None,
+        graded: Graded | None = None,
+    ) -> Decision:
         _with_tasks(current, self.boxes)  # the task file's boxes, as read at this stop
         results = verified.results if verified else []
         checked: list[Event] = []
@@ -148,13 +159,21 @@ class _Decisions:
         # Counted from the file as first read: another stop that counted meanwhile
         # moved the offset, and what this one read is left to it.
         counted = self.spent if current["transcriptUsage"] == self.read_from else None
-        decision = decide.decide_stop(working, self.facts.given(spent=counted, checked=found))
+        given = self.facts.given(spent=counted, checked=found, graded=graded)
+        decision = decide.decide_stop(working, given)
         if decision.state is not None:
             raw = cast(st.Raw, current)  # the store writes the dict it handed over
             raw.clear()
             raw.update(decision.state)
             events += checked + decision.events
         return decision
+
+
+def _graded(store: Store) -> Graded:
+    """The reviewer's verdicts on the loop's graded criteria (verify/grading.py)."""
+    from ralphstate.verify import grading
+
+    return grading.graded_now(store)
 
 
 def _reply(agent: Agent, hook_input: HookInput) -> str | None:
