@@ -170,10 +170,10 @@ class _Decisions:
 
 
 def _graded(store: Store) -> Graded:
-    """The reviewer's verdicts on the loop's graded criteria (verify/grading.py)."""
-    from ralphstate.verify import grading
+    """The reviewer's verdicts on the loop's graded criteria (verify/grader.py)."""
+    from ralphstate.verify import grader
 
-    return grading.graded_now(store)
+    return grader.graded_now(store)
 
 
 def _reply(agent: Agent, hook_input: HookInput) -> str | None:

@@ -19,7 +19,7 @@ def grade_if_done(store: Store, state: st.State, line: Callable[[str], None]) ->
     met; else `state` as it is. `line(text)` tells the person each verdict."""
     if queries.unmet(state) or not grading.graded_names(state):
         return state
-    from ralphstate.verify import grading as grader
+    from ralphstate.verify import grader
 
     graded = grader.graded_now(store)
     for v in graded.verdicts:
