@@ -158,3 +158,23 @@ def test_a_reviewer_edited_into_the_file_waits_for_the_persons_review(
 )
 def test_an_answer_is_a_verdict_only_in_its_shape(answer: str, result: str) -> None:
     assert grading.parse(answer)[0] == result
+
+
+def task_completed(root: Path, subject: str) -> tuple[int, str, bytes]:
+    """Claude Code's TaskCompleted input for a task, through a real hook process."""
+    data = {"session_id": "session-a", "cwd": str(root), "task_id": "1", "task_subject": subject}
+    done = run_process(["hook", "task-completed"], cwd=root, input=orjson.dumps(data), timeout=60)
+    return done.returncode, done.stderr.decode(), done.stdout
+
+
+def test_the_task_gate_refuses_a_graded_task_with_the_reviewers_reasons(
+    root: Path, graded_loop: Path
+) -> None:
+    code, err, out = task_completed(root, NAME)
+    assert (code, out) == (2, b"")
+    assert "does not touch the README: --dry-run is not explained" in err
+    assert load(root)["grades"][NAME]["where"] == "task"
+    (root / "README.md").write_text("# tool\n\n`--dry-run` shows the changes; writes no file.\n")
+    code, err, out = task_completed(root, NAME)
+    assert (code, out) == (0, b""), err
+    assert load(root)["grades"][NAME]["result"] == "pass"
