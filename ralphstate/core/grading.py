@@ -37,6 +37,9 @@ MAX_DIFF_BYTES = 200_000
 MAX_OUTPUT_BYTES = 1_000_000
 MAX_REASONS_CHARS = 2_000
 REVIEWER_TIMEOUT = 600.0
+# What a hook (the Stop hook, the task gate) may spend on the reviewer in all: the hook
+# itself is given 180 seconds by `install`, and its checks may have used some.
+HOOK_REVIEW_BUDGET = 120.0
 MAX_RUBRIC_CHARS = 4_000
 # The last line of a reviewer's answer: `VERDICT: pass` or `VERDICT: fail`.
 _VERDICT = re.compile(r"^\s*\**\s*VERDICT\s*:\s*\**\s*(pass|fail)\b[\s*.]*$", re.IGNORECASE)

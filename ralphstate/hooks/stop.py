@@ -22,7 +22,7 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
-from ralphstate.core.grading import Graded
+from ralphstate.core.grading import HOOK_REVIEW_BUDGET, Graded
 from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.core.proof import Pending
 from ralphstate.hooks import arrival, base, notify
@@ -173,7 +173,7 @@ def _graded(store: Store) -> Graded:
     """The reviewer's verdicts on the loop's graded criteria (verify/grader.py)."""
     from ralphstate.verify import grader
 
-    return grader.graded_now(store)
+    return grader.graded_now(store, budget=HOOK_REVIEW_BUDGET)
 
 
 def _reply(agent: Agent, hook_input: HookInput) -> str | None:

@@ -88,7 +88,7 @@ def _graded(store: Store, names: list[str], subject: str) -> None:
 
     if not names:
         return
-    graded = grader.graded_now(store, names)
+    graded = grader.graded_now(store, names, grading.HOOK_REVIEW_BUDGET)
     if not graded.verdicts:
         return
 

@@ -11,6 +11,7 @@ Outside git, or when the base is unknown, the reviewer is told there is no diff.
 from __future__ import annotations
 
 import os
+import time
 
 from ralphstate.core import grading
 from ralphstate.core import state as st
@@ -60,29 +61,43 @@ def diff(paths: LoopPaths) -> tuple[str, str]:
     return text, ""
 
 
-def grade(paths: LoopPaths, state: st.State, names: list[str] | None = None) -> grading.Graded:
+def grade(
+    paths: LoopPaths,
+    state: st.State,
+    names: list[str] | None = None,
+    budget: float = grading.REVIEWER_TIMEOUT,
+) -> grading.Graded:
     """Ask the reviewer about each graded criterion (of `names`, when given), one fresh
-    run each: the spec, its rubric and the diff, nothing else."""
+    run each: the spec, its rubric and the diff, nothing else; all of them within
+    `budget` seconds (a reviewer left with no time gives no verdict)."""
     rubrics = grading.rubrics_of(state)
     chosen = [n for n in grading.graded_names(state) if names is None or n in names]
     if not chosen:
         return grading.Graded([])
     command = grading.reviewer_of(state)
     text, note = diff(paths)
-    verdicts = [
-        reviewer.run(command, n, grading.prompt(state["spec"], n, rubrics[n], text, note))
-        for n in chosen
-    ]
+    deadline = time.monotonic() + budget
+    verdicts = []
+    for n in chosen:
+        left = min(grading.REVIEWER_TIMEOUT, deadline - time.monotonic())
+        if left <= 1:
+            why = f"the reviewer had no time left of its {budget:g} seconds"
+            verdicts.append(grading.Verdict(n, grading.NONE, why, command))
+            continue
+        asked = grading.prompt(state["spec"], n, rubrics[n], text, note)
+        verdicts.append(reviewer.run(command, n, asked, timeout=left))
     return grading.Graded(verdicts)
 
 
-def graded_now(store: Store, names: list[str] | None = None) -> grading.Graded:
+def graded_now(
+    store: Store, names: list[str] | None = None, budget: float = grading.REVIEWER_TIMEOUT
+) -> grading.Graded:
     """`grade` on the loop as it is now, for a hook or the runner: never an exception. A
     fault (the state or git unreadable) gives each graded criterion no verdict, said, so
     the completion does not pass on it."""
     try:
         state = store.load()
-        return grade(store.paths, state, names)
+        return grade(store.paths, state, names, budget)
     except Exception as exc:  # noqa: BLE001 - a completion is decided, never crashed
         said = grading.clip(str(exc) or type(exc).__name__, 200)
         why = f"the reviewer could not be asked ({said})"

@@ -5,6 +5,7 @@ reads on stdin), and what every view then says: graded, never verified."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,29 @@ def test_the_task_gate_refuses_a_graded_task_with_the_reviewers_reasons(
     code, err, out = task_completed(root, NAME)
     assert (code, out) == (0, b""), err
     assert load(root)["grades"][NAME]["result"] == "pass"
+
+
+def test_a_reviewer_past_its_time_or_out_of_shape_gives_no_verdict(tmp_path: Path) -> None:
+    from ralphstate.verify import reviewer
+
+    slow = f'"{sys.executable}" -c "import time; time.sleep(30)"'
+    started = time.monotonic()
+    verdict = reviewer.run(slow, NAME, "the prompt", timeout=1)
+    assert time.monotonic() - started < 15
+    assert (verdict.result, verdict.passed) == ("none", False)
+    assert "did not answer within 1 seconds" in verdict.reasons
+    chatty = f'"{sys.executable}" -c "print(\'looks fine to me\')"'
+    verdict = reviewer.run(chatty, NAME, "the prompt")
+    assert verdict.result == "none" and "no `VERDICT: pass|fail` line" in verdict.reasons
+    assert verdict.seconds > 0  # its time counts where it reports no cost
+
+
+def test_a_reviewer_that_gives_no_verdict_blocks_and_says_so(root: Path, graded_loop: Path) -> None:
+    code, _, err = cli(root, "config", "reviewer", "echo nothing useful")
+    assert code == 0, err
+    out = stop(root, MARK)
+    assert out is not None and out.get("decision") == "block"
+    assert "gave no verdict (so it is not passed)" in out["reason"]
+    state = load(root)
+    assert state["grades"][NAME]["result"] == "none" and state["status"] == "in_progress"
+    assert state["usage"] is not None and state["usage"]["seconds"] > 0
