@@ -114,6 +114,8 @@ def test_a_graded_criterion_fails_with_the_reviewers_reasons_then_passes_graded(
     assert "graded by a reviewer (scripted-reviewer-1), not verified" in line
     _, shown, _ = cli(root, "status", "--json")
     assert orjson.loads(shown)["standing"] == {NAME: "graded"}
+    _, told, _ = cli(root, "report")
+    assert f"[x] {NAME}: graded by a reviewer against its rubric, not verified" in told
 
 
 def test_a_verdict_written_by_hand_counts_as_none(root: Path, graded_loop: Path) -> None:
