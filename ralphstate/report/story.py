@@ -245,6 +245,8 @@ def _iteration(
     unmet = event.get("unmet")
     if isinstance(unmet, list):
         result = f"{len(unmet)} unmet"
+    elif name == "ungraded":
+        result = "failed by the reviewer"
     else:
         result = "no criteria" if name == "no_criteria" else "marker missing"
     return Iteration(number, "stop", at, duration, result, "block")
