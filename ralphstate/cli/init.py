@@ -154,15 +154,15 @@ def init(from_file: Path | None, **options: Any) -> None:
         options["criteria"] = tuple(options.get("criteria", ())) + extra
     request = begin.InitRequest(template=loaded, **options)
     store, new, backup = begin.init(request)
+    if backup:
+        output.text(f"kept the old state as {store.paths.display(backup)}")
+    _say_started(store, new)
     if graded:
         from ralphstate.loop import rubrics
 
         for name, text in graded:
             rubrics.set_rubric(store, name, text)
             output.text(f"rubric {visible(name)}: graded by a reviewer, never verified")
-    if backup:
-        output.text(f"kept the old state as {store.paths.display(backup)}")
-    _say_started(store, new)
     _say_checks(store, new, dict(request.checks))
     for line in [
         *baseline.begin(store, new, request.expect_fail),
