@@ -55,4 +55,5 @@ def test_a_run_completes_on_a_graded_criterion_only_when_the_reviewer_passes_it(
     summary = orjson.loads(again.out)
     assert summary["outcome"] == "complete", again
     assert summary["criteria"]["graded"] == [NAME]
+    assert "1 graded by a reviewer" in again.err and "verified by" not in again.err
     assert summary["criteria"]["verified"] == [] and summary["criteria"]["claimed"] == []
