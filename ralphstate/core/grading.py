@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ralphstate.core import budgets, clock
+from ralphstate.core import actor, budgets, clock
 from ralphstate.core import state as st
 from ralphstate.core.text import plain_output, visible, visible_lines
 
@@ -46,7 +46,7 @@ _VERDICT = re.compile(r"^\s*\**\s*VERDICT\s*:\s*\**\s*(pass|fail)\b[\s*.]*$", re
 # What a grade's `result` says: passed, failed, or no verdict could be read.
 PASS, FAIL, NONE = "pass", "fail", "none"
 # The producer of a grade (core/provenance.py names those of the checks).
-BY = "reviewer"
+BY = actor.REVIEWER
 
 
 def clip(text: str, size: int) -> str:
@@ -154,14 +154,14 @@ def apply(state: st.State, graded: Graded, where: str) -> list[dict[str, Any]]:
     grades = state["grades"]
     events: list[dict[str, Any]] = []
     for v in graded.verdicts:
-        actor = {"kind": BY, "command": clip(v.command, 300)}
+        who = {"kind": BY, "command": clip(v.command, 300)}
         if v.model:
-            actor["model"] = v.model
+            who["model"] = v.model
         grades[v.criterion] = {
             "result": v.result,
             "at": clock.now_iso(),
             "by": BY,
-            "actor": actor,
+            "actor": who,
             "where": where,
             "reasons": v.reasons,
             "seconds": round(v.seconds, 3),
@@ -180,7 +180,7 @@ def apply(state: st.State, graded: Graded, where: str) -> list[dict[str, Any]]:
                 "criterion": v.criterion,
                 "result": v.result,
                 "by": BY,
-                "actor": actor,
+                "actor": who,
                 "where": where,
                 "reasons": clip(v.reasons, 500),
             }
@@ -214,10 +214,10 @@ def is_graded(state: Mapping[str, Any], criterion: str) -> bool:
 
 def who(grade: Mapping[str, Any]) -> str:
     """The reviewer as a person reads it: its model, else its command."""
-    actor = grade.get("actor") if isinstance(grade.get("actor"), dict) else {}
-    assert isinstance(actor, dict)
-    model = actor.get("model")
-    command = str(actor.get("command") or "")
+    found = grade.get("actor") if isinstance(grade.get("actor"), dict) else {}
+    assert isinstance(found, dict)
+    model = found.get("model")
+    command = str(found.get("command") or "")
     return visible(str(model)) if model else f"`{visible(clip(command, 60))}`"
 
 

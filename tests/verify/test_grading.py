@@ -114,6 +114,8 @@ def test_a_graded_criterion_fails_with_the_reviewers_reasons_then_passes_graded(
     assert "graded by a reviewer (scripted-reviewer-1), not verified" in line
     _, shown, _ = cli(root, "status", "--json")
     assert orjson.loads(shown)["standing"] == {NAME: "graded"}
+    _, logged, _ = cli(root, "log")
+    assert '[the reviewer (scripted-reviewer-1)] criterion: "README explains --dry-run"' in logged
     _, told, _ = cli(root, "report")
     assert f"[x] {NAME}: graded by a reviewer against its rubric, not verified" in told
 
