@@ -250,6 +250,7 @@ def _runner(
     a failure there says which untracked files the room left out, when there are some
     (looked up once, at the first failure). Each result says `who` produced it."""
     said: list[str] = []
+    told: list[bool] = []
     lock = threading.Lock()
     env = checkenv.for_check(truststore.recorded_env(paths))  # never the caller's
 
@@ -262,6 +263,11 @@ def _runner(
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree
+        with lock:  # what making the room mended, said once
+            notes = [] if told else room.notes
+            told.append(True)
+        if notes:
+            result.output_tail = "\n".join([result.output_tail, *notes]).lstrip("\n")
         changed = isolation.tampered(room)
         if changed:  # what ran is not what ralphstate put there: no pass
             result.passed = False
