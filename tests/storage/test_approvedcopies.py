@@ -38,8 +38,8 @@ def test_a_room_file_whose_object_was_rewritten_comes_from_the_copy(
     git(repo, "add", "-A")
     blob = approvedcopies.blob_id(good, "0" * 40)
     manifest = {"t.py": roomfiles.Entry("100644", blob, len(good))}
-    for found, data in roomfiles.contents(repo, manifest, 10, approvedcopies.MAX_COPY_BYTES):
-        assert approvedcopies.keep(data, found)
+    for kept_id, data in roomfiles.contents(repo, manifest, 10, approvedcopies.MAX_COPY_BYTES):
+        assert approvedcopies.keep(data, kept_id)
     weak = b"assert True\n"
     loose = repo / ".git" / "objects" / blob[:2] / blob[2:]
     loose.chmod(0o644)
