@@ -71,7 +71,9 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
-        decision = base.update(store, decisions.change(base.run_checks(store, names)))
+        checked = base.run_checks(store, names)
+        facts.review_again()  # a pass the checks just recorded may be weakened
+        decision = base.update(store, decisions.change(checked))
     if decision.state is not None and (decision.adopted or OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
