@@ -7,10 +7,14 @@ project of tests/adversarial/scripted.py, each turn ended by a real Stop hook.""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
+from ralphstate.run import spawn
 from tests.adversarial.scripted import CRITERION, FIXED_CALC, Agent, Person, history, state
 from tests.adversarial.test_commands import never_told_to_approve, paused_for_review
 from tests.adversarial.test_strength import claimed, red_first
@@ -70,3 +74,36 @@ def test_the_honest_agent_with_a_new_test_module_completes(agent: Agent, calc: P
     assert now["status"] == "complete", (now, outs, said)
     assert now["evidence"][CRITERION]["strength"]["plugins"] == []
     assert not history(calc, "review")
+
+
+# The agent `ralphstate run` starts: it runs the person's check (red, the first run),
+# then adds the new test module and the plugin it names, commits, and runs it again.
+RUN_AGENT = """\
+import json, subprocess, sys
+from pathlib import Path
+
+sys.stdin.read()
+subprocess.run([sys.executable, "-m", "ralphstate", "verify"], check=False)
+for name, text in json.loads(sys.argv[1]).items():
+    Path(name).write_text(text)
+subprocess.run(["git", "add", "-A"], check=False)
+subprocess.run(["git", "commit", "-q", "-m", "more tests"], check=False)
+subprocess.run([sys.executable, "-m", "ralphstate", "verify"], check=False)
+"""
+
+
+def test_under_run_a_plugin_a_new_test_module_names_ends_in_review(
+    person: Person, calc: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "plugin agent.py"
+    script.write_text(RUN_AGENT)
+    files = {"tests/helpers_more.py": FORGE, "tests/test_more.py": MORE}
+    agent = spawn.join_command([sys.executable, str(script), json.dumps(files)])
+    done = person.rs("run", "--agent", agent, "--max", "3", "--json", ok=False)
+
+    out = orjson.loads(done.stdout)
+    assert out["outcome"] != "complete" and done.returncode != 0, (out, done.stderr)
+    now = state(calc)
+    assert (now["status"], now["pauseReason"]) == ("paused", "review"), now
+    assert "tests/helpers_more.py" in done.stderr, done.stderr
+    assert not history(calc, "complete")
