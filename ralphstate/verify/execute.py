@@ -257,7 +257,7 @@ def _runner(
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
         top = str(room.top) if room is not None else None  # the check may write all of it
-        armed = probe.arm(room.top, job.criterion, env) if room is not None else env
+        armed = probe.arm(room.top, job.criterion, env, job.command) if room is not None else env
         result = _run_within(
             job.criterion, job.command, cwd, job.limit, deadline, running, armed, top
         )

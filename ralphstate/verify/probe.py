@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,9 @@ OUT_VAR = "RALPHSTATE_PROBE_FILE"
 # The most of the probe's file read, and the most plugin files kept.
 _READ_BYTES = 1024 * 1024
 MAX_PLUGINS = 100
+
+# A word of a command line that may be Python's `-I` or `-E` (with other short flags).
+_ISOLATED = re.compile(r"(?:^|\s)-[A-Za-z]*[IE][A-Za-z]*(?=\s|$)")
 
 _SOURCE = '''\
 """ralphstate's probe: the files of the plugins pytest registers (verify/probe.py)."""
@@ -79,10 +83,13 @@ def _out(top: Path, criterion: str) -> Path:
     return top / DIR_NAME / f"{name}.jsonl"
 
 
-def arm(top: Path, criterion: str, env: dict[str, str]) -> dict[str, str]:
+def arm(top: Path, criterion: str, env: dict[str, str], command: str = "") -> dict[str, str]:
     """`env` with the probe named to pytest (the person's `PYTEST_PLUGINS` and
     `PYTHONPATH` kept, the probe's directory last); `env` as it is when the probe
-    cannot be written."""
+    cannot be written, or when `command` may start Python with `-I` or `-E` (which
+    ignore `PYTHONPATH`: pytest would fail to import the probe it was named)."""
+    if _ISOLATED.search(command):
+        return env
     folder = top / DIR_NAME
     try:
         folder.mkdir(exist_ok=True)
