@@ -1,6 +1,6 @@
 """Latency of ralphstate as users install it: whole processes, as ratios.
 
-    python bench/hook_latency.py [--runs N] [--quick]
+    python bench/hook_latency.py [--runs N] [--quick] [--sealed]
 
 Makes a temporary venv, `pip install`s this checkout into it (a regular install, not
 editable: pip compiles the bytecode), makes scratch projects and times whole
@@ -44,7 +44,9 @@ lowest and the highest, and the goal. The rows:
   (half of each done);
 - clean room: `verify --clean` against `verify` (one check, `exit 0`) in git repositories
   of 3 and of 2,000 files; the Stop hook verifying a claimed completion (its check `exit
-  1` fails) in a clean room, against the same with `clean-verify off`;
+  1` fails) in a clean room, against the same with `clean-verify off`, in repositories
+  of 3 and of 2,000 files (`--sealed` times these, the fingerprint's and the Stop hook
+  with no loop alone);
 - confined checks: `verify` of one check (`exit 0`) in place, confined (bubblewrap on
   Linux), against the same with the person's switch that runs checks unconfined (goal:
   under 50 ms a check);
@@ -355,6 +357,23 @@ def cases(
     ]
 
 
+def sealed(
+    base: Path, python: str, scripts: Path, env: dict[str, str], runs: int
+) -> list[tuple[str, float | Floor | None, Proc, Proc | None]]:
+    """`--sealed`: the rows of `cases` a sealed verification's cost shows in, alone."""
+    rs = [str(scripts / ("ralphstate.exe" if WINDOWS else "ralphstate"))]
+    owned = dict(env, CLAUDE_CODE_SESSION_ID=SESSION)
+    stop = hook(python, "Stop")[1]
+    said = {"last_assistant_message": "Still working on it."}
+    empty = base / "no-loop"
+    empty.mkdir()
+    return [
+        ("Stop hook, no loop", 1.1, Proc(stop, empty, hook_input(empty, "Stop", **said)), None),
+        *clean_rooms(base, rs, env, owned, stop),
+        *fingerprint_rows(base, python, env),
+    ]
+
+
 def measure(proc: Proc, baseline: Proc, env: dict[str, str], runs: int) -> list[float]:
     """Ratios proc/baseline of `runs` interleaved pairs, after one unmeasured pair."""
     ratios = []
@@ -378,6 +397,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=21, help="pairs per case (default 21)")
     parser.add_argument("--quick", action="store_true", help="5 pairs per case")
+    parser.add_argument(
+        "--sealed",
+        action="store_true",
+        help="only the rows of sealed verification: Stop with no loop, the clean room's"
+        " and the toolchain fingerprint's",
+    )
     args = parser.parse_args()
     runs = 5 if args.quick else args.runs
     if runs < 1:
@@ -405,7 +430,8 @@ def main() -> int:
                 XDG_CACHE_HOME=str(home / "cache"),
             )
         rows = []
-        for name, goal, proc, baseline in cases(base, python, scripts, env, runs):
+        made = (sealed if args.sealed else cases)(base, python, scripts, env, runs)
+        for name, goal, proc, baseline in made:
             bare = baseline or Proc([python, "-c", "pass"], proc.cwd)
             print(f"timing {name} ...", file=sys.stderr)
             ratios = measure(proc, bare, env, runs)

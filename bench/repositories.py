@@ -31,17 +31,19 @@ def clean_rooms(
         root = tracked(f"git-{files}", files, "exit 0")
         clean, plain = (Proc([*rs, "verify", *a], root, expect="passed") for a in (["--clean"], []))
         rows.append((f"verify clean / in place{name}", goal, clean, plain))
-    claims = []
-    for setting in ("on", "off"):  # each stop claims again: its failing check unclaims
-        root = tracked(f"claim-{setting}", 3, "exit 1", setting)
+    for files, name in ((3, ""), (2000, ", 2,000")):
+        claims = []
+        for setting in ("on", "off"):  # each stop claims again: its failing check unclaims
+            root = tracked(f"claim-{setting}-{files}", files, "exit 1", setting)
 
-        def claiming(i: int, root: Path = root) -> list[str]:
-            run([*rs, "criteria", "set", "tests pass", "true"], env, root)  # not timed
-            return stop
+            def claiming(i: int, root: Path = root) -> list[str]:
+                run([*rs, "criteria", "set", "tests pass", "true"], env, root)  # not timed
+                return stop
 
-        data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
-        claims.append(Proc(claiming, root, data, '"block"'))
-    return [*rows, ("Stop verifying, clean / not", 2.0, claims[0], claims[1])]
+            data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
+            claims.append(Proc(claiming, root, data, '"block"'))
+        rows.append((f"Stop verifying, clean / not{name}", 2.0, claims[0], claims[1]))
+    return rows
 
 
 def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, float, Proc, Proc]:

@@ -186,6 +186,11 @@ class StopFacts:
             read.review = (given(state) if callable(given) else given) or Pending([])
         return read.review
 
+    def review_again(self) -> None:
+        """Ask `review` anew at the next decision: the checks this stop ran recorded
+        passes that may be weakened (a plugin only the sealed run saw)."""
+        self._read.review = None
+
     @property
     def stale_found(self) -> Sequence[str] | None:
         """The stale criteria as first read at this stop; None when nothing asked."""

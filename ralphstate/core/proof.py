@@ -259,14 +259,27 @@ def weaker_tests(name: str, baseline: Any, now: Any, since: str) -> str | None:
     if ran == 0:
         return f"{said} no tests ran"
     if not isinstance(baseline, dict):
-        return None
+        return _new_plugins(said, None, now.get("plugins"), since)
     before = int(baseline.get("ran") or 0)
     if ran < before:
         return f"{said} {_tests(ran)} ran, {before} at {since}"
     skipped, skipped_before = int(now.get("skipped") or 0), int(baseline.get("skipped") or 0)
     if skipped > skipped_before:
         return f"{said} {_tests(skipped)} skipped, {skipped_before} at {since}"
-    return None
+    return _new_plugins(said, baseline.get("plugins"), now.get("plugins"), since)
+
+
+def _new_plugins(said: str, before: Any, now: Any, since: str) -> str | None:
+    """How a pass's pytest registered plugin files of the project that no person
+    approved and the baseline's did not name (verify/probe.py); None when it did not."""
+    if not isinstance(now, list):
+        return None
+    new = [name for name in now if name not in (before if isinstance(before, list) else [])]
+    if not new:
+        return None
+    named = ", ".join(visible(str(name)) for name in new[:5])
+    more = f" and {len(new) - 5} more" if len(new) > 5 else ""
+    return f"{said} pytest loaded plugins it did not at {since}: {named}{more}"
 
 
 def _tests(n: int) -> str:

@@ -74,6 +74,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
         verified = base.run_checks(store, names)
+        facts.review_again()  # a pass the checks just recorded may be weakened
         decision = base.update(store, decisions.change(verified))
     if OUTCOMES[decision.rule].grades:  # the reviewer, outside the lock, then decide again
         decision = base.update(store, decisions.change(verified, _graded(store)))

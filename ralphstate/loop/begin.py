@@ -222,6 +222,9 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
         from ralphstate.storage.repo import guarded
 
         tree = guarded.snapshot(loop, list(new["guards"] or []))
+        from ralphstate.loop import approvedfiles
+
+        approvedfiles.keep(loop, tree)
     author = actor.current()
     contract = proof.contract_of(new)
     prior = ledger.read(loop)

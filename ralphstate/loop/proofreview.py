@@ -300,9 +300,12 @@ def _guard_tree(store: Store, state: st.State) -> str | None:
     raw: dict[str, Any] = dict(state)
     if not raw.get("guards"):
         return None
+    from ralphstate.loop import approvedfiles
     from ralphstate.storage.repo import guarded
 
-    return guarded.snapshot(store.paths, list(raw["guards"]))
+    tree = guarded.snapshot(store.paths, list(raw["guards"]))
+    approvedfiles.keep(store.paths, tree)
+    return tree
 
 
 def files_diff(store: Store, state: st.State, files: list[str]) -> str:

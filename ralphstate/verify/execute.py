@@ -39,7 +39,7 @@ from ralphstate.storage.loopdir.store import Event, Store
 from ralphstate.storage.peruser import checkenv, truststore
 from ralphstate.storage.repo import cleanroom, git
 from ralphstate.storage.system.paths import LoopPaths
-from ralphstate.verify import firsts, isolation, pool, watchdog
+from ralphstate.verify import firsts, isolation, pool, probe, watchdog
 from ralphstate.verify.onecheck import CheckResult, run_one
 
 
@@ -250,18 +250,28 @@ def _runner(
     a failure there says which untracked files the room left out, when there are some
     (looked up once, at the first failure). Each result says `who` produced it."""
     said: list[str] = []
+    told: list[bool] = []
     lock = threading.Lock()
     env = checkenv.for_check(truststore.recorded_env(paths))  # never the caller's
+    approved = probe.approved_files(paths) if room is not None else None
 
     def run(job: pool.Job, cwd: str, deadline: float | None, running: pool.Running) -> CheckResult:
         top = str(room.top) if room is not None else None  # the check may write all of it
+        armed = probe.arm(room.top, job.criterion, env, job.command) if room is not None else env
         result = _run_within(
-            job.criterion, job.command, cwd, job.limit, deadline, running, env, top
+            job.criterion, job.command, cwd, job.limit, deadline, running, armed, top
         )
+        if room is not None:  # the plugins pytest registered in the room
+            probe.attach(result.strength, probe.read(room.top, job.criterion), approved)
         result.by = who
         if room is None:
             return result
         result.code, result.clean_tree = room.code, room.tree
+        with lock:  # what making the room mended, said once
+            notes = [] if told else room.notes
+            told.append(True)
+        if notes:
+            result.output_tail = "\n".join([result.output_tail, *notes]).lstrip("\n")
         changed = isolation.tampered(room)
         if changed:  # what ran is not what ralphstate put there: no pass
             result.passed = False

@@ -49,7 +49,9 @@ def room(
         budget = min(budget, deadline - time.monotonic())
     if restore is None:
         restore = approved_guards(paths, state)
-    made = cleanroom.open_room(paths, budget=budget, restore=restore)
+    from ralphstate.storage.peruser import approvedcopies
+
+    made = cleanroom.open_room(paths, budget=budget, restore=restore, copies=approvedcopies.read)
     if made is not None:
         made.guarded = _guarded(made, paths, state)
     if made is None and clean:

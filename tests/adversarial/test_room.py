@@ -190,7 +190,9 @@ def test_an_approved_tests_object_rewritten_under_its_old_id_proves_nothing(
 ) -> None:
     """The agent rewrites the approved test's blob in `.git/objects` under its old id
     (`git status` stays clean, the guarded files' ids are the approved ones), the code
-    still broken: the room's test is not what its id says, and the loop does not end."""
+    still broken: the room's test is not what its id says, so the room takes it from
+    ralphstate's own copy of the approved content (kept at the trust), the check fails
+    on the real failure, the mismatch is said with the path, and the loop does not end."""
     agent.write("calc/__init__.py", (calc / "calc" / "__init__.py").read_text() + "# tidy\n")
     old = agent.shell("git rev-parse HEAD:tests/test_calc.py").stdout.strip()
     weak = TEST_CALC.replace("assert mul(3, 4) == 12", "assert True").encode()
@@ -203,6 +205,11 @@ def test_an_approved_tests_object_rewritten_under_its_old_id_proves_nothing(
     not_complete(calc, outs)
     told = verified.stdout + verified.stderr + json.dumps(outs)
     assert "tests/test_calc.py" in told and "does not match its id" in told, told
+    assert "ralphstate's own copy" in told, told
+    # The approved test ran in the room: the real failure, not a refusal of the room.
+    assert "mul is not written yet" in verified.stdout + verified.stderr, told
+    assert "mul is not written yet" in json.dumps(outs[-1]), outs[-1]
+    assert "no check ran in it" not in told, told
 
 
 def test_a_new_repository_in_place_of_the_approved_one_pauses_for_review(

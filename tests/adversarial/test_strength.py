@@ -136,6 +136,7 @@ def test_the_honest_agent_completes_with_no_review_and_its_counts(
         "passed": 3,
         "failed": 0,
         "skipped": 0,
+        "plugins": [],  # the project's plugins no person approved (verify/probe.py)
     }
     assert "weakened" not in now["evidence"][CRITERION]
     assert not history(calc, "review")

@@ -92,6 +92,9 @@ class Room:
     # hashed again after each check (verify/isolation.py `tampered`).
     manifest: roomfiles.Manifest = field(default_factory=dict)
     guarded: list[str] = field(default_factory=list)
+    # What making it found and mended, each a sentence to say once: a file whose object
+    # in the repository's store did not match its id, written from ralphstate's own copy.
+    notes: list[str] = field(default_factory=list)
 
 
 def open_room(
@@ -99,8 +102,11 @@ def open_room(
     *,
     budget: float = limits.CLEAN_ROOM_SECONDS,
     restore: tuple[str, list[str]] | None = None,
+    copies: roomfiles.Copies | None = None,
 ) -> Room | None:
     """A new clean room of the project `paths` is in; None outside a git repository.
+    A file git checks out that is not what its id says is written from `copies`
+    (ralphstate's own copy of that content) when it has one, and said in its `notes`.
 
     All its git commands share `budget` seconds. Raises CleanRoomError (and leaves
     nothing behind) when git fails or the budget runs out."""
@@ -136,11 +142,13 @@ def open_room(
         # patterns into a new worktree): a pattern must not leave the tests out.
         options = ["-c", f"core.hooksPath={hooks}", "-c", "core.sparseCheckout=false"]
         _git([*options, *add], root, "check out the room", budget, left())
-        manifest = _checked(root, where, tree, budget, left())
+        mended: list[str] = []
+        manifest = _checked(root, where, tree, budget, left(), copies, mended)
         inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
         cwd = where if inside == os.curdir else where / inside
         cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet
-        return Room(Path(root), room_dir, where, cwd, tree, code, manifest)
+        notes = [_mended(mended)] if mended else []
+        return Room(Path(root), room_dir, where, cwd, tree, code, manifest, notes=notes)
     except BaseException:
         _remove(Path(root), room_dir, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
         raise
@@ -179,15 +187,30 @@ def _git(
     return done.out
 
 
+def _mended(mended: list[str]) -> str:
+    return (
+        "ralphstate: the repository's store holds content under an approved file's id"
+        f" that is not what the id says, and git checked it out: {roomfiles.said(mended)}."
+    )
+
+
 def _checked(
-    root: Path | str, where: Path, tree: str, budget: float, left: float
+    root: Path | str,
+    where: Path,
+    tree: str,
+    budget: float,
+    left: float,
+    copies: roomfiles.Copies | None = None,
+    mended: list[str] | None = None,
 ) -> dict[str, roomfiles.Entry]:
     """What the room at `where` must hold (the files of `tree`), once it is seen to hold
-    exactly that; CleanRoomError naming what it holds besides, or otherwise."""
+    exactly that (a file whose object was rewritten under its id is written from
+    `copies` and named in `mended`); CleanRoomError naming what it holds besides, or
+    otherwise."""
     manifest = roomfiles.listing(Path(root), tree, left)
     if manifest is None:
         raise CleanRoomError(_failed("list the files of its tree", budget, left))
-    problems = roomfiles.differences(where, manifest)
+    problems = roomfiles.differences(where, manifest, copies=copies, mended=mended)
     if problems:
         raise TamperedRoom(
             "the clean room does not hold what ralphstate put there, so no check ran in it:"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from ralphstate.core import limits
 from ralphstate.storage.repo.git import run_git
 
 # A file of a tree: a regular file (executable or not), a link, a submodule's commit.
-_LINK, _GITLINK = "120000", "160000"
+_LINK, _GITLINK, _EXECUTABLE = "120000", "160000", "100755"
 # The most files whose content is asked of git when it differs from the id by hashing.
 _ASKED = 20
 # The most of git's listing of a room's files read (a tree's entries, about 100 bytes a
@@ -47,6 +48,8 @@ class Entry:
 
 
 Manifest = dict[str, Entry]
+# ralphstate's own copy of a blob's content, by its id (None: it has none).
+Copies = Callable[[str], "bytes | None"]
 
 
 def listing(top: Path, tree: str, timeout: float) -> Manifest | None:
@@ -69,10 +72,21 @@ def listing(top: Path, tree: str, timeout: float) -> Manifest | None:
     return found
 
 
-def differences(top: Path, manifest: Manifest, *, others: bool = True) -> list[str]:
+def differences(
+    top: Path,
+    manifest: Manifest,
+    *,
+    others: bool = True,
+    copies: Copies | None = None,
+    mended: list[str] | None = None,
+) -> list[str]:
     """The files of the room `top` that are not as `manifest` says, each as "NAME
     (changed)", "NAME (missing)" or, with `others`, "NAME (not put there)"; [] when
-    the room holds exactly what it lists (empty directories aside)."""
+    the room holds exactly what it lists (empty directories aside).
+
+    A file whose object in the repository's store does not match its id is written
+    again from `copies` (ralphstate's own copy of that content, by id) when it has
+    one, and named in `mended` instead of in the answer."""
     found: list[str] = []
     unsure: list[tuple[str, Entry]] = []
     for name, entry in manifest.items():
@@ -88,6 +102,12 @@ def differences(top: Path, manifest: Manifest, *, others: bool = True) -> list[s
             continue
         if _sound(top, entry):
             found.append(f"{name} (changed)")
+        elif _mend(top / name, entry, copies, manifest, name):
+            (mended if mended is not None else []).append(
+                f"{name} (its object {entry.blob[:12]} in the repository's store does not"
+                " match its id: rewritten under it; the room holds ralphstate's own copy"
+                " of the approved content)"
+            )
         else:
             found.append(
                 f"{name} (its object {entry.blob[:12]} in the repository's store does not"
@@ -116,6 +136,52 @@ def _matches(path: Path, entry: Entry) -> bool | None:
     except OSError:
         return None
     return _blob_id(data, entry.blob) == entry.blob
+
+
+def _mend(path: Path, entry: Entry, copies: Copies | None, manifest: Manifest, name: str) -> bool:
+    """Write the file at `path` again with ralphstate's own copy of `entry`'s content
+    (a regular file only), and see it hash to the id: whether it does now. The size
+    git gave (its store's, of the rewritten object) becomes the copy's in `manifest`."""
+    data = copies(entry.blob) if copies is not None and entry.mode != _LINK else None
+    if data is None or _blob_id(data, entry.blob) != entry.blob:
+        return False
+    entry = manifest[name] = Entry(entry.mode, entry.blob, len(data))
+    try:
+        path.unlink()
+        with path.open("xb") as handle:
+            handle.write(data)
+        if entry.mode == _EXECUTABLE:
+            path.chmod(0o755)
+    except OSError:
+        return False
+    return _matches(path, entry) is True
+
+
+def contents(
+    top: Path, manifest: Manifest, timeout: float, largest: int
+) -> Iterator[tuple[str, bytes]]:
+    """Each regular file of `manifest` (a tree's `listing`) of at most `largest` bytes,
+    as its id and the content git's store holds under it (which the caller hashes: git
+    does not)."""
+    ids = sorted(
+        {e.blob for e in manifest.values() if e.mode not in (_LINK, _GITLINK) and e.size <= largest}
+    )
+    if not ids:
+        return
+    total = sum(e.size for e in manifest.values() if e.blob in ids) + 200 * len(ids)
+    asked = ("\n".join(ids) + "\n").encode()
+    done = run_git(["cat-file", "--batch"], top, timeout=timeout, input=asked, limit=total + 1)
+    if done is None or not done.ok:
+        return
+    out, at = done.out_bytes, 0
+    while at < len(out):
+        end = out.find(b"\n", at)
+        head = out[at:end].split() if end >= 0 else []
+        if len(head) != 3 or not head[2].isdigit():
+            return
+        size = int(head[2])
+        yield head[0].decode("ascii", "replace"), out[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
 
 
 def _blob_id(data: bytes, like: str) -> str:
