@@ -51,6 +51,9 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 # What a Bash command that approves holds besides "ralphstate"
 # (ralphstate.hooks.entry.APPROVING_WORDS): a PreToolUse call without them is let go.
 APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
+# What a tool call that may change what runs ralphstate's hooks holds
+# (ralphstate.hooks.entry.GATE_WORDS): asked of the person too.
+GATE_WORDS = (b"settings", b"hooks", b"plugin")
 
 
 def run(argv: "list[str]") -> "NoReturn":
@@ -79,7 +82,7 @@ def main(argv: "list[str]") -> int:
         data = _read_stdin()
         if command not in EVENTS:
             return 0
-        if command == "pre-tool-use" and not _may_approve(data):
+        if command == "pre-tool-use" and not (_may_approve(data) or _may_touch_gate(data)):
             return 0  # a tool call that approves nothing (ralphstate.hooks.entry)
         version = plugin_version()
         if len(data) <= MAX_INPUT_BYTES and _no_loop() and _at_hand(version):
@@ -104,6 +107,14 @@ def _may_approve(data: bytes) -> bool:
     at = data.find(b'"tool_input"')
     said = (data if at < 0 else data[at:]).lower()
     return b"ralphstate" in said and any(word in said for word in APPROVING_WORDS)
+
+
+def _may_touch_gate(data: bytes) -> bool:
+    """ralphstate.hooks.entry.may_touch_gate: what follows the input's first
+    "tool_input" holds a word of a file that runs ralphstate's hooks."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return any(word in said for word in GATE_WORDS)
 
 
 def _no_loop() -> bool:

@@ -65,8 +65,12 @@ EVENTS = {
 # into the loop's steps, TaskCompleted keeps a task open while its criterion's check fails.
 TASK_EVENTS = {"PostToolUse": "post-tool-use", "TaskCompleted": "task-completed"}
 # A matcher other than "" for an event: the tools whose calls run the hook.
-# PreToolUse asks the person before the Bash tool runs an approval (hooks/pre_tool_use.py).
-MATCHERS = {"PostToolUse": "TaskCreate|TaskUpdate|TodoWrite", "PreToolUse": "Bash"}
+# PreToolUse asks the person before the Bash tool runs an approval (hooks/pre_tool_use.py),
+# and before a tool changes what runs ralphstate's hooks (hooks/gatefiles.py).
+MATCHERS = {
+    "PostToolUse": "TaskCreate|TaskUpdate|TodoWrite",
+    "PreToolUse": "Bash|Edit|Write|MultiEdit",
+}
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})
 # The variable that turns Claude Code's task tools on (`install --tasks` sets it in the

@@ -150,6 +150,30 @@ def _cannot_start(args: list[str]) -> str | None:
     return None
 
 
+# Commands that do not tell a loop whose hooks were switched off before they run:
+# `status` says it in its place, `install` and `doctor` are how it is mended.
+_GATE_SAID_BY_ITSELF = frozenset({"status", "install", "doctor", "uninstall", "hook"})
+
+
+def _say_gate_off(args: list[str]) -> None:
+    """Before a command of a loop that hooks enforced once and nothing enforces now,
+    one line on stderr saying so (loop/gateoff.py); nothing when it cannot tell."""
+    words = [a for a in args if not a.startswith("-")]
+    if not words or words[0] in _GATE_SAID_BY_ITSELF or "--help" in args:
+        return
+    with contextlib.suppress(Exception):  # a command is never stopped by this line
+        from ralphstate.loop import gateoff
+        from ralphstate.storage.loopdir.store import Store
+        from ralphstate.storage.system.paths import find
+
+        loop = find(Path.cwd())
+        if loop is None:
+            return
+        said = gateoff.no_longer(loop, Store(loop).load())
+        if said is not None:
+            output.text(said, err=True)
+
+
 def run_cli(args: list[str]) -> int:
     """Run the command line; map errors to one line and an exit code."""
     _escape_unencodable_output()
@@ -157,6 +181,7 @@ def run_cli(args: list[str]) -> int:
     if problem is not None:
         output.error(problem)
         return 1
+    _say_gate_off(args)
     try:
         cli.main(args=args, prog_name="ralphstate", standalone_mode=False)
     except click.exceptions.Abort:

@@ -124,7 +124,7 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         named = f"unknown hook {event!r}" if event else "no hook named"
         raise _fault(f"{named}; expected one of {', '.join(table.HOOKS)}")
     data = _read_stdin()
-    if event == "pre-tool-use" and not may_approve(data):
+    if event == "pre-tool-use" and not (may_approve(data) or may_touch_gate(data)):
         return None  # a tool call that approves nothing: nothing to ask, nothing read
     if detach and event in DETACHED and not os.environ.get(FOREGROUND):
         _detach()
@@ -136,8 +136,8 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
         start = agent.cwd(hook_input) or os.getcwd()
     loop_dir = paths.find_dir(start)
     if loop_dir is None:
-        if event == "session-start":  # once a session: a loop whose `.loop/` went?
-            return _gone(agent, os.path.join(start, paths.LOOP_DIR_NAME))
+        if event in ("session-start", "stop"):  # a loop whose `.loop/` went?
+            return _gone_here(agent, event, os.path.join(start, paths.LOOP_DIR_NAME))
         return None
     if event in ("session-start", "stop"):  # a loop of `start`'s own, deleted, hidden by it?
         for inner in paths.passed_over(start, loop_dir):
@@ -146,6 +146,19 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
                 return told
     hook_input = _parse(data) if hook_input is None else hook_input
     return _handler(event)(agent, hook_input, paths.at(loop_dir))
+
+
+def _gone_here(agent: Agent, event: str, loop_dir: str) -> Output | None:
+    """At a hook that finds no loop: the loop whose directory `loop_dir` was deleted
+    while it was not over, said at once. The Stop hook looks only where a loop left its
+    trace (`paths.traced`, one `stat`), so a stop without a loop costs what it did; a
+    trace with nothing to tell is dropped."""
+    if event == "stop" and not paths.traced(loop_dir):
+        return None
+    told = _gone(agent, loop_dir, event)
+    if told is None:
+        paths.drop_trace(loop_dir)
+    return told
 
 
 def _gone(
@@ -201,6 +214,20 @@ def may_approve(data: bytes) -> bool:
     if not any(word in joined for word in APPROVING_WORDS):
         return substituted and b"ralphstate" in joined
     return b"ralphstate" in joined or substituted
+
+
+# What a tool call that may change what runs ralphstate's hooks holds: a hook file's
+# name, Claude Code's switches (`disableAllHooks`, `enabledPlugins`), a plugin's file
+# (hooks/gatefiles.py decides).
+GATE_WORDS = (b"settings", b"hooks", b"plugin")
+
+
+def may_touch_gate(data: bytes) -> bool:
+    """Whether a tool call may change what runs ralphstate's hooks, told without parsing
+    its input: the input from its first `"tool_input"` on holds one of GATE_WORDS."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return any(word in said for word in GATE_WORDS)
 
 
 def _fault(message: str) -> Exception:

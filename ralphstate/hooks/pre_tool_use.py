@@ -1,6 +1,9 @@
 """PreToolUse (Claude Code, Bash): the person answers for the agent's approvals
 (docs/explanation/proof.md, "Only a person approves").
 
+On Edit, Write, MultiEdit and Bash it also has the person answer for a change to what
+runs ralphstate's hooks (hooks/gatefiles.py).
+
 Runs before each command of the agent's Bash tool; the entry has already let every
 command that does not name ralphstate go (`hooks.entry`). A command that approves what
 proves the loop done (`core.approving`: `ralphstate trust`, `ralphstate review
@@ -39,6 +42,18 @@ NAMED_ITSELF = (
     f"{approving.APPROVAL_ENV} is set by ralphstate alone, for a command the person"
     " approved at the permission prompt: run the command without it."
 )
+# A change to what runs ralphstate's hooks (hooks/gatefiles.py): asked of the person,
+# told to the agent where nobody can answer.
+GATE_QUESTION = (
+    "ralphstate: the agent asks to change {what}, which decides whether ralphstate's hooks"
+    " run while the loop is on. Without them nothing checks the loop's stops. Only you"
+    " may: say yes if you mean to change how the loop is enforced."
+)
+GATE_NOBODY = (
+    "Changing {what} decides whether ralphstate's hooks run while the loop is on; that is"
+    " the person's decision, and nobody can answer a permission prompt here: ask the"
+    " person to make the change themselves."
+)
 _WHAT = {
     "trust": "to trust {checks} to run on this machine and to approve what proves the"
     " loop done as it is now",
@@ -52,9 +67,13 @@ _WHAT = {
 
 def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | None:
     tool_input = hook_input.get("tool_input")
-    if agent.name != "claude" or hook_input.get("tool_name") != "Bash":
+    tool_name = hook_input.get("tool_name")
+    if agent.name != "claude" or not isinstance(tool_input, dict):
         return None
-    if not isinstance(tool_input, dict) or not isinstance(tool_input.get("command"), str):
+    gate = _gate(str(tool_name), tool_input, loop)
+    if gate is not None:
+        return gate
+    if tool_name != "Bash" or not isinstance(tool_input.get("command"), str):
         return None
     command: str = tool_input["command"]
     if approving.names_approval(command):
@@ -76,6 +95,21 @@ def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | Non
         raise Fault(str(exc).rstrip(".")) from None
     asked = {**tool_input, "command": approving.with_approval(command, token)}
     return _decision("ask", _question(found, loop), asked)
+
+
+def _gate(tool_name: str, tool_input: dict[str, object], loop: LoopPaths) -> Output | None:
+    """A call that would change what runs ralphstate's hooks (hooks/gatefiles.py):
+    asked of the person, denied where nobody can answer; None for any other call."""
+    from ralphstate.hooks.gatefiles import gate_file
+
+    found = gate_file(tool_name, tool_input, loop)
+    if found is None:
+        return None
+    from ralphstate.core.ownership import ENV_RUNNER
+
+    if os.environ.get(ENV_RUNNER) or not claude.attended(os.environ):
+        return _decision("deny", GATE_NOBODY.format(what=found))
+    return _decision("ask", GATE_QUESTION.format(what=found))
 
 
 def _question(found: str, loop: LoopPaths) -> str:

@@ -12,6 +12,9 @@ state lock. Two reasons keep the owner:
   /clear in the same process re-owns the loop (`ownership.judge`'s `reown`), and no
   other session can take it in between. Elsewhere /clear releases it, as an exit does.
 - an iteration of `ralphstate run`, which owns the loop itself.
+- a SessionEnd ralphstate cannot tell from one a shell ran (Claude Code: its input names
+  no transcript of that session under the client's own directory, hooks/forged.py):
+  the person is told, and the session keeps the loop.
 
 The client gives this hook little time (Claude Code: 1.5 s unless a hook's `timeout`
 raises it) and reads no answer: it reads the file, releases under the lock and records
@@ -20,6 +23,7 @@ the registry's summary, nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from ralphstate.agents.contract import Agent
@@ -46,6 +50,12 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         return None
     if reason == "clear" and _reowned_after_clear(agent, loop):
         return None
+    from ralphstate.hooks.forged import doubt
+
+    doubted = doubt(agent, hook_input, session_id)
+    if doubted is not None:
+        _refused(loop, state, session_id, doubted)
+        return None
 
     def release(current: st.State, events: list[Event]) -> st.State | None:
         if not _owned(current, session_id, agent.name):
@@ -71,3 +81,21 @@ def _reowned_after_clear(agent: Agent, loop: paths.LoopPaths) -> bool:
     registry records this very agent process as the owner's."""
     pid = agent.process_id(os.environ)
     return bool(pid) and (registry.entry(loop) or {}).get("claudePid") == pid
+
+
+def _refused(loop: paths.LoopPaths, state: st.State, session_id: str, why: str) -> None:
+    """A SessionEnd ralphstate cannot tell from one a shell ran (hooks/forged.py): the
+    loop stays its owner's, and the person hears it (stderr, the log, the history)."""
+    from ralphstate.core.errors import RalphstateError
+    from ralphstate.hooks.faults import note
+    from ralphstate.storage.loopdir.store import append_history
+
+    note(
+        "session-end",
+        f"the loop was not handed back: this SessionEnd may not come from Claude Code"
+        f" ({why}), so the session keeps the loop; `ralphstate adopt` takes it if the"
+        " session really ended",
+    )
+    event: Event = {"event": "release_refused", "session": session_id, "why": why[:300]}
+    with contextlib.suppress(RalphstateError):  # the note above has said it
+        append_history(loop.history, [event], state["iteration"], loop_id=state["loopId"])

@@ -73,8 +73,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         line += " " + _taken_over(*before, crashed=not timed_out)
     if not trusted:
         line += " " + restore.untrusted_line(state)
-    if agent.name == "claude" and source not in CONTINUING and _lacks_allow(loop):
-        line += " " + ALLOW_MISSING
+    line += _said_to_person(agent, loop, state, source)
     return agent.render_context(
         restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
     )
@@ -86,6 +85,27 @@ ALLOW_MISSING = (
     " first and `claude -p` refuses them: run /ralphstate:allow once (or"
     " `ralphstate install --allow-only`)."
 )
+
+
+def _said_to_person(agent: Agent, loop: paths.LoopPaths, state: st.State, source: str) -> str:
+    """What the session's line adds for the person: no rule allows the agent's own
+    commands, and a gate switched off (each led by a space), or nothing."""
+    said = ""
+    if agent.name == "claude" and source not in CONTINUING and _lacks_allow(loop):
+        said += " " + ALLOW_MISSING
+    switched_off = _gate(loop, state)
+    return said + (" " + switched_off if switched_off else "")
+
+
+def _gate(loop: paths.LoopPaths, state: st.State) -> str | None:
+    """The line for a loop hooks enforced once and nothing enforces now
+    (loop/gateoff.py); else what enforces it is remembered for the next time."""
+    from ralphstate.loop import gateoff
+
+    said = gateoff.no_longer(loop, state)
+    if said is None:
+        gateoff.remember(loop)
+    return said
 
 
 def _lacks_allow(loop: paths.LoopPaths) -> bool:

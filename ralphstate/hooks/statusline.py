@@ -121,7 +121,10 @@ def line_for(data: bytes) -> str | None:
         root = os.path.dirname(loop_dir)
         roots = [root, paths.git_top(root) or root, start or root]
         if enforcement.enforcer(roots, loop_dir) is None:
-            line += SEPARATOR + enforcement.SHORT
+            from ralphstate.loop import gateoff
+
+            said = gateoff.short(paths.at(loop_dir), loop)  # hooks enforced it once
+            line += SEPARATOR + (said or enforcement.SHORT)
     return line
 
 

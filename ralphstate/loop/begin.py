@@ -247,6 +247,9 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
                 k: kept[k] for k in ("gitSettings", "gitRepository") if k in kept
             }
             ledger.change(loop, lambda entry: entry.update(held))
+        from ralphstate.loop.gateoff import remember
+
+        remember(loop)
     except RalphstateError as exc:
         import sys
 

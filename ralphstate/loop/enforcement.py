@@ -43,6 +43,11 @@ MISSING = (
     " another agent), or drive the loop with `ralphstate run`."
 )
 SHORT = "not enforced: run `ralphstate install`"
+SWITCHED_OFF = (
+    "nothing enforces this loop: {path} sets `disableAllHooks`, so Claude Code runs none"
+    " of ralphstate's hooks (its plugin's neither); remove that setting, or drive the loop"
+    " with `ralphstate run`."
+)
 
 # The Stop hook's command in a hook file, in every form `install` writes or wrote
 # (install.command: `-I -c "from ralphstate.hooks.entry import main; main()" stop`, the
@@ -57,6 +62,8 @@ _STOP = (
 )
 # The plugin turned on in a Claude Code settings file's `enabledPlugins`.
 _ENABLED = rb'"' + PLUGIN_NAME.encode() + rb'@[^"\\]*"\s*:\s*true'
+# Claude Code's switch for every hook of its settings, the plugins' included.
+_DISABLE_ALL = rb'"disableAllHooks"\s*:\s*(true|false)'
 
 
 def hook_file_path(hook_file: HookFile, scope: str, root: str, home: str | None = None) -> str:
@@ -96,13 +103,17 @@ def hook_files(roots: Iterable[str], home: str | None = None) -> Iterator[tuple[
 def enforcer(roots: Iterable[str], loop_dir: str | None, home: str | None = None) -> str | None:
     """What will enforce the loop in `loop_dir` for a project at one of `roots`, in a
     few words; None when nothing will."""
-    if from_plugin():
+    roots = list(roots)
+    off = hooks_switched_off(roots, home)
+    if from_plugin() and off is None:
         return "the Claude Code plugin this command runs from"
     if loop_dir and driven_by_run(loop_dir):
         return "`ralphstate run`, which has driven it"
     import re
 
     for agent, _scope, path in hook_files(roots, home):
+        if agent == "claude" and off is not None:
+            continue  # Claude Code runs none of its hooks, its plugin's neither
         raw = _read(path)
         if not raw:
             continue
@@ -110,6 +121,26 @@ def enforcer(roots: Iterable[str], loop_dir: str | None, home: str | None = None
             return f"the ralphstate plugin, enabled in {path}"
         if _runs_stop(agent, raw):
             return f"the {agent} hooks in {path}"
+    return None
+
+
+def hooks_switched_off(roots: Iterable[str], home: str | None = None) -> str | None:
+    """The Claude Code settings file whose `"disableAllHooks": true` turns off every hook
+    Claude Code would run for a project at one of `roots` (ralphstate's and its
+    plugin's), as Claude Code reads it: the local file over the project's over the
+    user's, so a `false` nearer the project wins; None when hooks run."""
+    import re
+
+    from ralphstate.agents import table
+
+    hook_file = table.get("claude").hook_file
+    tops = list(dict.fromkeys(os.path.abspath(r) for r in roots))
+    for scope in SCOPES:
+        for top in tops if scope != "user" else tops[:1]:
+            path = hook_file_path(hook_file, scope, top, home)
+            found = re.search(_DISABLE_ALL, _read(path) or b"")
+            if found is not None:
+                return path if found.group(1) == b"true" else None
     return None
 
 
@@ -125,8 +156,13 @@ def driven_by_run(loop_dir: str | os.PathLike[str]) -> bool:
 
 
 def missing(roots: Iterable[str], loop_dir: str | None, home: str | None = None) -> str | None:
-    """The one line said when nothing will enforce the loop (MISSING), else None."""
-    return MISSING if enforcer(roots, loop_dir, home) is None else None
+    """The one line said when nothing will enforce the loop (MISSING, or SWITCHED_OFF
+    when a Claude Code settings file sets `disableAllHooks`), else None."""
+    roots = list(roots)
+    if enforcer(roots, loop_dir, home) is not None:
+        return None
+    off = hooks_switched_off(roots, home)
+    return MISSING if off is None else SWITCHED_OFF.format(path=off)
 
 
 def for_loop(root: str, loop_dir: str) -> str | None:
@@ -182,6 +218,17 @@ def lacks_allow(root: str, home: str | None = None) -> bool:
 
 # Claude Code's settings files, as `lacks_allow` reads them.
 SCOPES = ("local", "project", "user")
+
+
+def holds_hooks(agent: str, path: str) -> bool:
+    """Whether the hook file `path` of `agent` runs ralphstate's Stop hook (for Claude
+    Code: or enables its plugin); False when it cannot be read."""
+    import re
+
+    raw = _read(path)
+    if not raw:
+        return False
+    return _runs_stop(agent, raw) or (agent == "claude" and re.search(_ENABLED, raw) is not None)
 
 
 def _runs_stop(agent: str, raw: bytes) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from ralphstate.core import limits, queries, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.views import StatusFacts
-from ralphstate.loop import enforcement, proofreview, taskfile
+from ralphstate.loop import enforcement, gateoff, proofreview, taskfile
 from ralphstate.loop.project import hooks_view
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import ledger, registry, truststore
@@ -46,7 +46,7 @@ def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, Sta
         already=tuple(redgreen.already_true(state, ledger.of_loop(store.paths, state))),
         proof_said=tuple(proofreview.summary_lines(proof)),
         hooks_view=hooks_view(cwd),  # in a subdirectory: which loop the hooks see
-        unenforced=_unenforced(store) if running else None,
+        unenforced=_unenforced(store, state) if running else None,
     )
 
 
@@ -84,8 +84,12 @@ def _synced(store: Store) -> tuple[st.State, str | None]:
     return state, None
 
 
-def _unenforced(store: Store) -> str | None:
-    """The line said when no agent's hook will enforce the loop (`loop.enforcement`)."""
+def _unenforced(store: Store, state: st.State) -> str | None:
+    """The line said when no agent's hook will enforce the loop (`loop.enforcement`),
+    since when and by what file when hooks enforced it once (`loop.gateoff`)."""
+    said = gateoff.no_longer(store.paths, state)
+    if said is not None:
+        return said.removeprefix("ralphstate: ")
     return enforcement.for_loop(str(store.paths.root), str(store.paths.dir)) or None
 
 

@@ -30,6 +30,7 @@ from ralphstate.run import (
     endings,
     graded,
     guards,
+    hookwatch,
     limitwait,
     ownloop,
     progress,
@@ -176,11 +177,15 @@ class _Run:
             if not queries.unmet(state):
                 return endings.finish(ctx, "complete", None)
         self.seen = self._fingerprint(state)
+        watch = hookwatch.HookWatch(ctx.store.paths)  # the agent's hooks as they are now
         run = 0
         while run < ctx.plan.limit:
             over = self.allowance.over(state)
             if over is not None:
                 return endings.finish(ctx, "paused", "budget", over[1], over[0])
+            gate_off = watch.broken()
+            if gate_off is not None:
+                return endings.failed(ctx, gate_off)
             run += 1
             after = self._iteration(run)
             if isinstance(after, Outcome):

@@ -223,9 +223,10 @@ def test_in_the_terminal_bypass_permissions_still_asks_and_yes_trusts(
 
 
 def test_the_hooks_install_writes_hold_the_gate(cli: Cli, project: Path) -> None:
-    """What the tests above rely on: `install` writes the PreToolUse hook for Bash."""
+    """What the tests above rely on: `install` writes the PreToolUse hook for Bash (and
+    for the file tools, tests/e2e/test_gate_e2e.py)."""
     cli("install")
     groups = json.loads((project / ".claude" / "settings.local.json").read_text())["hooks"]
     [group] = groups["PreToolUse"]
-    assert group["matcher"] == "Bash"
+    assert group["matcher"] == "Bash|Edit|Write|MultiEdit"
     assert group["hooks"][0]["command"].endswith(" pre-tool-use")

@@ -84,22 +84,38 @@ def test_a_loop_that_ended_before_its_file_was_deleted_says_nothing(project: Pat
     assert "deleted" not in logged()
 
 
-def test_a_deleted_loop_directory_is_said_at_the_next_session_start(project: Path) -> None:
-    """The whole `.loop/` deleted: the Stop hook finds no loop and stays as fast and as
-    silent as in any project without one, and the next SessionStart says it once,
-    without making the directory again."""
+@pytest.mark.parametrize("first", ["stop", "session-start"])
+def test_a_deleted_loop_directory_is_said_at_that_very_stop(project: Path, first: str) -> None:
+    """The whole `.loop/` deleted (`rm -rf .loop`): the Stop hook that follows finds the
+    loop's trace (one `stat` in the per-user state directory) and says it once, to the
+    person, letting the agent go (never a block); so does a session start, whichever
+    comes first, without making the directory again. Then the trace is dropped: the
+    next stops cost what a stop without a loop costs."""
     import shutil
 
+    from ralphstate.storage.system import paths
+
     start(project)
+    assert paths.traced(project / ".loop")
     shutil.rmtree(project / ".loop")
 
-    assert hook(project, "stop") == (None, "")
-    out, err = hook(project, "session-start")
+    out, err = hook(project, first)
+    assert "decision" not in (out or {}), out
     message = str((out or {}).get("systemMessage", ""))
     for said in (message, err, logged()):
         assert "directory (.loop) was deleted" in said and "not verified" in said, said
     assert not (project / ".loop").exists()
-    assert hook(project, "session-start") == (None, "")
+    for again in ("stop", "session-start"):
+        assert hook(project, again) == (None, "")
+    assert not paths.traced(project / ".loop")
+
+
+def test_a_stop_where_no_loop_ever_was_leaves_no_trace_and_says_nothing(project: Path) -> None:
+    from ralphstate.storage.system import paths
+
+    assert hook(project, "stop") == (None, "")
+    assert not paths.traced(project / ".loop")
+    assert not Path(paths.traces_dir() or "/nonexistent").exists()
 
 
 @pytest.mark.parametrize("first", ["stop", "session-start"])

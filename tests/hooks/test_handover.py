@@ -39,8 +39,18 @@ def stop(root: Path, session: str) -> dict[str, Any] | None:
     return hook("stop", root, {"session_id": session, "last_assistant_message": "Working."})
 
 
+def transcript(session: str) -> str:
+    """The session's transcript where Claude Code writes it (`$CLAUDE_CONFIG_DIR`,
+    each test's own: tests/conftest.py): what a SessionEnd of the client names."""
+    path = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-a-project" / f"{session}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"type": "user"}\n')
+    return str(path)
+
+
 def end(root: Path, session: str, reason: str = "other", **env: str) -> None:
-    assert hook("session-end", root, {"session_id": session, "reason": reason}, env) is None
+    data = {"session_id": session, "reason": reason, "transcript_path": transcript(session)}
+    assert hook("session-end", root, data, env) is None
 
 
 def events(root: Path) -> list[dict[str, Any]]:

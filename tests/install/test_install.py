@@ -105,7 +105,7 @@ INSTALLED: dict[str, Any] = {
     "hooks": {
         "PreToolUse": [
             {"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]},
-            {"matcher": "Bash", "hooks": [ours(PRE)]},
+            {"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]},
         ],
         "Stop": [
             {"hooks": [{"type": "command", "command": "notify-send done"}]},
@@ -628,7 +628,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
                 "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
                 "StopFailure": [{"hooks": [ours(FAIL)]}],
-                "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+                "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
                 "SessionEnd": [{"hooks": [ours(END)]}],
             }
         }
@@ -787,7 +787,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
-            "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+            "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
         }
     }
@@ -871,7 +871,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             "SessionStart": [{"matcher": "", "hooks": [ours(START)]}],
             "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
             "StopFailure": [{"hooks": [ours(FAIL)]}],
-            "PreToolUse": [{"matcher": "Bash", "hooks": [ours(PRE)]}],
+            "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
         }
     }
@@ -1450,9 +1450,10 @@ def test_launcher_bound_matches_the_hook_input_limit() -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.MAX_INPUT_BYTES == limits.MAX_HOOK_INPUT_BYTES
-    from ralphstate.hooks.entry import APPROVING_WORDS
+    from ralphstate.hooks.entry import APPROVING_WORDS, GATE_WORDS
 
     assert module.APPROVING_WORDS == APPROVING_WORDS
+    assert module.GATE_WORDS == GATE_WORDS
 
 
 @POSIX_ONLY

@@ -103,7 +103,10 @@ def test_claude_code_s_config_directory_is_where_its_user_settings_are(
     assert not (Path(os.environ["HOME"]) / ".claude").exists()
     done = run_process(["init", "x", "-c", "a"], cwd=bare, env=env)
     assert MISSING not in done.stdout.decode()
-    assert MISSING in ralphstate(bare, "status")  # without the variable: not that file
+    # Without the variable, not that file: the loop it enforced as it started is said
+    # to be no longer enforced (loop/gateoff.py), which the plain line would understate.
+    said = "\n".join(ralphstate(bare, "status"))
+    assert "this loop is no longer enforced:" in said and MISSING not in said
 
 
 # -- doctor ----------------------------------------------------------------------------

@@ -79,6 +79,75 @@ def find_dir(start: str | os.PathLike[str]) -> str | None:
         here = parent
 
 
+# Traces of the loops this user started or took here (`leave_trace`): an empty file per
+# loop directory, in the per-user state directory, found without importing anything
+# (no platformdirs, no hashlib), so the Stop hook that finds no loop can tell, by one
+# `stat`, whether one was here and may have been deleted (hooks/entry.py).
+ENV_HOME = "RALPHSTATE_HOME"  # storage/peruser/home.py's
+TRACES = "traces"
+
+
+def traces_dir() -> str | None:
+    """Where the traces are: `$RALPHSTATE_HOME/state/traces`, else the state directory
+    platformdirs names on Linux (`$XDG_STATE_HOME` or `~/.local/state`, then
+    `ralphstate/traces`), used on every platform (Windows: `%LOCALAPPDATA%`); None with
+    no home."""
+    override = os.environ.get(ENV_HOME)
+    if override:
+        return os.path.join(os.path.expanduser(override), "state", TRACES)
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA")
+    else:
+        base = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    if not base or not os.path.isabs(base):
+        return None
+    return os.path.join(base, "ralphstate", TRACES)
+
+
+def trace_path(loop_dir: str | os.PathLike[str]) -> str | None:
+    """The trace of the loop directory `loop_dir`: named by a 64-bit FNV-1a hash of its
+    parent's real path and its name, computed here rather than imported (hashlib and
+    zlib cost the Stop hook more than the hash); a clash costs one more look, nothing
+    else."""
+    where = traces_dir()
+    if where is None:
+        return None
+    loop_dir = os.fspath(loop_dir)
+    key = os.path.join(os.path.realpath(os.path.dirname(loop_dir)), os.path.basename(loop_dir))
+    digest = 0xCBF29CE484222325
+    for byte in key.encode("utf-8", "surrogateescape"):
+        digest = ((digest ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return os.path.join(where, f"{digest:016x}")
+
+
+def traced(loop_dir: str | os.PathLike[str]) -> bool:
+    """Whether a loop was started or taken at `loop_dir` (its trace is there)."""
+    path = trace_path(loop_dir)
+    return path is not None and os.path.isfile(path)
+
+
+def leave_trace(loop_dir: str | os.PathLike[str]) -> None:
+    """Leave the trace of the loop at `loop_dir`; nothing when it cannot be written."""
+    path = trace_path(loop_dir)
+    if path is None or os.path.isfile(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass
+
+
+def drop_trace(loop_dir: str | os.PathLike[str]) -> None:
+    """Forget the trace of the loop at `loop_dir` (nothing left to tell there)."""
+    path = trace_path(loop_dir)
+    if path is not None:
+        try:  # noqa: SIM105 - no contextlib on the hook's path (design.md, "The hot path")
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def passed_over(start: str | os.PathLike[str], loop_dir: str) -> list[str]:
     """The loop directories `find_dir` looked for between `start` and `loop_dir`, the
     one it found above it, nearest first: where a deleted loop would be hidden by an
