@@ -33,6 +33,7 @@ EVENTS = {
     "task-completed": "TaskCompleted",
     "pre-tool-use": "PreToolUse",
     "session-end": "SessionEnd",
+    "permission-request": "PermissionRequest",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)
@@ -81,8 +82,11 @@ def main(argv: "list[str]") -> int:
             return 0
         if command == "pre-tool-use" and not _may_approve(data):
             return 0  # a tool call that approves nothing (ralphstate.hooks.entry)
+        starting = command == "permission-request"
+        if starting and not _may_start(data):
+            return 0  # a prompt for anything but a loop's start (ralphstate.hooks.entry)
         version = plugin_version()
-        if len(data) <= MAX_INPUT_BYTES and _no_loop() and _at_hand(version):
+        if len(data) <= MAX_INPUT_BYTES and not starting and _no_loop() and _at_hand(version):
             return 0  # the common case: the hook would find no loop, and say nothing
         if _installed_in_settings(command, data):
             return 0
@@ -104,6 +108,14 @@ def _may_approve(data: bytes) -> bool:
     at = data.find(b'"tool_input"')
     said = (data if at < 0 else data[at:]).lower()
     return b"ralphstate" in said and any(word in said for word in APPROVING_WORDS)
+
+
+def _may_start(data: bytes) -> bool:
+    """ralphstate.hooks.entry.may_start: the prompt is for a command that names
+    ralphstate and init (the hook tells whether anybody can answer it)."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return b"ralphstate" in said and b"init" in said
 
 
 def _no_loop() -> bool:

@@ -85,8 +85,10 @@ class StopFacts:
     now, or only by an agent's own `verify` (core/provenance.py), at a claimed
     completion (git); `files`, the stamp of the project's files
     (storage/repo/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
-    not change. The reply, the stale criteria and the stamp are read once per stop: the
-    facts `given` makes for its next decision share them."""
+    not change; `trusted(state)`, whether a person trusted the loop's checks on this
+    machine, at a stop whose unmet criteria have checks (the trust store). The reply,
+    the stale criteria and the stamp are read once per stop: the facts `given` makes
+    for its next decision share them."""
 
     __slots__ = (
         "_files",
@@ -95,6 +97,7 @@ class StopFacts:
         "_reply",
         "_review",
         "_stale",
+        "_trusted",
         "agent",
         "background",
         "checked",
@@ -117,6 +120,7 @@ class StopFacts:
         review: Pending | Callable[[st.State], Pending] | None = None,
         files: str | Callable[[], str | None] | None = None,
         background: bool = False,
+        trusted: bool | Callable[[st.State], bool] = True,
     ) -> None:
         self.session_id = session_id
         self.agent = agent
@@ -129,6 +133,7 @@ class StopFacts:
         self._stale = stale
         self._review = review
         self._files = files
+        self._trusted = trusted
         self._read = _Read()
 
     def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:
@@ -156,6 +161,9 @@ class StopFacts:
 
     def known_here(self, state: st.State) -> bool:
         return self._known(state) if callable(self._known) else self._known
+
+    def trusted(self, state: st.State) -> bool:
+        return self._trusted(state) if callable(self._trusted) else self._trusted
 
     def stale(self, state: st.State) -> Sequence[str]:
         read = self._read
@@ -211,7 +219,8 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
-        return _block(made, unmet, missing, (fingerprint, counts), facts.checked)
+        held = _held_for_review(made, facts, unmet, fingerprint)
+        return held or _block(made, unmet, missing, (fingerprint, counts), facts.checked)
     pending = facts.review(new)
     if pending.changes:  # what proves it changed: a person looks before it counts
         new["lastProgress"] = fingerprint
@@ -226,6 +235,24 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
         return _block(made, [], False, (fingerprint, counts), checked)
     new["lastProgress"] = fingerprint
     return made.done("complete", render.completed(new) + completion_note(pending))
+
+
+def _held_for_review(
+    made: _Deciding, facts: StopFacts, unmet: list[str], fingerprint: str
+) -> Decision | None:
+    """The pause for review of a stop whose unmet criteria have checks only a person can
+    let run (changed since they approved them, not trusted here): nothing the agent does
+    proves them, so the review, said first, is why the loop stops, not a stall."""
+    new = made.state
+    stuck = [c for c in unmet if c in new["checks"]]
+    if not stuck or facts.trusted(new):
+        return None
+    pending = facts.review(new)
+    if not pending.changes:  # a check the agent added: trust, not review, is asked
+        return None
+    new["lastProgress"] = fingerprint
+    said = paused_review(pending, stuck=stuck)
+    return made.done("review", said, {"changes": pending.changes[:20]})
 
 
 def _block(
