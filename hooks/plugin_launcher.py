@@ -211,14 +211,14 @@ def _run(event: str, data: bytes, version: str) -> "tuple[bytes, int]":
             return b"", 0
         return _only_json(done.stdout), done.returncode
     if plugin_env.building(home, version):
-        return _notice(preparing(version)), 0
+        return _notice(preparing(version) + for_the_shell()), 0
     if plugin_env.failed(home, version) and event != "session-start":
         return _notice(build_failed(home, version)), 0
     try:
         plugin_env.start_build(home, version)
     except OSError as exc:
         return _notice(f"ralphstate: could not start building its environment ({exc})."), 0
-    return _notice(preparing(version)), 0
+    return _notice(preparing(version) + for_the_shell()), 0
 
 
 def _checked(ran: "tuple[bytes, int]") -> "tuple[bytes, int]":
@@ -310,6 +310,21 @@ def preparing(version: str) -> str:
     return (
         f"ralphstate: setting up its Python environment for plugin version {version} (first"
         " use, about a minute at most); loops are not enforced until it is ready."
+    )
+
+
+def for_the_shell() -> str:
+    """At first use, for a person whose shell has no `ralphstate` of its own (the
+    plugin's `bin/ralphstate` is on the agent's PATH only): the one command that puts
+    one there, from the plugin's own files; "" when the shell has one."""
+    import shutil
+
+    found = shutil.which("ralphstate")
+    if found and not os.path.realpath(found).startswith(os.path.realpath(plugin_env.ROOT)):
+        return ""
+    return (
+        " For `ralphstate run`, `status` and `report` in your own shell, install the"
+        f' command too: pipx install "{plugin_env.ROOT}"'
     )
 
 
