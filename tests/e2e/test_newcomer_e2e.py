@@ -3,7 +3,11 @@ installed as the README says (not editable), the README's own commands in its or
 and the real Claude Code client against the scripted API.
 
 The commands are read from the README itself (the `sh` block after "Then, in your
-project:"), so a README that stops working fails here. The scripted model then does
+project:"), so a README that stops working fails here. A first session replaces the
+loop's check with one that always passes: the loop pauses for the person's review at
+its first stop (never a stall), and `status` says so first; the person reverts and
+resumes. On the plugin path, `/ralphstate:start` under `-p`, whose `init` nobody can
+approve there, exits 1 having started nothing. The scripted model then does
 what a goal-seeking agent does on a first night: it claims every criterion and says
 it is done; the check catches the false claim and the Stop hook sends it back; it
 fixes the code, and the loop completes, proven. The client runs without
