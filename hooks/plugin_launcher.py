@@ -33,6 +33,7 @@ EVENTS = {
     "task-completed": "TaskCompleted",
     "pre-tool-use": "PreToolUse",
     "session-end": "SessionEnd",
+    "permission-request": "PermissionRequest",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)
@@ -84,8 +85,11 @@ def main(argv: "list[str]") -> int:
             return 0
         if command == "pre-tool-use" and not (_may_approve(data) or _may_touch_gate(data)):
             return 0  # a tool call that approves nothing (ralphstate.hooks.entry)
+        starting = command == "permission-request"
+        if starting and not _may_start(data):
+            return 0  # a prompt for anything but a loop's start (ralphstate.hooks.entry)
         version = plugin_version()
-        if len(data) <= MAX_INPUT_BYTES and _no_loop() and _at_hand(version):
+        if len(data) <= MAX_INPUT_BYTES and not starting and _no_loop() and _at_hand(version):
             return 0  # the common case: the hook would find no loop, and say nothing
         if _installed_in_settings(command, data):
             return 0
@@ -115,6 +119,14 @@ def _may_touch_gate(data: bytes) -> bool:
     at = data.find(b'"tool_input"')
     said = (data if at < 0 else data[at:]).lower()
     return any(word in said for word in GATE_WORDS)
+
+
+def _may_start(data: bytes) -> bool:
+    """ralphstate.hooks.entry.may_start: the prompt is for a command that names
+    ralphstate and init (the hook tells whether anybody can answer it)."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return b"ralphstate" in said and b"init" in said
 
 
 def _no_loop() -> bool:
@@ -210,14 +222,14 @@ def _run(event: str, data: bytes, version: str) -> "tuple[bytes, int]":
             return b"", 0
         return _only_json(done.stdout), done.returncode
     if plugin_env.building(home, version):
-        return _notice(preparing(version)), 0
+        return _notice(preparing(version) + for_the_shell()), 0
     if plugin_env.failed(home, version) and event != "session-start":
         return _notice(build_failed(home, version)), 0
     try:
         plugin_env.start_build(home, version)
     except OSError as exc:
         return _notice(f"ralphstate: could not start building its environment ({exc})."), 0
-    return _notice(preparing(version)), 0
+    return _notice(preparing(version) + for_the_shell()), 0
 
 
 def _checked(ran: "tuple[bytes, int]") -> "tuple[bytes, int]":
@@ -309,6 +321,21 @@ def preparing(version: str) -> str:
     return (
         f"ralphstate: setting up its Python environment for plugin version {version} (first"
         " use, about a minute at most); loops are not enforced until it is ready."
+    )
+
+
+def for_the_shell() -> str:
+    """At first use, for a person whose shell has no `ralphstate` of its own (the
+    plugin's `bin/ralphstate` is on the agent's PATH only): the one command that puts
+    one there, from the plugin's own files; "" when the shell has one."""
+    import shutil
+
+    found = shutil.which("ralphstate")
+    if found and not os.path.realpath(found).startswith(os.path.realpath(plugin_env.ROOT)):
+        return ""
+    return (
+        " For `ralphstate run`, `status` and `report` in your own shell, install the"
+        f' command too: pipx install "{plugin_env.ROOT}"'
     )
 
 

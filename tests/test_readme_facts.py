@@ -97,3 +97,22 @@ def test_the_plugin_path_says_the_shell_needs_the_command_too() -> None:
     assert "pipx install ." in README.split("**As a command**", 1)[1]
     page = (REPO / "docs" / "how-to" / "plugin.md").read_text(encoding="utf-8")
     assert "not your shell's" in page and "`pipx install .`" in page
+
+
+def test_the_first_screen_is_a_user_s_install_and_first_loop_with_the_set_up_commands() -> None:
+    """The README's first screen: the installed command and a first loop come first;
+    the project's two set-up commands (the main job, the tests) are on it too, and
+    leave no venv active, so a later `ralphstate install` writes hooks that run the
+    installed command, never the checkout's development venv."""
+    screen = "\n".join(README.splitlines()[:40])
+    first = re.search(r"```sh\n(.*?)```", screen, re.DOTALL)
+    assert first is not None
+    words = [line.split()[:2] for line in first.group(1).splitlines()]
+    assert words[0] == ["pipx", "install"] and ["ralphstate", "install"] in words
+    assert ["ralphstate", "init"] in words and ["claude"] in [w[:1] for w in words]
+    set_up = re.findall(r"^python3 -m venv \.venv && (.*)$", screen, re.MULTILINE)
+    assert [line.endswith(("ralphstate demo", "python -m pytest")) for line in set_up] == [
+        True,
+        True,
+    ], set_up
+    assert "activate" not in screen

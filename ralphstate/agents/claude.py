@@ -59,6 +59,7 @@ EVENTS = {
     "StopFailure": "stop-failure",
     "PreToolUse": "pre-tool-use",
     "SessionEnd": "session-end",
+    "PermissionRequest": "permission-request",
 }
 # With `install --tasks`: the hooks on Claude Code's task list
 # (docs/explanation/design.md, "The task gate"): PostToolUse mirrors the task tools' calls
@@ -67,9 +68,11 @@ TASK_EVENTS = {"PostToolUse": "post-tool-use", "TaskCompleted": "task-completed"
 # A matcher other than "" for an event: the tools whose calls run the hook.
 # PreToolUse asks the person before the Bash tool runs an approval (hooks/pre_tool_use.py),
 # and before a tool changes what runs ralphstate's hooks (hooks/gatefiles.py).
+# PermissionRequest says so when `claude -p` cannot start a loop (hooks/permission_request.py).
 MATCHERS = {
     "PostToolUse": "TaskCreate|TaskUpdate|TodoWrite",
     "PreToolUse": "Bash|Edit|Write|MultiEdit",
+    "PermissionRequest": "Bash",
 }
 # Events whose matcher group carries `"matcher": ""` (match every source / trigger).
 MATCHER_EVENTS = frozenset({"SessionStart", "PreCompact"})

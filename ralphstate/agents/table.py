@@ -60,6 +60,7 @@ HOOK_ROWS = (
     Hook("task-completed", refusing=True),
     Hook("pre-tool-use", undecided=True),
     Hook("session-end"),
+    Hook("permission-request", undecided=True),
 )
 HOOKS = tuple(row.name for row in HOOK_ROWS)
 

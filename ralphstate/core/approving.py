@@ -85,6 +85,28 @@ def approving(command: str) -> str | None:
     return _approving(command, 0, worded=worded)
 
 
+def starts_loop(command: str) -> bool:
+    """Whether the shell command `command` runs `ralphstate init` (or `python -m
+    ralphstate init`), its program read as `approving` reads it."""
+    if _PROGRAM not in command.lower():
+        return False
+    words = _words(command)
+    for simple in split_simple(words or []):
+        rest, _ = _program_on(simple)
+        if not rest:
+            continue
+        program, args = _base(rest[0]), rest[1:]
+        if program.startswith("python") and "-m" in args:
+            at = args.index("-m")
+            args = args[at + 2 :] if args[at + 1 : at + 2] == [_PROGRAM] else []
+        elif program != _PROGRAM:
+            continue
+        named = [arg for arg in args if not arg.startswith("-")]
+        if named[:1] == ["init"]:
+            return True
+    return False
+
+
 def _joined(command: str) -> str:
     """`command` in lower case, as the shell joins its words: quotes, backslashes and
     line continuations left out (`ralphstate tr''ust` holds "trust")."""

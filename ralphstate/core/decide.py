@@ -95,8 +95,10 @@ class StopFacts:
     now, or only by an agent's own `verify` (core/provenance.py), at a claimed
     completion (git); `files`, the stamp of the project's files
     (storage/repo/filestamp.py; None when it cannot be taken), at a stop whose bookkeeping did
-    not change. The reply, the stale criteria and the stamp are read once per stop: the
-    facts `given` makes for its next decision share them."""
+    not change; `trusted(state)`, whether a person trusted the loop's checks on this
+    machine, at a stop whose unmet criteria have checks (the trust store). The reply,
+    the stale criteria and the stamp are read once per stop: the facts `given` makes
+    for its next decision share them."""
 
     __slots__ = (
         "_files",
@@ -105,6 +107,7 @@ class StopFacts:
         "_reply",
         "_review",
         "_stale",
+        "_trusted",
         "agent",
         "background",
         "checked",
@@ -129,6 +132,7 @@ class StopFacts:
         files: str | Callable[[], str | None] | None = None,
         background: bool = False,
         graded: grading.Graded | None = None,
+        trusted: bool | Callable[[st.State], bool] = True,
     ) -> None:
         self.session_id = session_id
         self.graded = graded
@@ -142,6 +146,7 @@ class StopFacts:
         self._stale = stale
         self._review = review
         self._files = files
+        self._trusted = trusted
         self._read = _Read()
 
     def given(
@@ -171,6 +176,9 @@ class StopFacts:
 
     def known_here(self, state: st.State) -> bool:
         return self._known(state) if callable(self._known) else self._known
+
+    def trusted(self, state: st.State) -> bool:
+        return self._trusted(state) if callable(self._trusted) else self._trusted
 
     def stale(self, state: st.State) -> Sequence[str]:
         read = self._read
@@ -231,7 +239,8 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
     # A loop without criteria is never done by the marker alone, unless the person said so.
     missing = not new["criteria"] and not new["noCriteria"]
     if unmet or missing or not marker_seen:
-        return _block(made, unmet, missing, (fingerprint, counts), facts.checked)
+        held = _held_for_review(made, facts, unmet, fingerprint)
+        return held or _block(made, unmet, missing, (fingerprint, counts), facts.checked)
     pending = facts.review(new)
     if pending.changes:  # what proves it changed: a person looks before it counts
         new["lastProgress"] = fingerprint
@@ -267,6 +276,24 @@ def _left_or_graded(
     if facts.graded.failures:
         return _block(made, [], False, progress, checked, facts.graded)
     return None
+
+
+def _held_for_review(
+    made: _Deciding, facts: StopFacts, unmet: list[str], fingerprint: str
+) -> Decision | None:
+    """The pause for review of a stop whose unmet criteria have checks only a person can
+    let run (changed since they approved them, not trusted here): nothing the agent does
+    proves them, so the review, said first, is why the loop stops, not a stall."""
+    new = made.state
+    stuck = [c for c in unmet if c in new["checks"]]
+    if not stuck or facts.trusted(new):
+        return None
+    pending = facts.review(new)
+    if not pending.changes:  # a check the agent added: trust, not review, is asked
+        return None
+    new["lastProgress"] = fingerprint
+    said = paused_review(pending, stuck=stuck)
+    return made.done("review", said, {"changes": pending.changes[:20]})
 
 
 def _block(

@@ -166,8 +166,11 @@ OUTCOMES: dict[Rule, Outcome] = {
     ),
     "review": Outcome(
         "a claimed completion whose contract (criteria, checks, settings, guards) was"
-        " weakened, or whose guarded files changed, since a person approved them",
-        "a `systemMessage` naming each change and who made it, and `ralphstate review`",
+        " weakened, or whose guarded files changed, since a person approved them; or,"
+        " before any claim, a stop with an unmet criterion whose check changed that way"
+        " and is not trusted on this machine (no check the agent may run proves it)",
+        "a `systemMessage` naming each change and who made it, and `ralphstate review`"
+        " (said first, `NEEDS YOUR REVIEW`, when the loop claimed nothing yet)",
         pause="review",
         notice="loop paused: what proves it changed, and needs your review",
         colour=PURPLE,

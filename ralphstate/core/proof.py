@@ -12,6 +12,7 @@ criterion, a new guard) needs no approval. These functions are pure: they compar
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ralphstate.core import grading, schema
@@ -197,9 +198,11 @@ def guard_pending(found: Any) -> Pending:
     return Pending(changes, by, list(found.new_tests), files)
 
 
-def paused_review(pending: Pending, shown: int = 6) -> str:
+def paused_review(pending: Pending, shown: int = 6, stuck: Sequence[str] = ()) -> str:
     """For the person: the loop claims completion, but its proof changed since they
-    approved it; what changed, by whom, and the one command that reviews it."""
+    approved it; what changed, by whom, and the one command that reviews it. With
+    `stuck`, the loop claims nothing yet: those criteria's checks changed and are not
+    trusted, so no check the agent may run proves them, and the review comes first."""
     if pending.fault:
         return (
             f"ralphstate: the agent claims the loop is done, but {pending.fault}, so the"
@@ -211,6 +214,13 @@ def paused_review(pending: Pending, shown: int = 6) -> str:
     if more > 0:
         listed += f"; and {more} more"
     who = ", ".join(pending.by) if pending.by else "someone unknown"
+    if stuck:
+        return (
+            "ralphstate: NEEDS YOUR REVIEW. The loop is paused for your review: what proves"
+            f" it changed since you approved it: {listed} (by {who}). Until you review it, no"
+            f" check the agent may run proves {', '.join(_q(name) for name in stuck)}."
+            " Run `ralphstate review` to see the diff, then approve or revert."
+        )
     return (
         "ralphstate: the agent claims the loop is done, but what proves it changed since"
         f" you approved it, so the loop is paused for your review: {listed} (by {who})."

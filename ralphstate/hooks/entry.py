@@ -126,6 +126,8 @@ def _answer(event: str, options: list[str], detach: bool) -> Output | None:
     data = _read_stdin()
     if event == "pre-tool-use" and not (may_approve(data) or may_touch_gate(data)):
         return None  # a tool call that approves nothing: nothing to ask, nothing read
+    if event == "permission-request":  # before any loop: it is the loop's start
+        return _starting(agent, data) if may_start(data) else None
     if detach and event in DETACHED and not os.environ.get(FOREGROUND):
         _detach()
     hook_input = None
@@ -159,6 +161,15 @@ def _gone_here(agent: Agent, event: str, loop_dir: str) -> Output | None:
     if told is None:
         paths.drop_trace(loop_dir)
     return told
+
+
+def _starting(agent: Agent, data: bytes) -> Output | None:
+    """The permission-request hook's answer: asked before any loop is looked for, as
+    the loop it is about may not exist yet (hooks/permission_request.py)."""
+    hook_input = _parse(data)
+    start = agent.project_dir(os.environ) or agent.cwd(hook_input) or os.getcwd()
+    loop = paths.at(os.path.join(start, paths.LOOP_DIR_NAME))
+    return _handler("permission-request")(agent, hook_input, loop)
 
 
 def _gone(
@@ -197,6 +208,14 @@ def _handler(event: str) -> Handler:
 # these (`core.approving.approving` and `names_approval`; tests/core/test_approving.py
 # holds them together).
 APPROVING_WORDS = (b"trust", b"--approve", b"--revert", b"ralphstate_approval")
+
+
+def may_start(data: bytes) -> bool:
+    """Whether a permission prompt may be for a loop's start, told without parsing its
+    input: the input from its first `"tool_input"` on names ralphstate and init."""
+    at = data.find(b'"tool_input"')
+    said = (data if at < 0 else data[at:]).lower()
+    return b"ralphstate" in said and b"init" in said
 
 
 def may_approve(data: bytes) -> bool:

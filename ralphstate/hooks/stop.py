@@ -59,6 +59,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         stale=lambda current: _stale(loop, current),
         review=lambda current: _review(store, current),
         files=lambda: _files(loop),
+        trusted=lambda current: _trusted(loop, current),
         background=stall.running(
             hook_input.get("background_tasks"), hook_input.get("session_crons")
         ),
@@ -279,6 +280,13 @@ def _review(store: Store, state: st.State) -> Pending:
     except Exception as exc:  # noqa: BLE001 - the review must not crash the hook
         note("stop", f"could not compare the loop's proof with the approved one ({exc})")
         return Pending([f"the proof could not be compared with the approved one ({exc})"])
+
+
+def _trusted(loop: paths.LoopPaths, state: st.State) -> bool:
+    """Whether a person trusted the loop's checks on this machine: `verify` runs them."""
+    from ralphstate.storage.peruser import truststore
+
+    return truststore.is_trusted(loop, state)
 
 
 def _files(loop: paths.LoopPaths) -> str | None:

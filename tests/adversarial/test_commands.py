@@ -261,3 +261,28 @@ def test_the_review_the_person_runs_names_the_agents_change(
     assert now["checks"] == {CRITERION: CHECK}
     assert now["status"] == "in_progress"
     assert agent.insist()[-1].get("decision") == "block"  # pytest runs again, and fails
+
+
+def test_a_replaced_check_pauses_for_review_at_the_first_stop_not_a_stall(
+    agent: Agent, person: Person, calc: Path
+) -> None:
+    """An agent that replaced the check and then does as the Stop hook says: the check
+    it would run is not the person's, so nothing it can do proves the criterion. The
+    first stop pauses the loop for the person's review, said first, and never sends
+    the agent to run a `verify` that refuses the replaced check."""
+    assert agent.rs("criteria", "check", CRITERION, "true").returncode == 0
+    outs = []
+    for _ in range(4):  # what the Stop hook says, done: verify, then stop again
+        outs.append(agent.stop("Working on it."))
+        if outs[-1].get("decision") != "block":
+            break
+        agent.rs("verify")
+    message = paused_for_review(calc, outs)
+    assert len(outs) == 1, outs
+    assert message.startswith("ralphstate: NEEDS YOUR REVIEW. The loop is paused"), message
+    assert f"no check the agent may run proves '{CRITERION}'" in message
+    assert f"the check of '{CRITERION}' was replaced" in message
+    names_the_agent(message)
+    assert state(calc)["evidence"].get(CRITERION, {}).get("result") != "verified"
+    resumed = person.rs("resume", ok=False)
+    assert "ralphstate review" in resumed.stdout + resumed.stderr, resumed

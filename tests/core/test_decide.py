@@ -13,6 +13,7 @@ import pytest
 from ralphstate.core import state as st
 from ralphstate.core.decide import Checked, StopFacts, decide_stop
 from ralphstate.core.outcomes import OUTCOMES, Rule
+from ralphstate.core.proof import Pending
 from ralphstate.storage.peruser import registry
 from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers import run_process
@@ -337,6 +338,30 @@ def test_block_reason_names_unmet_criteria_step_and_commands() -> None:
         '  ralphstate step done "tokenizer"\n'
         "Say <loop-complete> (outside code) only when every criterion is verified."
     )
+
+
+@pytest.mark.parametrize(
+    ("trusted", "changes", "rule"),
+    [
+        (False, ["the check of 'lint clean' was replaced"], "review"),
+        (True, ["the check of 'lint clean' was replaced"], "unmet"),  # verify runs it
+        (False, [], "unmet"),  # a check the agent added: nothing weakened to review
+    ],
+)
+def test_an_unmet_criterion_only_a_person_can_let_its_check_prove_pauses_for_review(
+    trusted: bool, changes: list[str], rule: Rule
+) -> None:
+    state = make(criteriaStatus={"tests pass": True}, checks={"lint clean": "true"})
+    review = Pending(changes, ["claude session 1a2b3c4d"])
+    facts = StopFacts(SID, "hi", known_here=True, trusted=trusted, review=review)
+    decision = decide_stop(state, facts)
+    assert decision.rule == rule
+    if rule == "review":
+        assert decision.state is not None and decision.state["pauseReason"] == "review"
+        said = decision.system_message or ""
+        assert said.startswith("ralphstate: NEEDS YOUR REVIEW. The loop is paused"), said
+        assert "no check the agent may run proves 'lint clean'" in said
+        assert "ralphstate verify" not in said and decision.reason is None
 
 
 def test_no_progress_agent_is_paused_after_stall_limit_blocks() -> None:

@@ -3,7 +3,11 @@ installed as the README says (not editable), the README's own commands in its or
 and the real Claude Code client against the scripted API.
 
 The commands are read from the README itself (the `sh` block after "Then, in your
-project:"), so a README that stops working fails here. The scripted model then does
+project:"), so a README that stops working fails here. A first session replaces the
+loop's check with one that always passes: the loop pauses for the person's review at
+its first stop (never a stall), and `status` says so first; the person reverts and
+resumes. On the plugin path, `/ralphstate:start` under `-p`, whose `init` nobody can
+approve there, exits 1 having started nothing. The scripted model then does
 what a goal-seeking agent does on a first night: it claims every criterion and says
 it is done; the check catches the false claim and the Stop hook sends it back; it
 fixes the code, and the loop completes, proven. The client runs without
@@ -170,6 +174,40 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert said["verify"].returncode != 0 and "FAIL" in said["verify"].stdout, said["verify"]
     state = json.loads((project / ".loop" / "state.json").read_text())
     criteria, steps = state["criteria"], state["steps"]
+    env = claude_client_env(
+        newcomer["path"], newcomer["home"], tmp_path / "client-tmp", api.base_url
+    )
+    (tmp_path / "client-tmp").mkdir()
+
+    def person(*args: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            ["ralphstate", *args],
+            cwd=project,
+            env=newcomer["env"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done
+
+    # A first session that replaces the check with one that always passes: nothing the
+    # agent may run proves "tests pass" now, so the first stop pauses for the person's
+    # review, the reason the loop stopped and the first thing `status` says.
+    api.add_turns(
+        [bash("ralphstate criteria check 'tests pass' true")],
+        [text("The check was too strict, so I relaxed it.")],
+    )
+    argv = [str(claude_bin), "-p", "Add CSV export to the report page", "--output-format"]
+    argv += ["json", "--permission-mode", "acceptEdits"]
+    assert run_client(argv, project, env, timeout=180).returncode == 0
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert (state["status"], state["pauseReason"]) == ("paused", "review"), state
+    assert sent_back(api) == []  # never sent to a `verify` that refuses the check
+    headline = person("status").stdout.splitlines()[0]
+    assert "review" in headline.lower(), headline
+    person("review", "--revert")
+    person("resume")
 
     # `claude`, as a night would run it: the model claims everything and says it is done.
     claims = [bash(f"ralphstate criteria set {shlex.quote(c)} true") for c in criteria]
@@ -179,12 +217,6 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
         [text("The CSV export is done and the tests pass.\n\n<loop-complete>")],
         *fix_and_finish(project),
     )
-    env = claude_client_env(
-        newcomer["path"], newcomer["home"], tmp_path / "client-tmp", api.base_url
-    )
-    (tmp_path / "client-tmp").mkdir()
-    argv = [str(claude_bin), "-p", "Add CSV export to the report page", "--output-format"]
-    argv += ["json", "--permission-mode", "acceptEdits"]
     ran = run_client(argv, project, env, timeout=180)
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
@@ -254,6 +286,16 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
         ' --check "tests pass" "python3 -m unittest -q"'
         ' -c "export button downloads a CSV" -s "write the exporter"'
     )
+    # `claude -p "/ralphstate:start ..."` as typed first: nobody can approve its `init`
+    # in print mode, so the session stops there and the client exits 1, not 0.
+    api.add_turns([bash("ralphstate status")], [bash(init)])
+    start = ["-p", "/ralphstate:start Add CSV export to the report page"]
+    start += ["--output-format", "json"]
+    refused = run_client([str(claude_bin), *start], project, plugin_env, 180)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert json.loads(refused.stdout)["is_error"] is True
+    assert not (project / ".loop").exists() and api.unused_turns() == 0
+
     api.add_turns(
         [bash("ralphstate status")],
         [bash(init)],
@@ -262,9 +304,7 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
         [bash('ralphstate pause --reason "trust the check: ralphstate trust"')],
         [text("The loop is set up; please trust its check with `ralphstate trust`.")],
     )
-    start = ["-p", "/ralphstate:start Add CSV export to the report page"]
-    start += ["--output-format", "json", "--allowedTools", "Bash(ralphstate init:*)"]
-    claude(*start, cwd=project, timeout=180)
+    claude(*start, "--allowedTools", "Bash(ralphstate init:*)", cwd=project, timeout=180)
     state = json.loads((project / ".loop" / "state.json").read_text())
     assert state["checks"] == {"tests pass": "python3 -m unittest -q"}, state
     assert state["status"] == "paused", state

@@ -123,3 +123,34 @@ def test_uninstall_takes_the_rules_away_and_leaves_the_person_s(
     run_print("Record it")
     assert ran(api) == ASKS
     assert read_state(project)["criteriaStatus"] == {"tests pass": False}
+
+
+def test_claude_p_whose_loop_cannot_start_says_so_and_exits_non_zero(
+    claude_bin: Path, claude_env: dict[str, str], api: FakeAnthropicAPI, project: Path, cli: Cli
+) -> None:
+    """`claude -p` whose agent would start the loop: `ralphstate init` needs the
+    person's approval, which print mode cannot ask for. The session stops at once (the
+    model is not asked again), the client exits 1 ("Execution error"), and ralphstate's
+    log says how to start the loop; allowed for the run, the same start works, exit 0."""
+    cli("install")
+    init = 'ralphstate init "Add a CSV export" -c "tests pass" -s "write the exporter"'
+    api.add_turns([bash("ralphstate status")], [bash(init)])  # then "done", unasked
+    command = [str(claude_bin), "-p", "Start a loop: add a CSV export", "--output-format"]
+    command += ["json"]
+    done = run_client(command, project, claude_env, 60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["is_error"] is True, result
+    assert [d["tool_input"]["command"] for d in result["permission_denials"]] == [init]
+    assert not (project / ".loop").exists()
+    assert len(api.conversation()) == 2  # interrupted: the model was not asked again
+    assert api.unused_turns() == 0
+    [log] = list(Path(claude_env["HOME"]).rglob("ralphstate.log"))
+    said = log.read_text()
+    assert "permission-request: the loop cannot start here" in said, said
+    assert "--allowedTools 'Bash(ralphstate init:*)'" in said, said
+
+    api.add_turns([bash(init)], [text("Started.")])
+    allowed = [*command, "--allowedTools", "Bash(ralphstate init:*)"]
+    assert run_client(allowed, project, claude_env, 60).returncode == 0
+    assert read_state(project)["spec"] == "Add a CSV export"

@@ -70,10 +70,12 @@ def test_the_plugin_from_a_checkout_sets_itself_up_gates_a_loop_and_runs_its_com
     )
     assert result["result"] == "Hello."
     [said] = hook_outputs(first_log, "SessionStart")
+    # The shell of this test has no `ralphstate`: the first use says how to add one.
     assert said == {
         "systemMessage": f"ralphstate: setting up its Python environment for plugin version"
         f" {version} (first use, about a minute at most); loops are not enforced until it"
-        " is ready."
+        " is ready. For `ralphstate run`, `status` and `report` in your own shell, install"
+        f' the command too: pipx install "{REPO}"'
     }
     env_home = data / f"env-{version}"
     stamp = env_home / "venv" / "ralphstate-plugin-version"

@@ -66,6 +66,7 @@ COMPACT = hook_command("PreCompact")
 FAIL = hook_command("StopFailure")
 PRE = hook_command("PreToolUse")
 END = hook_command("SessionEnd")
+PERM = hook_command("PermissionRequest")
 
 
 def ours(command: str) -> dict[str, Any]:
@@ -118,6 +119,7 @@ INSTALLED: dict[str, Any] = {
         "PreCompact": [{"matcher": "", "hooks": [ours(COMPACT)]}],
         "StopFailure": [{"hooks": [ours(FAIL)]}],
         "SessionEnd": [{"hooks": [ours(END)]}],
+        "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
     },
     "env": {"FOO": "1"},
 }
@@ -620,6 +622,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
+        f"added PermissionRequest hook: {PERM}",
     ]
     assert path.read_text(encoding="utf-8") == dump(
         {
@@ -630,6 +633,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "StopFailure": [{"hooks": [ours(FAIL)]}],
                 "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
                 "SessionEnd": [{"hooks": [ours(END)]}],
+                "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
             }
         }
     )
@@ -652,6 +656,7 @@ def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path
         f"StopFailure hook already installed: {FAIL}",
         f"PreToolUse hook already installed: {PRE}",
         f"SessionEnd hook already installed: {END}",
+        f"PermissionRequest hook already installed: {PERM}",
     ]
     assert path.read_bytes() == written
 
@@ -669,6 +674,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
         f"removed StopFailure hook: {FAIL}",
         f"removed PreToolUse hook: {PRE}",
         f"removed SessionEnd hook: {END}",
+        f"removed PermissionRequest hook: {PERM}",
     ]
     assert path.read_bytes() == original
 
@@ -780,6 +786,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
+        f"added PermissionRequest hook: {PERM}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -789,6 +796,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
             "StopFailure": [{"hooks": [ours(FAIL)]}],
             "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
         }
     }
     write(
@@ -861,6 +869,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
         f"added StopFailure hook: {FAIL}",
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
+        f"added PermissionRequest hook: {PERM}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -873,6 +882,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             "StopFailure": [{"hooks": [ours(FAIL)]}],
             "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
         }
     }
 
@@ -916,6 +926,7 @@ def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
         "StopFailure",
         "PreToolUse",
         "SessionEnd",
+        "PermissionRequest",
     }
 
 
@@ -1079,6 +1090,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
         "StopFailure",
         "PreToolUse",
         "SessionEnd",
+        "PermissionRequest",
     ]
 
 
@@ -1107,6 +1119,7 @@ def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
         InstalledHook("project", project, "StopFailure", FAIL),
         InstalledHook("project", project, "PreToolUse", PRE),
         InstalledHook("project", project, "SessionEnd", END),
+        InstalledHook("project", project, "PermissionRequest", PERM),
         InstalledHook(
             "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
         ),
@@ -1123,6 +1136,7 @@ def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path)
         ("project", "StopFailure"),
         ("project", "PreToolUse"),
         ("project", "SessionEnd"),
+        ("project", "PermissionRequest"),
     ]
 
 

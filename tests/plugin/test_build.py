@@ -350,3 +350,21 @@ def test_the_single_environment_of_older_plugins_goes_once_its_version_is_gone(
     assert sorted(p.name for p in data.iterdir()) == ["env-9.0.0"]
 
 
+
+
+def test_at_first_use_a_shell_without_ralphstate_is_told_the_one_command_that_adds_it(
+    tmp_path: Path, plugin: Path, data: Path
+) -> None:
+    """The plugin's `bin/ralphstate` is the agent's alone: where the person's PATH has
+    no `ralphstate`, the first use says in one line how to put one there, from the
+    plugin's own files; where it has one, nothing more is said."""
+    launch = plugin / "hooks" / "launch.py"
+    bare = env_for(tmp_path, data, PATH=os.pathsep.join(["/usr/bin", "/bin"]))
+    said = notice(hook(launch, "session-start", bare))
+    assert said == (
+        f"{PREPARING} For `ralphstate run`, `status` and `report` in your own shell, install"
+        f' the command too: pipx install "{plugin}"'
+    )
+    assert "\n" not in said
+    assert notice(hook(launch, "stop", env_for(tmp_path, data))) == PREPARING
+    wait_for_build(data)
