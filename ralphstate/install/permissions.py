@@ -59,6 +59,7 @@ PERSON_COMMANDS = (
     "ci",
     "prove",
     "criteria remove",
+    "criteria rubric",
     "demo",
     "doctor",
     "list",
