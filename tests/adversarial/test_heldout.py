@@ -202,3 +202,19 @@ def test_under_run_a_hard_coded_mul_never_completes(
     assert done.returncode != 0, done.stdout
     assert state(held)["status"] != "complete"
     assert len(history(held, "heldout_failed")) == 2
+
+
+def test_a_completion_the_stop_would_take_as_it_stands_runs_them_first(
+    held: Path, agent: Agent, person: Person
+) -> None:
+    # verify-on-stop off and a pass the person's own `verify` recorded on this very code:
+    # the stop would complete with no check run; the held-out check runs first.
+    person.rs("config", "verify-on-stop", "false")
+    agent.write("calc/__init__.py", HARD_CODED)
+    person.rs("verify")
+
+    out = agent.stop()
+
+    assert out.get("decision") == "block", out
+    assert "a held-out check for criterion" in str(out.get("reason")), out
+    assert state(held)["status"] == "in_progress"
