@@ -7,9 +7,11 @@ completes."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from ralphstate.run import spawn
@@ -17,6 +19,7 @@ from tests.adversarial.scripted import (
     CALC,
     CRITERION,
     FIXED_CALC,
+    SESSION,
     SHOWN_SESSION,
     Agent,
     Person,
@@ -218,3 +221,40 @@ def test_a_completion_the_stop_would_take_as_it_stands_runs_them_first(
     assert out.get("decision") == "block", out
     assert "a held-out check for criterion" in str(out.get("reason")), out
     assert state(held)["status"] == "in_progress"
+
+
+def complete_task(agent: Agent, subject: str) -> subprocess.CompletedProcess[bytes]:
+    """Claude Code's TaskCompleted hook, a real process, for the agent's task."""
+    data = {
+        "session_id": SESSION,
+        "transcript_path": str(agent.root / "no-transcript.jsonl"),
+        "cwd": str(agent.root),
+        "hook_event_name": "TaskCompleted",
+        "task_id": "1",
+        "task_subject": subject,
+    }
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "ralphstate", "hook", "task-completed"],
+        cwd=agent.root,
+        env=agent.env(),
+        input=orjson.dumps(data),
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_the_task_gate_refuses_a_task_a_held_out_check_fails(held: Path, agent: Agent) -> None:
+    agent.write("calc/__init__.py", HARD_CODED)
+    agent.rs("verify")
+    agent.stop("Working on it.")  # the session takes the loop on
+
+    done = complete_task(agent, CRITERION)
+
+    told = done.stderr.decode()
+    assert done.returncode == 2, done
+    assert f"a held-out check for criterion '{CRITERION}' failed (hint: {HINT})" in told, told
+    assert leaks(told) == [] and done.stdout == b""
+    assert [e["by"] for e in history(held, "heldout_failed")] == ["task"]
+
+    agent.write("calc/__init__.py", FIXED_CALC)
+    assert complete_task(agent, CRITERION).returncode == 0

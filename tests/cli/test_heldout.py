@@ -93,3 +93,34 @@ def test_a_store_it_cannot_read_is_never_overwritten(repo: Path, rs: Any) -> Non
 
     assert done.code != 0 and "cannot be read" in done.err, done.err
     assert index.read_bytes() == b"{not json"
+
+
+@pytest.fixture
+def started(project: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch, rs: Any) -> Path:
+    """A project in git whose loop started there: the ledger knows its start tree."""
+    use_identity(monkeypatch, isolated)
+    (project / "calc.py").write_text("X = 1\n")
+    git(project, "init", "-q", "-b", "main")
+    git(project, "add", "-A")
+    git(project, "commit", "-q", "-m", "start")
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    return project
+
+
+def test_a_check_that_passes_on_the_start_tree_is_said_already_true(
+    started: Path, hidden: Path, rs: Any
+) -> None:
+    # It passes only where its file was placed, in the room of the start tree.
+    done = rs(
+        "heldout", "add", "tests pass", "--command", "test -f test_hidden.py",
+        "--file", str(hidden),
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    assert "already true: it passes on the tree the loop started on" in done.out, done.out
+    assert "on the start tree: already true" in rs("heldout", "list").out
+
+
+def test_a_check_that_fails_on_the_start_tree_is_said_so(started: Path, rs: Any) -> None:
+    done = rs("heldout", "add", "tests pass", "--command", "test -f calc_done.py")
+    assert done.code == 0, done.err
+    assert "it fails on the tree the loop started on, as it should" in done.out, done.out
