@@ -112,6 +112,7 @@ def test_the_agent_reads_nothing_of_it_and_the_person_everything(
     for args in READING:
         done = agent.rs(*args)
         outs.append(done.stdout + done.stderr)
+        assert args[0] == "heldout" or done.returncode == 0, (args, done.stderr)
     refused = agent.rs("heldout", "show")
     assert refused.returncode != 0 and "only the person" in refused.stderr, refused
     assert [leaks(text) for text in outs] == [[] for _ in outs], outs
