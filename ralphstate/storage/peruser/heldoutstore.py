@@ -51,11 +51,16 @@ class Unreadable(RalphstateError):
     """The loop's checks.json exists and cannot be used: it is left as it is."""
 
 
+def top() -> Path:
+    """The directory of every loop's held-out checks (a sandbox hides it: sandbox/reach.py)."""
+    return home.data_dir() / "heldout"
+
+
 def directory(paths: LoopPaths) -> Path:
     """The loop's own directory of held-out checks."""
     key = home.loop_key(paths.dir)
     name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return home.data_dir() / "heldout" / name
+    return top() / name
 
 
 def _index(paths: LoopPaths) -> Path:
