@@ -47,6 +47,9 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       owner-timeout     how long the owning session may leave the loop untouched
                         before a session that starts here takes it (30m, 2h),
                         off, or default (30m)
+      reviewer          the command that grades the criteria with a rubric,
+                        reading its prompt on stdin (person only; `default`:
+                        Claude Code with no tools)
       guard             the guarded files: `guard add PATH...`, `guard remove
                         PATH...` (git pathspecs relative to the project root),
                         `guard off`, `guard on` (the default set)
@@ -62,6 +65,7 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       ralphstate config max-cost 20
       ralphstate config max-duration none
       ralphstate config guard add e2e/
+      ralphstate config reviewer "claude -p --tools '' --model opus"
     """
     store = locate()
     if key == "guard":

@@ -1,4 +1,5 @@
-"""`ralphstate criteria list|add|set|remove|check`: the success criteria and their checks.
+"""`ralphstate criteria list|add|set|remove|check|rubric`: the success criteria, their
+checks and their rubrics.
 
 `criteria set` runs dozens of times a loop: `criteria check` imports the checks' module
 (verify/checks.py) only when it runs."""
@@ -191,6 +192,39 @@ def criteria_check(
         said = program.warning(found, command, store.paths.root)
         if said:
             output.error(said)
+
+
+@criteria.command("rubric", context_settings=SETTINGS)
+@click.argument("name")
+@click.argument("text", required=False)
+@click.option("--remove", is_flag=True, help="Remove the criterion's rubric.")
+def criteria_rubric(name: str, text: str | None, remove: bool) -> None:
+    """Show, set or remove the rubric a reviewer grades a criterion by (person only).
+
+    NAME may be the criterion's number. At each claimed completion, after the checks
+    pass, a reviewer that is not the author (`ralphstate config reviewer`; by default
+    Claude Code with no tools) reads the spec, the rubric and the diff since the loop
+    began, and passes or fails the criterion with reasons. A criterion so passed is
+    graded, never verified.
+
+    \b
+    Example:
+      ralphstate criteria rubric "README explains --dry-run" "The README names the flag,
+        says what it does not do, and shows one example."
+      ralphstate criteria rubric 2
+      ralphstate criteria rubric 2 --remove
+    """
+    from ralphstate.loop import rubrics
+
+    store = locate()
+    if remove and text is not None:
+        raise RalphstateError("--remove takes no rubric text.")
+    if text is None and not remove:
+        output.text(rubrics.describe(store.load(), name))
+        return
+    found, changed = rubrics.set_rubric(store, name, None if remove else text)
+    done = "removed the rubric of" if remove else "set the rubric of"
+    output.text(f"{done} '{visible(found)}'" + ("" if changed else " (unchanged)"))
 
 
 def _may_name_env(store: Store, env: tuple[str, ...]) -> None:

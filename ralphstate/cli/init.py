@@ -34,6 +34,15 @@ from ralphstate.verify import baseline
     " exit code 0 means met. Trusted on this machine when you give it; an agent's waits"
     " for `ralphstate trust`.",
 )
+@click.option(
+    "--rubric",
+    "rubrics",
+    nargs=2,
+    multiple=True,
+    metavar="NAME TEXT",
+    help="A graded criterion with the rubric a reviewer that is not the author grades it"
+    " by, two words (repeat); only the person may give one.",
+)
 @click.option("-s", "--step", "steps", multiple=True, help="A step of the plan (repeat).")
 @click.option(
     "--task",
@@ -138,11 +147,22 @@ def init(from_file: Path | None, **options: Any) -> None:
       ralphstate init --from loop-template.md
     """
     loaded = template.load(from_file) if from_file else None
+    graded: tuple[tuple[str, str], ...] = options.pop("rubrics", ())
+    if graded:  # the criteria they grade, which the person confirms below
+        named = set(options.get("criteria", ())) | {n for n, _ in options.get("checks", ())}
+        extra = tuple(n for n, _ in graded if n not in named)
+        options["criteria"] = tuple(options.get("criteria", ())) + extra
     request = begin.InitRequest(template=loaded, **options)
     store, new, backup = begin.init(request)
     if backup:
         output.text(f"kept the old state as {store.paths.display(backup)}")
     _say_started(store, new)
+    if graded:
+        from ralphstate.loop import rubrics
+
+        for name, text in graded:
+            rubrics.set_rubric(store, name, text)
+            output.text(f"rubric {visible(name)}: graded by a reviewer, never verified")
     _say_checks(store, new, dict(request.checks))
     for line in [
         *baseline.begin(store, new, request.expect_fail),

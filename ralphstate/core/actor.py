@@ -9,7 +9,8 @@ person's own shell. The history, `log` and the report name the actor of each cha
 
 An actor is a small dict, as it is written in the history and in the ledger:
 `{"kind": "person"}`, `{"kind": "agent", "agent": NAME, "session": ID}` (the session
-when the agent says it), or `{"kind": "run", "agent": NAME, "session": ID}`.
+when the agent says it), or `{"kind": "run", "agent": NAME, "session": ID}`; a graded
+criterion's verdict is the reviewer's, `{"kind": "reviewer", "command": CMD, "model": M}`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ AgentSession = tuple[str | None, str | None]
 _INSIDE_CLAUDE = ("CLAUDECODE", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_SESSION_ID")
 
 PERSON: Actor = {"kind": "person"}
+# The actor of a reviewer's verdict: `{"kind": "reviewer", "command": CMD, "model": M}`,
+# recorded by ralphstate alone where a completion is decided (core/grading.py).
+REVIEWER = "reviewer"
 # Every variable an agent sets for its shell commands begins with one of these
 # (tests/core/test_actor.py holds them against `agents.table.variables`): a process whose
 # environment has none runs in the person's shell, and no agent module is imported.
@@ -110,6 +114,9 @@ def describe(actor: object) -> str:
         return "you"
     if kind == "edit":
         return "a hand edit of state.json"
+    if kind == REVIEWER:  # a graded criterion's reviewer (core/grading.py), run by ralphstate
+        said = actor.get("model") or actor.get("command") or "its command"
+        return f"the reviewer ({' '.join(str(said).split())[:60]})"
     agent = str(actor.get("agent") or "")
     sid = actor.get("session")
     if kind == "run":

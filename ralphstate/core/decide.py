@@ -15,7 +15,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import budgets, fields, ownership, queries, render, schema, stall, unfinished
+from ralphstate.core import (
+    budgets,
+    fields,
+    grading,
+    ownership,
+    queries,
+    render,
+    schema,
+    stall,
+    unfinished,
+)
 from ralphstate.core import state as st
 from ralphstate.core.marker import contains_marker
 from ralphstate.core.outcomes import OUTCOMES, Rule
@@ -98,6 +108,7 @@ class StopFacts:
         "agent",
         "background",
         "checked",
+        "graded",
         "runner",
         "session_id",
         "spent",
@@ -117,8 +128,10 @@ class StopFacts:
         review: Pending | Callable[[st.State], Pending] | None = None,
         files: str | Callable[[], str | None] | None = None,
         background: bool = False,
+        graded: grading.Graded | None = None,
     ) -> None:
         self.session_id = session_id
+        self.graded = graded
         self.agent = agent
         self.runner = runner
         self.spent = spent
@@ -131,11 +144,13 @@ class StopFacts:
         self._files = files
         self._read = _Read()
 
-    def given(self, *, spent: Spent | None, checked: Checked | None) -> StopFacts:
-        """These facts for another decision of the same stop: what it counts and what
-        the checks found; what was read stays read."""
+    def given(
+        self, *, spent: Spent | None, checked: Checked | None, graded: grading.Graded | None = None
+    ) -> StopFacts:
+        """These facts for another decision of the same stop: what it counts, what the
+        checks found and what the reviewer graded; what was read stays read."""
         other = copy.copy(self)
-        other.spent, other.checked = spent, checked
+        other.spent, other.checked, other.graded = spent, checked, graded
         return other
 
     @property
@@ -222,10 +237,31 @@ def decide_stop(state: st.State, facts: StopFacts) -> Decision:
         return made.done("untrusted_checks", render.paused_untrusted(new))
     if checked is None and (verifies_on_stop(new) or facts.stale(new)):
         return Decision("verify")
-    if checked is not None and checked.left:  # proves nothing either way: the model runs them
-        return _block(made, [], False, (fingerprint, counts), checked)
+    graded = _left_or_graded(made, facts, (fingerprint, counts), checked)
+    if graded is not None:
+        return graded
     new["lastProgress"] = fingerprint
     return made.done("complete", render.completed(new) + completion_note(pending))
+
+
+def _left_or_graded(
+    made: _Deciding, facts: StopFacts, progress: tuple[str, stall.Counts], checked: Checked | None
+) -> Decision | None:
+    """A claimed completion some of whose checks were left to the model (they prove
+    nothing either way: it runs them) blocks. One whose checks passed, of a loop with
+    graded criteria, is `grade` until the reviewer graded them at this stop, then its
+    verdicts are written and it blocks when one did not pass (core/grading.py). None:
+    nothing left and nothing to grade, or every grade passed."""
+    if checked is not None and checked.left:
+        return _block(made, [], False, progress, checked)
+    if not grading.graded_names(made.state):
+        return None
+    if facts.graded is None:
+        return Decision("grade")
+    made.events += grading.apply(made.state, facts.graded, "stop")
+    if facts.graded.failures:
+        return _block(made, [], False, progress, checked, facts.graded)
+    return None
 
 
 def _block(
@@ -234,6 +270,7 @@ def _block(
     missing: bool,
     progress: tuple[str, stall.Counts],
     checked: Checked | None,
+    graded: grading.Graded | None = None,
 ) -> Decision:
     """A stop that would block: it does, unless a budget is reached (spending more is
     what the budget forbids). `progress`: the stop's fingerprint, and what the stop
@@ -243,6 +280,7 @@ def _block(
     if over:
         return made.done("budget", render.paused_budget(over), {"budget": over})
     failures = checked.failures if checked is not None else ()
+    details: Event = {"unmet": unmet} if unmet else {}
     if unmet:
         rule: Rule = "unmet"
         reason = render.block_unmet(new, unmet, failures)
@@ -250,9 +288,11 @@ def _block(
         rule, reason = "no_criteria", render.block_no_criteria(new)
     elif checked is not None and checked.left:
         rule, reason = "verify_yourself", ""
+    elif graded is not None:
+        rule, reason = "ungraded", grading.block_reason(graded.failures)
+        details["ungraded"] = [v.criterion for v in graded.failures]
     else:
         rule, reason = "no_marker", render.block_marker(new)
-    details: Event = {"unmet": unmet} if unmet else {}
     if checked is not None and checked.left:  # said first: they are not to blame
         reason = unfinished.reason(new, checked.left, reason, details)
     fingerprint, counts = progress

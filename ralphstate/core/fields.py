@@ -239,6 +239,23 @@ def checks(raw: dict[str, Any], key: str) -> dict[str, str]:
     return dict(value)
 
 
+def rubrics(raw: dict[str, Any], key: str) -> dict[str, str]:
+    """Criterion → the rubric a reviewer grades it by (core/grading.py)."""
+    value = raw.get(key) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise Invalid(f"'{key}' must be an object of criterion: rubric")
+    return dict(value)
+
+
+def grades(raw: dict[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """Criterion → the reviewer's last verdict, as ralphstate recorded it (a record to
+    read: no completion counts it, core/grading.py)."""
+    value = raw.get(key) or {}
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise Invalid(f"'{key}' must be an object of criterion: {{result, ...}}")
+    return {name: dict(entry) for name, entry in value.items()}
+
+
 def timeouts(raw: dict[str, Any], key: str) -> dict[str, float]:
     value = raw.get(key) or {}
     if not isinstance(value, dict):

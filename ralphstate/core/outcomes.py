@@ -30,6 +30,8 @@ Rule = Literal[
     "verify",
     "untrusted_checks",
     "verify_yourself",
+    "grade",
+    "ungraded",
     "complete",
 ]
 
@@ -50,7 +52,17 @@ class Outcome:
     (hooks/notify.py); `colour`: how the report draws it (report/html.py). A rule with
     none of these writes nothing and lets the agent stop."""
 
-    __slots__ = ("block", "colour", "complete", "notice", "pause", "runs_checks", "says", "when")
+    __slots__ = (
+        "block",
+        "colour",
+        "complete",
+        "grades",
+        "notice",
+        "pause",
+        "runs_checks",
+        "says",
+        "when",
+    )
 
     def __init__(
         self,
@@ -61,6 +73,7 @@ class Outcome:
         pause: st.PauseReason | None = None,
         complete: bool = False,
         runs_checks: bool = False,
+        grades: bool = False,
         notice: str | None = None,
         colour: str | None = None,
     ) -> None:
@@ -70,6 +83,7 @@ class Outcome:
         self.pause = pause
         self.complete = complete
         self.runs_checks = runs_checks
+        self.grades = grades
         self.notice = notice
         self.colour = colour
 
@@ -90,6 +104,8 @@ class Outcome:
             return "Complete (`status: complete`) and allow"
         if self.runs_checks:
             return "Nothing is written yet: the hook runs the checks, then decides again"
+        if self.grades:
+            return "Nothing is written yet: the hook runs the reviewer, then decides again"
         return "Allow; nothing is written"
 
 
@@ -172,6 +188,16 @@ OUTCOMES: dict[Rule, Outcome] = {
     "verify_yourself": Outcome(
         "a claimed completion some of whose checks cannot finish within the stop's budget",
         "the reason names them, blames nothing, and gives the `ralphstate verify` command",
+        block=True,
+    ),
+    "grade": Outcome(
+        "a claimed completion whose checks passed, of a loop with graded criteria (a"
+        " rubric), and the reviewer has not graded them at this stop yet",
+        grades=True,
+    ),
+    "ungraded": Outcome(
+        "the reviewer failed a graded criterion, or gave no verdict",
+        "the reason gives the reviewer's reasons, and how to go on; the criterion is unmet",
         block=True,
     ),
     "complete": Outcome(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralphstate.core import schema
+from ralphstate.core import grading, schema
 from ralphstate.core import state as st
 from ralphstate.core.text import visible
 
@@ -56,7 +56,7 @@ def weakenings(approved: Contract, current: Contract) -> list[str]:
             )
         elif old_limits.get(name) != new_limits.get(name):
             found.append(f"the check timeout of {_q(name)} was changed")
-    found += _switches(approved, current)
+    found += _switches(approved, current) + grading.weakened(approved, current)
     return found
 
 

@@ -10,7 +10,7 @@ from ralphstate.core.limits import MAX_PROBLEM_CHARS
 from ralphstate.core.state import State
 
 # What a criterion's status rests on, as `standing` reports it.
-Standing = Literal["verified", "claimed", "failing", "unchecked"]
+Standing = Literal["verified", "graded", "claimed", "failing", "unchecked"]
 
 
 # A loop blocked on a person: its pauseReason is "blocked: WHAT THEY MUST DO".
@@ -47,13 +47,17 @@ def unmet(state: State) -> list[str]:
 
 
 def standing(state: State, criterion: str) -> Standing | None:
-    """What backs a criterion's status: `verified`, `claimed`, `failing`, `unchecked`
+    """What backs a criterion's status: `verified`, `graded` (a criterion with a rubric,
+    met, whose reviewer last passed it: never `verified`), `claimed`, `failing`, `unchecked`
     (unmet, with a check that has not proven anything yet) or None (unmet, no check).
 
     Read from `criteriaStatus` first, so evidence a later change left behind never
     makes a criterion look better than its status."""
     result = state["evidence"].get(criterion, {}).get("result")
     if met(state, criterion):
+        if criterion in state["rubrics"]:  # a reviewer's pass is graded, never verified
+            grade = state["grades"].get(criterion, {})
+            return "graded" if grade.get("result") == "pass" else "claimed"
         return "verified" if result == "verified" else "claimed"
     if result == "failing":
         return "failing"

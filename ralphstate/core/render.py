@@ -318,14 +318,18 @@ def completed(state: st.State) -> str:
             " criteria (--no-criteria), so the completion marker alone ended it."
         )
     verified: list[str] = []
+    graded: list[str] = []
     checked: list[str] = []
     claimed: list[str] = []
     already = redgreen.already_true(state)
     for name in state["criteria"]:
         if name in already:
             continue
-        if queries.standing(state, name) == "verified":
+        standing = queries.standing(state, name)
+        if standing == "verified":
             verified.append(name)
+        elif standing == "graded":
+            graded.append(name)
         else:
             (checked if name in state["checks"] else claimed).append(name)
     levels = {n: provenance.of_evidence(state["evidence"].get(n, {})) for n in verified}
@@ -335,6 +339,8 @@ def completed(state: st.State) -> str:
         for level in provenance.LEVELS
         if (names := [n for n in verified if levels[n] == level])
     ]
+    if graded:
+        parts.append(f"graded by a reviewer against a rubric (not verified): {_names(graded)}")
     if checked:
         why = (
             "verify-on-stop is off"
@@ -368,6 +374,9 @@ def proofs(state: st.State) -> str:
         if n:
             checks = "its check" if n == 1 else "their checks"
             parts.append(f"{n} verified by {checks} ({provenance.WORDS[level]})")
-    if len(met) > verified:
-        parts.append(f"{len(met) - verified} claimed")
+    graded = sum(1 for c in met if queries.standing(state, c) == "graded")
+    if graded:
+        parts.append(f"{graded} graded by a reviewer")
+    if len(met) > verified + graded:
+        parts.append(f"{len(met) - verified - graded} claimed")
     return ", ".join(parts)

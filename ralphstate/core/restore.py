@@ -35,6 +35,7 @@ def untrusted_line(state: st.State) -> str:
 # How the restored context marks what backs each criterion's status.
 _BACKING = {
     "verified": " (verified by its check)",
+    "graded": " (graded by a reviewer, not verified)",
     "claimed": " (claimed)",
     "failing": " (failing)",
 }

@@ -143,6 +143,16 @@ def _of_criteria(state: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {c: found[c] for c in state["criteria"] if c in checks and c in found}
 
 
+def _of_rubrics(state: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The rubrics of the loop's criteria, in their order."""
+    found = state[key]
+    return {c: found[c] for c in state["criteria"] if c in found}
+
+
+def _value(state: Mapping[str, Any], key: str) -> Any:
+    return state.get(key)
+
+
 def _on(state: Mapping[str, Any], key: str) -> bool:
     return state.get(key) is not False  # null is the default, on
 
@@ -190,6 +200,11 @@ ROWS: tuple[Field, ...] = (
     Field("checks", dict, read=fields.checks, copied=True, contract=_of_criteria,
           doc="criterion → a command whose exit code 0 proves it (see"
               " [verify](commands.md#ralphstate-verify))"),
+    Field("rubrics", dict, read=fields.rubrics, copied=True, contract=_of_rubrics,
+          doc="criterion → a rubric a reviewer that is not the author grades it by at each"
+              " completion, after the checks pass (`ralphstate criteria rubric`, `init --rubric`;"
+              " [Graded criteria](../explanation/proof.md#graded-criteria)): such a criterion is"
+              " **graded**, never verified"),
     Field("steps", list, group=fields.plan, init_reads=True,
           doc="the plan, in order"),
     Field("completedSteps", list, group=fields.plan,
@@ -322,6 +337,17 @@ ROWS: tuple[Field, ...] = (
               " failed is kept outside the project, in the loop's ledger, so editing this file"
               " cannot make up a failure; dropping a criterion from it is a weakening a person"
               " must approve"),
+    Field("reviewer", None, read=scalars.opt_str, copied=True, contract=_value,
+          config="reviewer",
+          doc="the command that grades the rubrics, reading its prompt on stdin (`ralphstate"
+              " config reviewer CMD`, person-only); null: Claude Code with no tools (`claude -p"
+              " --tools \"\" ...`)"),
+    Field("grades", dict, read=fields.grades, fresh=True,
+          doc="criterion → the reviewer's last verdict: `result` (`pass`, `fail`, `none`: no"
+              " verdict could be read), `at`, `by: reviewer`, `actor` (the reviewer's `command`"
+              " and `model`), `where` (`stop`, `task`, `run`), `reasons`, `seconds`, `tokens`,"
+              " `cost`. Written only by ralphstate; a record to read: every completion asks the"
+              " reviewer again, so a verdict written here by hand counts as none"),
     Field("ownerTimeout", None, read=scalars.seconds, config="owner-timeout",
           doc="how long the owning session may leave the loop untouched (no write to this"
               " file) before a session that starts in the project takes the loop over, in seconds:"

@@ -56,6 +56,8 @@ class State(TypedDict):
     criteria: list[str]
     criteriaStatus: dict[str, bool]
     checks: dict[str, str]
+    # ralphstate: criterion → the rubric a reviewer grades it by (core/grading.py).
+    rubrics: dict[str, str]
     steps: list[str]
     completedSteps: list[str]
     remainingSteps: list[str]
@@ -118,6 +120,9 @@ class State(TypedDict):
     # ralphstate: the criteria whose check must fail once before a pass counts (red before
     # green, core/redgreen.py): a check that passes before it ever failed proves nothing.
     expectFail: list[str]
+    # ralphstate: the reviewer's command (null: the default), and its last verdicts.
+    reviewer: str | None
+    grades: dict[str, dict[str, Any]]
     # ralphstate: seconds without a change to the loop after which its owner counts as
     # gone and a new session takes it (core/ownership.py); null: 30 minutes, 0: never.
     ownerTimeout: float | None

@@ -6,7 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ralphstate.core import checkrun, clock, ownership, proof, provenance, queries, unfinished
+from ralphstate.core import (
+    checkrun,
+    clock,
+    grading,
+    ownership,
+    proof,
+    provenance,
+    queries,
+    unfinished,
+)
 from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.budgets import LOOPS, dollars, loop_budget, span, spent
@@ -50,11 +59,18 @@ def _standing(
     label = queries.standing(state, name)
     if label is None:
         return ""
-    colour = {"verified": "green", "claimed": "yellow", "failing": "red"}.get(label)
+    colour = {"verified": "green", "graded": "cyan", "claimed": "yellow", "failing": "red"}.get(
+        label
+    )
     text = style(label, fg=colour) if colour else SHOWN.get(label, label)
     evidence = state["evidence"].get(name, {})
     if label in ("verified", "failing", "claimed") and evidence.get("at"):
         text += f" {clock.age(evidence['at'])} ago"
+    if label == "graded":
+        grade = state["grades"].get(name, {})
+        text += f" by a reviewer ({grading.who(grade)}), not verified"
+        if grade.get("at"):
+            text += f", {clock.age(grade['at'])} ago"
     if label == "verified":
         text += f", {provenance.words(evidence)}"
     if label == "verified" and "strength" in evidence:

@@ -151,6 +151,12 @@ def _how(evidence: dict[str, Evidence], proven: list[str]) -> str:
     return f" ({', '.join(shown)})"
 
 
+def _graded(loop: State, name: str) -> bool:
+    """A met criterion with a rubric its reviewer last passed (core/grading.py)."""
+    grade = loop["grades"].get(name, {}) if name in loop["rubrics"] else {}
+    return grade.get("result") == "pass"
+
+
 def render(loop: State, cost: float | None = None) -> str | None:
     """The line for the loop `loop`; None when it is finished. `cost` is Claude Code's
     own figure for the session (`cost.total_cost_usd`), shown when it gives one."""
@@ -159,11 +165,18 @@ def render(loop: State, cost: float | None = None) -> str | None:
     criteria = loop["criteria"]
     met = [c for c in criteria if loop["criteriaStatus"].get(c)]
     evidence = loop["evidence"]
-    proven = [c for c in met if evidence.get(c, {}).get("result") == "verified"]
+    proven = [
+        c
+        for c in met
+        if evidence.get(c, {}).get("result") == "verified" and c not in loop["rubrics"]
+    ]
     verified = len(proven)
     counts = f"{verified}/{len(criteria)} verified{_how(evidence, proven)}"
-    if len(met) > verified:
-        counts += f", {len(met) - verified} claimed"
+    graded = sum(1 for c in met if c not in proven and _graded(loop, c))
+    if graded:
+        counts += f", {graded} graded"
+    if len(met) > verified + graded:
+        counts += f", {len(met) - verified - graded} claimed"
     if loop["status"] == "paused":
         reason = visible(" ".join((loop["pauseReason"] or "user").split()))
         if len(reason) > MAX_NEXT:

@@ -22,6 +22,7 @@ from ralphstate.agents.contract import Agent
 from ralphstate.core import decide, ownership, queries, stall
 from ralphstate.core import state as st
 from ralphstate.core.decide import Decision
+from ralphstate.core.grading import HOOK_REVIEW_BUDGET, Graded
 from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.core.proof import Pending
 from ralphstate.core.render import CheckFailure
@@ -70,11 +71,19 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = base.update(store, decisions.change(None), read=state)
+    verified = None
     if OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
         verified = base.run_checks(store, names, session=session_id)
         decision = base.update(store, decisions.change(verified))
+    graded = None
+    if OUTCOMES[decision.rule].grades:  # the reviewer, outside the lock, then decide again
+        graded = _graded(store)
+        decision = base.update(store, decisions.change(verified, graded))
+    if OUTCOMES[decision.rule].runs_checks and verified is None:  # held-out checks first
+        verified = base.run_checks(store, None, session=session_id)
+        decision = base.update(store, decisions.change(verified, graded))
     if decision.state is not None and (decision.adopted or OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
@@ -127,13 +136,19 @@ class _Decisions:
         self.read_from = state["transcriptUsage"]
         self.held_out: Callable[[st.State], bool] = lambda current: False
 
-    def change(self, verified: Verified | None) -> Change:
+    def change(self, verified: Verified | None, graded: Graded | None = None) -> Change:
         def decided(current: st.State, events: list[Event]) -> Decision:
-            return self.decide(current, events, verified)
+            return self.decide(current, events, verified, graded)
 
         return decided
 
-    def decide(self, current: st.State, events: list[Event], verified: Verified | None) -> Decision:
+    def decide(
+        self,
+        current: st.State,
+        events: list[Event],
+        verified: Verified | None,
+        graded: Graded | None = None,
+    ) -> Decision:
         _with_tasks(current, self.boxes)  # the task file's boxes, as read at this stop
         results = verified.results if verified else []
         checked: list[Event] = []
@@ -161,7 +176,8 @@ class _Decisions:
         # Counted from the file as first read: another stop that counted meanwhile
         # moved the offset, and what this one read is left to it.
         counted = self.spent if current["transcriptUsage"] == self.read_from else None
-        decision = decide.decide_stop(working, self.facts.given(spent=counted, checked=found))
+        given = self.facts.given(spent=counted, checked=found, graded=graded)
+        decision = decide.decide_stop(working, given)
         if decision.rule == "complete" and verified is None and self.held_out(current):
             return Decision("verify")  # the held-out checks run first (verify/heldoutchecks.py)
         if decision.state is not None:
@@ -177,6 +193,13 @@ def _held_out(loop: paths.LoopPaths, state: st.State) -> bool:
     from ralphstate.verify import heldoutchecks
 
     return heldoutchecks.has_any(loop, state)
+
+
+def _graded(store: Store) -> Graded:
+    """The reviewer's verdicts on the loop's graded criteria (verify/grader.py)."""
+    from ralphstate.verify import grader
+
+    return grader.graded_now(store, budget=HOOK_REVIEW_BUDGET)
 
 
 def _reply(agent: Agent, hook_input: HookInput) -> str | None:

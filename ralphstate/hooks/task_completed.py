@@ -55,9 +55,11 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if verdict not in ("owner", "adopt") and not runner:
         return None  # another session's loop, or one that came with a clone
     subject = _text(hook_input.get("task_subject"))
-    names = tie.tied(state, subject, _text(hook_input.get("task_description")))
-    names = [n for n in names if n in state["checks"]]
+    tied = tie.tied(state, subject, _text(hook_input.get("task_description")))
+    names = [n for n in tied if n in state["checks"]]
+    graded = [n for n in tied if n in state["rubrics"]]
     if not names or not queries.verify_on_stop(state):
+        _graded(store, graded, subject)
         return None
     if not truststore.is_trusted(loop, state):
         return _untrusted(agent, loop, session_id, subject, names)
@@ -74,7 +76,31 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         return runner or again in ("owner", "adopt")
 
     _judge(store, state, subject, verified, still_ours)
+    _graded(store, graded, subject)
     return None
+
+
+def _graded(store: Store, names: list[str], subject: str) -> None:
+    """The reviewer grades the task's criteria that have a rubric, after their checks
+    passed (core/grading.py): Refused, with its reasons, when it passes one not."""
+    from ralphstate.core import grading
+    from ralphstate.verify import grader
+
+    if not names:
+        return
+    graded = grader.graded_now(store, names, grading.HOOK_REVIEW_BUDGET)
+    if not graded.verdicts:
+        return
+
+    def record(current: st.State, events: list[Event]) -> None:
+        found = grading.apply(current, graded, "task")
+        for event in found:
+            event["task"] = render.clip(subject, 200)
+        events += found
+
+    base.update(store, record)
+    if graded.failures:
+        raise Refused(grading.block_reason(graded.failures))
 
 
 def _judge(

@@ -232,6 +232,9 @@ def _begin_ledger(loop: LoopPaths, new: st.State) -> None:
         kept = prior
     try:
         ledger.begin(loop, new, author, contract, tree, kept)
+        from ralphstate.loop import rubrics
+
+        rubrics.note_base(loop, kept)  # where the diff a reviewer reads begins
         if kept is None or "gitSettings" not in kept:
             from ralphstate.loop.proofreview import record_git_settings
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ralphstate.core import budgets, checkrun, limits, schema
+from ralphstate.core import budgets, checkrun, grading, limits, schema
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.marker import marker_problem
@@ -187,6 +187,20 @@ def _jobs(text: str) -> int | None:
     return _whole("verify-jobs", text, limits.MAX_CHECK_JOBS, ", or default")
 
 
+def _reviewer(text: str) -> str | None:
+    """The reviewer's command; `default` (or nothing) for Claude Code with no tools."""
+    if not text.strip() or text.strip() == "default":
+        return None
+    if len(text) > MAX_REVIEWER_CHARS:
+        raise RalphstateError(f"a reviewer command has at most {MAX_REVIEWER_CHARS} characters.")
+    return text
+
+
+MAX_REVIEWER_CHARS = 2_000
+# The settings only the person may change (loop/person.py): who grades the rubrics.
+PERSON_ONLY = ("reviewer",)
+
+
 def _shown(show: Callable[[Any], str]) -> Callable[[Any], str]:
     return lambda value: "none" if value is None else show(value)
 
@@ -224,6 +238,13 @@ _HOW: dict[str, tuple[Callable[[str], Any], Callable[[Any], str]]] = {
     "maxDuration": (_duration, _shown(budgets.span)),
     # When a session that starts here may take the loop from an owner that went quiet.
     "ownerTimeout": (_owner_timeout, _owner_timeout_shown),
+    # Who grades the rubrics (core/grading.py): a command, or the default.
+    "reviewer": (
+        _reviewer,
+        lambda value: (
+            f"default ({visible(grading.DEFAULT_REVIEWER)})" if value is None else visible(value)
+        ),
+    ),
 }
 # The names `config` takes, in the order it lists them.
 SETTINGS: dict[str, Setting] = {
@@ -263,6 +284,10 @@ def change(store: Store, key: str, text: str) -> tuple[str, bool]:
     """Set one setting from its text: (the value as shown, whether it changed)."""
     found = setting(key)
     value = found.parse(text)
+    if key in PERSON_ONLY:
+        from ralphstate.loop.person import require_person
+
+        require_person(store.paths, f"`ralphstate config {key}`")
 
     def fn(state: st.State, events: list[Event]) -> bool:
         raw = cast(st.Raw, state)

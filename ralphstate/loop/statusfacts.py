@@ -51,7 +51,8 @@ def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, Sta
 
 
 def as_json(state: st.State, facts: StatusFacts) -> dict[str, Any]:
-    """`status --json`: the normalised state, with knownHere, proof, staleEvidence and,
+    """`status --json`: the normalised state, with knownHere, proof, staleEvidence,
+    standing and,
     when the last run had a sandbox mode, lastRunSandbox."""
     boxed = {} if facts.last_run_sandbox is None else {"lastRunSandbox": facts.last_run_sandbox}
     return {
@@ -59,6 +60,8 @@ def as_json(state: st.State, facts: StatusFacts) -> dict[str, Any]:
         "knownHere": facts.known_here,
         "proof": facts.proof,
         "staleEvidence": queries.stale(state, facts.tree),
+        # what backs each criterion: verified, graded (by a reviewer), claimed, ...
+        "standing": {c: queries.standing(state, c) for c in state["criteria"]},
         **boxed,
     }
 

@@ -360,9 +360,13 @@ def _criteria(criteria: list[Criterion]) -> str:
     rows = []
     for c in criteria:
         label = c.label or ("met" if c.met else "unmet")
-        css = {"verified": "ok", "failing": "bad", "claimed": "claim", REFUTED: "bad"}.get(
-            label, "meta"
-        )
+        css = {
+            "verified": "ok",
+            "graded": "claim",
+            "failing": "bad",
+            "claimed": "claim",
+            REFUTED: "bad",
+        }.get(label, "meta")
         evidence = c.evidence
         where = ""
         if evidence.get("commit"):

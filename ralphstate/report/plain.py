@@ -17,6 +17,8 @@ def _evidence(criterion: Criterion) -> str:
         parts[0] += f" {where}" + (" (dirty)" if evidence.get("dirty") else "")
     if criterion.standing == "verified":
         parts.append(provenance.words(evidence))
+    if criterion.standing == "graded":
+        parts[0] = "graded by a reviewer against its rubric, not verified"
     if criterion.stale:
         parts.append("STALE: the code changed since")
     if criterion.already_true:

@@ -212,7 +212,7 @@ def _walk(story: Story, history: list[Event]) -> None:
         elif name == "run_iteration" or name in HOOK_ITERATIONS:
             story.iterations.append(_iteration(event, at, number, when, last_end))
             last_end = when or last_end
-        elif name in ("check", "criterion_set"):
+        elif name in ("check", "criterion_set", "graded"):
             _green(story, green, event, name, at, number)
         else:
             _moment(story, event, name, at, number)
@@ -245,6 +245,8 @@ def _iteration(
     unmet = event.get("unmet")
     if isinstance(unmet, list):
         result = f"{len(unmet)} unmet"
+    elif name == "ungraded":
+        result = "failed by the reviewer"
     else:
         result = "no criteria" if name == "no_criteria" else "marker missing"
     return Iteration(number, "stop", at, duration, result, "block")
@@ -285,6 +287,9 @@ def _green(
     if name == "check":
         now = event.get("result") == "verified"
         how = f"verified by its check ({event.get('by', 'verify')}, {provenance.words(event)})"
+    elif name == "graded":  # a reviewer's pass of a rubric: graded, never verified
+        now = event.get("result") == "pass"
+        how = "graded by a reviewer (not verified)"
     else:
         now = event.get("value") is True
         how = "claimed"
@@ -293,9 +298,9 @@ def _green(
     if now != green.get(criterion, False):
         # Back by a check that failed: the claim or proof before it was refuted.
         if now:
-            turned = "verified" if name == "check" else "claimed"
+            turned = {"check": "verified", "graded": "graded"}.get(name, "claimed")
         else:
-            turned = "refuted" if name == "check" else ""
+            turned = {"check": "refuted", "graded": "failed by the reviewer"}.get(name, "")
         story.turns.append((criterion, number, now, turned))
     green[criterion] = now
 

@@ -95,6 +95,9 @@ def _backing(state: st.State, name: str, notes: dict[str, str]) -> list[str]:
         extra.append(f"check {result}: {clip(str(evidence['summary']), 200)}")
     if check:
         extra.append(f"check: {clip(check, limits.RUN_ITEM_CHARS)}")
+    grade = state["grades"].get(name, {}) if name in state["rubrics"] else {}
+    if grade.get("result") in ("fail", "none") and not queries.met(state, name):
+        extra.append(f"a reviewer did not pass it: {clip(str(grade.get('reasons')), 600)}")
     if name in notes:
         extra.append(f"note: {clip(notes[name], 300)}")
     lines = [f"    {e}" for e in extra]

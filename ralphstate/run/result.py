@@ -198,16 +198,20 @@ class Outcome:
         return [line, hint] if hint else [line]
 
     def standing(self) -> dict[str, Any]:
-        """The met criteria by what backs them: `verified` by a check, `claimed`, and
+        """The met criteria by what backs them: `verified` by a check, `graded` by a
+        reviewer, `claimed`, and
         the level of each verified one (`levels`)."""
         state = self.state
         if state is None:
-            return {"verified": [], "claimed": [], "alreadyTrue": [], "levels": {}}
+            return {"verified": [], "graded": [], "claimed": [], "alreadyTrue": [], "levels": {}}
         met = [c for c in state["criteria"] if queries.met(state, c)]
         verified = [c for c in met if queries.standing(state, c) == "verified"]
+        # passed by a reviewer against a rubric (core/grading.py): graded, never verified
+        graded = [c for c in met if queries.standing(state, c) == "graded"]
         return {
             "verified": verified,
-            "claimed": [c for c in met if c not in verified],
+            "graded": graded,
+            "claimed": [c for c in met if c not in verified and c not in graded],
             # verified, but their check passed before the loop did any work
             "alreadyTrue": already_true(state),
             # how each verified one was: sealed-confined, sealed, agent-env (core/provenance.py)

@@ -28,6 +28,7 @@ from ralphstate.run import (
     bookkeeping,
     checkin,
     endings,
+    graded,
     guards,
     limitwait,
     ownloop,
@@ -171,6 +172,7 @@ class _Run:
         state = bookkeeping.begin(ctx, self.allowance)
         if not queries.unmet(state):
             state = bookkeeping.verify_criteria(ctx.store, state, ctx.report)
+            state = graded.grade_if_done(ctx.store, state, ctx.report.line)
             if not queries.unmet(state):
                 return endings.finish(ctx, "complete", None)
         self.seen = self._fingerprint(state)
@@ -260,6 +262,7 @@ class _Run:
         ctx, agent = self.ctx, ended.agent
         self.attempts = 0
         state = bookkeeping.verify_criteria(ctx.store, ended.state, ctx.report)
+        state = graded.grade_if_done(ctx.store, state, ctx.report.line)
         now = self._fingerprint(state)
         progressed = now != self.seen
         self.quiet = 0 if progressed else self.quiet + 1

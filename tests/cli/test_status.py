@@ -68,8 +68,16 @@ def test_status_json_is_the_normalised_state(project: Path, rs: Any) -> None:
     result = rs("status", "--json")
     assert (result.code, result.err) == (0, "")
     shown = json.loads(result.out)
-    assert list(shown) == [*st.FIELD_ORDER, "extra", "knownHere", "proof", "staleEvidence"]
+    assert list(shown) == [
+        *st.FIELD_ORDER,
+        "extra",
+        "knownHere",
+        "proof",
+        "staleEvidence",
+        "standing",
+    ]
     proof = shown.pop("proof")  # no ledger record: written by hand, not by init
     assert (proof["approvedBy"], proof["review"], proof["endedOutside"]) == (None, [], False)
+    assert shown.pop("standing") == {}
     assert shown == {**state_of(project), "knownHere": False, "staleEvidence": []}
     assert shown["remainingSteps"] == ["a"]

@@ -64,12 +64,14 @@ def test_the_contract_is_the_contract_rows() -> None:
     assert contract == {
         "criteria": ["a", "b"],
         "checks": {},
+        "rubrics": {},
         "verifyOnStop": True,
         "cleanVerify": True,
         "checkTimeouts": {},
         "noCriteria": False,
         "guards": None,
         "expectFail": [],
+        "reviewer": None,
     }
 
 

@@ -578,8 +578,16 @@ def test_the_example_status_view(tmp_path: Path, rs: Any, monkeypatch: pytest.Mo
     as_json = rs("status", "--json")
     assert as_json.code == 0
     shown = json.loads(as_json.out)
-    assert list(shown) == [*st.FIELD_ORDER, "ticket", "knownHere", "proof", "staleEvidence"]
+    assert list(shown) == [
+        *st.FIELD_ORDER,
+        "ticket",
+        "knownHere",
+        "proof",
+        "staleEvidence",
+        "standing",
+    ]
     assert shown.pop("proof")["approvedBy"] is None  # no record here: it came with a clone
+    assert shown.pop("standing") == {c: queries.standing(state, c) for c in state["criteria"]}
     assert shown == {**state, "knownHere": False, "staleEvidence": []}
     log = rs("log", "-n", "1")
     unmet = logline._worded(queries.unmet(state))

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from ralphstate.core import checkrun
+from ralphstate.core import checkrun, grading
 from ralphstate.core import state as st
 from ralphstate.loop import configure
 from tests.helpers import run_process
@@ -48,6 +48,7 @@ def test_config_lists_every_setting(loop: Path, rs: Any) -> None:
         "max-tokens: none\n"
         "max-duration: none\n"
         "owner-timeout: default (30m)\n"
+        f"reviewer: default ({grading.DEFAULT_REVIEWER})\n"
     )
     assert rs("config", "spec").out == "Build the parser\nwith a second line\n"
 
@@ -110,7 +111,7 @@ TICK = "a marker cannot hold a backtick: in backticks it is code, where it does 
 UNKNOWN = (
     "no setting 'colour'; the settings are: max-iterations, stall-limit, marker,"
     " continue-message, spec, verify-on-stop, clean-verify, verify-budget, verify-jobs,"
-    " max-cost, max-tokens, max-duration, owner-timeout."
+    " max-cost, max-tokens, max-duration, owner-timeout, reviewer."
 )
 BAD = [
     ("max-iterations", "0", "max-iterations must be a whole number from 1 to 100000, not '0'."),

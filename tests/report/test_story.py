@@ -168,7 +168,13 @@ def test_every_blocking_stop_rule_is_an_iteration_and_every_pausing_one_a_pause(
         (1, "stop", 20.0, "no criteria")
     ]
     assert [(m.what, m.detail) for m in told.pauses] == [("budget", "by the Stop hook")]
-    assert story_.HOOK_ITERATIONS == ("unmet", "no_criteria", "no_marker", "verify_yourself")
+    assert story_.HOOK_ITERATIONS == (
+        "unmet",
+        "no_criteria",
+        "no_marker",
+        "verify_yourself",
+        "ungraded",
+    )
     assert story_.HOOK_PAUSES == ("max_iterations", "stall", "budget", "review", "untrusted_checks")
 
 

@@ -81,6 +81,7 @@ def test_an_agent_that_makes_progress_completes_the_loop(
         "total": 2,
         "unmet": [],
         "verified": [],
+        "graded": [],
         "claimed": ["tests pass", "docs written"],
         "alreadyTrue": [],
         "levels": {},

@@ -272,6 +272,7 @@ def test_the_outcome_as_json_and_as_a_summary() -> None:
             "total": 3,
             "unmet": ["lint clean", "docs"],
             "verified": [],
+            "graded": [],
             "claimed": ["tests pass"],
             "alreadyTrue": [],
             "levels": {},
