@@ -32,6 +32,7 @@ COMMANDS = {
     "step": "ralphstate.cli.step:step",
     "review": "ralphstate.cli.review:review_command",
     "trust": "ralphstate.cli.trust:trust_command",
+    "heldout": "ralphstate.cli.heldout:heldout",
     "pause": "ralphstate.cli.pause:pause",
     "resume": "ralphstate.cli.resume:resume",
     "adopt": "ralphstate.cli.adopt:adopt",

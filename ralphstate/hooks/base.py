@@ -27,6 +27,7 @@ from ralphstate.storage.system import paths
 
 if TYPE_CHECKING:
     from ralphstate.verify.fitting import Verification
+    from ralphstate.verify.heldoutchecks import Failed
     from ralphstate.verify.onecheck import CheckResult
 
 Output = dict[str, object]
@@ -115,9 +116,11 @@ class Verified:
         results: list[CheckResult],
         untrusted: bool = False,
         found: Verification | None = None,
+        heldout: list[Failed] | None = None,
     ) -> None:
         self.results = results
         self.untrusted = untrusted
+        self.heldout = heldout or []  # the held-out checks that failed (verify/heldoutchecks.py)
         self.fresh = found.fresh if found else []
         self.deferred = found.deferred if found else []
         self.budget = found.budget if found else 0.0
@@ -129,13 +132,17 @@ def run_checks(
     names: list[str] | None = None,
     restore: tuple[str, list[str]] | None = None,
     by: str = "stop",
+    session: str | None = None,
+    held_for: list[str] | None = None,
 ) -> Verified:
     """Verify-on-stop, the re-run of stale checks, or a tied task's checks (`by`: stop,
     task): the loop's trusted checks (`names`, else all) as a hook can afford them
     (verify/fitting.py: not again on the code they were verified on, side by side,
     within the loop's budget), outside the state lock, in a clean room where the loop
     is in a git repository (unless its `cleanVerify` is false), with `restore`'s paths
-    in it as that tree holds them. Untrusted checks are never run. A SIGTERM (a client
+    in it as that tree holds them. Untrusted checks are never run. Once every check
+    passed and none was left to the model, the held-out checks of `held_for` (None:
+    of every criterion) run (verify/heldoutchecks.py, for `session`). A SIGTERM (a client
     that gave up waiting) kills the running checks, records the verification as
     stopped, and fails open."""
     from ralphstate.verify import execute, fitting, onecheck, pool
@@ -143,6 +150,7 @@ def run_checks(
     try:
         with onecheck.terminate_as_interrupt():
             found = fitting.verify(store, names, restore=restore, by=by)
+            held = _held_out(store, found, held_for, by, session)
     except execute.Untrusted:
         return Verified([], untrusted=True)
     except RalphstateError as exc:  # (a clean room that cannot be made, say): the person
@@ -154,4 +162,18 @@ def run_checks(
             f"stopped while running the loop's checks; {killed} killed, and the stop is"
             " recorded (`ralphstate status` shows it)"
         ) from None
-    return Verified(found.results, found=found)
+    return Verified(found.results, found=found, heldout=held)
+
+
+def _held_out(
+    store: Store, found: Verification, names: list[str] | None, by: str, session: str | None
+) -> list[Failed]:
+    """The held-out checks that failed, run once the visible checks all passed."""
+    if found.deferred or not all(r.passed for r in found.results):
+        return []
+    from ralphstate.verify import heldoutchecks
+
+    state = store.load()
+    if not heldoutchecks.has_any(store.paths, state):
+        return []
+    return heldoutchecks.run(store, state, names, by=by, session=session)

@@ -25,6 +25,7 @@ from ralphstate.core.decide import Decision
 from ralphstate.core.grading import HOOK_REVIEW_BUDGET, Graded
 from ralphstate.core.outcomes import OUTCOMES, Rule
 from ralphstate.core.proof import Pending
+from ralphstate.core.render import CheckFailure
 from ralphstate.hooks import arrival, base, notify
 from ralphstate.hooks.base import HookInput, Output, Verified
 from ralphstate.hooks.faults import Fault, Unusable, note
@@ -67,6 +68,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     boxes = _task_boxes(loop, state)
     spent = None if runner else _spent(agent, hook_input, loop, state, session_id)
     decisions = _Decisions(facts, state, boxes, spent)
+    decisions.held_out = lambda current: _held_out(loop, current)
     # A stop that changes nothing (a loop paused, finished, another session's, not known
     # here, or inside `ralphstate run`) is decided on the file as read: no lock.
     decision = base.update(store, decisions.change(None), read=state)
@@ -74,11 +76,17 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if OUTCOMES[decision.rule].runs_checks:  # outside the lock, then decide again
         stale = facts.stale_found
         names = list(stale) if stale and not decide.verifies_on_stop(state) else None
-        verified = base.run_checks(store, names)
+        verified = base.run_checks(store, names, session=session_id)
         facts.review_again()  # a pass the checks just recorded may be weakened
         decision = base.update(store, decisions.change(verified))
+    graded = None
     if OUTCOMES[decision.rule].grades:  # the reviewer, outside the lock, then decide again
-        decision = base.update(store, decisions.change(verified, _graded(store)))
+        graded = _graded(store)
+        decision = base.update(store, decisions.change(verified, graded))
+    if OUTCOMES[decision.rule].runs_checks and verified is None:  # held-out checks first
+        verified = base.run_checks(store, None, session=session_id)
+        facts.review_again()
+        decision = base.update(store, decisions.change(verified, graded))
     if decision.state is not None and (decision.adopted or OUTCOMES[decision.rule].ends):
         pid = agent.process_id(os.environ) if decision.adopted else None
         base.record("stop", loop, decision.state, pid)
@@ -129,6 +137,7 @@ class _Decisions:
         self.boxes = boxes
         self.spent = spent
         self.read_from = state["transcriptUsage"]
+        self.held_out: Callable[[st.State], bool] = lambda current: False
 
     def change(self, verified: Verified | None, graded: Graded | None = None) -> Change:
         def decided(current: st.State, events: list[Event]) -> Decision:
@@ -153,9 +162,18 @@ class _Decisions:
             working = copy.deepcopy(current)
             checked = apply(working, results, "stop")
         ran = {e["criterion"] for e in checked}
+        held = verified.heldout if verified else []
+        if held:  # a held-out check failed: its criterion is not verified
+            from ralphstate.verify import heldoutchecks
+
+            working = copy.deepcopy(current) if working is current else working
+            checked += heldoutchecks.mark(working, held, "stop")
         found = None
         if verified is not None:
-            failures = [r for r in results if not r.passed and r.criterion in ran]
+            failures: list[CheckFailure] = [
+                r for r in results if not r.passed and r.criterion in ran
+            ]
+            failures += held
             left = verified if verified.deferred else None  # what it left to the model
             found = decide.Checked(failures, verified.untrusted, left)
         # Counted from the file as first read: another stop that counted meanwhile
@@ -163,12 +181,21 @@ class _Decisions:
         counted = self.spent if current["transcriptUsage"] == self.read_from else None
         given = self.facts.given(spent=counted, checked=found, graded=graded)
         decision = decide.decide_stop(working, given)
+        if decision.rule == "complete" and verified is None and self.held_out(current):
+            return Decision("verify")  # the held-out checks run first (verify/heldoutchecks.py)
         if decision.state is not None:
             raw = cast(st.Raw, current)  # the store writes the dict it handed over
             raw.clear()
             raw.update(decision.state)
             events += checked + decision.events
         return decision
+
+
+def _held_out(loop: paths.LoopPaths, state: st.State) -> bool:
+    """Whether a criterion of the loop has a held-out check: a completion waits for them."""
+    from ralphstate.verify import heldoutchecks
+
+    return heldoutchecks.has_any(loop, state)
 
 
 def _graded(store: Store) -> Graded:

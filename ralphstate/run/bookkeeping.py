@@ -8,7 +8,7 @@ import contextlib
 import os
 from typing import Any
 
-from ralphstate.core import budgets, clock
+from ralphstate.core import budgets, clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import NoLoop, RalphstateError
 from ralphstate.run import progress, spawn, usage
@@ -48,18 +48,36 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     A criterion with a check (`checks`) is verified by running it, in a clean room
     where the loop is in a git repository (unless its `cleanVerify` is false):
     `verify.run_checks` records pass or fail in `criteriaStatus` and `evidence`. A
-    criterion without one counts as verified when `criteriaStatus` says so. Returns the
-    state afterwards.
+    criterion without one counts as verified when `criteriaStatus` says so. Once every
+    criterion is, the held-out checks run (verify/heldoutchecks.py): one that fails
+    sets its criterion back. Returns the state afterwards.
     """
-    if not state["checks"]:
+    from ralphstate.verify import execute, heldoutchecks
+
+    held_out = heldoutchecks.has_any(store.paths, state)
+    if not state["checks"] and not held_out:
         return state
-    from ralphstate.verify import execute
 
     def said(result: Any) -> None:
         report.line(progress.check_line(result))
 
     execute.run_checks(store, by="run", progress=said, clean=None)
-    return store.load()
+    after = store.load()
+    if held_out and not queries.unmet(after):
+        failed = heldoutchecks.run(store, after, by="run")
+        for failure in failed:
+            report.line(f"  ✗ {heldoutchecks.said(failure.criterion, failure.hint)}")
+        if failed:
+            after = store.update(lambda current, events: _held_back(current, events, failed))
+    return after
+
+
+def _held_back(current: st.State, events: list[Event], failed: list[Any]) -> st.State:
+    """The criteria held-out checks failed, set back (verify/heldoutchecks.py `mark`)."""
+    from ralphstate.verify import heldoutchecks
+
+    events += heldoutchecks.mark(current, failed, "run")
+    return current
 
 
 def begin(ctx: Context, allowance: Allowance) -> st.State:

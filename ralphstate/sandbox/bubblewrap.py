@@ -42,6 +42,8 @@ def layout(where: Reach, offline: bool) -> list[str]:
         args += ["--bind", str(writable), str(writable)]
     for path in [*where.protected, *where.store]:
         args += ["--ro-bind", str(path), str(path)]
+    for secret in where.secret:  # inside the store: mounted over once it is bound
+        args += ["--tmpfs", str(secret)]
     args += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--chdir", str(where.root)]
     if offline:
         args.append("--unshare-net")

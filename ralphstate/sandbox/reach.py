@@ -8,7 +8,8 @@ configuration, hooks and `info/` (a filter or a hook there runs code outside any
 check). The agent still writes the rest of the project, `.loop/` included, and git's
 objects and refs, so that it can edit, record progress and commit.
 
-Hidden by bubblewrap and sandbox-exec: the home directories, `/tmp` and the other
+Hidden by bubblewrap: the held-out checks' directory of the store (`secret`). Hidden by
+bubblewrap and sandbox-exec: the home directories, `/tmp` and the other
 shared scratch places (`HIDDEN`). What the agent's tools need from them comes back
 read-only (`needed`): the directories on PATH, the agent's own program and the files
 its command names, the Python and the `ralphstate` the run uses and the one on PATH,
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralphstate.storage.peruser import home
+from ralphstate.storage.peruser import heldoutstore, home
 from ralphstate.storage.repo import testfiles
 from ralphstate.storage.repo.git import run_git
 from ralphstate.storage.system.paths import LoopPaths
@@ -65,6 +66,8 @@ class Reach:
     store: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
     shown: list[Path] = field(default_factory=list)
+    # Hidden inside the store: the held-out checks (storage/peruser/heldoutstore.py).
+    secret: list[Path] = field(default_factory=list)
 
 
 def user_home() -> Path | None:
@@ -79,6 +82,14 @@ def store_dirs() -> list[Path]:
         return [Path(override).expanduser()]
     try:
         return [home.state_dir(), home.log_dir(), home.data_dir()]
+    except home.NoHome:
+        return []
+
+
+def _secret_dirs() -> list[Path]:
+    """The held-out checks' directory: the agent never reads it, even read-only."""
+    try:
+        return [heldoutstore.top()]
     except home.NoHome:
         return []
 
@@ -186,6 +197,7 @@ def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Rea
             protected += [git_dir / name for name in GIT_PROTECTED]
     found.protected = _real(protected)
     found.store = _real(store_dirs())
+    found.secret = [p for p in _real(_secret_dirs()) if p.is_dir()]
     where = user_home()
     hidden = [Path(p) for p in HIDDEN] + ([where] if where is not None else [])
     found.hidden = [p for p in _real(hidden) if p.is_dir()]
