@@ -38,6 +38,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not worker:
         return
     own = tempfile.mkdtemp(prefix=f"rs-{worker}-")
+    Path(own).chmod(0o1777)  # as the system's: open to every user, sticky
     config.stash[_WORKER_TMP] = own
     os.environ["TMPDIR"] = own
     tempfile.tempdir = None  # asked again: the new TMPDIR
