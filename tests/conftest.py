@@ -3,6 +3,9 @@ environment, and any use of the real per-user directories fails the test."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +23,32 @@ from tests.helpers import Result
 settings.register_profile("ci", derandomize=True, database=None, max_examples=60, deadline=None)
 settings.register_profile("long", max_examples=3000, deadline=None)
 settings.load_profile("ci")
+
+
+_WORKER_TMP = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker of pytest-xdist (`-n auto`) gets a system temporary directory of its own
+    (TMPDIR, for it and every process it starts): a test that watches that directory for
+    clean rooms and snapshots (an agent's process rewriting the room's files, the
+    leftovers a killed check left behind) sees its own worker's, never those of a test
+    running at the same time on another."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    own = tempfile.mkdtemp(prefix=f"rs-{worker}-")
+    Path(own).chmod(0o1777)  # as the system's: open to every user, sticky
+    config.stash[_WORKER_TMP] = own
+    os.environ["TMPDIR"] = own
+    tempfile.tempdir = None  # asked again: the new TMPDIR
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    own = config.stash.get(_WORKER_TMP, None)
+    if own:
+        shutil.rmtree(own, ignore_errors=True)
+
 
 LEAKY_ENV = (
     # Every agent's session, process and project variables (`Agent.variables`).

@@ -145,14 +145,14 @@ def test_a_process_left_running_that_rewrites_the_rooms_test_proves_nothing(
 # directory is in it) before it rewrites the room's test: past the room's first check.
 DURING = """
 import glob, os, sys, time
-tmp, weak, stop_at = sys.argv[1], sys.argv[2], time.time() + 110
+tmp, weak, stop_at = os.path.realpath(sys.argv[1]), sys.argv[2], time.time() + 110
 while time.time() < stop_at:
     for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
         try:
             cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if "ralphstate-clean-" in cwd and os.getpid() != int(pid):
+        if cwd.startswith(tmp) and "ralphstate-clean-" in cwd and os.getpid() != int(pid):
             test = os.path.join(cwd, "tests", "test_calc.py")
             try:
                 if open(test).read() != weak:

@@ -33,6 +33,7 @@ from e2e_support import (
     serving,
 )
 from fake_api import FakeAnthropicAPI
+from filelock import FileLock
 
 Result = tuple[subprocess.CompletedProcess[str], dict[str, Any]]
 
@@ -148,15 +149,24 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"], "pytest"]
-    where = tmp_path_factory.mktemp("wheels")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *wanted],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if done.returncode != 0:
-        pytest.fail(f"could not gather the wheels the plugin's build needs:\n{done.stderr}")
+    # Gathered once for the whole run: a worker of pytest-xdist (`-n auto`) finds them in
+    # the run's own temporary directory, the one its workers' directories are in.
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent
+    where = run_dir / "wheels"
+    with FileLock(run_dir / "wheels.lock"):
+        if (where / ".gathered").exists():
+            return where
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(where), *wanted],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"could not gather the wheels the plugin's build needs:\n{done.stderr}")
+        (where / ".gathered").write_text("")
     return where
 
 
