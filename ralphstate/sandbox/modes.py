@@ -38,6 +38,7 @@ class Box:
     program: str | None = None
     offline: bool = False
     settings: Path | None = None
+    userns: bool = False
 
     @property
     def how(self) -> str:
@@ -50,7 +51,8 @@ class Box:
             return argv
         if self.mode == "bwrap":
             env.update(bubblewrap.INSIDE)
-            return bubblewrap.command(str(self.program), self.where, self.offline, argv)
+            program = str(self.program)
+            return bubblewrap.command(program, self.where, self.offline, argv, self.userns)
         if self.mode == "sandbox-exec":
             env.update(seatbelt.INSIDE)
             return seatbelt.command(self.where, self.offline, argv)
@@ -81,7 +83,8 @@ def prepare(
         )
     where = reach(paths, guards, chain)
     if chosen == "bwrap":
-        return Box(chosen, where, bubblewrap.ready(where, offline), offline)
+        program, userns = bubblewrap.ready(where, offline)
+        return Box(chosen, where, program, offline, userns=userns)
     if chosen == "sandbox-exec":
         return Box(chosen, where, seatbelt.ready(), offline)
     return _claude(where, chain, offline)

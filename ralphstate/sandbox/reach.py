@@ -27,10 +27,12 @@ from pathlib import Path
 from ralphstate.storage.peruser import home
 from ralphstate.storage.repo import testfiles
 from ralphstate.storage.repo.git import run_git
+from ralphstate.storage.system import bwrapargs
 from ralphstate.storage.system.paths import LoopPaths
 
 # Where other people's, other projects' and other programs' files live: hidden.
-HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/run/user")
+# The runtime directories with the host's socket files (bwrapargs.SOCKET_DIRS) too.
+HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv")
 # An agent's own configuration and credentials, relative to the home, by program name.
 AGENT_CONFIG: dict[str, tuple[str, ...]] = {
     "claude": (".claude", ".claude.json"),
@@ -188,8 +190,10 @@ def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Rea
     found.store = _real(store_dirs())
     where = user_home()
     hidden = [Path(p) for p in HIDDEN] + ([where] if where is not None else [])
+    hidden += bwrapargs.socket_dirs()
     found.hidden = [p for p in _real(hidden) if p.is_dir()]
     wanted = [p for argv in commands for p in [*tools(argv), *agent_config(argv, where)]]
+    wanted += bwrapargs.resolver()
     shown = _real(wanted)
     found.shown = [p for p in shown if _comes_back(p, found.hidden, root)]
     return found
