@@ -226,8 +226,17 @@ OPTIONS = (
         "sandbox",
         Choice(MODES),
         "Confine each iteration's agent (docs/how-to/sandbox.md); a sandbox that cannot"
-        " start stops the run.  [default: `sandbox` in the config, else none]",
+        " start stops the run.  [default: `sandbox` in the config once trusted, else none]",
         flags=("--sandbox",),
+        reviewed=True,
+    ),
+    Option(
+        "no_sandbox",
+        Switch(),
+        "Run the agent unconfined, with all your user's rights (the same as --sandbox off).",
+        flags=("--no-sandbox",),
+        configured=False,
+        default=False,
     ),
     Option(
         "offline",
@@ -236,6 +245,7 @@ OPTIONS = (
         flags=("--no-network",),
         key_name="sandbox-network",
         default=False,
+        reviewed=True,
     ),
     Option(
         "shell",

@@ -93,7 +93,8 @@ def ready(where: Reach, offline: bool) -> tuple[str, bool]:
     if program is None:
         raise RalphstateError(
             "the bubblewrap sandbox cannot start: `bwrap` is not on PATH (Debian and"
-            " Ubuntu: apt-get install bubblewrap); the run does not go on unconfined."
+            " Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap); the run"
+            " does not go on unconfined unless you give --no-sandbox."
         )
     userns, why = probe(program, where, offline)
     if why is not None:

@@ -1,8 +1,9 @@
 """Choosing the sandbox of a run, refusing one that cannot start, and wrapping each
 iteration's command in it.
 
-`off` runs the agent unconfined and says so; `auto` takes the best this machine has
-(bubblewrap on Linux, sandbox-exec on macOS) and refuses when there is none. A chosen
+`auto` takes the best this machine has (bubblewrap on Linux, sandbox-exec on macOS) and
+refuses when there is none; `off` (`--no-sandbox`, the person's alone) runs the agent
+unconfined and says so. A run given no mode is unconfined, as before. A chosen
 sandbox that cannot start stops the run before its first iteration, in one sentence:
 a run never falls back to an unconfined agent.
 """
@@ -60,6 +61,15 @@ class Box:
         return ccsettings.command(argv, self.settings or Path())
 
 
+def chosen(mode: str | None, unconfined: bool) -> str | None:
+    """The run's mode: `off` for `--no-sandbox`, else the one chosen (None: none);
+    RalphstateError for both at once. `off`, however chosen, is the person's alone
+    (run/runner.py asks `require_person`)."""
+    if unconfined and mode not in (None, UNCONFINED):
+        raise RalphstateError(f"--no-sandbox and --sandbox {mode} contradict each other.")
+    return UNCONFINED if unconfined else mode
+
+
 def default() -> str:
     """What `auto` means on this platform."""
     if sys.platform.startswith("linux"):
@@ -79,7 +89,9 @@ def prepare(
     chosen = default() if mode == "auto" else mode
     if not chosen:
         raise RalphstateError(
-            f"no sandbox works on {sys.platform}; choose --sandbox off to run the agent unconfined."
+            f"no sandbox works on {sys.platform} (ralphstate confines agents with bubblewrap"
+            " on Linux and sandbox-exec on macOS); give --no-sandbox to run the agent"
+            " unconfined, with all your user's rights."
         )
     where = reach(paths, guards, chain)
     if chosen == "bwrap":

@@ -112,10 +112,20 @@ def git_dirs(root: Path) -> tuple[Path, Path] | None:
 def _real(paths: Iterable[Path]) -> list[Path]:
     seen: dict[str, Path] = {}
     for path in paths:
-        if path.exists() or path.is_symlink():
-            real = Path(os.path.realpath(path))
-            seen.setdefault(str(real), real)
+        try:  # a PATH entry the user may not enter is left out, never a traceback
+            if path.exists() or path.is_symlink():
+                real = Path(os.path.realpath(path))
+                seen.setdefault(str(real), real)
+        except OSError:
+            continue
     return list(seen.values())
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _inside(path: Path, top: Path) -> bool:
@@ -191,7 +201,7 @@ def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Rea
     where = user_home()
     hidden = [Path(p) for p in HIDDEN] + ([where] if where is not None else [])
     hidden += bwrapargs.socket_dirs()
-    found.hidden = [p for p in _real(hidden) if p.is_dir()]
+    found.hidden = [p for p in _real(hidden) if _is_dir(p)]
     wanted = [p for argv in commands for p in [*tools(argv), *agent_config(argv, where)]]
     wanted += bwrapargs.resolver()
     shown = _real(wanted)
