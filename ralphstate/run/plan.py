@@ -61,6 +61,8 @@ class Plan:
     # network (docs/how-to/sandbox.md).
     sandbox: str | None
     no_sandbox: bool
+    # The variables of the person's environment the confined agent gets besides its own.
+    keep_env: list[str]
     offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
     # check that passed fails after an iteration (run/strict.py).

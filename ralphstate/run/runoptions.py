@@ -239,6 +239,16 @@ OPTIONS = (
         default=False,
     ),
     Option(
+        "keep_env",
+        Commands(),
+        "Give the confined agent this variable of your environment too (repeat); it gets"
+        " only the basics, git's identity and its own client's variables otherwise.",
+        flags=("--env",),
+        metavar="NAME",
+        configured=False,
+        default=[],
+    ),
+    Option(
         "offline",
         Switch(negated=True),
         "With --sandbox bwrap or sandbox-exec: no network inside (for agents that need no API).",

@@ -11,11 +11,11 @@ a run never falls back to an unconfined agent.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.sandbox import bubblewrap, ccsettings, seatbelt
+from ralphstate.sandbox import bubblewrap, ccsettings, envlist, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -40,6 +40,10 @@ class Box:
     offline: bool = False
     settings: Path | None = None
     userns: bool = False
+    # The agent commands of the run and the variables the person named (`--env`): what
+    # of the environment reaches the agent (sandbox/envlist.py).
+    chain: list[list[str]] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
 
     @property
     def how(self) -> str:
@@ -50,6 +54,9 @@ class Box:
         """`argv` as it runs in the sandbox; `env` gets the sandbox's variables."""
         if self.mode == "off" or self.where is None:
             return argv
+        kept = envlist.allowed(env, [*self.chain, argv], self.named)
+        env.clear()
+        env.update(kept)
         if self.mode == "bwrap":
             env.update(bubblewrap.INSIDE)
             program = str(self.program)

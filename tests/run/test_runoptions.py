@@ -28,6 +28,7 @@ COMMAND_LINE = [
     *("--on-limit", "pause", "--idle-timeout", "30", "--notify", "notify-me"),
     *("--sandbox", "off", "--no-sandbox", "--no-network", "--shell", "--strict"),
     "--check-in",
+    *("--env", "SOME_TOKEN"),
 ]
 
 
