@@ -103,8 +103,6 @@ def _sandbox(
     """The run's sandbox, started once on trial before anything else (docs/how-to/
     sandbox.md); RalphstateError, before the first iteration, when it cannot start."""
     mode = modes.chosen(plan.sandbox, plan.no_sandbox)
-    if mode is None:
-        return None
     if mode == modes.UNCONFINED:  # turning confinement off is the person's act alone
         from ralphstate.loop.person import require_person
 

@@ -226,7 +226,8 @@ OPTIONS = (
         "sandbox",
         Choice(MODES),
         "Confine each iteration's agent (docs/how-to/sandbox.md); a sandbox that cannot"
-        " start stops the run.  [default: `sandbox` in the config once trusted, else none]",
+        " start stops the run.  [default: `sandbox` in the config once trusted, else auto:"
+        " the best this machine has]",
         flags=("--sandbox",),
         reviewed=True,
     ),

@@ -1,15 +1,16 @@
 """Choosing the sandbox of a run, refusing one that cannot start, and wrapping each
 iteration's command in it.
 
-`auto` takes the best this machine has (bubblewrap on Linux, sandbox-exec on macOS) and
-refuses when there is none; `off` (`--no-sandbox`, the person's alone) runs the agent
-unconfined and says so. A run given no mode is unconfined, as before. A chosen
+`auto`, the default, takes the best this machine has (bubblewrap on Linux, sandbox-exec
+on macOS) and refuses when there is none; `off` (`--no-sandbox`, the person's alone)
+runs the agent unconfined and says so. A chosen
 sandbox that cannot start stops the run before its first iteration, in one sentence:
 a run never falls back to an unconfined agent.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,8 @@ from ralphstate.storage.system.paths import LoopPaths
 
 MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
 UNCONFINED = "off"
+# The person's default mode for `run`, from their shell (else `auto`).
+DEFAULT_ENV = "RALPHSTATE_RUN_SANDBOX"
 # What each mode is, in the words of the run's summary, `status` and the report.
 HOW = {
     "bwrap": "bubblewrap",
@@ -68,13 +71,21 @@ class Box:
         return ccsettings.command(argv, self.settings or Path())
 
 
-def chosen(mode: str | None, unconfined: bool) -> str | None:
-    """The run's mode: `off` for `--no-sandbox`, else the one chosen (None: none);
-    RalphstateError for both at once. `off`, however chosen, is the person's alone
+def chosen(mode: str | None, unconfined: bool) -> str:
+    """The run's mode: `off` for `--no-sandbox`, else the one chosen, else the person's
+    default from their shell (`DEFAULT_ENV`), else `auto`; RalphstateError for both at
+    once or a default that is no mode. `off`, however chosen, is the person's alone
     (run/runner.py asks `require_person`)."""
     if unconfined and mode not in (None, UNCONFINED):
         raise RalphstateError(f"--no-sandbox and --sandbox {mode} contradict each other.")
-    return UNCONFINED if unconfined else mode
+    if unconfined:
+        return UNCONFINED
+    default = os.environ.get(DEFAULT_ENV) or "auto"
+    if mode is None and default not in MODES:
+        raise RalphstateError(
+            f"{DEFAULT_ENV}={default!r} is no sandbox mode; choose one of {', '.join(MODES)}."
+        )
+    return mode or default
 
 
 def default() -> str:
@@ -139,8 +150,9 @@ def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:
 def report() -> list[tuple[str, bool, str]]:
     """Each mode this machine could give a run: (mode, works, what or why not)."""
     found: list[tuple[str, bool, str]] = []
+    started: tuple[bool, str] | None = None
     if sys.platform.startswith("linux"):
-        ok, why = bubblewrap.works()
+        started = ok, why = bubblewrap.works()
         found.append(("bwrap", ok, f"bubblewrap starts ({why})" if ok else why))
     elif sys.platform == "darwin":
         import shutil
@@ -148,5 +160,8 @@ def report() -> list[tuple[str, bool, str]]:
         ok = shutil.which(seatbelt.PROGRAM) is not None
         found.append(("sandbox-exec", ok, "untested profile" if ok else "not on PATH"))
     lacking = ccsettings.missing()
-    found.append(("claude", lacking is None, lacking or "bwrap and socat found"))
+    if lacking is None and started is not None and not started[0]:
+        # Claude Code's sandbox is bubblewrap on Linux: found is not enough, it must start.
+        lacking = f"bubblewrap, which it runs, cannot start ({started[1]})"
+    found.append(("claude", lacking is None, lacking or "bwrap and socat found, bwrap starts"))
     return found
