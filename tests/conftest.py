@@ -81,6 +81,9 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     actor.reset()  # a hook run in this process earlier set its own
     home = tmp_path_factory.mktemp("ralphstate-home")
     monkeypatch.setenv("RALPHSTATE_HOME", str(home))
+    # `run` confines its agent by default; the tests whose agents write outside their
+    # project run it unconfined, as the person may (tests/sandbox take this away).
+    monkeypatch.setenv("RALPHSTATE_RUN_SANDBOX", "off")
     config = tmp_path_factory.mktemp("claude-config")
     (config / "settings.json").write_text('{"enabledPlugins": {"ralphstate@ralphstate": true}}')
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))

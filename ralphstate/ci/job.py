@@ -30,6 +30,9 @@ from ralphstate.storage.system import children, reaper
 # What only the job itself uses, kept from the agent's environment: the token `gh` asks
 # for the next job and tells the pull request with.
 JOB_ONLY = ("GH_TOKEN", "GITHUB_TOKEN")
+# Where the action names the variable that holds the agent's API key (action.yml): the
+# confined agent gets it by name (`run --env`), as it gets no other of the job's.
+SECRET_NAME_ENV = "SECRET_NAME"
 # The least a job's run is given, whatever the time budget leaves.
 LEAST_SECONDS = 1
 
@@ -152,6 +155,9 @@ def run_args(job: Job, seconds: float) -> list[str]:
     ):
         if value is not None:
             args += [option, str(value)]
+    secret = os.environ.get(SECRET_NAME_ENV, "").strip()
+    if secret:
+        args += ["--env", secret]
     return args
 
 

@@ -220,6 +220,7 @@ def ended(
         error,
         ctx.detail,
         ctx.over if reason == "budget" else None,
+        ctx.box.how if ctx.box is not None else None,
     )
     if reason != "user":  # Ctrl-C: the person is there
         kind = {"complete": "complete", "error": "error"}.get(outcome, "pause")

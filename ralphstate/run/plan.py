@@ -60,6 +60,9 @@ class Plan:
     # The sandbox mode (`--sandbox`; None: none was asked for) and whether it cuts the
     # network (docs/how-to/sandbox.md).
     sandbox: str | None
+    no_sandbox: bool
+    # The variables of the person's environment the confined agent gets besides its own.
+    keep_env: list[str]
     offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
     # check that passed fails after an iteration (run/strict.py).
@@ -122,7 +125,9 @@ def make_plan(store: Store, state: st.State, given: Mapping[str, Any] | None = N
 
     linked = linkedspecs.linked(store.paths.root, state, files)
     used = any(
-        option.reviewed and given.get(option.name) is None and config.values.get(option.name)
+        option.reviewed
+        and given.get(option.name) is None
+        and config.values.get(option.name) not in (None, [], "")
         for option in runoptions.OPTIONS
     )
     chosen.update(agents=chain, context=files + linked)
@@ -190,6 +195,8 @@ def check_trusted(store: Store, plan: Plan) -> None:
             "notify": "the notifier",
             "specs": "the specs the task file links to",
             "shell": "running it through a shell",
+            "sandbox": "the sandbox mode",
+            "offline": "the sandbox's network",
         }
         named = " and ".join(words.get(k, k) for k in plan.review)
         where = ", ".join(plan.sources) or "the task file"
@@ -278,5 +285,5 @@ def preview(store: Store, plan: Plan) -> dict[str, Any]:
         "found": spawn.resolve(plan.argv[0], store.paths.root) is not None,
         "config": plan.sources,
         "configTrusted": trusted,
-        "sandbox": plan.sandbox,
+        "sandbox": "off" if plan.no_sandbox else plan.sandbox,
     }

@@ -119,6 +119,8 @@ class Outcome:
     detail: str | None = None
     # Whose budget was reached: `budgets.LOOPS` or `budgets.RUNS` (reason "budget").
     budget: str | None = None
+    # How the run confined its agent (`unconfined` for --no-sandbox); None: no agent ran.
+    sandbox: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -153,6 +155,7 @@ class Outcome:
         if tokens is not None:
             line += f" · {format_spent(tokens, cost)}"
         confined = {r.sandbox for r in self.iterations if r.sandbox is not None}
+        confined |= {self.sandbox} if self.sandbox is not None else set()
         if confined:
             line += f" · sandbox: {', '.join(sorted(confined))}"
         hint = {
@@ -240,6 +243,8 @@ class Outcome:
             },
             "runs": [r.as_json() for r in self.iterations],
         }
+        if self.sandbox is not None:
+            out["sandbox"] = self.sandbox
         tokens, cost = self.spent()
         out["usage"] = {"tokens": tokens, "cost": cost}
         if self.error:

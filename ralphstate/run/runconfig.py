@@ -97,6 +97,12 @@ def reviewed(config: RunConfig, root: Path, specs: Sequence[Path] = ()) -> dict[
         settings["context"] = [_shown(path, root) for path in config.context]
     if config.notify is not None:
         settings["notify"] = config.notify
+    # How the agent is confined is the person's to choose: a mode or a network setting
+    # a file gives (the agent may have written it) is used once a person trusted it.
+    if config.sandbox is not None:
+        settings["sandbox"] = config.sandbox
+    if config.offline is not None:
+        settings["offline"] = config.offline
     return settings
 
 

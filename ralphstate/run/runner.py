@@ -104,9 +104,13 @@ def _sandbox(
 ) -> Box | None:
     """The run's sandbox, started once on trial before anything else (docs/how-to/
     sandbox.md); RalphstateError, before the first iteration, when it cannot start."""
-    if plan.sandbox is None:
-        return None
-    box = modes.prepare(plan.sandbox, store.paths, list(state["guards"] or []), chain, plan.offline)
+    mode = modes.chosen(plan.sandbox, plan.no_sandbox)
+    if mode == modes.UNCONFINED:  # turning confinement off is the person's act alone
+        from ralphstate.loop.person import require_person
+
+        require_person(store.paths, "`ralphstate run --no-sandbox`")
+    box = modes.prepare(mode, store.paths, list(state["guards"] or []), chain, plan.offline)
+    box.chain, box.named = chain, list(plan.keep_env)
     if box.mode == modes.UNCONFINED:
         report.line("sandbox: off; the agent runs unconfined, with all your user's rights.")
     else:

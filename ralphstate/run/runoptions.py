@@ -226,8 +226,28 @@ OPTIONS = (
         "sandbox",
         Choice(MODES),
         "Confine each iteration's agent (docs/how-to/sandbox.md); a sandbox that cannot"
-        " start stops the run.  [default: `sandbox` in the config, else none]",
+        " start stops the run.  [default: `sandbox` in the config once trusted, else auto:"
+        " the best this machine has]",
         flags=("--sandbox",),
+        reviewed=True,
+    ),
+    Option(
+        "no_sandbox",
+        Switch(),
+        "Run the agent unconfined, with all your user's rights (the same as --sandbox off).",
+        flags=("--no-sandbox",),
+        configured=False,
+        default=False,
+    ),
+    Option(
+        "keep_env",
+        Commands(),
+        "Give the confined agent this variable of your environment too (repeat); it gets"
+        " only the basics, git's identity and its own client's variables otherwise.",
+        flags=("--env",),
+        metavar="NAME",
+        configured=False,
+        default=[],
     ),
     Option(
         "offline",
@@ -236,6 +256,7 @@ OPTIONS = (
         flags=("--no-network",),
         key_name="sandbox-network",
         default=False,
+        reviewed=True,
     ),
     Option(
         "shell",

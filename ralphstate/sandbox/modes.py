@@ -1,25 +1,29 @@
 """Choosing the sandbox of a run, refusing one that cannot start, and wrapping each
 iteration's command in it.
 
-`off` runs the agent unconfined and says so; `auto` takes the best this machine has
-(bubblewrap on Linux, sandbox-exec on macOS) and refuses when there is none. A chosen
+`auto`, the default, takes the best this machine has (bubblewrap on Linux, sandbox-exec
+on macOS) and refuses when there is none; `off` (`--no-sandbox`, the person's alone)
+runs the agent unconfined and says so. A chosen
 sandbox that cannot start stops the run before its first iteration, in one sentence:
 a run never falls back to an unconfined agent.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.sandbox import bubblewrap, ccsettings, seatbelt
+from ralphstate.sandbox import bubblewrap, ccsettings, envlist, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
 from ralphstate.storage.system.paths import LoopPaths
 
 MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
 UNCONFINED = "off"
+# The person's default mode for `run`, from their shell (else `auto`).
+DEFAULT_ENV = "RALPHSTATE_RUN_SANDBOX"
 # What each mode is, in the words of the run's summary, `status` and the report.
 HOW = {
     "bwrap": "bubblewrap",
@@ -38,6 +42,11 @@ class Box:
     program: str | None = None
     offline: bool = False
     settings: Path | None = None
+    userns: bool = False
+    # The agent commands of the run and the variables the person named (`--env`): what
+    # of the environment reaches the agent (sandbox/envlist.py).
+    chain: list[list[str]] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)
 
     @property
     def how(self) -> str:
@@ -48,14 +57,35 @@ class Box:
         """`argv` as it runs in the sandbox; `env` gets the sandbox's variables."""
         if self.mode == "off" or self.where is None:
             return argv
+        kept = envlist.allowed(env, [*self.chain, argv], self.named)
+        env.clear()
+        env.update(kept)
         if self.mode == "bwrap":
             env.update(bubblewrap.INSIDE)
-            return bubblewrap.command(str(self.program), self.where, self.offline, argv)
+            program = str(self.program)
+            return bubblewrap.command(program, self.where, self.offline, argv, self.userns)
         if self.mode == "sandbox-exec":
             env.update(seatbelt.INSIDE)
             return seatbelt.command(self.where, self.offline, argv)
         env["RALPHSTATE_SANDBOX"] = "claude"
         return ccsettings.command(argv, self.settings or Path())
+
+
+def chosen(mode: str | None, unconfined: bool) -> str:
+    """The run's mode: `off` for `--no-sandbox`, else the one chosen, else the person's
+    default from their shell (`DEFAULT_ENV`), else `auto`; RalphstateError for both at
+    once or a default that is no mode. `off`, however chosen, is the person's alone
+    (run/runner.py asks `require_person`)."""
+    if unconfined and mode not in (None, UNCONFINED):
+        raise RalphstateError(f"--no-sandbox and --sandbox {mode} contradict each other.")
+    if unconfined:
+        return UNCONFINED
+    default = os.environ.get(DEFAULT_ENV) or "auto"
+    if mode is None and default not in MODES:
+        raise RalphstateError(
+            f"{DEFAULT_ENV}={default!r} is no sandbox mode; choose one of {', '.join(MODES)}."
+        )
+    return mode or default
 
 
 def default() -> str:
@@ -77,11 +107,14 @@ def prepare(
     chosen = default() if mode == "auto" else mode
     if not chosen:
         raise RalphstateError(
-            f"no sandbox works on {sys.platform}; choose --sandbox off to run the agent unconfined."
+            f"no sandbox works on {sys.platform} (ralphstate confines agents with bubblewrap"
+            " on Linux and sandbox-exec on macOS); give --no-sandbox to run the agent"
+            " unconfined, with all your user's rights."
         )
     where = reach(paths, guards, chain)
     if chosen == "bwrap":
-        return Box(chosen, where, bubblewrap.ready(where, offline), offline)
+        program, userns = bubblewrap.ready(where, offline)
+        return Box(chosen, where, program, offline, userns=userns)
     if chosen == "sandbox-exec":
         return Box(chosen, where, seatbelt.ready(), offline)
     return _claude(where, chain, offline)
@@ -117,8 +150,9 @@ def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:
 def report() -> list[tuple[str, bool, str]]:
     """Each mode this machine could give a run: (mode, works, what or why not)."""
     found: list[tuple[str, bool, str]] = []
+    started: tuple[bool, str] | None = None
     if sys.platform.startswith("linux"):
-        ok, why = bubblewrap.works()
+        started = ok, why = bubblewrap.works()
         found.append(("bwrap", ok, f"bubblewrap starts ({why})" if ok else why))
     elif sys.platform == "darwin":
         import shutil
@@ -126,5 +160,8 @@ def report() -> list[tuple[str, bool, str]]:
         ok = shutil.which(seatbelt.PROGRAM) is not None
         found.append(("sandbox-exec", ok, "untested profile" if ok else "not on PATH"))
     lacking = ccsettings.missing()
-    found.append(("claude", lacking is None, lacking or "bwrap and socat found"))
+    if lacking is None and started is not None and not started[0]:
+        # Claude Code's sandbox is bubblewrap on Linux: found is not enough, it must start.
+        lacking = f"bubblewrap, which it runs, cannot start ({started[1]})"
+    found.append(("claude", lacking is None, lacking or "bwrap and socat found, bwrap starts"))
     return found

@@ -28,10 +28,12 @@ from pathlib import Path
 from ralphstate.storage.peruser import heldoutstore, home
 from ralphstate.storage.repo import testfiles
 from ralphstate.storage.repo.git import run_git
+from ralphstate.storage.system import bwrapargs
 from ralphstate.storage.system.paths import LoopPaths
 
 # Where other people's, other projects' and other programs' files live: hidden.
-HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/run/user")
+# The runtime directories with the host's socket files (bwrapargs.SOCKET_DIRS) too.
+HIDDEN = ("/home", "/root", "/tmp", "/var/tmp", "/mnt", "/media", "/srv")
 # An agent's own configuration and credentials, relative to the home, by program name.
 AGENT_CONFIG: dict[str, tuple[str, ...]] = {
     "claude": (".claude", ".claude.json"),
@@ -121,10 +123,20 @@ def git_dirs(root: Path) -> tuple[Path, Path] | None:
 def _real(paths: Iterable[Path]) -> list[Path]:
     seen: dict[str, Path] = {}
     for path in paths:
-        if path.exists() or path.is_symlink():
-            real = Path(os.path.realpath(path))
-            seen.setdefault(str(real), real)
+        try:  # a PATH entry the user may not enter is left out, never a traceback
+            if path.exists() or path.is_symlink():
+                real = Path(os.path.realpath(path))
+                seen.setdefault(str(real), real)
+        except OSError:
+            continue
     return list(seen.values())
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
 
 
 def _inside(path: Path, top: Path) -> bool:
@@ -200,8 +212,10 @@ def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Rea
     found.secret = [p for p in _real(_secret_dirs()) if p.is_dir()]
     where = user_home()
     hidden = [Path(p) for p in HIDDEN] + ([where] if where is not None else [])
-    found.hidden = [p for p in _real(hidden) if p.is_dir()]
+    hidden += bwrapargs.socket_dirs()
+    found.hidden = [p for p in _real(hidden) if _is_dir(p)]
     wanted = [p for argv in commands for p in [*tools(argv), *agent_config(argv, where)]]
+    wanted += bwrapargs.resolver()
     shown = _real(wanted)
     found.shown = [p for p in shown if _comes_back(p, found.hidden, root)]
     return found

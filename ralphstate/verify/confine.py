@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.storage.peruser import home
-from ralphstate.storage.system import children
+from ralphstate.storage.system import bwrapargs
 from ralphstate.verify import confinemounts
 
 # Where bubblewrap is looked for: system places only, never the caller's PATH (a `bwrap`
@@ -59,12 +59,10 @@ BOOT_ID = "/proc/sys/kernel/random/boot_id"
 OFF_FILE = "checks-unconfined"
 # How much of the kept answer and of the boot id is read.
 PROBE_FILE_BYTES = 4096
-# How long the trial start may take.
-PROBE_SECONDS = 10.0
-# The options that take the check's privileges away; `--unshare-user` first, and
-# without it where the kernel allows no user namespace (a setuid bwrap).
-PRIVILEGES = ["--cap-drop", "ALL", "--new-session", "--die-with-parent", "--unshare-pid"]
-USERNS = "--unshare-user"
+# The options that take the check's privileges away (shared with the run's sandbox):
+# with `--unshare-user` first, and without it where the kernel allows no user namespace.
+PRIVILEGES = bwrapargs.PRIVILEGES
+USERNS = bwrapargs.USERNS
 
 # This process's answer: None not asked yet; () bubblewrap cannot start; else its path
 # and whether a user namespace is had.
@@ -103,7 +101,7 @@ def wrap(command: str, room: Path, cwd: Path, env: Mapping[str, str] | None = No
         program, userns = found
         base["TMPDIR"] = "/tmp"
         mounts = confinemounts.layout(room, cwd, base, store_dirs(), command)
-        options = [*mounts, *PRIVILEGES, *([USERNS] if userns else []), "--unshare-net"]
+        options = [*mounts, *bwrapargs.privileges(userns), "--unshare-net"]
         argv = [program, *options, "--chdir", str(cwd), "--", SHELL, "-c", command]
         return Wrapped(argv, False, base, True)
     if sys.platform == "darwin" and Path(SANDBOX_EXEC).is_file():
@@ -181,14 +179,8 @@ def _probe() -> tuple[str, bool] | tuple[()]:
 
 def _starts(program: str, userns: bool) -> bool:
     """A trial start of the confinement the checks get, with a bare layout."""
-    argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-    argv += ["--tmpfs", "/tmp", *PRIVILEGES, *([USERNS] if userns else []), "--unshare-net"]
-    argv += ["--", SHELL, "-c", "exit 0"]
-    try:
-        done = children.run(argv, cwd="/", timeout=PROBE_SECONDS, limit=4096)
-    except OSError:
-        return False
-    return done.code == 0
+    options = [*bwrapargs.mounts([Path("/tmp")], [], [], []), "--unshare-net"]
+    return bwrapargs.starts(program, userns, options)[0]
 
 
 def _identity(program: str) -> list[object] | None:

@@ -382,3 +382,17 @@ def test_ralphstates_own_git_gets_the_token_in_its_environment_only(
     assert b"the-jobs-token" not in (project / ".git" / "config").read_bytes()
     assert b"extraheader" not in (project / ".git" / "config").read_bytes()
     assert set(job.JOB_ONLY) >= {"GH_TOKEN", "GITHUB_TOKEN"}  # and never the agent's
+
+
+def test_the_jobs_run_gives_the_confined_agent_its_key_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ralphstate run` confines the job's agent to an allowlist of the environment; the
+    variable the action put the agent's key in is named to it with `--env`."""
+    one = job.Job(agent="my-agent -p", branch="loop/x", time_budget=60)
+    monkeypatch.delenv(job.SECRET_NAME_ENV, raising=False)
+    assert "--env" not in job.run_args(one, 60)
+    monkeypatch.setenv(job.SECRET_NAME_ENV, "MY_MODEL_KEY")
+    args = job.run_args(one, 60)
+    assert args[args.index("--env") + 1] == "MY_MODEL_KEY"
+    assert "--sandbox" not in args and "--no-sandbox" not in args  # the default: confined

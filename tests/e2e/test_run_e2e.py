@@ -49,10 +49,12 @@ def test_claude_as_the_agent_runs_the_loop_to_completion(
         ["-p", "--allowedTools", "Bash"] if mode == "stdin" else ["--allowedTools", "Bash", "-p"]
     )
     agent = join_command([str(claude_bin), *flags])
+    # The run's default confinement (the tests' own default is off: tests/conftest.py).
+    confined = {k: v for k, v in claude_env.items() if k != "RALPHSTATE_RUN_SANDBOX"}
 
     run = ralphstate(
         project,
-        claude_env,
+        confined,
         "run",
         "--agent",
         agent,
@@ -67,6 +69,7 @@ def test_claude_as_the_agent_runs_the_loop_to_completion(
     assert run.returncode == 0, run.stderr
     out = json.loads(run.stdout)
     assert (out["outcome"], out["iterations"]) == ("complete", 2)
+    assert out["sandbox"] == "bubblewrap", run.stderr
     assert [(r["exit"], r["decision"]) for r in out["runs"]] == [(0, "continue"), (0, "complete")]
     assert api.unused_turns() == 0
 

@@ -52,11 +52,18 @@ def run(project: Path, *args: str, timeout: float = 60) -> subprocess.CompletedP
     return run_process(["run", *args], cwd=project, timeout=timeout)
 
 
+# The line and the summary's part that say these tests' runs are unconfined (the tests'
+# default, tests/conftest.py); tests/sandbox read them.
+UNCONFINED_LINE = "sandbox: off; the agent runs unconfined, with all your user's rights."
+UNCONFINED_PART = " · sandbox: unconfined"
+
+
 def plain(text: bytes | str) -> list[str]:
-    """Output lines with durations made comparable."""
+    """Output lines with durations made comparable, without the unconfined notes."""
     if isinstance(text, bytes):
         text = text.decode()
-    return [DURATION.sub("T", line) for line in text.splitlines()]
+    lines = [line.replace(UNCONFINED_PART, "") for line in text.splitlines()]
+    return [DURATION.sub("T", line) for line in lines if line != UNCONFINED_LINE]
 
 
 # -- completing --------------------------------------------------------------------------

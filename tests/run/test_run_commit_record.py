@@ -196,6 +196,7 @@ def test_log_and_watch_show_the_run_in_words_with_short_ids(repo: Path, agent: s
     assert shown["run_iteration"].startswith("run 1: exit 0 in ")
     assert shown["run_iteration"].endswith(
         ", then complete · 1/1 criterion · 0/0 steps · .loop/runs/0001.log"
+        ' · sandbox: "unconfined"'  # the tests' default (tests/conftest.py)
     )
     assert shown["run_finished"].startswith("complete · 1 iteration in ")
     assert shown["approved"] == "the proof: 1 criterion, 1 check"

@@ -48,7 +48,8 @@ def test_each_iteration_records_the_cost_and_tokens_the_agent_reported(
     lines = done.stderr.decode().splitlines()
     first = next(line for line in lines if line.startswith("[1/20] 1/2 criteria"))
     assert " · 240 tokens · $0.0016 · " in first
-    assert lines[-1].endswith("· 480 tokens · $0.0032")
+    # the tests run their agents unconfined (tests/conftest.py), and the summary says so
+    assert lines[-1].endswith("· 480 tokens · $0.0032 · sandbox: unconfined")
     spent = state(project)["usage"]
     assert (spent["tokens"], spent["cost"]) == (480, 0.0032)
     assert spent["seconds"] > 0

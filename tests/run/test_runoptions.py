@@ -26,7 +26,9 @@ COMMAND_LINE = [
     *("--commit", "--branch", "loop/x", "--allow-dirty"),
     *("--max-cost", "2.5", "--max-tokens", "1000", "--max-duration", "2h"),
     *("--on-limit", "pause", "--idle-timeout", "30", "--notify", "notify-me"),
-    *("--sandbox", "off", "--no-network", "--shell", "--strict", "--check-in"),
+    *("--sandbox", "off", "--no-sandbox", "--no-network", "--shell", "--strict"),
+    "--check-in",
+    *("--env", "SOME_TOKEN"),
 ]
 
 

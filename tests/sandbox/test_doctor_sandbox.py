@@ -43,3 +43,20 @@ def test_doctor_says_why_bubblewrap_cannot_start(tmp_path: Path, isolated: Path)
         "warn run --sandbox bwrap cannot start here: bwrap: No permissions to creating new"
         " namespace"
     ) in lines, lines
+
+
+def test_doctor_calls_claudes_sandbox_broken_where_bubblewrap_cannot_start(
+    tmp_path: Path, isolated: Path
+) -> None:
+    """Claude Code's sandbox runs bubblewrap on Linux: with `bwrap` and `socat` found but
+    bubblewrap unable to start, doctor says so rather than "ok"."""
+    stand_in = tmp_path / "bin"
+    stand_in.mkdir()
+    for name, text in (("bwrap", "echo 'bwrap: No permissions' >&2\nexit 1\n"), ("socat", "")):
+        program = stand_in / name
+        program.write_text(f"#!/bin/sh\n{text}")
+        program.chmod(0o755)
+    env = {**os.environ, "PATH": f"{stand_in}{os.pathsep}{os.environ['PATH']}"}
+    lines = [line for line in doctor(tmp_path, env) if "--sandbox claude" in line]
+    assert lines and all(line.startswith("warn") for line in lines), lines
+    assert "bubblewrap, which it runs, cannot start (bwrap: No permissions)" in lines[0]
