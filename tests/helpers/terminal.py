@@ -31,12 +31,15 @@ def at_terminal(
     env: dict[str, str] | None = None,
     program: list[str] | None = None,
     timeout: float = 60,
+    inherit: bool = True,
 ) -> Typed:
     """Run `python -m ralphstate ARGS` (or `program`) under a new pty in `cwd`, type
-    `answer` and Enter when asked, and return its exit code and what it showed."""
+    `answer` and Enter when asked, and return its exit code and what it showed. The
+    environment is this process's with `env` over it, or exactly `env` without
+    `inherit`."""
     import pty
 
-    full = {**os.environ, **(env or {})}
+    full = {**os.environ, **(env or {})} if inherit else dict(env or {})
     argv = program or [sys.executable, "-m", "ralphstate", *args]
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session of its own, the pty its controlling terminal
@@ -67,3 +70,14 @@ def at_terminal(
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return Typed(code, screen.decode("utf-8", "replace").replace("\r\n", "\n"), asked)
+
+
+def asks(args: tuple[str, ...] | list[str]) -> bool:
+    """Whether `ralphstate ARGS` asks the person at the terminal (loop/person.py):
+    `trust`, `review --approve` or `--revert`, `criteria check ... --env`."""
+    first = args[0] if args else ""
+    if first == "review":
+        return "--approve" in args or "--revert" in args
+    if first == "criteria":
+        return "check" in args and "--env" in args
+    return first == "trust"
