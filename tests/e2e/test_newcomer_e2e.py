@@ -271,8 +271,9 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     assert state["checks"] == {"tests pass": "python3 -m unittest -q"}, state
     assert state["status"] == "paused", state
     # The person reads the check, trusts it and lets the loop go on, in a terminal.
+    trust = [str(person_bin), "trust"]
     typed = at_terminal(
-        [], cwd=project, program=[str(person_bin), "trust"], env=plugin_env, timeout=BUILD_TIMEOUT
+        [], cwd=project, program=trust, env=plugin_env, timeout=BUILD_TIMEOUT, inherit=False
     )
     assert typed.code == 0, typed.screen
     done = run_client([str(person_bin), "resume"], project, plugin_env, BUILD_TIMEOUT)

@@ -25,8 +25,12 @@ def ask(lines: list[str], prompt: str) -> str | None:
     try:
         inward, outward = ("CONIN$", "CONOUT$") if sys.platform == "win32" else (_TTY, _TTY)
         reader = Path(inward).open(encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        return NO_TERMINAL
+    try:
         writer = Path(outward).open("w", encoding="utf-8", errors="replace")  # noqa: SIM115
     except OSError:
+        reader.close()
         return NO_TERMINAL
     with reader, writer:
         try:
