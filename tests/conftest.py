@@ -88,6 +88,17 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     (config / "settings.json").write_text('{"enabledPlugins": {"ralphstate@ralphstate": true}}')
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
 
+    # The person at the terminal, in this process only (loop/person.py): a command run
+    # in-process that asks them is answered yes, and the test runner's own parents are
+    # not read. Real processes get no such seam: they are asked at a real pty
+    # (tests/helpers/terminal.py) or refused.
+    from ralphstate.loop import person
+    from ralphstate.storage.system import terminal
+
+    monkeypatch.setattr(person, "_confirmed", [])
+    monkeypatch.setattr(person, "agent_above", lambda: None)
+    monkeypatch.setattr(terminal, "ask", lambda lines, prompt: person.CONFIRM_WORD)
+
     import platformdirs
 
     def refuse(*args: object, **kwargs: object) -> str:

@@ -116,11 +116,11 @@ def approve(store: Store, base: str) -> None:
     the agent changed on the branch in an earlier job is a change to review, as it is
     within one run."""
     from ralphstate.loop import proofreview
-    from ralphstate.loop.person import require_person
+    from ralphstate.loop.person import require_ci
     from ralphstate.storage.loopdir.store import append_history
     from ralphstate.storage.peruser import ledger, truststore
 
-    require_person(store.paths, "`ralphstate ci`")
+    require_ci("`ralphstate ci`")
     by = actor.current()
     state = proofreview.approve(store, by, None)
     if state.get("guards"):

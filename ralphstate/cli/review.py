@@ -9,7 +9,7 @@ import click
 
 from ralphstate.cli import output
 from ralphstate.cli.options import SETTINGS
-from ralphstate.core import actor, proof
+from ralphstate.core import actor, proof, provenance
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import visible
 from ralphstate.loop import proofreview
@@ -70,6 +70,7 @@ def _shown(store: Any, state: Any) -> dict[str, Any]:
     current = proof.contract_of(state)
     return {
         "approvedBy": actor.describe(entry.get("approvedBy")) if entry else None,
+        "approvedAs": provenance.approval(entry.get("approvedBy")) if entry else None,
         "approvedAt": entry.get("approvedAt"),
         "author": actor.describe(entry.get("author")) if entry else None,
         "changes": pending.changes,
@@ -82,8 +83,8 @@ def _shown(store: Any, state: Any) -> dict[str, Any]:
 
 def _lines(shown: dict[str, Any]) -> list[str]:
     when = f" at {shown['approvedAt']}" if shown["approvedAt"] else ""
-    who = shown["approvedBy"]
-    lines = [f"approved {proofreview.approved_by(who) if who else 'by nobody yet'}{when}"]
+    who = shown["approvedAs"]
+    lines = [f"approved {who if shown['approvedBy'] else 'by nobody yet'}{when}"]
     if not shown["changes"] and not shown["difference"] and not shown["newTests"]:
         return [*lines, "Nothing to review: the loop's proof is as approved."]
     if shown["changes"]:

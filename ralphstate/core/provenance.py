@@ -37,9 +37,15 @@ SEALED_BY = ("stop", "task", "run", "verify", "init", "ci")
 AGENT = "agent"
 # The producers that are hooks or the runner: who asked does not change who ran it.
 _OWN = ("stop", "task", "run", "ci")
-# How an approval made outside any agent session is named, until a person's presence
-# at the approval can be proven: a process in a shell with no agent variable.
+# How an approval made outside any agent session is named when nothing proved a person
+# there (loop/person.py): a process with no agent variable, no terminal confirmation.
 OUTSIDE_AGENT = "outside the agent"
+# How the person was shown present at an approval (the actor's "present", loop/person.py).
+_PRESENT_WORDS = {
+    "terminal": "by you, confirmed at your terminal",
+    "prompt": "by you, at Claude Code's permission prompt",
+    "ci": "by the CI job, for the workflow's author",
+}
 
 
 def producer(by: str, actor_kind: str | None) -> str:
@@ -106,6 +112,19 @@ def approver(kind: object, described: str) -> str:
     """Who approved, without overstating it: a person's approval is one made outside
     any agent session (`OUTSIDE_AGENT`); an agent's is named as `described` says."""
     return OUTSIDE_AGENT if kind == "person" else described
+
+
+def approval(by: object) -> str:
+    """Who approved, as every view says it: "by you" only where the person's presence
+    was shown (their terminal, Claude Code's prompt); a person-like record with no such
+    proof (a shell without agent variables, a library call, a hand-written record) is
+    `OUTSIDE_AGENT`, unconfirmed; anyone else by name ("by claude session 1a2b3c4d")."""
+    from ralphstate.core import actor
+
+    if actor.is_person(by) and isinstance(by, dict):
+        how = _PRESENT_WORDS.get(str(by.get("present")))
+        return how or f"{OUTSIDE_AGENT}, unconfirmed (no terminal or prompt showed a person)"
+    return f"by {actor.describe(by)}"
 
 
 def weakest(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> Level | None:

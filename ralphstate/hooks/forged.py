@@ -13,7 +13,7 @@ stderr, in the log and in the loop's history, which `ralphstate log` shows). A
 session that really ended without a transcript keeps the loop until its owner is
 taken for gone (its process gone, or `ownerTimeout`), or the person runs `ralphstate
 adopt`. A shell can still name a real transcript of the very session: that evidence
-cannot tell it apart (SECURITY.md, promise 29).
+cannot tell it apart (SECURITY.md, promise 33).
 
 Other agents name no transcript ralphstate can place: their endings are taken as
 they come.

@@ -90,7 +90,13 @@ def handle(agent: Agent, hook_input: HookInput, loop: LoopPaths) -> Output | Non
     from ralphstate.storage.peruser import approvals
 
     try:
-        token = approvals.mint(loop, agent.session_id(hook_input))
+        call, transcript = hook_input.get("tool_use_id"), hook_input.get("transcript_path")
+        token = approvals.mint(
+            loop,
+            agent.session_id(hook_input),
+            call if isinstance(call, str) else "",
+            transcript if isinstance(transcript, str) else "",
+        )
     except RalphstateError as exc:
         raise Fault(str(exc).rstrip(".")) from None
     asked = {**tool_input, "command": approving.with_approval(command, token)}

@@ -96,7 +96,8 @@ def _approvals(entry: dict[str, Any]) -> list[str]:
     for record in entry.get("approvals") or []:
         if isinstance(record, dict) and actor.is_person(record.get("by")):
             changes = "; ".join(str(c) for c in (record.get("changes") or [])[:3])
-            said.append(f"{changes} (approved {provenance.OUTSIDE_AGENT} at {record.get('at')})")
+            how = provenance.approval(record.get("by"))
+            said.append(f"{changes} (approved {how} at {record.get('at')})")
     return said
 
 
@@ -244,8 +245,12 @@ def approve(
     trusts its checks (and the run settings `run`, with the environment `env` names,
     see `truststore.record`) on this machine. A loop paused for review completes when
     every criterion stands met, else goes on."""
+    from ralphstate.loop.person import require_person
     from ralphstate.storage.peruser import truststore
 
+    require_person(store.paths, "approving this loop's proof")
+    if actor.is_person(by):
+        by = actor.current()  # the person, as `require_person` found them there
     state = store.load()
     truststore.record(store.paths, state, run, env)
     tree = _guard_tree(store, state)
@@ -271,7 +276,11 @@ def approve(
 
 def revert(store: Store) -> st.State:
     """Put the approved contract back into state.json, and the guarded files as they
-    were approved back into the work tree; a loop paused for review goes on."""
+    were approved back into the work tree; a loop paused for review goes on. Only the
+    person may (loop/person.py)."""
+    from ralphstate.loop.person import require_person
+
+    require_person(store.paths, "putting back this loop's approved proof")
     state = store.load()
     entry = ledger.of_loop(store.paths, state)
     approved = (entry or {}).get("approved")
@@ -327,6 +336,7 @@ def summary(store: Store, state: st.State) -> dict[str, Any]:
     pending = pending_or_none(store, state)
     return {
         "approvedBy": actor.describe(entry["approvedBy"]) if "approvedBy" in entry else None,
+        "approvedAs": provenance.approval(entry["approvedBy"]) if "approvedBy" in entry else None,
         "approvedAt": entry.get("approvedAt"),
         "author": actor.describe(entry["author"]) if "author" in entry else None,
         "review": pending.changes if pending else [],
@@ -409,7 +419,8 @@ def summary_lines(found: dict[str, Any]) -> list[str]:
         lines += [f"  - {c}" for c in found["review"][:10]]
     elif found["approvedBy"]:
         lines.append(
-            f"proof: as approved {approved_by(found['approvedBy'])} at {found['approvedAt']}"
+            f"proof: as approved {found.get('approvedAs') or approved_by(found['approvedBy'])}"
+            f" at {found['approvedAt']}"
         )
     if found["author"] and found["author"] != "you":
         lines.append(f"started by: {found['author']}")

@@ -143,8 +143,10 @@ def test_a_checkout_filter_the_agent_adds_in_the_job_proves_nothing(
     said = (done.stdout + done.stderr).decode()
     assert done.returncode == 3, said
     assert "ralphstate ci: paused (review)" in said
-    # The run's own safe git and room find it first, or the job's proof does.
-    assert "git's settings" in said or "the loop's proof" in said
+    # The agent's own approval is refused (no terminal; loop/person.py); the run's own
+    # safe git and room find the filter first, or the job's proof does.
+    found = ("git's settings", "the loop's proof", "changed since you approved it")
+    assert any(words in said for words in found), said
     assert git(remote, "show", f"{BRANCH}:check.py") == "raise SystemExit(1)"
     state = pushed_state(remote)
     assert (state["status"], state["pauseReason"]) == ("paused", "review")

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from tests.helpers.gitrepo import git
+from tests.helpers.terminal import asks, at_terminal
 
 CRITERION = "tests pass"
 SPEC = "Finish calc: write mul"
@@ -109,7 +110,13 @@ class Person:
         self.env = env
 
     def rs(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = ralphstate(self.root, person_env() if self.env is None else self.env, *args)
+        env = person_env() if self.env is None else self.env
+        if asks(args):  # the person types yes at their terminal (loop/person.py)
+            argv = [sys.executable, "-I", "-m", "ralphstate", *args]
+            typed = at_terminal([], cwd=self.root, env=env, program=argv, inherit=False)
+            done = subprocess.CompletedProcess(argv, typed.code, typed.screen, typed.screen)
+        else:
+            done = ralphstate(self.root, env, *args)
         if ok:
             assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done

@@ -13,7 +13,7 @@ def test_a_loop_as_approved_has_nothing_to_review(loop: Path, rs: Any) -> None:
     result = rs("review")
     assert (result.code, result.err) == (0, "")
     lines = result.out.splitlines()
-    assert lines[0].startswith("approved outside the agent at ")
+    assert lines[0].startswith("approved outside the agent, unconfirmed (no terminal or prompt")
     assert lines[1:] == ["Nothing to review: the loop's proof is as approved."]
 
 

@@ -32,6 +32,8 @@ import pytest
 from e2e_support import claude_client_env, run_client
 from fake_api import FEEDBACK, FakeAnthropicAPI, bash, text, texts, tool_use
 
+from tests.helpers.terminal import at_terminal
+
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
@@ -309,9 +311,13 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     assert state["checks"] == {"tests pass": "python3 -m unittest -q"}, state
     assert state["status"] == "paused", state
     # The person reads the check, trusts it and lets the loop go on, in a terminal.
-    for args in (["trust"], ["resume"]):
-        done = run_client([str(person_bin), *args], project, plugin_env, BUILD_TIMEOUT)
-        assert done.returncode == 0, done.stdout + done.stderr
+    trust = [str(person_bin), "trust"]
+    typed = at_terminal(
+        [], cwd=project, program=trust, env=plugin_env, timeout=BUILD_TIMEOUT, inherit=False
+    )
+    assert typed.code == 0, typed.screen
+    done = run_client([str(person_bin), "resume"], project, plugin_env, BUILD_TIMEOUT)
+    assert done.returncode == 0, done.stdout + done.stderr
 
     # The next session takes the loop; the model claims everything at once.
     api.add_turns(

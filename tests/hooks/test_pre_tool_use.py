@@ -35,8 +35,15 @@ def loop(root: Path) -> Path:
 
 
 def bash_call(root: Path, command: str, **extra: Any) -> dict[str, Any]:
+    """The hook's input for the agent's Bash call of `command`, which the client has
+    written to the session's transcript (loop/person.py, `asked_at_prompt`)."""
+    transcript = root.parent / f"{SESSION}.jsonl"
+    call = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": command}}
+    line = {"type": "assistant", "message": {"role": "assistant", "content": [call]}}
+    transcript.write_text(orjson.dumps(line).decode() + "\n")
     return {
         "session_id": SESSION,
+        "transcript_path": str(transcript),
         "cwd": str(root),
         "permission_mode": "default",
         "hook_event_name": "PreToolUse",

@@ -18,6 +18,7 @@ from ralphstate.loop import taskfile
 from ralphstate.run import spawn
 from tests.helpers import FIXTURES, run_process
 from tests.helpers.loops import SID, own, stop
+from tests.helpers.terminal import at_terminal
 
 NOTES = FIXTURES / "notes"
 PLAN = "PLAN-012-awa-loop.md"
@@ -27,6 +28,9 @@ PERSON = {"CLAUDECODE": "", "CLAUDE_CODE_SESSION_ID": "", "CLAUDE_CODE_CHILD_SES
 
 
 def ralphstate(root: Path, *args: str) -> tuple[int, str, str]:
+    if args[:1] == ("trust",):  # the person, at a terminal: what it shows is out and err
+        typed = at_terminal(list(args), cwd=root, env=PERSON, timeout=120)
+        return typed.code, typed.screen, typed.screen
     done = run_process(list(args), cwd=root, env=PERSON, timeout=120)
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 

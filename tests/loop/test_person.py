@@ -20,6 +20,7 @@ from ralphstate.storage.peruser import approvals, truststore
 from ralphstate.storage.system import paths
 from tests.helpers import run_process
 from tests.helpers.checks import PASS
+from tests.helpers.terminal import at_terminal
 
 CLAUDE = {"CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ID": "sess-1"}
 LEAD = "ralphstate: `ralphstate trust` approves what proves this loop done, so only the person"
@@ -36,6 +37,23 @@ def loop(project: Path, rs: Any) -> paths.LoopPaths:
     return paths.at(str(project / ".loop"))
 
 
+def asked(loop: paths.LoopPaths, session: str = "sess-1", command: str = "ralphstate trust") -> str:
+    """A token as Claude Code's PreToolUse hook makes it for a call the client asks the
+    person about: the call is in the session's transcript, not answered yet."""
+    return approvals.mint(loop, session, "toolu_01", str(transcript(loop, session, command)))
+
+
+def transcript(loop: paths.LoopPaths, session: str, command: str, answered: bool = False) -> Path:
+    path = Path(loop.root).parent / f"{session}.jsonl"
+    call = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": command}}
+    lines = [{"type": "assistant", "message": {"role": "assistant", "content": [call]}}]
+    if answered:
+        result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "no"}
+        lines.append({"type": "user", "message": {"role": "user", "content": [result]}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
 def trusted(loop: paths.LoopPaths) -> bool:
     from ralphstate.storage.loopdir.store import Store
 
@@ -48,7 +66,8 @@ def trust_in(project: Path, env: dict[str, str]) -> tuple[int, str]:
 
 
 def test_the_person_trusts(project: Path, loop: paths.LoopPaths) -> None:
-    assert trust_in(project, {}) == (0, "")
+    typed = at_terminal(["trust"], cwd=project)
+    assert (typed.code, typed.asked) == (0, True), typed.screen
     assert trusted(loop)
 
 
@@ -79,12 +98,17 @@ def test_an_agent_or_a_run_is_refused_in_one_sentence(
 def test_the_person_s_approval_lets_the_agent_s_command_trust_once(
     project: Path, loop: paths.LoopPaths
 ) -> None:
-    token = approvals.mint(loop, "sess-1")
+    token = asked(loop)
     assert trust_in(project, {**CLAUDE, APPROVAL_ENV: token}) == (0, "")
     assert trusted(loop)
     line = json.loads((project / ".loop" / "history.jsonl").read_text().splitlines()[-1])
     assert line["event"] == "trusted"
-    assert line["actor"] == {"kind": "person", "via": "permission prompt", "session": "sess-1"}
+    assert line["actor"] == {
+        "kind": "person",
+        "via": "permission prompt",
+        "present": "prompt",
+        "session": "sess-1",
+    }
     code, err = trust_in(project, {**CLAUDE, APPROVAL_ENV: token})
     assert (code, err.startswith(LEAD)) == (1, True)
 
@@ -100,7 +124,7 @@ def test_the_person_s_approval_lets_the_agent_s_command_trust_once(
 def test_an_approval_counts_only_in_its_session_and_never_in_a_run(
     project: Path, loop: paths.LoopPaths, env: dict[str, str]
 ) -> None:
-    token = approvals.mint(loop, "sess-1")
+    token = asked(loop)
     code, err = trust_in(project, {**env, APPROVAL_ENV: token})
     assert code == 1 and err.startswith(LEAD)
     assert not trusted(loop)
@@ -111,7 +135,7 @@ def test_an_approval_for_another_loop_does_not_count(
 ) -> None:
     elsewhere = tmp_path / "elsewhere" / ".loop"
     elsewhere.mkdir(parents=True)
-    token = approvals.mint(paths.at(str(elsewhere)), "sess-1")
+    token = asked(paths.at(str(elsewhere)))
     code, err = trust_in(project, {**CLAUDE, APPROVAL_ENV: token})
     assert code == 1 and err.startswith(LEAD)
 
@@ -125,7 +149,7 @@ def test_a_made_up_approval_does_not_count(project: Path, loop: paths.LoopPaths)
 def test_an_expired_approval_says_so(
     loop: paths.LoopPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    token = approvals.mint(loop, "sess-1")
+    token = asked(loop)
     later = approvals._now() + approvals.TTL_SECONDS + 1
     monkeypatch.setattr(approvals, "_now", lambda: later)
     for name, value in {**CLAUDE, APPROVAL_ENV: token}.items():
@@ -160,7 +184,7 @@ def test_review_approve_takes_the_same_approval(project: Path, loop: paths.LoopP
     done = run_process(["review", "--approve"], cwd=project, env=CLAUDE)
     assert done.returncode == 1
     assert "so only the person may run it" in done.stderr.decode()
-    token = approvals.mint(loop, "sess-1")
+    token = asked(loop)
     done = run_process(["review", "--approve"], cwd=project, env={**CLAUDE, APPROVAL_ENV: token})
     assert done.returncode == 0, done.stderr
     lines = (project / ".loop" / "history.jsonl").read_text().splitlines()

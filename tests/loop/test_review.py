@@ -58,7 +58,7 @@ def test_an_agents_removed_check_pauses_the_claim_and_the_person_approves(
     assert load(loop)["status"] == "complete"  # every criterion stood met
     assert "Nothing to review" in rs("review").out
     (approval,) = ledger.read(LoopPaths(loop, loop / ".loop"))["approvals"]  # type: ignore[index]
-    assert approval["by"] == {"kind": "person"}
+    assert approval["by"] == {"kind": "person", "present": "terminal"}
     assert "was removed" in approval["changes"][0]
 
 

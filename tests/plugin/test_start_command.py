@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.terminal import at_terminal
 from tests.helpers import REPO
 
 START = (REPO / "commands" / "start.md").read_text(encoding="utf-8")
@@ -66,8 +67,9 @@ def test_the_steps_after_init_trust_the_checks_then_show_them_failing(project: P
     assert refused.returncode == 1 and "not trusted" in refused.stderr
     assert "5. Run `ralphstate trust`" in START
 
-    trusted = ralphstate(["trust"], project)  # the person, as at the permission prompt
-    assert trusted.returncode == 0, trusted.stderr
+    path = BIN + os.pathsep + os.environ["PATH"]
+    trusted = at_terminal(["trust"], cwd=project, env={"PATH": path})  # the person
+    assert trusted.code == 0, trusted.screen
     shown = ralphstate(["verify"], project, CLAUDE_CODE_SESSION_ID="start-session")
     assert shown.returncode == 1
     assert "FAIL  export tests pass" in shown.stdout  # a claim now would be sent back

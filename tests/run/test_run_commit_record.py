@@ -21,6 +21,7 @@ from ralphstate.run import spawn
 from ralphstate.verify import confine
 from tests.helpers import run_process
 from tests.helpers.gitrepo import commits, git, init_repo, use_identity
+from tests.helpers.terminal import at_terminal
 
 # Fixes calc.py, then claims the criterion the prompt names.
 AGENT = r"""
@@ -61,10 +62,11 @@ def checked_loop(root: Path, criterion: str = "tests pass") -> None:
     for args in (
         ("init", "Fix add", "-c", criterion),
         ("criteria", "check", criterion, check),
-        ("trust",),
     ):
         done = rs(root, *args)
         assert done.returncode == 0, done.stderr
+    typed = at_terminal(["trust"], cwd=root)  # the person, at their terminal
+    assert typed.code == 0, typed.screen
 
 
 def state(root: Path) -> dict[str, Any]:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ralphstate.storage.peruser import home, jsonstore
-from ralphstate.storage.peruser.jsonstore import Entries
+from ralphstate.storage.peruser.jsonstore import Entries, Entry
 from ralphstate.storage.system.paths import LoopPaths
 
 APPROVALS_NAME = "approvals.json"
@@ -33,6 +34,9 @@ TOKEN_BYTES = 16
 EXPIRED = "expired"
 UNKNOWN = "unknown"
 ELSEWHERE = "elsewhere"
+# The client never asked the person about the call the token was made for, or the
+# person already answered it (declined, or it ran): the token dies.
+UNASKED = "unasked"
 
 
 def _path() -> Path:
@@ -47,13 +51,20 @@ def _now() -> float:
     return time.time()
 
 
-def mint(paths: LoopPaths, session: str | None) -> str:
-    """A new token approving one command for the loop at `paths`, made in `session`;
-    the loop's earlier pending approval no longer counts. RalphstateError when the
-    file cannot be written."""
+def mint(paths: LoopPaths, session: str | None, call: str = "", transcript: str = "") -> str:
+    """A new token approving one command for the loop at `paths`, made in `session`
+    for the client's tool call `call` (its tool_use_id), whose transcript is at
+    `transcript`; the loop's earlier pending approval no longer counts.
+    RalphstateError when the file cannot be written."""
     token = secrets.token_hex(TOKEN_BYTES)
     now = _now()
-    entry = {"token": _digest(token), "session": session or "", "expires": now + TTL_SECONDS}
+    entry = {
+        "token": _digest(token),
+        "session": session or "",
+        "expires": now + TTL_SECONDS,
+        "call": call,
+        "transcript": transcript,
+    }
 
     def add(loops: Entries) -> None:
         _drop_expired(loops, now)
@@ -63,10 +74,17 @@ def mint(paths: LoopPaths, session: str | None) -> str:
     return token
 
 
-def consume(token: str, paths: LoopPaths, session: str | None) -> str | None:
-    """Accept `token` for the loop at `paths` in `session`, once: None when it is
+def consume(
+    token: str,
+    paths: LoopPaths,
+    session: str | None,
+    asked: Callable[[Entry], bool] = lambda entry: True,
+) -> str | None:
+    """Accept `token` for the loop at `paths` in `session`, once, if `asked(entry)`
+    says the client asked the person about the call it was made for: None when it is
     accepted (and no longer counts), else why not: EXPIRED, ELSEWHERE (made for another
-    loop or session) or UNKNOWN. RalphstateError when the file cannot be written."""
+    loop or session), UNASKED (it dies) or UNKNOWN. RalphstateError when the file
+    cannot be written."""
     digest = _digest(token)
     where = jsonstore.key(paths)
     if not any(e.get("token") == digest for e in jsonstore.read(_path()).values()):
@@ -84,6 +102,8 @@ def consume(token: str, paths: LoopPaths, session: str | None) -> str | None:
             elif loop != where or entry.get("session", "") not in ("", session or ""):
                 verdict[0] = ELSEWHERE
                 continue  # it still counts where it was made
+            elif not asked(entry):
+                verdict[0] = UNASKED
             else:
                 verdict[0] = None
             del loops[loop]
