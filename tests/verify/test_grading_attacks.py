@@ -99,6 +99,8 @@ def test_a_verdict_written_by_hand_is_never_shown_as_graded(root: Path, gullible
     done = run_process(["statusline"], cwd=root, input=orjson.dumps({"cwd": str(root)}), timeout=60)
     line = done.stdout.decode()
     assert done.returncode == 0 and "graded" not in line, line
+    _, told, _ = cli(root, "report")
+    assert "graded by a reviewer" not in told, told
     assert (root / ".loop" / "state.json").read_bytes() == data  # nothing rewritten
 
 
