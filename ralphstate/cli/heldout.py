@@ -19,10 +19,18 @@ from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import heldoutstore
 from ralphstate.verify import heldouts
 
+# What each command does, as its refusal to an agent says it.
+_DOES = {
+    "add": "adds a check the agent never sees",
+    "remove": "removes a check the agent never sees",
+    "list": "shows the checks the agent must never see",
+    "show": "shows the checks the agent must never see, and what their runs found",
+}
+
 
 def _person(what: str) -> Store:
     store = locate()
-    require_person(store.paths, f"`ralphstate heldout {what}`")
+    require_person(store.paths, f"`ralphstate heldout {what}`", _DOES[what])
     return store
 
 

@@ -12,6 +12,7 @@ A fault is turned into an allowing answer and a line for the person by `hooks.fa
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -149,8 +150,10 @@ def run_checks(
 
     try:
         with onecheck.terminate_as_interrupt():
+            started = time.monotonic()
             found = fitting.verify(store, names, restore=restore, by=by)
-            held = _held_out(store, found, held_for, by, session)
+            left = found.budget - (time.monotonic() - started)  # one budget for both
+            held = _held_out(store, found, held_for, by, session, left)
     except execute.Untrusted:
         return Verified([], untrusted=True)
     except RalphstateError as exc:  # (a clean room that cannot be made, say): the person
@@ -166,7 +169,12 @@ def run_checks(
 
 
 def _held_out(
-    store: Store, found: Verification, names: list[str] | None, by: str, session: str | None
+    store: Store,
+    found: Verification,
+    names: list[str] | None,
+    by: str,
+    session: str | None,
+    budget: float,
 ) -> list[Failed]:
     """The held-out checks that failed, run once the visible checks all passed."""
     if found.deferred or not all(r.passed for r in found.results):
@@ -176,4 +184,4 @@ def _held_out(
     state = store.load()
     if not heldoutchecks.has_any(store.paths, state):
         return []
-    return heldoutchecks.run(store, state, names, by=by, session=session)
+    return heldoutchecks.run(store, state, names, by=by, session=session, budget=budget)

@@ -114,6 +114,10 @@ def line_for(data: bytes) -> str | None:
     loop = st.parse(raw)
     if loop["status"] in ("complete", "cancelled"):
         return _ended(loop_dir, loop)
+    if loop["grades"]:  # a verdict written by hand is not shown as graded
+        from ralphstate.storage.peruser import ledger
+
+        ledger.disown_grades(paths.at(loop_dir), loop)
     line = render(loop, _number_after(data, b'"total_cost_usd"'))
     if line and loop["status"] == "in_progress":
         from ralphstate.loop import enforcement

@@ -41,6 +41,8 @@ IN_CI = "ci"
 PRESENT = (AT_TERMINAL, AT_PROMPT, IN_CI)
 # What the person types at the terminal to approve.
 CONFIRM_WORD = "yes"
+# What a person-only command does, as its refusal says it (most approve the proof).
+APPROVES = "approves what proves this loop done"
 # The loops (their directories) the person approved for in this process; CI_ANY_LOOP
 # after `require_ci`.
 _confirmed: list[str] = []
@@ -56,16 +58,17 @@ def present(found: object) -> bool:
     return actor.is_person(found) and isinstance(found, dict) and found.get("present") in PRESENT
 
 
-def require_person(paths: LoopPaths, what: str) -> None:
+def require_person(paths: LoopPaths, what: str, does: str = APPROVES) -> None:
     """Let `what` (the command, as the person would type it: "`ralphstate trust`") go
     on for the loop at `paths` only when the person is there: confirmed at their own
     terminal, or approved at Claude Code's permission prompt (then this process's
-    changes are recorded as the person's). Else RalphstateError, one sentence."""
+    changes are recorded as the person's). Else RalphstateError, one sentence, saying
+    what the command `does` (by default: it approves what proves the loop done)."""
     if str(paths.dir) in _confirmed or CI_ANY_LOOP in _confirmed:
         return  # confirmed once in this process: `trust`, then the library call it makes
     found = current_actor()
     if actor.is_person(found):
-        _at_terminal(paths, what)
+        _at_terminal(paths, what, does)
         return
     token = os.environ.get(APPROVAL_ENV)
     if token and found.get("kind") == "agent":
@@ -88,7 +91,7 @@ def require_person(paths: LoopPaths, what: str) -> None:
                 f"the person's approval of {what} expired ({minutes} minutes after Claude"
                 " Code asked them): ask them again."
             )
-    raise RalphstateError(refusal(what, found))
+    raise RalphstateError(refusal(what, found, does))
 
 
 def require_ci(what: str) -> None:
@@ -124,10 +127,10 @@ def require_not_agent(what: str) -> None:
         raise RalphstateError(f"{lead} ask for it, and this process was started by {agent}.")
 
 
-def refusal(what: str, found: actor.Actor) -> str:
+def refusal(what: str, found: actor.Actor, does: str = APPROVES) -> str:
     """Why `what` does not run for `found`, an agent or a run, and what to do instead:
     one sentence, read by the agent."""
-    lead = f"{what} approves what proves this loop done, so only the person may run it"
+    lead = f"{what} {does}, so only the person may run it"
     if found.get("kind") == "run":
         return f"{lead}, never an iteration of `ralphstate run`: tell them it waits for them."
     if found.get("agent") == "claude":
@@ -138,12 +141,12 @@ def refusal(what: str, found: actor.Actor) -> str:
     return f"{lead}: ask them to run it in their own terminal."
 
 
-def _at_terminal(paths: LoopPaths, what: str) -> None:
+def _at_terminal(paths: LoopPaths, what: str, does: str = "") -> None:
     """The person confirms `what` at this process's controlling terminal; else
     RalphstateError, one sentence."""
     from ralphstate.storage.system import terminal
 
-    lead = f"{what} approves what proves this loop done, so only the person may run it"
+    lead = f"{what} {does or APPROVES}, so only the person may run it"
     agent = agent_above()
     if agent is not None:
         raise RalphstateError(

@@ -25,6 +25,7 @@ def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, Sta
     """The loop's state as `status` shows it, and the facts beside it; without `view`,
     only those `status --json` prints (`as_json`)."""
     state, problem = _synced(store)
+    ledger.disown_grades(store.paths, state)  # a verdict written by hand is not graded
     tree, in_git = _code(store, state)
     proof = proofreview.summary(store, state)
     facts = StatusFacts(

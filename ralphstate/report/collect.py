@@ -14,7 +14,10 @@ from ralphstate.storage.repo import git
 
 
 def story(store: Store) -> Story:
+    from ralphstate.storage.peruser import ledger
+
     state = store.load()
+    ledger.disown_grades(store.paths, state)  # a verdict written by hand is not graded
     history = store.history(limits.MAX_REPORT_HISTORY_LINES + 1)
     cut = len(history) > limits.MAX_REPORT_HISTORY_LINES
     if cut:
@@ -27,7 +30,6 @@ def story(store: Store) -> Story:
         code = git.snapshot(store.paths)  # None: failed (some evidence names a tree)
         tree = code.tree if code else queries.UNKNOWN_TREE
     from ralphstate.core import redgreen
-    from ralphstate.storage.peruser import ledger
 
     already = redgreen.already_true(state, ledger.of_loop(store.paths, state))
     told = gather(state, history, str(store.paths.root), tree, cut, already)

@@ -24,6 +24,10 @@ HOOK_ITERATIONS = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.bl
 HOOK_PAUSES = tuple(rule for rule, outcome in OUTCOMES.items() if outcome.pause)
 # A criterion met on the agent's word whose check's last run failed.
 REFUTED = "claimed, refuted by its check"
+# A held-out check's failure (verify/heldoutchecks.py): the criterion turns red, as a
+# failing check turns it; the story names no more of it than the agent is told.
+HELD_OUT = "heldout_failed"
+HELD_OUT_SAID = "a held-out check failed"
 
 
 @dataclass
@@ -190,6 +194,8 @@ def _refuted(story: Story, history: list[Event]) -> None:
     for event in history:
         if event.get("event") == "check" and isinstance(event.get("criterion"), str):
             last[event["criterion"]] = event
+        elif event.get("event") == HELD_OUT and isinstance(event.get("criterion"), str):
+            last[event["criterion"]] = {**event, "result": "failing", "summary": HELD_OUT_SAID}
     for c in story.criteria:
         if not c.met or c.standing != "claimed":
             continue
@@ -212,7 +218,7 @@ def _walk(story: Story, history: list[Event]) -> None:
         elif name == "run_iteration" or name in HOOK_ITERATIONS:
             story.iterations.append(_iteration(event, at, number, when, last_end))
             last_end = when or last_end
-        elif name in ("check", "criterion_set", "graded"):
+        elif name in ("check", "criterion_set", "graded", HELD_OUT):
             _green(story, green, event, name, at, number)
         else:
             _moment(story, event, name, at, number)
@@ -287,6 +293,8 @@ def _green(
     if name == "check":
         now = event.get("result") == "verified"
         how = f"verified by its check ({event.get('by', 'verify')}, {provenance.words(event)})"
+    elif name == HELD_OUT:  # a held-out check failed: the criterion turned red
+        now, how = False, ""
     elif name == "graded":  # a reviewer's pass of a rubric: graded, never verified
         now = event.get("result") == "pass"
         how = "graded by a reviewer (not verified)"
@@ -300,7 +308,8 @@ def _green(
         if now:
             turned = {"check": "verified", "graded": "graded"}.get(name, "claimed")
         else:
-            turned = {"check": "refuted", "graded": "failed by the reviewer"}.get(name, "")
+            back = {"check": "refuted", HELD_OUT: "refuted", "graded": "failed by the reviewer"}
+            turned = back.get(name, "")
         story.turns.append((criterion, number, now, turned))
     green[criterion] = now
 

@@ -97,7 +97,10 @@ def graded_now(
     the completion does not pass on it."""
     try:
         state = store.load()
-        return grade(store.paths, state, names, budget)
+        graded = grade(store.paths, state, names, budget)
+        stamps = [(v.criterion, grading.stamp(v.result, v.at)) for v in graded.verdicts]
+        ledger.note_grades(store.paths, stamps)  # only these are shown as graded
+        return graded
     except Exception as exc:  # noqa: BLE001 - a completion is decided, never crashed
         said = grading.clip(str(exc) or type(exc).__name__, 200)
         why = f"the reviewer could not be asked ({said})"

@@ -15,6 +15,7 @@ person; the agent gets a `Failed`: the criterion and the person's hint, nothing 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,14 @@ from ralphstate.storage.system.paths import LoopPaths
 
 # What the agent's command shows in place of a held-out check's command.
 SHOWN_COMMAND = "held-out check"
+# Under a hook's time budget: the least time a check is started with, and what the
+# person is told of a check that did not fit (`ralphstate config verify-budget`).
+MIN_SECONDS = 1.0
+NO_TIME = (
+    "not run: the hook's verification time (verifyBudget) was used up by the checks"
+    " before it; it counts as not passed: raise `ralphstate config verify-budget`"
+)
+CUT = "cut short by the hook's verification time (verifyBudget): it counts as not passed"
 
 
 @dataclass
@@ -83,11 +92,16 @@ def run(
     *,
     by: str,
     session: str | None = None,
+    budget: float | None = None,
 ) -> list[Failed]:
     """Run the held-out checks of `criteria` (None: every criterion of the loop) and
-    return those that failed. Never raises but for KeyboardInterrupt: a store that
-    cannot be read, a room that cannot be made or a file that changed fails the
-    checks, the person told why in the store's runs (or the log)."""
+    return those that failed, all of them within `budget` seconds when given (a hook's
+    verification time left once its visible checks ran: the client kills a hook that
+    takes longer). A check the budget leaves no time for, or cuts short, fails, the
+    person told why: a held-out check that did not run proves nothing. Never raises
+    but for KeyboardInterrupt: a store that cannot be read, a room that cannot be made
+    or a file that changed fails the checks, the person told why in the store's runs
+    (or the log)."""
     names = list(state["criteria"] if criteria is None else criteria)
     try:
         checks = of_criteria(store.paths, names)
@@ -105,7 +119,8 @@ def run(
     if room is None:
         return [_failed_to_run(store.paths, check, why, by, session) for check in checks]
     try:
-        return _run_in(store, state, room, checks, by, session)
+        deadline = None if budget is None else time.monotonic() + budget
+        return _run_in(store, state, room, checks, by, session, deadline)
     finally:
         cleanroom.close(room)
 
@@ -117,6 +132,7 @@ def _run_in(
     checks: list[dict[str, Any]],
     by: str,
     session: str | None,
+    deadline: float | None = None,
 ) -> list[Failed]:
     from ralphstate.verify.onecheck import run_one
 
@@ -130,6 +146,12 @@ def _run_in(
             failed.append(_failed_to_run(store.paths, check, str(exc), by, session))
             continue
         limit = float(state["checkTimeouts"].get(criterion, limits.CHECK_TIMEOUT))
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left < MIN_SECONDS:
+            failed.append(_failed_to_run(store.paths, check, NO_TIME, by, session))
+            continue
+        cut = left is not None and left < limit
+        limit = min(limit, left) if left is not None else limit
         result = run_one(
             criterion, str(check["command"]), str(room.cwd), limit, None, env, str(room.top)
         )
@@ -138,7 +160,7 @@ def _run_in(
             "criterion": criterion,
             "passed": result.passed,
             "exitCode": result.exit_code,
-            "summary": result.summary,
+            "summary": result.summary + (f" ({CUT})" if cut and result.timed_out else ""),
             "outputTail": result.output_tail,
             "durationMs": result.duration_ms,
             "confined": result.confined,

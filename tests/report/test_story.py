@@ -268,3 +268,18 @@ def test_max_report_history_lines(
     assert told.history_cut is bool(extra)
     assert [i.number for i in told.iterations] == list(range(1, 4 + extra))
     assert text(told).endswith("(only the newest history lines were read)") is bool(extra)
+
+
+def test_a_held_out_failure_turns_the_criterion_red() -> None:
+    held = [
+        *HISTORY,
+        {
+            "at": "2026-01-01T00:06:00Z",
+            "event": "heldout_failed",
+            "criterion": "tests pass",
+            "by": "stop",
+            "iteration": 4,
+        },
+    ]
+    told = story_.gather(the_state(), held, "/p", tree=OTHER)
+    assert told.turns == [("tests pass", 3, True, "verified"), ("tests pass", 4, False, "refuted")]

@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from ralphstate.core import grading
+from tests.adversarial.scripted import Person
 from tests.helpers import run_process
 from tests.helpers.gitrepo import init_repo, use_identity
 from tests.helpers.loops import load, own, stop
@@ -59,13 +60,12 @@ def graded_loop(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     init_repo(root, {"README.md": "# tool\n", "tool.py": "print('hi')\n"})
     script = tmp_path / "reviewer.py"
     script.write_text(REVIEWER)
-    code, out, err = cli(root, "init", "Add a --dry-run flag", "--rubric", NAME, RUBRIC)
-    assert code == 0, err
+    person = Person(root)  # the person, at a terminal (loop/person.py)
+    out = person.rs("init", "Add a --dry-run flag", "--rubric", NAME, RUBRIC).stdout
     assert "graded by a reviewer, never verified" in out
     seen = tmp_path / "prompt.txt"
     command = f'"{sys.executable}" "{script}" "{seen}"'
-    code, out, err = cli(root, "config", "reviewer", command)
-    assert code == 0, err
+    person.rs("config", "reviewer", command)
     own(root)
     code, _, err = cli(root, "criteria", "set", NAME, "true", "--note", "I wrote it all")
     assert code == 0, err
@@ -205,8 +205,7 @@ def test_a_reviewer_past_its_time_or_out_of_shape_gives_no_verdict(tmp_path: Pat
 
 
 def test_a_reviewer_that_gives_no_verdict_blocks_and_says_so(root: Path, graded_loop: Path) -> None:
-    code, _, err = cli(root, "config", "reviewer", "echo nothing useful")
-    assert code == 0, err
+    Person(root).rs("config", "reviewer", "echo nothing useful")
     out = stop(root, MARK)
     assert out is not None and out.get("decision") == "block"
     assert "gave no verdict (so it is not passed)" in out["reason"]

@@ -263,3 +263,39 @@ def in_progress_gone(paths: LoopPaths) -> str | None:
     if entry is None or entry.get("status") not in st.ACTIVE or os.path.lexists(paths.state):
         return None
     return str(entry.get("loop") or "")
+
+
+# The stamps of a criterion's grades kept (core/grading.py `stamp`).
+MAX_GRADE_STAMPS = 8
+
+
+def note_grades(paths: LoopPaths, verdicts: list[tuple[str, str]]) -> None:
+    """Keep the stamps of the verdicts a reviewer just gave (criterion, stamp): only
+    a grade whose stamp is kept here is shown as graded (`disown_grades`). A ledger
+    that cannot be written costs only that: the grades then read as unrecorded."""
+    if not verdicts:
+        return
+
+    def edit(entry: Entry) -> None:
+        table = entry.get("grades")
+        table = dict(table) if isinstance(table, dict) else {}
+        for name, said in verdicts:
+            kept = table.get(name)
+            kept = [s for s in kept if isinstance(s, str)] if isinstance(kept, list) else []
+            table[name] = [*kept, said][-MAX_GRADE_STAMPS:]
+        entry["grades"] = table
+
+    with contextlib.suppress(RalphstateError):
+        change(paths, edit)
+
+
+def disown_grades(paths: LoopPaths, state: st.State) -> list[str]:
+    """Make the grades in `state` that ralphstate did not record read as unrecorded
+    (core/grading.py `disown`), for a view; the criteria so changed."""
+    from ralphstate.core import grading
+
+    if not state["grades"]:
+        return []
+    entry = read(paths) or {}
+    table = entry.get("grades")
+    return grading.disown(state, table if isinstance(table, dict) else {})
