@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.adversarial.scripted import Agent
+from tests.adversarial.scripted import CALC, Agent
 from tests.adversarial.test_commands import paused_for_review
 from tests.adversarial.test_edits import not_complete
 
@@ -43,3 +43,32 @@ def test_a_package_that_shadows_a_library_pytest_imports_proves_nothing(
     not_complete(calc, outs)
     message = paused_for_review(calc, outs)
     assert "module pygments at the project root" in message, message
+
+
+# The code under test, imported by the approved test, rewrites pytest's reports as they
+# are made: every call that raised is reported passed. No plugin is registered, no
+# guarded file changes, as many tests run.
+FORGING = """\
+import _pytest.reports
+
+_made = _pytest.reports.TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+
+
+_pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
+"""
+
+
+def test_code_that_forges_pytest_s_reports_proves_nothing(agent: Agent, calc: Path) -> None:
+    agent.write("calc/__init__.py", CALC + "\n" + FORGING)
+    agent.commit("calc: tidy")
+    agent.rs("verify")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    assert "raised, yet pytest reported a pass" in str(outs), outs
