@@ -263,6 +263,12 @@ def _runner(
         )
         if room is not None:  # the plugins pytest registered in the room
             probe.attach(result.strength, probe.read(room.top, job.criterion), approved)
+            plugins = (result.strength or {}).get("plugins")  # those weaken it, and say so
+            failed = probe.raised(room.top, job.criterion) if result.passed else []
+            if failed and not plugins:  # a test raised, yet the run passed: reports forged
+                result.passed = False
+                note = f"{failed[0]} raised, yet pytest reported a pass: no pass counts"
+                result.output_tail = f"{result.output_tail}\n{note}".lstrip("\n")
         result.by = who
         if room is None:
             return result

@@ -50,7 +50,25 @@ import json
 import os
 import sys
 
+import pytest
+
 _seen = set()
+# Each test's last call: whether it raised, as it raised (before any report is made
+# of it, so code that rewrites reports cannot hide it), a skip or an expected failure
+# aside.
+_raised = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    outcome = yield
+    error = outcome.excinfo[1] if outcome.excinfo else None
+    quiet = (pytest.skip.Exception, pytest.xfail.Exception)
+    _raised[item.nodeid] = (
+        error is not None
+        and not isinstance(error, quiet)
+        and item.get_closest_marker("xfail") is None
+    )
 
 
 def _file(plugin):
@@ -75,6 +93,7 @@ def pytest_unconfigure(config):
         pytest_plugin_registered(plugin, config.pluginmanager)
     with open(out, "a") as handle:
         handle.write(json.dumps(sorted(_seen)) + "\\n")
+        handle.write(json.dumps({"raised": sorted(k for k, v in _raised.items() if v)}) + "\\n")
 '''
 
 
@@ -133,6 +152,21 @@ def read(top: Path, criterion: str) -> list[str] | None:
                     found.add(relative)
         return sorted(found)[:MAX_PLUGINS] if seen else None
     return None
+
+
+def raised(top: Path, criterion: str) -> list[str]:
+    """The tests whose last call raised (not a skip, not an expected failure) in the
+    check's pytest sessions, as the probe saw them raise: [] when none did or no
+    session wrote."""
+    found: list[str] = []
+    with contextlib.suppress(OSError, ValueError):
+        with _out(top, criterion).open("rb") as handle:
+            lines = handle.read(_READ_BYTES).splitlines()
+        for line in lines:
+            said = json.loads(line)
+            if isinstance(said, dict) and isinstance(said.get("raised"), list):
+                found += [str(name) for name in said["raised"]]
+    return found[:MAX_PLUGINS]
 
 
 def approved_files(paths: LoopPaths) -> set[str] | None:

@@ -34,3 +34,19 @@ def test_a_python_started_isolated_is_not_armed(tmp_path: Path) -> None:
     env = {"PATH": os.environ["PATH"]}
     assert probe.arm(tmp_path, "c", env, "python -I -m pytest") == env
     assert probe.read(tmp_path, "c") is None  # no pytest session wrote
+
+
+def test_the_probe_names_a_test_that_raised_and_not_a_skip_or_an_expected_failure(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "test_a.py").write_text(
+        "import pytest\n\n\n"
+        "def test_raises():\n    assert 1 == 2\n\n\n"
+        "def test_skips():\n    pytest.skip('later')\n\n\n"
+        "@pytest.mark.xfail\ndef test_expected():\n    assert 1 == 2\n\n\n"
+        "def test_passes():\n    pass\n"
+    )
+    command = f'"{sys.executable}" -m pytest -q -p no:cacheprovider'
+    env = probe.arm(tmp_path, "tests pass", {**os.environ, "PYTEST_PLUGINS": ""}, command)
+    subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True)
+    assert probe.raised(tmp_path, "tests pass") == ["test_a.py::test_raises"]

@@ -50,6 +50,8 @@ ASK_TIMEOUT = 60.0
 MAX_ANSWER_BYTES = 1024 * 1024
 # The most changes a review names.
 MAX_NAMED = 8
+# The most entries of the project root looked at for modules that shadow others.
+MAX_ROOT_ENTRIES = 10_000
 _WRAPPERS = frozenset(
     {"env", "command", "exec", "nohup", "nice", "stdbuf", "timeout", "xargs", "time", "!"}
 )
@@ -273,6 +275,43 @@ def _python(python: str, root: Path, env: Mapping[str, str], cache: Cache) -> di
     # there registers entry points (a `pytest11` plugin) as an installed one does.
     here = _site(str(root), cache)
     found.update({what: value for what, value in here.items() if what.startswith("distrib")})
+    found.update(_shadows(root, [str(p) for p in answer.get("path") or []]))
+    return found
+
+
+# What makes a name at the project root a module Python imports: a package directory
+# (a regular one: a namespace portion never wins over a module found later) or a file.
+_MODULE_SUFFIXES = (".py", ".pyc", ".pyd", ".so")
+
+
+def _shadows(root: Path, path: list[str]) -> dict[str, str]:
+    """The modules at `root` that `python -m` (the root first on the import path) would
+    import in place of one the interpreter finds on its own path: the standard
+    library's, a library pytest imports as it starts (`pygments`), any installed one.
+    Found by asking that path, not by a list of names."""
+    try:
+        entries = list(os.scandir(root))[:MAX_ROOT_ENTRIES]
+    except OSError:
+        return {}
+    names = set()
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if (Path(entry.path) / "__init__.py").exists():
+                names.add(entry.name)
+        elif entry.name.endswith(_MODULE_SUFFIXES):
+            names.add(entry.name.split(".", 1)[0])
+    here = Path(os.path.realpath(root))
+    dirs = [Path(p or str(root)) for p in path]  # "" is where it was asked: the root
+    others = [p for p in dirs if p.is_dir() and Path(os.path.realpath(p)) != here]
+    found = {}
+    for name in sorted(n for n in names if n.isidentifier()):
+        for other in others:
+            there = other / name
+            if there.is_dir() or any(
+                (other / f"{name}{suffix}").exists() for suffix in _MODULE_SUFFIXES
+            ):
+                found[f"module {name} at the project root, in place of {there}"] = "shadows"
+                break
     return found
 
 
