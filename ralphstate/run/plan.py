@@ -63,6 +63,7 @@ class Plan:
     no_sandbox: bool
     # The variables of the person's environment the confined agent gets besides its own.
     keep_env: list[str]
+    allow_host: list[str]
     offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
     # check that passed fails after an iteration (run/strict.py).
