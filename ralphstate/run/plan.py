@@ -196,11 +196,11 @@ def check_trusted(store: Store, plan: Plan) -> None:
 
     gone = [k for k in truststore.recorded_sandbox(store.paths) if k not in plan.confinement]
     if gone:
-        named = {"sandbox": "`sandbox`", "offline": "`sandbox-network`"}
-        where = ", ".join(plan.sources) or ".loop/config.toml"
+        keys = {"sandbox": "`sandbox`", "offline": "`sandbox-network`"}
+        shown = ", ".join(plan.sources) or ".loop/config.toml"
         raise RalphstateError(
-            f"the {' and '.join(named[k] for k in gone)} setting you trusted is gone from"
-            f" {visible(where)}; put it back, or give it on the command line, or run"
+            f"the {' and '.join(keys[k] for k in gone)} setting you trusted is gone from"
+            f" {visible(shown)}; put it back, or give it on the command line, or run"
             " `ralphstate trust` to accept the configuration as it is now."
         )
     if plan.review and not truststore.run_trusted(store.paths, plan.review):

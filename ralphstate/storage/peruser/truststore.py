@@ -133,7 +133,9 @@ def record(
 
     def edit(loops: dict[str, Entry]) -> None:
         old = loops.get(key, {})
-        kept = {k: old[k] for k in ("runHash", "runSandbox") if k in old and run is None}
+        kept: dict[str, object] = {
+            k: old[k] for k in ("runHash", "runSandbox") if k in old and run is None
+        }
         loops[key] = {**kept, **entry}
 
     jsonstore.change(_path(), "the trust store", edit)
