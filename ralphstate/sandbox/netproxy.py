@@ -50,7 +50,7 @@ API_HOSTS: dict[str, tuple[str, ...]] = {
 # The bridge, run by ralphstate's own Python as the sandbox's first process:
 # argv is [socket path, port, "--", agent argv...]; it exits with the agent's code.
 BRIDGE = r"""
-import os, socket, subprocess, sys, threading
+import os, socket, sys, threading
 path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
 def pipe(a, b):
     try:
@@ -82,8 +82,9 @@ listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", port))
 listener.listen(64)
 threading.Thread(target=serve, args=(listener,), daemon=True).start()
-try:
-    code = subprocess.call(argv)
+try:  # posix_spawnp, not subprocess: its import alone is most of a start
+    pid = os.posix_spawnp(argv[0], argv, os.environ)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 except OSError as exc:
     sys.stderr.write(f"ralphstate: cannot start {argv[0]!r}: {exc.strerror}\n")
     code = 127
