@@ -50,6 +50,9 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       reviewer          the command that grades the criteria with a rubric,
                         reading its prompt on stdin (person only; `default`:
                         Claude Code with no tools)
+      checks-confined   on/off: the checks run confined (the default), or, the
+                        person's alone, every check unconfined (this user's,
+                        every loop)
       guard             the guarded files: `guard add PATH...`, `guard remove
                         PATH...` (git pathspecs relative to the project root),
                         `guard off`, `guard on` (the default set)
@@ -68,7 +71,9 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
       ralphstate config reviewer "claude -p --tools '' --model opus"
     """
     store = locate()
-    if key == "guard":
+    if key == "checks-confined":
+        _checks_confined(store, values)
+    elif key == "guard":
         _config_guard(store, values)
     elif key is None:
         state = store.load()
@@ -96,3 +101,26 @@ def _config_guard(store: Store, values: tuple[str, ...]) -> None:
     guards, changed = configure.change_guards(store, values[0], list(values[1:]))
     unchanged = "" if changed else " (unchanged)"
     output.text(testfiles.status_line(store.paths.root, guards) + unchanged)
+
+
+def _checks_confined(store: Store, values: tuple[str, ...]) -> None:
+    """`config checks-confined [on|off]`: the person's switch for the checks'
+    confinement (verify/confine.py); turning it off is the person's alone."""
+    from ralphstate.verify import confine
+
+    if not values:
+        output.text(f"checks-confined: {'off' if confine.switched_off() else 'on'}")
+        return
+    if len(values) != 1 or values[0] not in ("on", "off"):
+        raise RalphstateError("checks-confined takes on or off.")
+    if values[0] == "off":
+        from ralphstate.loop.person import require_person
+
+        require_person(store.paths, "`ralphstate config checks-confined off`")
+    try:
+        confine.switch(off=values[0] == "off")
+    except OSError as exc:
+        raise RalphstateError(
+            f"could not change the checks' confinement: {exc.strerror or exc}."
+        ) from None
+    output.text(f"checks-confined: {values[0]}")

@@ -162,6 +162,8 @@ def setup(
     hooks = not statusline and not allow_only
     for line in notes(agent, scope, root, result, uninstall=uninstall, hooks=hooks):
         output.text(line)
+    if agent == "claude" and hooks and not uninstall and not sandboxing.enabled(root):
+        output.text(SESSION_SANDBOX)
     checkout = None if uninstall or allow_only else development_checkout()
     if checkout is not None:
         output.error(
@@ -171,6 +173,15 @@ def setup(
             " `ralphstate install` again from a shell without that venv active"
         )
     output.text(f"{'updated' if result.changed else 'unchanged'}: {result.path}")
+
+
+# What install says where a session's own sandbox is off (docs/how-to/sandbox.md).
+SESSION_SANDBOX = (
+    "sessions here run their commands unconfined: `ralphstate install --sandbox` turns on"
+    " Claude Code's own sandbox for them (Bash in bubblewrap on Linux, Seatbelt on macOS;"
+    " writes only in the project, the network only to hosts you allow); it costs a"
+    " sandbox start per command, and a command that needs more asks you first"
+)
 
 
 def _sandbox(agent: str, scope: str | None, root: Path, uninstall: bool, more: bool) -> None:

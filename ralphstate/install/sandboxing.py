@@ -156,3 +156,16 @@ def update(path: Path, root: Path, uninstall: bool) -> InstallResult:
     if now != before:
         _remember(path, now)
     return result
+
+
+def enabled(root: Path) -> bool:
+    """Whether the project's Claude Code settings (local, then shared) turn the client's
+    sandbox on for sessions (`sandbox.enabled`); False when none says so."""
+    for name in ("settings.local.json", "settings.json"):
+        with contextlib.suppress(OSError, ValueError, RalphstateError):
+            raw = settings.read_bytes(root / ".claude" / name)
+            data = settings.parse(raw, root / ".claude" / name) if raw else None
+            box = data.get("sandbox") if isinstance(data, dict) else None
+            if isinstance(box, dict) and isinstance(box.get("enabled"), bool):
+                return bool(box["enabled"])
+    return False

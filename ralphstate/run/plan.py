@@ -63,6 +63,7 @@ class Plan:
     no_sandbox: bool
     # The variables of the person's environment the confined agent gets besides its own.
     keep_env: list[str]
+    allow_host: list[str]
     offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a
     # check that passed fails after an iteration (run/strict.py).
@@ -74,6 +75,9 @@ class Plan:
     # What the run takes from configuration files and a person must have trusted
     # (`config.reviewed`); empty when the command line gave both.
     review: dict[str, object] = field(default_factory=dict)
+    # The confinement keys (`sandbox`, `offline`) the configuration gave, or the
+    # command line: a key the person trusted that is in neither was deleted.
+    confinement: tuple[str, ...] = ()
 
     @property
     def agent(self) -> str:
@@ -137,6 +141,9 @@ def make_plan(store: Store, state: st.State, given: Mapping[str, Any] | None = N
         limit=limit,
         sources=config.sources,
         review=runconfig.reviewed(config, store.paths.root, linked) if used or linked else {},
+        confinement=tuple(
+            k for k in ("sandbox", "offline") if given.get(k) is not None or k in config.values
+        ),
     )
 
 
@@ -187,6 +194,15 @@ def check_trusted(store: Store, plan: Plan) -> None:
     file no person trusted on this machine."""
     from ralphstate.storage.peruser import truststore
 
+    gone = [k for k in truststore.recorded_sandbox(store.paths) if k not in plan.confinement]
+    if gone:
+        keys = {"sandbox": "`sandbox`", "offline": "`sandbox-network`"}
+        shown = ", ".join(plan.sources) or ".loop/config.toml"
+        raise RalphstateError(
+            f"the {' and '.join(keys[k] for k in gone)} setting you trusted is gone from"
+            f" {visible(shown)}; put it back, or give it on the command line, or run"
+            " `ralphstate trust` to accept the configuration as it is now."
+        )
     if plan.review and not truststore.run_trusted(store.paths, plan.review):
         words = {
             "agent": "the agent command",

@@ -111,6 +111,7 @@ def _sandbox(
         require_not_agent("`ralphstate run --no-sandbox`")
     box = modes.prepare(mode, store.paths, list(state["guards"] or []), chain, plan.offline)
     box.chain, box.named = chain, list(plan.keep_env)
+    modes.allow_hosts(box, list(plan.allow_host), chain)
     if box.mode == modes.UNCONFINED:
         report.line("sandbox: off; the agent runs unconfined, with all your user's rights.")
     else:

@@ -250,6 +250,17 @@ OPTIONS = (
         default=[],
     ),
     Option(
+        "allow_host",
+        Commands(),
+        "With --sandbox bwrap: the agent's network goes only through a proxy to HOST:443"
+        " (repeat; its model API is allowed already; NAME=ADDRESS:PORT sends NAME there);"
+        " the host's loopback and sockets are out of its reach.",
+        flags=("--allow-host",),
+        metavar="HOST",
+        configured=False,
+        default=[],
+    ),
+    Option(
         "offline",
         Switch(negated=True),
         "With --sandbox bwrap or sandbox-exec: no network inside (for agents that need no API).",

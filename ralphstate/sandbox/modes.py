@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.sandbox import bubblewrap, ccsettings, envlist, seatbelt
+from ralphstate.sandbox import bubblewrap, ccsettings, envlist, netproxy, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -47,10 +47,14 @@ class Box:
     # of the environment reaches the agent (sandbox/envlist.py).
     chain: list[list[str]] = field(default_factory=list)
     named: list[str] = field(default_factory=list)
+    # The network through an allowlist of hosts (`run --allow-host`, bwrap only).
+    proxy: netproxy.Proxy | None = None
 
     @property
     def how(self) -> str:
         offline = ", no network" if self.offline and self.mode != "off" else ""
+        if self.proxy is not None:
+            offline = ", network through " + ", ".join(sorted(self.proxy.allowed)) + " only"
         return HOW[self.mode] + offline
 
     def wrap(self, argv: list[str], env: dict[str, str]) -> list[str]:
@@ -63,7 +67,13 @@ class Box:
         if self.mode == "bwrap":
             env.update(bubblewrap.INSIDE)
             program = str(self.program)
-            return bubblewrap.command(program, self.where, self.offline, argv, self.userns)
+            if self.proxy is None:
+                return bubblewrap.command(program, self.where, self.offline, argv, self.userns)
+            options, bridged, variables = netproxy.inside(self.proxy, argv)
+            env.update(variables)
+            wrapped = bubblewrap.command(program, self.where, False, argv, self.userns)
+            at = len(wrapped) - len(argv) - 1  # the `--` before the agent's command
+            return [*wrapped[:at], *options, "--", *bridged]
         if self.mode == "sandbox-exec":
             env.update(seatbelt.INSIDE)
             return seatbelt.command(self.where, self.offline, argv)
@@ -118,6 +128,22 @@ def prepare(
     if chosen == "sandbox-exec":
         return Box(chosen, where, seatbelt.ready(), offline)
     return _claude(where, chain, offline)
+
+
+def allow_hosts(box: Box, entries: list[str], chain: list[list[str]]) -> None:
+    """The network of `box` through an allowlist: the model APIs of the agents `chain`
+    and the hosts the person named (`run --allow-host`); RalphstateError, one sentence,
+    where the mode cannot have it."""
+    if not entries:
+        return
+    if box.mode != "bwrap":
+        raise RalphstateError(
+            f"--allow-host needs --sandbox bwrap (the {HOW[box.mode]} mode cannot filter"
+            " the network by host)."
+        )
+    if box.offline:
+        raise RalphstateError("--allow-host and --no-network contradict each other.")
+    box.proxy = netproxy.Proxy(netproxy.parse(entries, chain))
 
 
 def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:

@@ -115,10 +115,20 @@ NO_PLATFORM = f"no confinement for checks on {sys.platform}"
 OFF = f"the person switched confinement off ({OFF_FILE} in ralphstate's data directory)"
 
 
+def switch(off: bool) -> None:
+    """Write the person's switch (`off`) or remove it; OSError when it cannot be."""
+    path = home.data_dir() / OFF_FILE
+    if off:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("the checks run unconfined: ralphstate config checks-confined on\n")
+    else:
+        path.unlink(missing_ok=True)
+
+
 def switched_off() -> bool:
     """The person's switch: a file `OFF_FILE` in the per-user data directory, where the
     trust store is (a sandboxed agent cannot write there, a confined check cannot see
-    it). No command writes it yet (docs/explanation/proof.md, "Confined checks")."""
+    it). `ralphstate config checks-confined off` writes it, the person's alone."""
     try:
         return (home.data_dir() / OFF_FILE).is_file()
     except home.NoHome:

@@ -48,6 +48,15 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _is(kind: str, path: Path) -> bool:
+    """`path.is_dir()` or `path.is_file()`, False where the user may not look (a PATH
+    entry in a directory they cannot enter is left out, never a traceback)."""
+    try:
+        return bool(getattr(path, kind)())
+    except OSError:
+        return False
+
+
 def _inside(path: Path, top: Path) -> bool:
     inner, outer = str(path), str(top)
     return inner == outer or inner.startswith(outer.rstrip("/") + "/")
@@ -148,7 +157,7 @@ def programs(command: str) -> list[Path]:
     found: list[Path] = []
     for word in words:
         path = Path(word)
-        if path.is_absolute() and path.is_file() and os.access(path, os.X_OK):
+        if path.is_absolute() and _is("is_file", path) and os.access(path, os.X_OK):
             found += [path.parent, _real(path).parent]
     return found
 
@@ -161,7 +170,7 @@ def toolchain(
     one that holds a hidden root, the home or the room."""
     entries = [Path(p) for p in env.get("PATH", "").split(os.pathsep) if p]
     entries += programs(command)
-    dirs = [_real(p) for p in entries if p.is_absolute() and p.is_dir()]
+    dirs = [_real(p) for p in entries if p.is_absolute() and _is("is_dir", p)]
     places = [*hidden, room]
     where = user_home(env)
     wanted: list[Path] = []

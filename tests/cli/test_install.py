@@ -71,3 +71,11 @@ def test_tasks_are_claude_codes_alone(project: Path, rs: Any) -> None:
         " (see `ralphstate install --help`)\n"
     )
     assert not (project / ".codex").exists()
+
+
+def test_install_offers_claude_codes_sandbox_and_says_what_it_costs(project: Path, rs: Any) -> None:
+    said = rs("install").out
+    assert "sessions here run their commands unconfined" in said, said
+    assert "`ralphstate install --sandbox`" in said and "costs" in said, said
+    assert rs("install", "--sandbox").code == 0
+    assert "unconfined" not in rs("install").out

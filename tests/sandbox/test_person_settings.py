@@ -83,3 +83,30 @@ def test_without_a_sandbox_run_refuses_and_names_no_sandbox(
         )
     ], done.stderr
     assert not (calc / "agent-ran").exists()
+
+
+@needs_bwrap
+def test_a_sandbox_setting_the_agent_deleted_is_noticed_at_the_next_run(
+    calc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RALPHSTATE_RUN_SANDBOX")  # the default, `auto`
+    person = Person(calc, env=person_env())
+    config = calc / ".loop" / "config.toml"
+    command = agent.command(tmp_path / "agent", {}, honest=False)
+    config.write_text('[run]\nsandbox = "bwrap"\nsandbox-network = false\n')
+    trusted = person.rs("trust", ok=False)
+    assert trusted.returncode == 0, trusted.stdout
+    # The agent deletes the person's settings: the network would be on, nothing changed
+    # that a person must trust.
+    config.write_text("[run]\n")
+    done = person.rs("run", "--agent", command, "--max", "1", ok=False)
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "the `sandbox` and `sandbox-network` setting you trusted is gone from" in lines[0], lines
+    assert not (calc / "agent-ran").exists()
+    # Given on the command line, the run goes on.
+    done = person.rs(
+        "run", "--sandbox", "bwrap", "--no-network", "--agent", command, "--max", "1", ok=False
+    )
+    assert "is gone from" not in done.stderr, done.stderr

@@ -84,6 +84,10 @@ def run_hash(settings: dict[str, object]) -> str:
     return hashlib.sha256(orjson.dumps(settings, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
+# The run settings that say how the agent is confined.
+SANDBOX_KEYS = ("sandbox", "offline")
+
+
 def run_trusted(paths: LoopPaths, settings: dict[str, object]) -> bool:
     """True when a person trusted exactly these run settings (the agent command and the
     context files a configuration file names) for this loop here; none need no trust."""
@@ -114,6 +118,9 @@ def record(
     }
     if run is not None:
         entry["runHash"] = run_hash(run)
+        # The confinement the person trusted, by key: a key later gone from the
+        # configuration (the agent deleted it) is noticed (`recorded_sandbox`).
+        entry["runSandbox"] = {k: run[k] for k in SANDBOX_KEYS if k in run}
     key = jsonstore.key(paths)
     before = read().get(key, {})
     if env is None:
@@ -125,13 +132,23 @@ def record(
         entry["toolchain"] = toolchain.keep(jsonstore.key(paths), found)
 
     def edit(loops: dict[str, Entry]) -> None:
-        kept = {"runHash": loops[key]["runHash"]} if "runHash" in loops.get(key, {}) else {}
+        old = loops.get(key, {})
+        kept: dict[str, object] = {
+            k: old[k] for k in ("runHash", "runSandbox") if k in old and run is None
+        }
         loops[key] = {**kept, **entry}
 
     jsonstore.change(_path(), "the trust store", edit)
     old = before.get("toolchain")
     if isinstance(old, str) and old != entry.get("toolchain"):
         toolchain.forget(old)
+
+
+def recorded_sandbox(paths: LoopPaths) -> dict[str, object]:
+    """The confinement settings (`SANDBOX_KEYS`) a configuration file gave when the
+    person last trusted the loop's run settings here; empty when none."""
+    found = read().get(jsonstore.key(paths), {}).get("runSandbox")
+    return dict(found) if isinstance(found, dict) else {}
 
 
 def recorded_env(paths: LoopPaths) -> dict[str, str] | None:
