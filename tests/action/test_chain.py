@@ -178,3 +178,8 @@ def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(
         )
     )
     assert state["criteria"] == ["tests pass", "exports match the fixtures"]
+    # The final job: every loop of the matrix in one table, as its branch records it.
+    table = job.summary_of("summary")
+    assert "0 of 2 complete" in table, job.said()[-4000:]
+    assert "| `ralphstate/csv-export` | paused (budget) | 2 | 0/2 |" in table
+    assert "| `ralphstate/faster-search` | paused (budget) | 2 | 0/1 |" in table
