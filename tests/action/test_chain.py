@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.action.actworld import git, make_world
+from tests.action.actworld import EXAMPLES, JobRun, git, make_world
 
 
 @pytest.fixture(scope="module")
@@ -183,3 +183,33 @@ def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(
     assert "0 of 2 complete" in table, job.said()[-4000:]
     assert "| `ralphstate/csv-export` | paused (budget) | 2 | 0/2 |" in table
     assert "| `ralphstate/faster-search` | paused (budget) | 2 | 0/1 |" in table
+
+
+def job_windows(job: JobRun) -> dict[str, tuple[str, str]]:
+    """When each loop's job of a matrix began and ended, from act's log lines."""
+    seen: dict[str, list[str]] = {}
+    for line in job.lines:
+        loop = (line.get("matrix") or {}).get("loop") or {}
+        if line.get("jobID") == "loop" and loop.get("name") and line.get("time"):
+            seen.setdefault(loop["name"], []).append(str(line["time"]))
+    return {name: (min(times), max(times)) for name, times in seen.items()}
+
+
+@pytest.mark.parametrize("at_once", [1])
+def test_the_matrix_runs_at_most_max_parallel_loops_at_once(
+    tmp_path: Path, pip_cache: Path, at_once: int
+) -> None:
+    """`max-parallel` of the example matrix holds: with 1, the second loop's job starts
+    only after the first's has ended."""
+    text = (EXAMPLES / "matrix.yml").read_text()
+    assert "max-parallel: 20" in text
+    one = text.replace("max-parallel: 20", f"max-parallel: {at_once}")
+    world = make_world(tmp_path, with_loop=False, pip_cache=pip_cache, workflows={"m.yml": one})
+
+    job = world.job("job1", {"only": ""}, "slow", workflow="m.yml")
+
+    assert job.code == 0, job.said()[-4000:]
+    windows = sorted(job_windows(job).values())
+    assert len(windows) == 2, windows
+    (_, first_end), (second_start, _) = windows
+    assert first_end <= second_start, windows
