@@ -45,7 +45,13 @@ class Row:
 def fetch(root: Path, remote: str, prefix: str) -> list[str]:
     """Fetch every branch of the remote under `prefix`; their names, sorted."""
     done = git(
-        root, "fetch", "--quiet", "--no-tags", remote, f"+refs/heads/{prefix}*:{SEEN}{prefix}*"
+        root,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        "--prune",
+        remote,
+        f"+refs/heads/{prefix}*:{SEEN}{prefix}*",
     )
     if done.code != 0:
         raise RalphstateError(f"could not fetch from {visible(remote)}: {visible(text(done))}")

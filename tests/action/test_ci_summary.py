@@ -106,3 +106,22 @@ def test_a_remote_that_cannot_be_read_is_one_sentence(tmp_path: Path, isolated: 
     )
     assert done.returncode == 1
     assert "could not fetch from" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_branch_deleted_on_the_remote_is_no_longer_a_row(remote: Path, tmp_path: Path) -> None:
+    """Run again in the same checkout (a self-hosted runner's workspace), a loop whose
+    branch is gone is not shown from what the last run fetched."""
+    code, said, _ = summarize(tmp_path, remote)
+    assert code == 0 and "ralphstate/broken" in said
+    git(tmp_path, "--git-dir", str(remote), "branch", "-D", "ralphstate/broken")
+
+    again = subprocess.run(
+        [sys.executable, "-m", "ralphstate", "ci-summary"],
+        cwd=tmp_path / "runner",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert again.returncode == 0, again.stderr
+    assert "ralphstate/broken" not in again.stdout and "1 of 2 complete" in again.stdout
