@@ -197,12 +197,13 @@ class World:
         event_name: str = "workflow_dispatch",
         payload: dict[str, Any] | None = None,
         token: str | None = None,
+        timeout: float = ACT_TIMEOUT,
     ) -> JobRun:
         """One job of an example workflow: `event_name` (`workflow_dispatch` with
         `inputs`) on branch `ref`, in a fresh clone of the remote and a fresh HOME, the
         agent following `plan`. The event names `main` as the repository's default
         branch, as GitHub's always names one; `payload` adds to it. `token`: the job's
-        token (`github.token`)."""
+        token (`github.token`); `timeout`: for act as a whole."""
         clone = self.root / f"{name}-clone"
         home = self.root / f"{name}-home"
         home.mkdir()
@@ -235,7 +236,7 @@ class World:
             *(["-s", f"GITHUB_TOKEN={token}"] if token else []),
         ]
         done = subprocess.run(
-            args, cwd=clone, env=env, capture_output=True, timeout=ACT_TIMEOUT, check=False
+            args, cwd=clone, env=env, capture_output=True, timeout=timeout, check=False
         )
         lines = []
         for line in done.stdout.splitlines():
