@@ -261,7 +261,11 @@ def prepare(root: Path, job: Job) -> Prepared:
 def run_job(root: Path, job: Job, environ: Mapping[str, str]) -> Ended:
     """One job, from checkout to the next job's dispatch, holding the loop's lock on
     the remote (ci/remotelock.py) throughout."""
-    github.refuse_forks(environ)
+    try:
+        github.refuse_forks(environ)
+    except RalphstateError as exc:  # said where a person looks too, not only in the log
+        github.add_summary(f"## ralphstate: refused\n\n{exc}", environ)
+        raise
     who = remotelock.holder(environ)
     lock = remotelock.take(git, root, job.remote, job.branch, job.time_budget, who)
     try:

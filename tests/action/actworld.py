@@ -38,14 +38,45 @@ TIME_BUDGET = 15
 # The check a person committed to the base branch: done.txt holds "done".
 CHECK = "import pathlib, sys\nsys.exit(pathlib.Path('done.txt').read_text() != 'done\\n')\n"
 
-# The scripted agent. Job 1 (AGENT_PLAN=slow): the first iteration writes step1.txt,
-# the second works on past the job's time. Job 2 (finish): writes done.txt. fail: exits 7.
+# The job's token in the tests that give one (`act -s GITHUB_TOKEN=`): the agent looks
+# for it everywhere it can read.
+TOKEN = "ghs_the_jobs_token_7c2e91"
+
+# The scripted agent, its plan written into its file for each job (the confined agent
+# gets only an allowlist of the environment and none of the test's files). Job 1
+# (slow): the first iteration writes step1.txt, the second works on past the job's
+# time. Job 2 (finish): writes done.txt. fail: exits 7. probe: uses the job's
+# `ralphstate`, looks for the job's token everywhere it can read, then finishes.
 AGENT = r"""
 import os, sys, time
 from pathlib import Path
 
 sys.stdin.read()
-plan = os.environ["AGENT_PLAN"]
+plan = PLAN  # noqa: F821 (the first line of the file, written for each job)
+if plan == "probe":
+    import json, shutil, subprocess
+    token = "ghs_the_jobs_token_7c2e91"  # TOKEN
+    rs = shutil.which("ralphstate")
+    found = {"ralphstate": rs, "token": []}
+    if rs:
+        for args in (["status"], ["step", "done", "write it"]):
+            done = subprocess.run([rs, *args], capture_output=True, text=True)
+            found[args[0]] = done.returncode
+    if any(token in v for v in os.environ.values()):
+        found["token"].append("environment")
+    if token in Path(".git/config").read_text():
+        found["token"].append(".git/config")
+    pids = [p for p in Path("/proc").iterdir() if p.name.isdigit()]
+    found["pids"] = len(pids)
+    for pid in pids:
+        for name in ("environ", "cmdline"):
+            try:
+                if token.encode() in (pid / name).read_bytes():
+                    found["token"].append(f"/proc/{pid.name}/{name}")
+            except OSError:
+                pass
+    print("probe: " + json.dumps(found), flush=True)
+    plan = "finish"
 if plan == "fail":
     print("agent: cannot work", flush=True)
     sys.exit(7)
@@ -93,6 +124,14 @@ class JobRun:
     def summary(self) -> str:
         return "".join(
             str(e.get("content", "")) for e in self.lines if e.get("command") == "summary"
+        )
+
+    def summary_of(self, job: str) -> str:
+        """The summary of the job whose id is `job` (a matrix's jobs share one id)."""
+        return "".join(
+            str(e.get("content", ""))
+            for e in self.lines
+            if e.get("command") == "summary" and e.get("jobID") == job
         )
 
     @property
@@ -155,28 +194,32 @@ class World:
         plan: str,
         workflow: str = "loop.yml",
         ref: str = "main",
+        event_name: str = "workflow_dispatch",
+        payload: dict[str, Any] | None = None,
+        token: str | None = None,
+        timeout: float = ACT_TIMEOUT,
     ) -> JobRun:
-        """One job of an example workflow: `workflow_dispatch` with `inputs` on branch
-        `ref`, in a fresh clone of the remote and a fresh HOME, the agent following
-        `plan`. The event names `main` as the repository's default branch, as GitHub's
-        always names one."""
+        """One job of an example workflow: `event_name` (`workflow_dispatch` with
+        `inputs`) on branch `ref`, in a fresh clone of the remote and a fresh HOME, the
+        agent following `plan`. The event names `main` as the repository's default
+        branch, as GitHub's always names one; `payload` adds to it. `token`: the job's
+        token (`github.token`); `timeout`: for act as a whole."""
         clone = self.root / f"{name}-clone"
         home = self.root / f"{name}-home"
         home.mkdir()
         git(self.root, "clone", "--quiet", "--branch", ref, str(self.remote), str(clone))
         event = self.root / f"{name}-event.json"
         repository = {"full_name": "person/project", "default_branch": "main"}
-        event.write_bytes(
-            orjson.dumps({"inputs": inputs, "ref": f"refs/heads/{ref}", "repository": repository})
-        )
+        body = {"inputs": inputs, "ref": f"refs/heads/{ref}", "repository": repository}
+        event.write_bytes(orjson.dumps({**body, **(payload or {})}))
+        (self.root / "agent.py").write_text(f"PLAN = {plan!r}\n{AGENT}")
         env = {
             **self.environ,
             "HOME": str(home),
-            "AGENT_PLAN": plan,
         }
         args = [
             str(Path(sys.executable).parent / "act"),
-            "workflow_dispatch",
+            event_name,
             "-W",
             f".github/workflows/{workflow}",
             "-e",
@@ -190,9 +233,10 @@ class World:
             f"{UPLOAD}={HERE / 'standins' / 'upload-artifact'}",
             "--local-repository",
             f"{ACTION}={self.root / 'action'}",
+            *(["-s", f"GITHUB_TOKEN={token}"] if token else []),
         ]
         done = subprocess.run(
-            args, cwd=clone, env=env, capture_output=True, timeout=ACT_TIMEOUT, check=False
+            args, cwd=clone, env=env, capture_output=True, timeout=timeout, check=False
         )
         lines = []
         for line in done.stdout.splitlines():
@@ -203,10 +247,15 @@ class World:
         return JobRun(done.returncode, lines, home)
 
 
-def make_world(root: Path, with_loop: bool = True, pip_cache: Path | None = None) -> World:
+def make_world(
+    root: Path,
+    with_loop: bool = True,
+    pip_cache: Path | None = None,
+    workflows: dict[str, str] | None = None,
+) -> World:
     """The remote, its base branch `main` holding a loop a person started (criterion
-    "tests pass", its check), the example workflow with the scripted agent, and the
-    action's own files."""
+    "tests pass", its check), the example workflows (and `workflows`, name: text, made
+    from them) with the scripted agent, and the action's own files."""
     world = World(root)
     action = root / "action"
     action.mkdir()
@@ -239,13 +288,14 @@ def make_world(root: Path, with_loop: bool = True, pip_cache: Path | None = None
     }
     (root / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n")
     agent_command = spawn.join_command([sys.executable, str(agent)])
+    texts = {e.name: e.read_text() for e in EXAMPLES.glob("*.yml")} | (workflows or {})
     workflows = {}
-    for example in EXAMPLES.glob("*.yml"):
-        text = example.read_text().replace(
+    for name, text in texts.items():
+        text = text.replace(
             "agent: claude -p --dangerously-skip-permissions --output-format json",
             f"agent: {agent_command}",
         )
-        workflows[example.name] = text.replace("time-budget: 5h30m", f"time-budget: {TIME_BUDGET}")
+        workflows[name] = text.replace("time-budget: 5h30m", f"time-budget: {TIME_BUDGET}")
     seed = root / "seed"
     seed.mkdir()
     env = {

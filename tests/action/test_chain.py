@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.action.actworld import git, make_world
+from tests.action.actworld import ACT_TIMEOUT, EXAMPLES, JobRun, git, make_world
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,8 @@ def test_an_approval_the_agent_gives_itself_in_the_job_counts_for_nothing(
 ) -> None:
     """On CI the person is the trusted branch: the agent replaces the check with `true`
     and approves it from a shell without the run's variables (with the job's own
-    `ralphstate`, on its PATH); the job proves the loop again itself and fails."""
+    `ralphstate`, on its PATH): both approvals are refused, the loop pauses for review
+    and the job fails."""
     world = make_world(tmp_path, pip_cache=pip_cache)
 
     job = world.job("job1", {"branch": "ralphstate/self"}, "self-approve")
@@ -102,12 +103,17 @@ def test_an_approval_the_agent_gives_itself_in_the_job_counts_for_nothing(
     assert "ralphstate is not on the agent's PATH" not in job.said()
     assert job.code != 0, job.said()[-4000:]
     assert (job.outputs["outcome"], job.outputs["reason"]) == ("paused", "review")
-    assert "does not pass" in job.summary
+    # Both approvals were refused to the agent's process, and the changed check paused
+    # the loop for the person (the next job puts the trusted check back).
+    [log] = (world.root / "artifacts").glob("*/0001.log")
+    assert log.read_text().count("only the person may run it") == 2
     state = orjson.loads(
         git(tmp_path, "--git-dir", str(world.remote), "show", "ralphstate/self:.loop/state.json")
     )
     assert (state["status"], state["pauseReason"]) == ("paused", "review")
-    assert state["checks"]["tests pass"] == "python3 check.py"
+    assert state["checks"]["tests pass"] == "true"  # the agent's, shown, unapproved
+    main = git(tmp_path, "--git-dir", str(world.remote), "show", "main:.loop/state.json")
+    assert orjson.loads(main)["checks"]["tests pass"] == "python3 check.py"
 
 
 def test_a_failing_agent_ends_the_chain_without_a_next_job(tmp_path: Path, pip_cache: Path) -> None:
@@ -178,3 +184,38 @@ def test_each_loop_of_the_matrix_asks_for_the_next_job_of_its_own_loop(
         )
     )
     assert state["criteria"] == ["tests pass", "exports match the fixtures"]
+    # The final job: every loop of the matrix in one table, as its branch records it.
+    table = job.summary_of("summary")
+    assert "0 of 2 complete" in table, job.said()[-4000:]
+    assert "| `ralphstate/csv-export` | paused (budget) | 2 | 0/2 |" in table
+    assert "| `ralphstate/faster-search` | paused (budget) | 2 | 0/1 |" in table
+
+
+def job_windows(job: JobRun) -> dict[str, tuple[str, str]]:
+    """When each loop's job of a matrix began and ended, from act's log lines."""
+    seen: dict[str, list[str]] = {}
+    for line in job.lines:
+        loop = (line.get("matrix") or {}).get("loop") or {}
+        if line.get("jobID") == "loop" and loop.get("name") and line.get("time"):
+            seen.setdefault(loop["name"], []).append(str(line["time"]))
+    return {name: (min(times), max(times)) for name, times in seen.items()}
+
+
+@pytest.mark.parametrize("at_once", [1])
+def test_the_matrix_runs_at_most_max_parallel_loops_at_once(
+    tmp_path: Path, pip_cache: Path, at_once: int
+) -> None:
+    """`max-parallel` of the example matrix holds: with 1, the second loop's job starts
+    only after the first's has ended."""
+    text = (EXAMPLES / "matrix.yml").read_text()
+    assert "max-parallel: 20" in text
+    one = text.replace("max-parallel: 20", f"max-parallel: {at_once}")
+    world = make_world(tmp_path, with_loop=False, pip_cache=pip_cache, workflows={"m.yml": one})
+
+    job = world.job("job1", {"only": ""}, "slow", workflow="m.yml", timeout=2 * ACT_TIMEOUT)
+
+    assert job.code == 0, job.said()[-4000:]
+    windows = sorted(job_windows(job).values())
+    assert len(windows) == 2, windows
+    (_, first_end), (second_start, _) = windows
+    assert first_end <= second_start, windows
