@@ -95,6 +95,9 @@ def test_the_next_session_s_start_says_it(bare: Path) -> None:
     done = run_process(["hook", "session-start"], cwd=bare, input=data)
     out = orjson.loads(done.stdout)
     assert NO_LONGER in out["systemMessage"], out
+    # and a desktop notification, for a person who does not read the session's line
+    assert out["terminalSequence"].startswith("\x1b]"), out
+    assert NO_LONGER in out["terminalSequence"]
 
 
 def test_disable_all_hooks_is_read_as_claude_code_reads_it(bare: Path) -> None:
