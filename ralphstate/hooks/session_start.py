@@ -80,7 +80,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if switched_off:  # and a notification: the person may not read the session's line
         from ralphstate.hooks import notify
 
-        out = notify.attach(out, agent.name, switched_off, os.environ)
+        return notify.attach(out, agent.name, switched_off, os.environ)
     return out
 
 
