@@ -106,9 +106,9 @@ def _sandbox(
     sandbox.md); RalphstateError, before the first iteration, when it cannot start."""
     mode = modes.chosen(plan.sandbox, plan.no_sandbox)
     if mode == modes.UNCONFINED:  # turning confinement off is the person's act alone
-        from ralphstate.loop.person import require_person
+        from ralphstate.loop.person import require_not_agent
 
-        require_person(store.paths, "`ralphstate run --no-sandbox`")
+        require_not_agent("`ralphstate run --no-sandbox`")
     box = modes.prepare(mode, store.paths, list(state["guards"] or []), chain, plan.offline)
     box.chain, box.named = chain, list(plan.keep_env)
     if box.mode == modes.UNCONFINED:

@@ -74,10 +74,15 @@ def at_terminal(
 
 def asks(args: tuple[str, ...] | list[str]) -> bool:
     """Whether `ralphstate ARGS` asks the person at the terminal (loop/person.py):
-    `trust`, `review --approve` or `--revert`, `criteria check ... --env`."""
+    `trust`, `review --approve` or `--revert`, `criteria check ... --env`, a rubric
+    (`criteria rubric`, `init --rubric`), `config reviewer`, `heldout`."""
     first = args[0] if args else ""
     if first == "review":
         return "--approve" in args or "--revert" in args
     if first == "criteria":
-        return "check" in args and "--env" in args
-    return first == "trust"
+        return ("check" in args and "--env" in args) or "rubric" in args
+    if first == "init":
+        return "--rubric" in args
+    if first == "config":
+        return "reviewer" in args
+    return first in ("trust", "heldout")

@@ -16,6 +16,7 @@ from ralphstate.core import grading
 from tests.helpers import run_process
 from tests.helpers.gitrepo import init_repo, use_identity
 from tests.helpers.loops import load, own, stop
+from tests.helpers.terminal import asks, at_terminal
 
 NAME = "README explains --dry-run"
 RUBRIC = "The README names the --dry-run flag and says that it changes no file."
@@ -42,6 +43,9 @@ print(json.dumps({"result": text, "total_cost_usd": 0.25,
 
 
 def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    if asks(args):  # the person types yes at their terminal (loop/person.py)
+        typed = at_terminal(list(args), cwd=root, env=env)
+        return typed.code, typed.screen, typed.screen
     done = run_process(list(args), cwd=root, env=env)
     return done.returncode, done.stdout.decode(), done.stderr.decode()
 
