@@ -161,6 +161,31 @@ def _at_terminal(paths: LoopPaths, what: str) -> None:
     _confirmed.append(str(paths.dir))
 
 
+def confirm_first_checks(paths: LoopPaths, before: dict[str, str], state: State, what: str) -> bool:
+    """Before ralphstate carries trust to a loop's first checks (`truststore.carry`
+    from none): at a terminal, with no agent above, the person is asked once, as `init
+    --check` asks; False when they said anything but yes (the checks then wait for
+    `ralphstate trust`). True, and nothing asked, anywhere else."""
+    from ralphstate.storage.peruser import truststore
+    from ralphstate.storage.system import terminal
+
+    found = actor.current()
+    if before or not truststore.armed(state) or not actor.is_person(found) or present(found):
+        return True
+    if not terminal.available() or agent_above() is not None:
+        return True  # nobody to ask; under an agent `carry` keeps nothing
+    answer = terminal.ask(
+        naming_state(paths, state, what),
+        f"Type {CONFIRM_WORD} to trust these checks, anything else to stop: ",
+    )
+    if answer is terminal.NO_TERMINAL:
+        return True
+    if answer.strip().lower() != CONFIRM_WORD:
+        return False
+    actor.set_current({**actor.PERSON, "present": AT_TERMINAL})
+    return True
+
+
 def naming(paths: LoopPaths, what: str) -> list[str]:
     """What the person is asked to confirm: the act, the loop, its checks and the hash
     of what proves it done as it now stands."""

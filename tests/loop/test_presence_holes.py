@@ -172,3 +172,20 @@ def test_a_check_changed_under_an_agent_client_with_env_i_does_not_stay_trusted(
 
     assert Store(loop).load()["checks"]["a"] == "true"
     assert not trusted(loop)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("criteria", "add", "b", "--check", PASS), ("criteria", "check", "a", PASS)],
+)
+def test_the_first_check_added_at_a_terminal_is_asked_once_and_trusted(
+    project: Path, rs: Any, args: tuple[str, ...]
+) -> None:
+    """A loop with no checks counts as trusted; its first check, given by the person at
+    their terminal, is asked as `init --check` is, one step."""
+    assert rs("init", "Build it", "-c", "a").code == 0
+    typed = at_terminal(list(args), cwd=project)
+    assert (typed.code, typed.asked) == (0, True), typed.screen
+    assert trusted(loop_of(project))
+    no = at_terminal(["criteria", "add", "c", "--check", PASS], cwd=project, answer="no")
+    assert (no.code, no.asked) == (0, False)  # checks trusted before: carried, not asked
