@@ -1,5 +1,6 @@
 """The Claude Code plugin's launcher: `launch.py stop|session-start|pre-compact|stop-failure|
-post-tool-use|task-completed|pre-tool-use|session-end|permission-request`, `cli ARGS`.
+post-tool-use|task-completed|pre-tool-use|session-end|permission-request|config-change`,
+`cli ARGS`.
 
 Claude Code runs it from `hooks/hooks.json` with the hook input on stdin, and the
 plugin's `bin/ralphstate` runs it as `launch.py cli ARGS`. It finds a ralphstate of

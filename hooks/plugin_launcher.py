@@ -34,6 +34,7 @@ EVENTS = {
     "pre-tool-use": "PreToolUse",
     "session-end": "SessionEnd",
     "permission-request": "PermissionRequest",
+    "config-change": "ConfigChange",
 }
 # The hooks whose exit 2 (ralphstate's refusal, its reason on stderr) is passed through.
 REFUSING = ("task-completed",)

@@ -60,6 +60,7 @@ EVENTS = {
     "PreToolUse": "pre-tool-use",
     "SessionEnd": "session-end",
     "PermissionRequest": "permission-request",
+    "ConfigChange": "config-change",
 }
 # With `install --tasks`: the hooks on Claude Code's task list
 # (docs/explanation/design.md, "The task gate"): PostToolUse mirrors the task tools' calls

@@ -61,6 +61,7 @@ HOOK_ROWS = (
     Hook("pre-tool-use", undecided=True),
     Hook("session-end"),
     Hook("permission-request", undecided=True),
+    Hook("config-change"),
 )
 HOOKS = tuple(row.name for row in HOOK_ROWS)
 

@@ -73,10 +73,15 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
         line += " " + _taken_over(*before, crashed=not timed_out)
     if not trusted:
         line += " " + restore.untrusted_line(state)
-    line += _said_to_person(agent, loop, state, source)
-    return agent.render_context(
-        restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line
+    said, switched_off = _said_to_person(agent, loop, state, source)
+    out = agent.render_context(
+        restore.context(state, source, trusted, lessons=lessons.read(loop.dir)), line + said
     )
+    if switched_off:  # and a notification: the person may not read the session's line
+        from ralphstate.hooks import notify
+
+        return notify.attach(out, agent.name, switched_off, os.environ)
+    return out
 
 
 # Said at a session's start when no settings file allows the agent's own commands.
@@ -87,14 +92,17 @@ ALLOW_MISSING = (
 )
 
 
-def _said_to_person(agent: Agent, loop: paths.LoopPaths, state: st.State, source: str) -> str:
+def _said_to_person(
+    agent: Agent, loop: paths.LoopPaths, state: st.State, source: str
+) -> tuple[str, str | None]:
     """What the session's line adds for the person: no rule allows the agent's own
-    commands, and a gate switched off (each led by a space), or nothing."""
+    commands, and a gate switched off (each led by a space), or nothing; and the gate's
+    line alone, when it is said."""
     said = ""
     if agent.name == "claude" and source not in CONTINUING and _lacks_allow(loop):
         said += " " + ALLOW_MISSING
     switched_off = _gate(loop, state)
-    return said + (" " + switched_off if switched_off else "")
+    return said + (" " + switched_off if switched_off else ""), switched_off
 
 
 def _gate(loop: paths.LoopPaths, state: st.State) -> str | None:

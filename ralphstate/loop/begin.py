@@ -187,16 +187,35 @@ def _own_checks(checks: dict[str, str]) -> dict[str, str]:
 
 def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     """Trust the checks a person gave `init` on this machine, when they are all the
-    loop's checks. An agent's wait for the person (`ralphstate trust`), as do a
-    template's beside them; a trust store that cannot be written leaves them untrusted
-    (`status` says so)."""
+    loop's checks, by the same presence rule as `trust` (loop/person.py): a process
+    with an agent's variables or an agent client above leaves them waiting for
+    `ralphstate trust`, as do a template's beside them; at a terminal the person is
+    asked once, the contract shown (only `yes` trusts them; the loop starts either
+    way); with no terminal and no agent above (a script, a test) they are trusted,
+    recorded as unconfirmed. A trust store that cannot be written leaves them
+    untrusted (`status` says so)."""
     from ralphstate.core import actor
+    from ralphstate.loop import person
     from ralphstate.storage.peruser import truststore
+    from ralphstate.storage.system import terminal
 
     armed = truststore.armed(new)
-    if actor.is_person(actor.current()) and all(typed.get(n) == c for n, c in armed.items()):
-        with contextlib.suppress(RalphstateError):
-            truststore.record(loop, new)
+    if not actor.is_person(actor.current()) or any(typed.get(n) != c for n, c in armed.items()):
+        return
+    if person.agent_above() is not None:
+        return  # an agent's `env -i ralphstate init -c`: its checks wait for the person
+    what = "`ralphstate init --check`"
+    lines = person.naming_state(loop, new, what)
+    lines.append("The loop starts either way; checks you do not trust wait for `ralphstate trust`.")
+    answer = terminal.ask(
+        lines, f"Type {person.CONFIRM_WORD} to trust these checks, anything else to stop: "
+    )
+    if answer is not terminal.NO_TERMINAL:
+        if answer.strip().lower() != person.CONFIRM_WORD:
+            return
+        actor.set_current({**actor.PERSON, "present": person.AT_TERMINAL})
+    with contextlib.suppress(RalphstateError):
+        truststore.record(loop, new)
 
 
 def _unfinished(store: Store) -> dict[str, object] | None:

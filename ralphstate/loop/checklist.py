@@ -66,7 +66,10 @@ def criteria_add(store: Store, name: str, check: str | None = None) -> st.State:
     if st.blank(name):
         raise RalphstateError(st.BLANK["criterion"])
     new = store.update(fn)
-    truststore.carry(store.paths, before, new, {name} if check else set())
+    from ralphstate.loop import person
+
+    if person.confirm_first_checks(store.paths, before, new, "`ralphstate criteria add`"):
+        truststore.carry(store.paths, before, new, {name} if check else set())
     return new
 
 

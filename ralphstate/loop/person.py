@@ -27,6 +27,7 @@ import os
 from ralphstate.core import actor
 from ralphstate.core.approving import APPROVAL_ENV
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.state import State
 from ralphstate.loop.project import current_actor
 from ralphstate.storage.peruser import approvals
 from ralphstate.storage.system.paths import LoopPaths
@@ -47,10 +48,6 @@ APPROVES = "approves what proves this loop done"
 # after `require_ci`.
 _confirmed: list[str] = []
 CI_ANY_LOOP = "(ci)"
-# Programs whose descendants are an agent's, whatever their environment says.
-CLIENTS = frozenset(
-    {"claude", "codex", "gemini", "copilot", "opencode", "cursor-agent", "aider", "goose"}
-)
 
 
 def present(found: object) -> bool:
@@ -167,30 +164,65 @@ def _at_terminal(paths: LoopPaths, what: str, does: str = "") -> None:
     _confirmed.append(str(paths.dir))
 
 
+def confirm_first_checks(paths: LoopPaths, before: dict[str, str], state: State, what: str) -> bool:
+    """Before ralphstate carries trust to a loop's first checks (`truststore.carry`
+    from none): at a terminal, with no agent above, the person is asked once, as `init
+    --check` asks; False when they said anything but yes (the checks then wait for
+    `ralphstate trust`). True, and nothing asked, anywhere else."""
+    from ralphstate.storage.peruser import truststore
+    from ralphstate.storage.system import terminal
+
+    found = actor.current()
+    if before or not truststore.armed(state) or not actor.is_person(found) or present(found):
+        return True
+    if not terminal.available() or agent_above() is not None:
+        return True  # nobody to ask; under an agent `carry` keeps nothing
+    answer = terminal.ask(
+        naming_state(paths, state, what),
+        f"Type {CONFIRM_WORD} to trust these checks, anything else to stop: ",
+    )
+    if answer is terminal.NO_TERMINAL:
+        return True
+    if answer.strip().lower() != CONFIRM_WORD:
+        return False
+    actor.set_current({**actor.PERSON, "present": AT_TERMINAL})
+    return True
+
+
 def naming(paths: LoopPaths, what: str) -> list[str]:
     """What the person is asked to confirm: the act, the loop, its checks and the hash
     of what proves it done as it now stands."""
     import contextlib
+
+    from ralphstate.storage.loopdir.store import Store
+
+    with contextlib.suppress(RalphstateError, OSError, ValueError, KeyError):
+        return naming_state(paths, Store(paths).load(), what)
+    return [
+        f"ralphstate: {what} for the loop in {paths.root}",
+        "Only you may approve this; an agent must never answer for you.",
+    ]
+
+
+def naming_state(paths: LoopPaths, state: State, what: str) -> list[str]:
+    """`naming` for the loop's state `state` (init's, before anything reads it back)."""
     import hashlib
 
     import orjson
 
     from ralphstate.core import proof
     from ralphstate.core.text import visible
-    from ralphstate.storage.loopdir.store import Store
     from ralphstate.storage.peruser import truststore
 
     lines = [f"ralphstate: {what} for the loop in {visible(str(paths.root))}"]
-    with contextlib.suppress(RalphstateError, OSError, ValueError, KeyError):
-        state = Store(paths).load()
-        lines.append(f"  goal: {visible(str(state['spec']))[:200]}")
-        armed = truststore.armed(state)
-        for name, command in armed.items():
-            lines.append(f"  check {visible(name)}: {visible(command)}")
-        if not armed:
-            lines.append("  no checks")
-        contract = orjson.dumps(proof.contract_of(state), option=orjson.OPT_SORT_KEYS)
-        lines.append(f"  what proves it done: sha256 {hashlib.sha256(contract).hexdigest()[:16]}")
+    lines.append(f"  goal: {visible(str(state['spec']))[:200]}")
+    armed = truststore.armed(state)
+    for name, command in armed.items():
+        lines.append(f"  check {visible(name)}: {visible(command)}")
+    if not armed:
+        lines.append("  no checks")
+    contract = orjson.dumps(proof.contract_of(state), option=orjson.OPT_SORT_KEYS)
+    lines.append(f"  what proves it done: sha256 {hashlib.sha256(contract).hexdigest()[:16]}")
     lines.append("Only you may approve this; an agent must never answer for you.")
     return lines
 
@@ -209,7 +241,7 @@ def agent_above() -> str | None:
     for chain in chains:
         for proc in chain:
             name = proc.name.lower().removesuffix(".exe")
-            if name in CLIENTS:
+            if name in ancestry.CLIENTS:
                 return f"the agent client {name} (pid {proc.pid})"
             if proc.environ is None:
                 continue

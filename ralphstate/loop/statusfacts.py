@@ -45,7 +45,7 @@ def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, Sta
         trusted=truststore.is_trusted(store.paths, state),
         guarded=testfiles.status_line(store.paths.root, state["guards"]),
         already=tuple(redgreen.already_true(state, ledger.of_loop(store.paths, state))),
-        proof_said=tuple(proofreview.summary_lines(proof)),
+        proof_said=(*proofreview.summary_lines(proof), *_unproven(store, state)),
         hooks_view=hooks_view(cwd),  # in a subdirectory: which loop the hooks see
         unenforced=_unenforced(store, state) if running else None,
     )
@@ -120,3 +120,17 @@ def _last_run_sandbox(store: Store) -> str | None:
             how = entry.get("sandbox")
             return how.splitlines()[0][:80] if isinstance(how, str) and how.strip() else None
     return None
+
+
+def _unproven(store: Store, state: st.State) -> list[str]:
+    """The sentence for a trust record of these very checks that counts as none."""
+    from ralphstate.storage.peruser import truststore
+
+    if not truststore.unproven(store.paths, state):
+        return []
+    said = (
+        "the record trusting these checks counts as none: it does not show that a person"
+        " was there (an agent's, a library call's, one written by hand or by an older"
+        " ralphstate); run `ralphstate trust`"
+    )
+    return [said]

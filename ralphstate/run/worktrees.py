@@ -357,7 +357,7 @@ def _carry_trust(source: Store, state: st.State, store: Store, new: st.State) ->
         if mine == theirs and truststore.run_trusted(source.paths, theirs):
             settings = mine
     with contextlib.suppress(RalphstateError):
-        truststore.record(store.paths, new, settings)
+        truststore.record(store.paths, new, settings, proof=truststore.proof_of(source.paths))
 
 
 def store_in(worktree: Worktree, start: Path) -> Store:

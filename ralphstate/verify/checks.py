@@ -65,7 +65,10 @@ def set_check(
         return crit, state
 
     found, new = store.update(fn)
-    truststore.carry(store.paths, before, new, {found})
+    from ralphstate.loop import person
+
+    if person.confirm_first_checks(store.paths, before, new, "`ralphstate criteria check`"):
+        truststore.carry(store.paths, before, new, {found})
     return found, new
 
 

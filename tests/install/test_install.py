@@ -67,6 +67,7 @@ FAIL = hook_command("StopFailure")
 PRE = hook_command("PreToolUse")
 END = hook_command("SessionEnd")
 PERM = hook_command("PermissionRequest")
+CONFIG = hook_command("ConfigChange")
 
 
 def ours(command: str) -> dict[str, Any]:
@@ -120,6 +121,7 @@ INSTALLED: dict[str, Any] = {
         "StopFailure": [{"hooks": [ours(FAIL)]}],
         "SessionEnd": [{"hooks": [ours(END)]}],
         "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
+        "ConfigChange": [{"hooks": [ours(CONFIG)]}],
     },
     "env": {"FOO": "1"},
 }
@@ -623,6 +625,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
         f"added PermissionRequest hook: {PERM}",
+        f"added ConfigChange hook: {CONFIG}",
     ]
     assert path.read_text(encoding="utf-8") == dump(
         {
@@ -634,6 +637,7 @@ def test_install_into_a_missing_file_creates_claude_dir(tmp_path: Path) -> None:
                 "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
                 "SessionEnd": [{"hooks": [ours(END)]}],
                 "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
+                "ConfigChange": [{"hooks": [ours(CONFIG)]}],
             }
         }
     )
@@ -657,6 +661,7 @@ def test_install_keeps_other_settings_and_hooks_and_is_idempotent(tmp_path: Path
         f"PreToolUse hook already installed: {PRE}",
         f"SessionEnd hook already installed: {END}",
         f"PermissionRequest hook already installed: {PERM}",
+        f"ConfigChange hook already installed: {CONFIG}",
     ]
     assert path.read_bytes() == written
 
@@ -675,6 +680,7 @@ def test_uninstall_removes_only_ours_and_restores_the_file(tmp_path: Path) -> No
         f"removed PreToolUse hook: {PRE}",
         f"removed SessionEnd hook: {END}",
         f"removed PermissionRequest hook: {PERM}",
+        f"removed ConfigChange hook: {CONFIG}",
     ]
     assert path.read_bytes() == original
 
@@ -787,6 +793,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
         f"added PermissionRequest hook: {PERM}",
+        f"added ConfigChange hook: {CONFIG}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -797,6 +804,7 @@ def test_install_upgrades_each_older_form_in_place_and_uninstall_removes_it(
             "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
             "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
+            "ConfigChange": [{"hooks": [ours(CONFIG)]}],
         }
     }
     write(
@@ -870,6 +878,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
         f"added PreToolUse hook: {PRE}",
         f"added SessionEnd hook: {END}",
         f"added PermissionRequest hook: {PERM}",
+        f"added ConfigChange hook: {CONFIG}",
     ]
     assert json.loads(path.read_text()) == {
         "hooks": {
@@ -883,6 +892,7 @@ def test_upgrade_replaces_old_commands_in_place_and_drops_duplicates(tmp_path: P
             "PreToolUse": [{"matcher": "Bash|Edit|Write|MultiEdit", "hooks": [ours(PRE)]}],
             "SessionEnd": [{"hooks": [ours(END)]}],
             "PermissionRequest": [{"matcher": "Bash", "hooks": [ours(PERM)]}],
+            "ConfigChange": [{"hooks": [ours(CONFIG)]}],
         }
     }
 
@@ -927,6 +937,7 @@ def test_an_empty_file_counts_as_an_empty_object(tmp_path: Path) -> None:
         "PreToolUse",
         "SessionEnd",
         "PermissionRequest",
+        "ConfigChange",
     }
 
 
@@ -1091,6 +1102,7 @@ def test_a_write_by_someone_else_meanwhile_is_merged_not_lost(
         "PreToolUse",
         "SessionEnd",
         "PermissionRequest",
+        "ConfigChange",
     ]
 
 
@@ -1120,6 +1132,7 @@ def test_find_installed_over_all_scopes(tmp_path: Path) -> None:
         InstalledHook("project", project, "PreToolUse", PRE),
         InstalledHook("project", project, "SessionEnd", END),
         InstalledHook("project", project, "PermissionRequest", PERM),
+        InstalledHook("project", project, "ConfigChange", CONFIG),
         InstalledHook(
             "local", root / ".claude" / "settings.local.json", "Stop", "/gone/ralphstate hook stop"
         ),
@@ -1137,6 +1150,7 @@ def test_find_installed_reports_a_file_shared_by_two_scopes_once(tmp_path: Path)
         ("project", "PreToolUse"),
         ("project", "SessionEnd"),
         ("project", "PermissionRequest"),
+        ("project", "ConfigChange"),
     ]
 
 

@@ -95,6 +95,9 @@ def test_the_next_session_s_start_says_it(bare: Path) -> None:
     done = run_process(["hook", "session-start"], cwd=bare, input=data)
     out = orjson.loads(done.stdout)
     assert NO_LONGER in out["systemMessage"], out
+    # and a desktop notification, for a person who does not read the session's line
+    assert out["terminalSequence"].startswith("\x1b]"), out
+    assert NO_LONGER in out["terminalSequence"]
 
 
 def test_disable_all_hooks_is_read_as_claude_code_reads_it(bare: Path) -> None:
@@ -110,3 +113,31 @@ def test_disable_all_hooks_is_read_as_claude_code_reads_it(bare: Path) -> None:
     (bare / ".claude" / "settings.json").unlink()
     out, _ = ralphstate(bare, "init", "x", "-c", "a")
     assert SWITCHED_OFF.format(path=home / ".claude" / "settings.json") in out
+
+
+def config_change(project: Path, path: Path) -> bytes:
+    data = orjson.dumps(
+        {
+            "session_id": "s1",
+            "cwd": str(project),
+            "hook_event_name": "ConfigChange",
+            "source": "local_settings",
+            "file_path": str(path),
+        }
+    )
+    done = run_process(["hook", "config-change"], cwd=project, input=data)
+    assert done.returncode == 0, done
+    return done.stdout
+
+
+def test_a_change_that_switches_the_gate_off_is_blocked_and_said(bare: Path) -> None:
+    """Claude Code runs ConfigChange as the file changes: the running session keeps
+    ralphstate's hooks, and a notification says it (the client shows a block to nobody)."""
+    local = enforced_loop(bare)
+    set_key(local, model="sonnet")  # a change that leaves the hooks: passes untouched
+    assert config_change(bare, local).strip() in (b"", b"{}")
+    set_key(local, disableAllHooks=True)
+    out = orjson.loads(config_change(bare, local))
+    assert out["decision"] == "block", out
+    assert NO_LONGER in out["reason"]
+    assert "ralphstate kept its hooks in this session" in out["terminalSequence"]

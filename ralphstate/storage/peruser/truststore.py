@@ -15,6 +15,16 @@ agent command and the context files, from a configuration file the repository ma
 brought) are trusted the same way (`run_trusted`).
 
 A loop with no checks has nothing to run and counts as trusted.
+
+Each record says how a person was shown there when it was written (`PROOF_FIELDS`):
+`by`, the actor, whose `present` names a terminal, Claude Code's prompt or the CI job
+(loop/person.py); for a record with no such proof, `terminal` (whether the writing
+process had a controlling terminal, where the person could have been asked) and
+`agentAbove` (whether an agent client was among its parents). A record counts only
+when a person's presence was proven, or could not have been (no terminal, no agent
+client above: the person's `init -c` from a script); any other record (an agent's, a
+library call made where a terminal was, one without `by`: written by hand or by an
+older ralphstate) counts as none, and `status` says so (`unproven`).
 """
 
 from __future__ import annotations
@@ -66,11 +76,62 @@ def read() -> dict[str, Entry]:
         return {}
 
 
+# The fields that say how a record was proven: carried with the trust they prove.
+PROOF_FIELDS = ("by", "terminal", "agentAbove")
+# How a person's presence is proven (the actor's `present`, loop/person.py).
+PROVEN = ("terminal", "prompt", "ci")
+
+
+def proven(entry: Entry) -> bool:
+    """Whether the record `entry` counts: written for a person shown present, or for a
+    person where nobody could have been asked and no agent client was above."""
+    by = entry.get("by")
+    if not actor.is_person(by) or not isinstance(by, dict):
+        return False
+    if by.get("present") in PROVEN:
+        return True
+    return entry.get("terminal") is False and entry.get("agentAbove") is False
+
+
+def unproven(paths: LoopPaths, state: State) -> bool:
+    """True when a record matches these checks but counts as none (`proven`): the
+    approval was recorded by someone whose presence was not shown."""
+    checks = armed(state)
+    entry = read().get(jsonstore.key(paths))
+    return (
+        bool(checks)
+        and entry is not None
+        and entry.get("checksHash") == checks_hash(checks)
+        and not proven(entry)
+    )
+
+
+def proof_of(paths: LoopPaths) -> Entry:
+    """How the loop's record was proven (`PROOF_FIELDS`), to carry with its trust."""
+    entry = read().get(jsonstore.key(paths), {})
+    return {name: entry[name] for name in PROOF_FIELDS if name in entry}
+
+
+def _proof_here() -> Entry:
+    """How this process can prove the person: its actor, and when that shows no
+    presence, whether it has a terminal and an agent client among its parents."""
+    from ralphstate.storage.system import ancestry, terminal
+
+    by = actor.current()
+    if isinstance(by, dict) and by.get("present") in PROVEN:
+        return {"by": dict(by)}
+    return {
+        "by": dict(by),
+        "terminal": terminal.available(),
+        "agentAbove": ancestry.client_above() is not None,
+    }
+
+
 def _trusts(paths: LoopPaths, checks: dict[str, str]) -> bool:
     if not checks:
         return True
     entry = read().get(jsonstore.key(paths))
-    return entry is not None and entry.get("checksHash") == checks_hash(checks)
+    return entry is not None and entry.get("checksHash") == checks_hash(checks) and proven(entry)
 
 
 def is_trusted(paths: LoopPaths, state: State) -> bool:
@@ -102,12 +163,14 @@ def record(
     state: State,
     run: dict[str, object] | None = None,
     env: list[str] | None = None,
+    proof: Entry | None = None,
 ) -> None:
     """Trust the loop's current checks here (and, given, the run settings `run`), with
     the environment of this process as the checks' own (`checkenv`: the essentials and
     the variables named in `env`, else those named before), and the fingerprint of what
     the checks resolve to in it (`toolchain`); RalphstateError if the store cannot be
-    written."""
+    written. The record says how the person was shown there (`proven`): `proof`, that
+    of the record this one carries forward, else this process's."""
     from ralphstate.storage.peruser import checkenv, toolchain
 
     checks = armed(state)
@@ -115,6 +178,7 @@ def record(
         "checksHash": checks_hash(checks),
         "checks": len(checks),
         "trustedAt": clock.now_iso(),
+        **(proof if proof is not None else _proof_here()),
     }
     if run is not None:
         entry["runHash"] = run_hash(run)
@@ -182,11 +246,15 @@ def carry(paths: LoopPaths, before: dict[str, str], state: State, changed: set[s
         return
     if not actor.is_person(actor.current()):
         return  # an agent's change to a check is not the person's: it waits for trust
+    from ralphstate.storage.system import ancestry
+
+    if ancestry.client_above() is not None:
+        return  # nor is one made under an agent client, whatever its environment says
     for name in set(before) | set(after):
         if name not in changed and before.get(name) != after.get(name):
             return
     with contextlib.suppress(RalphstateError):
-        record(paths, state)
+        record(paths, state, proof=proof_of(paths) if before else None)
 
 
 def env_names(paths: LoopPaths) -> list[str]:

@@ -21,6 +21,10 @@ from typing import NamedTuple
 
 # How many parents are walked: far more than a shell, a terminal and a login ever nest.
 MAX_DEPTH = 64
+# Programs whose descendants are an agent's, whatever their environment says.
+CLIENTS = frozenset(
+    {"claude", "codex", "gemini", "copilot", "opencode", "cursor-agent", "aider", "goose"}
+)
 
 
 class Proc(NamedTuple):
@@ -45,6 +49,20 @@ def chain(pid: int) -> list[Proc]:
             break
         pid = parent
     return found
+
+
+def client_above() -> Proc | None:
+    """The agent client (by its program's name, `CLIENTS`) among this process's parents
+    or its terminal's session leader's; None when none is (or the system does not say)."""
+    chains = [chain(os.getpid())]
+    leader = session_leader()
+    if leader is not None and leader != os.getpid():
+        chains.append(chain(leader))
+    for procs in chains:
+        for proc in procs:
+            if proc.name.lower().removesuffix(".exe") in CLIENTS:
+                return proc
+    return None
 
 
 def session_leader() -> int | None:

@@ -42,3 +42,13 @@ def ask(lines: list[str], prompt: str) -> str | None:
     if not answer:
         return ""  # end of input at the terminal: no answer
     return answer.rstrip("\r\n")
+
+
+def available() -> bool:
+    """Whether this process has a controlling terminal it can ask at."""
+    try:
+        inward = "CONIN$" if sys.platform == "win32" else _TTY
+        with Path(inward).open(encoding="utf-8"):
+            return True
+    except OSError:
+        return False
