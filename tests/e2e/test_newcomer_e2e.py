@@ -214,12 +214,16 @@ def taken_over(api: FakeAnthropicAPI, project: Path, first: int, owner: str) -> 
 def installed_from(root: Path, venv: Path, env: dict[str, str], wheelhouse: Path) -> Path:
     """`ralphstate` installed from the plugin's own files into a venv of its own, offline,
     as `pipx install PLUGIN_ROOT` does; the path of the command."""
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # No pip of its own (ensurepip is the slow part on a busy machine): this pip
+    # installs into it, as pipx's shared pip does.
+    venv_made = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
+    subprocess.run(venv_made, check=True, timeout=BUILD_TIMEOUT)
     bindir = venv / ("Scripts" if os.name == "nt" else "bin")
     offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
     offline.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
     offline.pop("VIRTUAL_ENV", None)
-    pip = [str(bindir / "python"), "-m", "pip", "install", "--quiet", str(root)]
+    pip = [sys.executable, "-m", "pip", "--python", str(bindir / "python"), "install"]
+    pip += ["--quiet", str(root)]
     done = subprocess.run(pip, env=offline, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     return bindir / "ralphstate"
@@ -428,7 +432,6 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     carry = ["-p", "Carry on with the loop.", "--output-format", "json"]
     carry += ["--permission-mode", "acceptEdits"]
     owner = crash([str(claude_bin), *carry], project, plugin_env, api)
-    command = installed_from(version_dir, tmp_path / "pipx-venv", plugin_env, wheelhouse)
 
     def morning(program: Path) -> Any:
         def person(*args: str) -> subprocess.CompletedProcess[str]:
@@ -439,6 +442,7 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
         return person
 
     morning_shows_refuted(morning(person_bin), project, tmp_path / "plugin-alone")
+    command = installed_from(version_dir, tmp_path / "pipx-venv", plugin_env, wheelhouse)
     morning_shows_refuted(morning(command), project, tmp_path / "with-command")
     first = len(api.conversation())
 
