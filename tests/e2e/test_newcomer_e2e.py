@@ -17,7 +17,8 @@ it is done; the check catches the false claim and the Stop hook sends it back; i
 fixes the code, and the loop completes, proven. The client runs without
 `--allowedTools`: the agent's own `ralphstate` commands must run on the allow rules
 `ralphstate install` wrote (`--permission-mode acceptEdits` stands in for the person
-who approves the fix's edit).
+who approves the fix's edit). The one exception is the session that crashes: its last
+command (`touch` and `sleep`, to be killed in) runs under `--allowedTools Bash`.
 """
 
 from __future__ import annotations
