@@ -327,6 +327,7 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
     assert result.get("permission_denials") == [], result.get("permission_denials")
+    taken_over(api, project, first, owner)
 
     backs = sent_back(api)
     assert any(
@@ -336,7 +337,6 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert state["status"] == "complete", state
     assert state["evidence"]["tests pass"]["result"] == "verified"
     assert (project / "exporter.py").read_text() == FIXED
-    taken_over(api, project, first, owner)
 
 
 def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop(
@@ -457,9 +457,9 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     )
     ran = claude(*carry, cwd=project, timeout=180)
     assert json.loads(ran.stdout).get("permission_denials") == [], ran.stdout
+    taken_over(api, project, first, owner)
     backs = sent_back(api)
     assert any("ralphstate ran the checks and 1 failed" in said for said in backs), backs
     state = json.loads((project / ".loop" / "state.json").read_text())
     assert state["status"] == "complete", state
     assert state["evidence"]["tests pass"]["result"] == "verified"
-    taken_over(api, project, first, owner)
