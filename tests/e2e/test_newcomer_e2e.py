@@ -7,13 +7,18 @@ project:"), so a README that stops working fails here. A first session replaces 
 loop's check with one that always passes: the loop pauses for the person's review at
 its first stop (never a stall), and `status` says so first; the person reverts and
 resumes. On the plugin path, `/ralphstate:start` under `-p`, whose `init` nobody can
-approve there, exits 1 having started nothing. The scripted model then does
-what a goal-seeking agent does on a first night: it claims every criterion and says
+approve there, exits 1 having started nothing. The night's session claims "tests pass"
+after its check failed and is then killed (a crash: no SessionEnd). In the morning the
+person's `report`, and its HTML file in a real Chromium, show the claim refuted by its
+check, not met; the next session takes the loop over at once, since the owner's
+process is gone from this machine. The scripted model then does
+what a goal-seeking agent does: it claims every criterion and says
 it is done; the check catches the false claim and the Stop hook sends it back; it
 fixes the code, and the loop completes, proven. The client runs without
 `--allowedTools`: the agent's own `ralphstate` commands must run on the allow rules
 `ralphstate install` wrote (`--permission-mode acceptEdits` stands in for the person
-who approves the fix's edit).
+who approves the fix's edit). The one exception is the session that crashes: its last
+command (`touch` and `sleep`, to be killed in) runs under `--allowedTools Bash`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -29,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import claude_client_env, run_client
-from fake_api import FEEDBACK, FakeAnthropicAPI, bash, text, texts, tool_use
+from e2e_support import claude_client_env, history, run_client
+from fake_api import FEEDBACK, FakeAnthropicAPI, bash, loop_context, text, texts, tool_use
 
+from tests.helpers import browser
 from tests.helpers.terminal import at_terminal
 
 pytestmark = pytest.mark.e2e
@@ -137,6 +144,92 @@ def fix_and_finish(project: Path) -> list[list[dict[str, Any]]]:
     ]
 
 
+def crash(argv: list[str], project: Path, env: dict[str, str], api: FakeAnthropicAPI) -> str:
+    """A night's session that runs the failing check, claims "tests pass" anyway and is
+    killed mid-loop (its whole process group: no SessionEnd hook), as a crashed machine
+    or a killed terminal leaves it. Returns the session that still owns the loop."""
+    started = project.parent / "crash-started"
+    api.add_turns(
+        [bash("ralphstate verify")],
+        [bash("ralphstate criteria set 'tests pass' true")],
+        [bash(f"touch {shlex.quote(str(started))} && sleep 60")],
+    )
+    client = subprocess.Popen(
+        [*argv, "--allowedTools", "Bash"],
+        cwd=project,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not started.exists() and client.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the night's session never ran its last command"
+    finally:
+        os.killpg(client.pid, signal.SIGKILL)
+        client.wait(timeout=30)
+    state = json.loads((project / ".loop" / "state.json").read_text())
+    assert state["criteriaStatus"]["tests pass"] is True, state
+    assert state["sessionId"], state  # still the killed session's
+    return str(state["sessionId"])
+
+
+def morning_shows_refuted(person: Any, project: Path, tmp_path: Path) -> None:
+    """The person's morning: `report` and its HTML timeline (in Chromium where the
+    machine has it) say the claim of "tests pass" was refuted by its check, not met."""
+    out = person("report").stdout
+    assert "[!] tests pass: claimed, refuted by its check" in out, out
+    assert "[x] tests pass" not in out, out
+    tmp_path.mkdir(exist_ok=True)
+    page = tmp_path / "morning.html"
+    person("report", "--html", "-o", str(page))
+    found = browser.find()
+    if found is None:  # the file as written; the browser test proper needs Chromium
+        rendered = page.read_text(encoding="utf-8")
+    else:
+        dom = browser.run(found, page, tmp_path / "chromium-profile", "--dump-dom")
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        rendered = dom.stdout.decode()
+    lane = re.findall(
+        r'<rect class="(\w+)" data-criterion="tests pass".*?<title>(.*?)</title>', rendered
+    )
+    assert lane and lane[-1][0] == "refuted", lane
+    assert "met from" not in lane[-1][1], lane
+    assert '<span class="bad">claimed, refuted by its check</span>' in rendered
+    assert "\\x0a" not in rendered
+
+
+def taken_over(api: FakeAnthropicAPI, project: Path, first: int, owner: str) -> None:
+    """The session that started after the crash (its first request `first`) took the
+    loop at once, not 30 minutes later: the owner's process is gone."""
+    said = loop_context(api.conversation()[first])
+    assert "belongs to another session" not in said, said
+    taken = history(project, "adopted")[-1]
+    assert taken["from"] == owner and taken["session"] != owner, taken
+    assert taken.get("ownerProcessGone") is True, taken
+
+
+def installed_from(root: Path, venv: Path, env: dict[str, str], wheelhouse: Path) -> Path:
+    """`ralphstate` installed from the plugin's own files into a venv of its own, offline,
+    as `pipx install PLUGIN_ROOT` does; the path of the command."""
+    # No pip of its own (ensurepip is the slow part on a busy machine): this pip
+    # installs into it, as pipx's shared pip does.
+    venv_made = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
+    subprocess.run(venv_made, check=True, timeout=BUILD_TIMEOUT)
+    bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+    offline = {**env, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
+    offline.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    offline.pop("VIRTUAL_ENV", None)
+    pip = [sys.executable, "-m", "pip", "--python", str(bindir / "python"), "install"]
+    pip += ["--quiet", str(root)]
+    done = subprocess.run(pip, env=offline, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return bindir / "ralphstate"
+
+
 def sent_back(api: FakeAnthropicAPI) -> list[str]:
     """Every block reason the Stop hook sent the model."""
     return [
@@ -208,8 +301,19 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert sent_back(api) == []  # never sent to a `verify` that refuses the check
     headline = person("status").stdout.splitlines()[0]
     assert "review" in headline.lower(), headline
-    person("review", "--revert")
+    # Reverting restores what the person approved: asked at their terminal.
+    program = [str(Path(newcomer["path"].split(os.pathsep)[0]) / "ralphstate"), "review"]
+    typed = at_terminal(
+        [], cwd=project, program=[*program, "--revert"], env=newcomer["env"], inherit=False
+    )
+    assert typed.code == 0, typed.screen
     person("resume")
+
+    # The night: a session claims what its check refutes, and crashes. The morning: the
+    # report and its HTML say refuted; the next session takes the loop over at once.
+    owner = crash(argv, project, env, api)
+    morning_shows_refuted(person, project, tmp_path)
+    first = len(api.conversation())
 
     # `claude`, as a night would run it: the model claims everything and says it is done.
     claims = [bash(f"ralphstate criteria set {shlex.quote(c)} true") for c in criteria]
@@ -223,6 +327,7 @@ def test_the_readme_pip_path_blocks_a_false_claim_and_completes_a_proven_loop(
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)
     assert result.get("permission_denials") == [], result.get("permission_denials")
+    taken_over(api, project, first, owner)
 
     backs = sent_back(api)
     assert any(
@@ -240,6 +345,7 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     api: FakeAnthropicAPI,
     home: Path,
     plugin_env: dict[str, str],
+    wheelhouse: Path,
 ) -> None:
     """The README's plugin path: its two commands typed in the checkout (as it is,
     `.venv` and all), the first session that builds the plugin's environment,
@@ -319,7 +425,29 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
     done = run_client([str(person_bin), "resume"], project, plugin_env, BUILD_TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr
 
-    # The next session takes the loop; the model claims everything at once.
+    # The night: a session claims what its check refutes, and crashes. The morning, on
+    # both paths: the plugin alone (its own `bin/ralphstate`), and the plugin with the
+    # command installed from the plugin's files, as the plugin says at first use
+    # (`pipx install PLUGIN_ROOT`; pip into a venv of its own is what pipx does). Both
+    # say the claim was refuted, in the report and in its HTML.
+    carry = ["-p", "Carry on with the loop.", "--output-format", "json"]
+    carry += ["--permission-mode", "acceptEdits"]
+    owner = crash([str(claude_bin), *carry], project, plugin_env, api)
+
+    def morning(program: Path) -> Any:
+        def person(*args: str) -> subprocess.CompletedProcess[str]:
+            done = run_client([str(program), *args], project, plugin_env, BUILD_TIMEOUT)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done
+
+        return person
+
+    morning_shows_refuted(morning(person_bin), project, tmp_path / "plugin-alone")
+    command = installed_from(version_dir, tmp_path / "pipx-venv", plugin_env, wheelhouse)
+    morning_shows_refuted(morning(command), project, tmp_path / "with-command")
+    first = len(api.conversation())
+
+    # The next session takes the loop at once; the model claims everything at once.
     api.add_turns(
         [bash("ralphstate criteria set 'tests pass' true")],
         [bash("ralphstate criteria set 'export button downloads a CSV' true")],
@@ -327,10 +455,9 @@ def test_the_readme_plugin_path_blocks_a_false_claim_and_completes_a_proven_loop
         [text("The CSV export is done.\n\n<loop-complete>")],
         *fix_and_finish(project),
     )
-    carry = ["-p", "Carry on with the loop.", "--output-format", "json"]
-    carry += ["--permission-mode", "acceptEdits"]
     ran = claude(*carry, cwd=project, timeout=180)
     assert json.loads(ran.stdout).get("permission_denials") == [], ran.stdout
+    taken_over(api, project, first, owner)
     backs = sent_back(api)
     assert any("ralphstate ran the checks and 1 failed" in said for said in backs), backs
     state = json.loads((project / ".loop" / "state.json").read_text())
