@@ -113,6 +113,8 @@ def test_what_the_stock_holds_is_never_trusted(repo: Path, tmp_path: Path) -> No
     (stock / "tests" / "conftest.py").write_text("import pytest\n")
     (stock / "src" / "__pycache__").mkdir()
     (stock / "output.txt").write_text("a check's output\n")
+    (stock / "tests" / "left.pyc").write_text("a check's output in a directory it made read-only")
+    (stock / "tests").chmod(0o555)
     (stock / "run.sh").chmod(0o644)
     (stock / "src" / "app.py").chmod(0o444)
     # A directory made a link out of the room: nothing may be written through it.

@@ -75,9 +75,9 @@ def fill(
                 if item.name != ".git":
                     Path(item.path).rename(where / item.name)
         remove(stock)
+    _directories(where, manifest)  # writable first: what is in them can be removed
     for extra in roomfiles.extra(where, manifest):
         remove(where / extra.rstrip("/"))
-    _directories(where, manifest)
     wanted: roomfiles.Manifest = {}
     for path_name, entry in manifest.items():
         path = where / path_name
