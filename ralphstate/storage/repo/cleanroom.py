@@ -48,8 +48,7 @@ from pathlib import Path
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.repo import git, gitenv, roomfiles, roomstock
-from ralphstate.storage.repo.roomstock import real_dir as _real_dir
-from ralphstate.storage.repo.roomstock import rmtree as _rmtree
+from ralphstate.storage.repo.roomstock import real_dir, rmtree
 from ralphstate.storage.system import fsio, process, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -346,13 +345,13 @@ def _remove(repo: Path, room_dir: Path, where: Path, timeout: float) -> None:
     then its record."""
     deadline = time.monotonic() + timeout
     gone = False
-    if _real_dir(where):
+    if real_dir(where):
         done = git.run_git(["worktree", "remove", "--force", str(where)], repo, timeout=timeout)
         gone = done is not None and done.ok
     if not gone:  # never added, or git could not: off the disk, then out of git's list
-        _rmtree(where)
+        rmtree(where)
         git.run_git(["worktree", "prune"], repo, timeout=max(deadline - time.monotonic(), 0.001))
-    _rmtree(room_dir)
+    rmtree(room_dir)
     _drop_record(room_dir)
 
 
@@ -379,7 +378,7 @@ def clear_leftovers(repo: Path | str, timeout: float) -> list[Path]:
         top = str(said.get("top") or "")
         if not _abandoned(room_dir, said) or not top or os.sep in top or top in ("..", "."):
             continue
-        if os.path.lexists(room_dir) and not _real_dir(room_dir):
+        if os.path.lexists(room_dir) and not real_dir(room_dir):
             _drop_record(room_dir)  # not a room ralphstate made: left alone
             continue
         where = room_dir / top
