@@ -51,7 +51,9 @@ def room(
         restore = approved_guards(paths, state)
     from ralphstate.storage.peruser import approvedcopies
 
-    made = cleanroom.open_room(paths, budget=budget, restore=restore, copies=approvedcopies.read)
+    made = cleanroom.open_room(
+        paths, budget=budget, restore=restore, copies=approvedcopies.read, keep=True
+    )
     if made is not None:
         made.guarded = _guarded(made, paths, state)
     if made is None and clean:

@@ -5,6 +5,7 @@ cheap the second time."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import BinaryIO
@@ -87,3 +88,22 @@ def test_the_kept_fingerprint_is_its_own_file_and_a_lost_one_is_a_change(isolate
     toolchain.forget(digest)
     assert not path.exists()
     assert toolchain.changes(found, toolchain.kept(digest))  # gone: a review
+
+
+def test_an_entry_points_file_rewritten_with_its_size_and_time_kept_is_named(
+    isolated: Path, tmp_path: Path
+) -> None:
+    """The cached path stats first and hashes on a change: a change time the agent's
+    user cannot set back makes it hash again."""
+    site = tmp_path / "site"
+    points = site / "plug-1.0.dist-info" / "entry_points.txt"
+    points.parent.mkdir(parents=True)
+    points.write_text("[pytest11]\nplug = plug.a\n")
+    cache = toolcache.Cache.load()
+    before = toolchain._site(str(site), cache)
+    cache.save()
+    times = points.stat()
+    points.write_text("[pytest11]\nplug = plug.b\n")
+    os.utime(points, ns=(times.st_atime_ns, times.st_mtime_ns))
+    said = toolchain.changes(before, toolchain._site(str(site), toolcache.Cache.load()))
+    assert any("changed: distribution plug-1.0.dist-info" in s for s in said), said

@@ -328,7 +328,7 @@ def _site(site: str, cache: Cache) -> dict[str, str]:
         if name.endswith(".pth") or name in ("sitecustomize.py", "usercustomize.py"):
             found[f"path file {where}"] = cache.hash(entry.path)
         elif name.endswith((".dist-info", ".egg-info")) and entry.is_dir():
-            points = str(Path(entry.path) / "entry_points.txt")
+            points = os.path.join(entry.path, "entry_points.txt")  # noqa: PTH118 - cheaper
             found[f"distribution {where}"] = cache.hash(points)
     return found
 

@@ -38,8 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -49,7 +47,8 @@ from pathlib import Path
 
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
-from ralphstate.storage.repo import git, gitenv, roomfiles
+from ralphstate.storage.repo import git, gitenv, roomfiles, roomstock
+from ralphstate.storage.repo.roomstock import real_dir, rmtree
 from ralphstate.storage.system import fsio, process, scratch
 from ralphstate.storage.system.paths import LoopPaths
 
@@ -95,6 +94,8 @@ class Room:
     # What making it found and mended, each a sentence to say once: a file whose object
     # in the repository's store did not match its id, written from ralphstate's own copy.
     notes: list[str] = field(default_factory=list)
+    # Its files go back to the repository's stock when it closes (`roomstock`).
+    keep: bool = False
 
 
 def open_room(
@@ -103,10 +104,15 @@ def open_room(
     budget: float = limits.CLEAN_ROOM_SECONDS,
     restore: tuple[str, list[str]] | None = None,
     copies: roomfiles.Copies | None = None,
+    keep: bool = False,
 ) -> Room | None:
     """A new clean room of the project `paths` is in; None outside a git repository.
     A file git checks out that is not what its id says is written from `copies`
     (ralphstate's own copy of that content) when it has one, and said in its `notes`.
+
+    With `keep`, the room starts from the files the repository's last kept room gave
+    back (`roomstock`), writes only what differs, and gives its own back when it
+    closes; they are hashed as every room's are.
 
     All its git commands share `budget` seconds. Raises CleanRoomError (and leaves
     nothing behind) when git fails or the budget runs out."""
@@ -138,17 +144,22 @@ def open_room(
         hooks = room_dir / "hooks"  # empty: the repository's hooks do not run
         hooks.mkdir()
         add = ["worktree", "add", "--detach", "--quiet", str(where), commit]
+        if keep:  # ralphstate writes the files itself
+            add[2:2] = ["--no-checkout"]
         # Every tracked file, whatever sparse checkout the work tree has (git copies its
         # patterns into a new worktree): a pattern must not leave the tests out.
         options = ["-c", f"core.hooksPath={hooks}", "-c", "core.sparseCheckout=false"]
         _git([*options, *add], root, "check out the room", budget, left())
+        kept = _stocked(root, room_dir, where, tree, commit, mine, budget, left) if keep else None
         mended: list[str] = []
-        manifest = _checked(root, where, tree, budget, left(), copies, mended)
+        manifest = _checked(root, where, tree, budget, left(), copies, mended, kept)
         inside = os.path.relpath(os.path.realpath(root), os.path.realpath(top))
         cwd = where if inside == os.curdir else where / inside
         cwd.mkdir(parents=True, exist_ok=True)  # a directory with no tracked files yet
         notes = [_mended(mended)] if mended else []
-        return Room(Path(root), room_dir, where, cwd, tree, code, manifest, notes=notes)
+        made = Room(Path(root), room_dir, where, cwd, tree, code, manifest, notes=notes)
+        made.keep = keep
+        return made
     except BaseException:
         _remove(Path(root), room_dir, where, limits.CLEAN_ROOM_REMOVE_SECONDS)
         raise
@@ -157,8 +168,42 @@ def open_room(
 def close(room: Room, timeout: float = limits.CLEAN_ROOM_REMOVE_SECONDS) -> None:
     """Remove the room: its worktree (whatever the checks left in it) and its entry in
     the repository, within `timeout` seconds of git. Never raises but for an interrupt;
-    what it could not remove, the next `open_room` does."""
+    what it could not remove, the next `open_room` does. A kept room's files go back
+    to the repository's stock first."""
+    if room.keep:
+        roomstock.give_back(room.top, scratch.own(), room.repo)
     _remove(room.repo, room.scratch, room.top, timeout)
+
+
+def _stocked(
+    root: Path,
+    room_dir: Path,
+    where: Path,
+    tree: str,
+    commit: str,
+    mine: Path | None,
+    budget: float,
+    left: Callable[[], float],
+) -> tuple[roomfiles.Manifest, list[str]]:
+    """Fill the room `where` (added without its files) with the files of `tree`, from
+    the repository's stock where they hash to their ids, then its index with `commit`:
+    the files of `tree`, and the names of those written."""
+    manifest = roomfiles.listing(Path(root), tree, left())
+    if manifest is None:
+        raise CleanRoomError(_failed("list the files of its tree", budget, left()))
+    stock = roomstock.claim(mine, root, room_dir)
+    try:
+        written = roomstock.fill(where, stock, manifest, Path(root), max(left(), 0.001))
+    except OSError:  # the stock was not as it was left: the files anew
+        for entry in list(where.iterdir()) if where.is_dir() else []:
+            if entry.name != ".git":
+                roomstock.remove(entry)
+        try:
+            written = roomstock.fill(where, None, manifest, Path(root), max(left(), 0.001))
+        except OSError as exc:
+            raise CleanRoomError(f"could not make the clean room: {exc.strerror}") from None
+    _git(["read-tree", commit], where, "fill the room's index", budget, left())
+    return manifest, written
 
 
 def _failed(what: str, budget: float, left: float) -> str:
@@ -202,15 +247,24 @@ def _checked(
     left: float,
     copies: roomfiles.Copies | None = None,
     mended: list[str] | None = None,
+    kept: tuple[roomfiles.Manifest, list[str]] | None = None,
 ) -> dict[str, roomfiles.Entry]:
     """What the room at `where` must hold (the files of `tree`), once it is seen to hold
     exactly that (a file whose object was rewritten under its id is written from
     `copies` and named in `mended`); CleanRoomError naming what it holds besides, or
-    otherwise."""
-    manifest = roomfiles.listing(Path(root), tree, left)
+    otherwise. With `kept` (the files of `tree` and those written: the others were
+    hashed as they were kept), only those written are hashed."""
+    manifest = roomfiles.listing(Path(root), tree, left) if kept is None else kept[0]
     if manifest is None:
         raise CleanRoomError(_failed("list the files of its tree", budget, left))
-    problems = roomfiles.differences(where, manifest, copies=copies, mended=mended)
+    if kept is None:
+        problems = roomfiles.differences(where, manifest, copies=copies, mended=mended)
+    else:
+        written = {name: manifest[name] for name in kept[1]}
+        problems = roomfiles.differences(where, written, others=False, copies=copies, mended=mended)
+        manifest.update(written)  # a mended file's size
+        problems += [f"{name} (not put there)" for name in roomfiles.extra(where, manifest)]
+        problems.sort()
     if problems:
         raise TamperedRoom(
             "the clean room does not hold what ralphstate put there, so no check ran in it:"
@@ -291,41 +345,14 @@ def _remove(repo: Path, room_dir: Path, where: Path, timeout: float) -> None:
     then its record."""
     deadline = time.monotonic() + timeout
     gone = False
-    if _real_dir(where):
+    if real_dir(where):
         done = git.run_git(["worktree", "remove", "--force", str(where)], repo, timeout=timeout)
         gone = done is not None and done.ok
     if not gone:  # never added, or git could not: off the disk, then out of git's list
-        _rmtree(where)
+        rmtree(where)
         git.run_git(["worktree", "prune"], repo, timeout=max(deadline - time.monotonic(), 0.001))
-    _rmtree(room_dir)
+    rmtree(room_dir)
     _drop_record(room_dir)
-
-
-def _real_dir(path: Path) -> bool:
-    """`path` is a directory itself, not a link to one."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _rmtree(path: Path) -> None:
-    """Remove the directory `path` and all in it, read-only directories a check left
-    included; never through a link (a link is removed, not what it names), and a mode
-    is changed only on a directory under `path` itself."""
-    if not _real_dir(path):
-        return
-    shutil.rmtree(path, ignore_errors=True)
-    if not path.exists():
-        return
-    for base, dirs, _ in os.walk(path):  # never into a link
-        for name in dirs:
-            if _real_dir(Path(base) / name):
-                with contextlib.suppress(OSError):
-                    (Path(base) / name).chmod(0o700)
-    with contextlib.suppress(OSError):
-        path.chmod(0o700)
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def clear_leftovers(repo: Path | str, timeout: float) -> list[Path]:
@@ -351,7 +378,7 @@ def clear_leftovers(repo: Path | str, timeout: float) -> list[Path]:
         top = str(said.get("top") or "")
         if not _abandoned(room_dir, said) or not top or os.sep in top or top in ("..", "."):
             continue
-        if os.path.lexists(room_dir) and not _real_dir(room_dir):
+        if os.path.lexists(room_dir) and not real_dir(room_dir):
             _drop_record(room_dir)  # not a room ralphstate made: left alone
             continue
         where = room_dir / top

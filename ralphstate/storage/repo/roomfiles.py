@@ -119,6 +119,11 @@ def differences(
     return sorted(found)
 
 
+def matches(path: Path, entry: Entry) -> bool:
+    """The file at `path` is the kind of file `entry` is, and hashes to its id."""
+    return _matches(path, entry) is True
+
+
 def _matches(path: Path, entry: Entry) -> bool | None:
     """Whether the file at `path` hashes to `entry`'s id; None when it is not there (or
     is not the kind of file the entry is)."""
@@ -158,17 +163,17 @@ def _mend(path: Path, entry: Entry, copies: Copies | None, manifest: Manifest, n
 
 
 def contents(
-    top: Path, manifest: Manifest, timeout: float, largest: int
+    top: Path, manifest: Manifest, timeout: float, largest: int, *, links: bool = False
 ) -> Iterator[tuple[str, bytes]]:
-    """Each regular file of `manifest` (a tree's `listing`) of at most `largest` bytes,
-    as its id and the content git's store holds under it (which the caller hashes: git
-    does not)."""
-    ids = sorted(
-        {e.blob for e in manifest.values() if e.mode not in (_LINK, _GITLINK) and e.size <= largest}
-    )
+    """Each regular file (and with `links`, link) of `manifest` (a tree's `listing`) of
+    at most `largest` bytes, as its id and the content git's store holds under it (which
+    the caller hashes: git does not)."""
+    skipped = (_GITLINK,) if links else (_LINK, _GITLINK)
+    ids = sorted({e.blob for e in manifest.values() if e.mode not in skipped and e.size <= largest})
     if not ids:
         return
-    total = sum(e.size for e in manifest.values() if e.blob in ids) + 200 * len(ids)
+    known = set(ids)
+    total = sum(e.size for e in manifest.values() if e.blob in known) + 200 * len(ids)
     asked = ("\n".join(ids) + "\n").encode()
     done = run_git(["cat-file", "--batch"], top, timeout=timeout, input=asked, limit=total + 1)
     if done is None or not done.ok:
