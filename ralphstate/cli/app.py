@@ -46,7 +46,7 @@ COMMANDS = {
     "worktree": "ralphstate.cli.worktree:worktree",
     "ci": "ralphstate.cli.ci:ci_command",
     "prove": "ralphstate.cli.prove:prove_command",
-    "ci-summary": "ralphstate.cli.cisummary:ci_summary_command",
+    "ci-summary": "ralphstate.cli.ci_summary:ci_summary_command",
     "uninstall": "ralphstate.cli.uninstall:uninstall_",
 }
 

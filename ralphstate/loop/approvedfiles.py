@@ -2,7 +2,7 @@
 `review approve`), ralphstate's own copy of each of them in the per-user store
 (storage/peruser/approvedcopies.py), so that a clean room is built from content
 ralphstate hashed, not from what git's store holds under an id
-(docs/explanation/proof.md, "Content, not ids").
+(docs/explanation/proof.md, "Clean-room verification").
 
     approvedfiles.keep(paths, tree)   # the files of `tree` too large to keep, by name
 """

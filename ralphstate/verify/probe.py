@@ -1,5 +1,5 @@
 """Which plugins pytest itself registered while a check ran in a clean room
-(docs/explanation/proof.md, "Plugins pytest loaded"): a small pytest plugin of
+(docs/explanation/proof.md, "Test strength"): a small pytest plugin of
 ralphstate's, put in the room beside the tree and named to pytest through
 `PYTEST_PLUGINS`, records the file of every plugin pytest's plugin manager registers
 (conftest files, the modules a test module's `pytest_plugins` names, entry points,

@@ -118,4 +118,5 @@ def test_the_words_say_the_level(person: Person, agent: Agent, calc: Path) -> No
     assert "does not count" not in told, told
     report = person.rs("report").stdout
     assert "[x] tests pass: verified on " in report and f" · {LEVEL} · " in report, report
-    assert "approved by you" not in told and "approved outside the agent" in told, told
+    # The person typed yes at their terminal (tests/helpers/terminal.py): only that is "by you".
+    assert "approved by you, confirmed at your terminal" in told, told

@@ -38,7 +38,10 @@ def test_status(loop: Path, rs: Any) -> None:
             "  [x] write it",
             "  [>] test it  (next)",
             "  [ ] ship it",
-            f"proof: as approved outside the agent at {NOW}",
+            (
+                "proof: as approved outside the agent, unconfirmed (no terminal or prompt"
+                f" showed a person) at {NOW}"
+            ),
         ],
     )
 

@@ -477,7 +477,7 @@ def test_config_verify_on_stop(project: Path, rs: Any) -> None:
         (
             "ralphstate: no setting 'colour'; the settings are: max-iterations, stall-limit,"
             " marker, continue-message, spec, verify-on-stop, clean-verify, verify-budget,"
-            " verify-jobs, max-cost, max-tokens, max-duration, owner-timeout.\n"
+            " verify-jobs, max-cost, max-tokens, max-duration, owner-timeout, reviewer.\n"
         ),
     )
 

@@ -1,5 +1,5 @@
 """ralphstate's own copies of the guarded files as a person approved them
-(docs/explanation/proof.md, "Content, not ids"): each file's content kept in the
+(docs/explanation/proof.md, "Clean-room verification"): each file's content kept in the
 per-user data directory under the id git gives it (`approved-files/ID[:2]/ID[2:]`),
 hashed as it is written and again as it is read.
 
