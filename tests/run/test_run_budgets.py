@@ -46,7 +46,8 @@ def test_a_runs_budget_is_its_own_and_never_the_loops(rs: Any, project: Path, pa
     out = result(second)
     assert (out["reason"], out["iterations"]) == ("budget", 2)
     assert out["detail"] == "cost $0.0032 of this run's $0.0030"
-    assert second.stderr.decode().splitlines()[-2].endswith("· 480 tokens · $0.0032")
+    summary = second.stderr.decode().splitlines()[-2]
+    assert summary.endswith("· 480 tokens · $0.0032 · sandbox: unconfined"), summary
     # A run without one has none: it is not held by an earlier run's.
     assert rs("resume").code == 0
     third = run(project, "--agent", paying, "--json")
@@ -100,7 +101,8 @@ def test_budget_settings_take_their_units_and_refuse_the_rest(rs: Any, project: 
     assert rs("config", "max-tokens", "5000000").out == "max-tokens: 5000000\n"
     assert state(project)["maxTokens"] == 5000000
     listed = rs("config").out.splitlines()
-    assert listed[-4:-1] == ["max-cost: none", "max-tokens: 5000000", "max-duration: 1h30m"]
+    at = listed.index("max-cost: none")
+    assert listed[at : at + 3] == ["max-cost: none", "max-tokens: 5000000", "max-duration: 1h30m"]
     for key, value, said in [
         ("max-cost", "0", "max-cost must be US dollars above 0, or none, not '0'."),
         ("max-cost", "nan", "max-cost must be US dollars above 0, or none, not 'nan'."),

@@ -17,7 +17,7 @@ from ralphstate.run import plan, runconfig, runoptions
 from tests.helpers import REPO
 
 # The plan's fields that no option gives: what it works out from them.
-WORKED_OUT = {"argv", "limit", "sources", "review"}
+WORKED_OUT = {"argv", "limit", "sources", "review", "confinement"}
 # A command line that gives every option the plan takes a value the example
 # configuration of docs/reference/config.md does not.
 COMMAND_LINE = [
