@@ -20,6 +20,7 @@ from e2e_support import rs as ralphstate
 from fake_api import Block, FakeAnthropicAPI, bash, feedback, text, texts
 
 from ralphstate.core import grading
+from tests.helpers.terminal import at_terminal
 
 pytestmark = pytest.mark.e2e
 
@@ -74,10 +75,14 @@ def test_the_real_client_reviews_the_diff_and_not_the_transcript(
     git(project, "add", "-A")
     git(project, "commit", "-q", "-m", "first")
     ralphstate(project, claude_env, "install")
-    ralphstate(project, claude_env, "init", "Add a --dry-run flag", "--rubric", NAME, RUBRIC)
-    # The default reviewer, with the client this test pins (the hook's PATH has none).
-    reviewer = grading.DEFAULT_REVIEWER.replace("claude", f'"{claude_bin}"', 1)
-    ralphstate(project, claude_env, "config", "reviewer", reviewer)
+    # The person's acts: typed at their terminal (loop/person.py).
+    for args in (
+        ["init", "Add a --dry-run flag", "--rubric", NAME, RUBRIC],
+        # The default reviewer, with the client this test pins (the hook's PATH has none).
+        ["config", "reviewer", grading.DEFAULT_REVIEWER.replace("claude", f'"{claude_bin}"', 1)],
+    ):
+        typed = at_terminal(args, cwd=project, env=claude_env, inherit=False)
+        assert typed.code == 0, typed.screen
     api.add_turns(
         [bash("printf \"import sys\\nDRY = '--dry-run' in sys.argv\\n\" > tool.py")],
         [bash(f'ralphstate criteria set "{NAME}" true --note "{PERSUASION}"')],

@@ -35,7 +35,8 @@ def run_paused_on_a_limit(project: Path, env: dict[str, str], agent: str) -> dic
     done = ralphstate(project, env, "init", "Build the parser", "-c", "tests pass")
     assert done.returncode == 0, done.stderr
     done = ralphstate(
-        project, env, "run", "--agent", agent, "--prompt-mode", "arg", "--on-limit", "pause",
+        project, env, "run", "--no-sandbox", "--agent", agent, "--prompt-mode", "arg",
+        "--on-limit", "pause",
         "--json", timeout=120,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr

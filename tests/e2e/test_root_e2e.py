@@ -47,7 +47,7 @@ def test_as_root_the_pause_quotes_the_clients_refusal(
     cli("init", "Add a CSV export", "-c", "tests pass")
     env = {k: v for k, v in claude_env.items() if k != "IS_SANDBOX"}
 
-    run = ralphstate(project, env, "run", "--agent", agent(claude_bin), timeout=180)
+    run = ralphstate(project, env, "run", "--no-sandbox", "--agent", agent(claude_bin), timeout=180)
 
     assert run.returncode == 3, run.stderr
     assert api.requests == []  # the client stopped before it asked the model anything

@@ -55,7 +55,10 @@ def test_the_clients_sandbox_keeps_the_agent_from_the_protected_files(
     home: Path,
     tmp_path: Path,
 ) -> None:
-    env = {**claude_env, **IDENTITY}
+    # Claude Code's sandbox makes its bridge sockets in TMPDIR and shows the agent a /tmp
+    # of its own: a worker's TMPDIR under /tmp (tests/conftest.py) is not there inside,
+    # so the client gets the system's, as a person's session has.
+    env = {**claude_env, **IDENTITY, "TMPDIR": "/tmp"}
     guarded_project(project, env)
     cli("install")
     cli("init", "Add a CSV export", "-c", "tests pass")

@@ -34,7 +34,11 @@ def add_env(settings: Path, env: dict[str, str]) -> str:
         " d = json.loads(p.read_text());"
         f" d.setdefault('env', {{}}).update({env!r}); p.write_text(json.dumps(d, indent=2))"
     )
-    return f"python3 -c {json.dumps(script)}"
+    # Encoded, so the PreToolUse gate (hooks/gatefiles.py), which reads the call's words
+    # and asks before a tool touches a settings file, does not see the file's name: an
+    # agent can hide its words so, and then the check must still run as approved.
+    hidden = script.encode().hex()
+    return f"python3 -c \"exec(bytes.fromhex('{hidden}').decode())\""
 
 
 def test_an_env_entry_added_mid_session_does_not_change_the_check(
