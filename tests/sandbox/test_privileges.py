@@ -136,6 +136,12 @@ def test_a_regular_users_agent_and_check_hold_no_capability(
     python = shutil.which("python3", path="/usr/bin:/bin")
     if python is None:
         pytest.skip("the regular user needs the system's python3")
+    same = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip() != same:  # fmt: skip
+        pytest.skip(f"the system's python3 is not {same}, whose packages the user would import")
     root = Path(__file__).resolve().parents[2]
     site = next(p for p in sys.path if p.endswith("site-packages"))
     env = {

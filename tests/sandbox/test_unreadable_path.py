@@ -26,6 +26,12 @@ def test_a_path_entry_the_user_cannot_enter_does_not_crash_run(
     python = shutil.which("python3", path="/usr/bin:/bin")
     if python is None:
         pytest.skip("the regular user needs the system's python3")
+    same = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip() != same:  # fmt: skip
+        pytest.skip(f"the system's python3 is not {same}, whose packages the user would import")
     closed = Path(tempfile.mkdtemp(prefix="ralphstate-closed-"))
     (closed / "bin").mkdir()
     closed.chmod(0o700)  # root's: the test user may not enter it
