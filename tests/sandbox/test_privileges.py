@@ -79,6 +79,21 @@ def test_a_root_agent_holds_no_capability_and_cannot_remount_or_unmount(
         assert caps[name] != 0, (name, caps)
 
 
+def system_python() -> str:
+    """The system's python3, which a test user can run with this checkout's libraries
+    when it is this suite's own version; else the test skips, saying why."""
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("the regular user needs the system's python3")
+    same = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if subprocess.run(
+        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip() != same:  # fmt: skip
+        pytest.skip(f"the system's python3 is not {same}, whose packages the user would import")
+    return python
+
+
 @pytest.fixture
 def regular_user() -> Iterator[tuple[str, Path]]:
     """A user made for the test, and a home of theirs that anyone may enter."""
@@ -133,15 +148,7 @@ def test_a_regular_users_agent_and_check_hold_no_capability(
     runner.write_text(AS_USER)
     # The system's Python, with this checkout and its libraries: the test user may not
     # enter the home of the Python the tests run on.
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if python is None:
-        pytest.skip("the regular user needs the system's python3")
-    same = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip() != same:  # fmt: skip
-        pytest.skip(f"the system's python3 is not {same}, whose packages the user would import")
+    python = system_python()
     root = Path(__file__).resolve().parents[2]
     site = next(p for p in sys.path if p.endswith("site-packages"))
     env = {

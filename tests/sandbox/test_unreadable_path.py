@@ -11,10 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
-
 from tests.sandbox.conftest import needs_bwrap
-from tests.sandbox.test_privileges import regular_user  # noqa: F401  (a fixture)
+from tests.sandbox.test_privileges import (  # noqa: F401  (a fixture)
+    regular_user,
+    system_python,
+)
 
 pytestmark = needs_bwrap
 
@@ -23,15 +24,7 @@ def test_a_path_entry_the_user_cannot_enter_does_not_crash_run(
     regular_user: tuple[str, Path],  # noqa: F811
 ) -> None:
     name, home = regular_user
-    python = shutil.which("python3", path="/usr/bin:/bin")
-    if python is None:
-        pytest.skip("the regular user needs the system's python3")
-    same = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    if subprocess.run(
-        [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip() != same:  # fmt: skip
-        pytest.skip(f"the system's python3 is not {same}, whose packages the user would import")
+    python = system_python()
     closed = Path(tempfile.mkdtemp(prefix="ralphstate-closed-"))
     (closed / "bin").mkdir()
     closed.chmod(0o700)  # root's: the test user may not enter it
