@@ -265,6 +265,7 @@ def _checked(
         manifest.update(written)  # a mended file's size
         problems += [f"{name} (not put there)" for name in roomfiles.extra(where, manifest)]
         problems.sort()
+    problems += roomfiles.outward(where, manifest)
     if problems:
         raise TamperedRoom(
             "the clean room does not hold what ralphstate put there, so no check ran in it:"

@@ -17,6 +17,7 @@ starts no program: `storage/repo/gitenv.py`), at most `_ASKED` of them.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -240,6 +241,26 @@ def extra(top: Path, manifest: Manifest) -> list[str]:
         dirs[:] = [
             d for d in dirs if prefix + d + "/" in known and not (Path(base) / d).is_symlink()
         ]
+    return sorted(found)
+
+
+def outward(top: Path, manifest: Manifest) -> list[str]:
+    """The links of the room `top` that lead out of it, each as "NAME (a link out of the
+    room, to TARGET)": through one, a check reads content ralphstate never hashed (an
+    untracked directory of the project, its `.git`, any file of the user's), so a room
+    that holds one is not used. Resolved through the room's own links, as the check's
+    runner would follow them."""
+    real = os.path.realpath(top)
+    found: list[str] = []
+    for name, entry in manifest.items():
+        if entry.mode != _LINK:
+            continue
+        path = top / name
+        reached = os.path.realpath(path)
+        if os.path.commonpath([real, reached]) != real:
+            with contextlib.suppress(OSError):
+                reached = str(path.readlink())
+            found.append(f"{name} (a link out of the room, to {reached})")
     return sorted(found)
 
 
