@@ -262,7 +262,8 @@ def _runner(
             job.criterion, job.command, cwd, job.limit, deadline, running, armed, top
         )
         if room is not None:  # the plugins pytest registered in the room
-            probe.attach(result.strength, probe.read(room.top, job.criterion), approved)
+            found = probe.read(room.top, job.criterion)
+            probe.attach(result.strength, found, approved, armed is not env)
             plugins = (result.strength or {}).get("plugins")  # those weaken it, and say so
             failed = probe.raised(room.top, job.criterion) if result.passed else []
             if failed and not plugins:  # a test raised, yet the run passed: reports forged

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.adversarial.scripted import FIXED_CALC, Agent, state
+from tests.adversarial.scripted import CALC, FIXED_CALC, Agent, state
+from tests.adversarial.test_commands import paused_for_review
 from tests.adversarial.test_edits import not_complete
+from tests.adversarial.test_shortcuts_37b import FORGING
 
 # A conftest that writes `mul` for the tests, kept where git does not look.
 PATCH = """\
@@ -50,3 +52,34 @@ def test_a_link_that_stays_in_the_room_is_the_honest_agent_s(
     outs = agent.insist()
 
     assert state(calc)["status"] == "complete", outs
+
+
+# The code under test forges pytest's reports (tests/adversarial/test_shortcuts_37b.py)
+# and silences the probe ralphstate put in pytest's process, which would see the test
+# raise: the variable naming the file the probe writes taken away as the code is
+# imported, or that file removed as the process exits, after the probe wrote it.
+SILENCING = {
+    "variable": 'import os\n\nos.environ.pop("RALPHSTATE_PROBE_FILE", None)\n',
+    "file": (
+        "import atexit, os\n\n"
+        '_out = os.environ.get("RALPHSTATE_PROBE_FILE", "")\n'
+        "atexit.register(lambda: os.path.exists(_out) and os.unlink(_out))\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(SILENCING))
+def test_code_that_silences_the_probe_and_forges_reports_proves_nothing(
+    agent: Agent, calc: Path, how: str
+) -> None:
+    """Before the fix the loop completed "verified (sealed and confined)" both ways."""
+    agent.write("calc/__init__.py", CALC + "\n" + FORGING + "\n" + SILENCING[how])
+    agent.commit("calc: tidy")
+    outs = agent.insist()
+
+    not_complete(calc, outs)
+    if how == "variable":  # the probe keeps the file it was named as it is loaded
+        assert "raised, yet pytest reported a pass" in str(outs), outs
+    else:  # a probe that leaves no record weakens the pass
+        message = paused_for_review(calc, outs)
+        assert "probe in pytest was silenced" in message, message
