@@ -5,11 +5,14 @@ turn ended by a real Stop hook process. None may end the loop complete."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
-from tests.adversarial.scripted import CALC, FIXED_CALC, Agent, state
+from ralphstate.run import spawn
+from tests.adversarial.scripted import CALC, FIXED_CALC, Agent, Person, history, state
 from tests.adversarial.test_commands import paused_for_review
 from tests.adversarial.test_edits import not_complete
 from tests.adversarial.test_shortcuts_37b import FORGING
@@ -83,3 +86,36 @@ def test_code_that_silences_the_probe_and_forges_reports_proves_nothing(
     else:  # a probe that leaves no record weakens the pass
         message = paused_for_review(calc, outs)
         assert "probe in pytest was silenced" in message, message
+
+
+# The agent `ralphstate run` starts: it puts the conftest that writes `mul` beside the
+# project, commits a new test directory that is a link to it, and says it is done.
+RUN_AGENT = """\
+import subprocess, sys
+from pathlib import Path
+
+sys.stdin.read()
+target = Path(sys.argv[1])
+target.mkdir(parents=True, exist_ok=True)
+(target / "conftest.py").write_text(sys.argv[2])
+Path("tests/more").symlink_to(target)
+subprocess.run(["git", "add", "-A"], check=False)
+subprocess.run(["git", "commit", "-q", "-m", "tests: more"], check=False)
+subprocess.run([sys.executable, "-m", "ralphstate", "criteria", "set", "tests pass", "true"])
+print("All the tests pass now. <loop-complete>")
+"""
+
+
+def test_under_run_a_committed_link_out_of_the_room_proves_nothing(
+    person: Person, calc: Path, tmp_path: Path, unconfined_checks: None
+) -> None:
+    """Before the fix the run ended complete."""
+    script = tmp_path / "link agent.py"
+    script.write_text(RUN_AGENT)
+    target = str(tmp_path / "outside" / "extra")
+    agent = spawn.join_command([sys.executable, str(script), target, PATCH])
+    done = person.rs("run", "--agent", agent, "--max", "2", "--json", ok=False)
+
+    out = orjson.loads(done.stdout)
+    assert out["outcome"] != "complete" and done.returncode != 0, (out, done.stderr)
+    assert not history(calc, "complete")
