@@ -151,8 +151,12 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
 def _both_ways(inner: socket.socket, outer: socket.socket) -> None:
     inner.settimeout(None)
     outer.settimeout(None)
-    threading.Thread(target=_pipe, args=(outer, inner), daemon=True).start()
+    back = threading.Thread(target=_pipe, args=(outer, inner), daemon=True)
+    back.start()
     _pipe(inner, outer)
+    back.join()
+    inner.close()
+    outer.close()
 
 
 @dataclass
