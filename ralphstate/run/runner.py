@@ -219,6 +219,8 @@ class _Run:
         figures = usage.read(ctx.log)
         for doubt in figures.doubted if figures else ():
             ctx.report.line(f"  {doubt}")
+        for refused in ctx.box.refused() if ctx.box is not None else ():
+            ctx.report.line(f"  {refused}")
         facts = IterationFacts(interrupted=bool(ctx.interrupts.count))
         ended = _Ended(run, state["iteration"], agent, figures, state, state, facts)
         verdict = decide_iteration(facts)

@@ -77,6 +77,15 @@ class Box:
             return "Claude Code's sandbox's own rules"
         return "the host's, whole (sandbox-exec cannot filter it by host)"
 
+    def refused(self) -> list[str]:
+        """The hosts the proxy refused since last asked, one sentence each."""
+        if self.proxy is None:
+            return []
+        return [
+            f"network: refused {shown}, not on the allowlist (--allow-host HOST adds one)"
+            for shown in self.proxy.drain()
+        ]
+
     def wrap(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """`argv` as it runs in the sandbox; `env` gets the sandbox's variables."""
         if self.mode == "off" or self.where is None:

@@ -194,6 +194,12 @@ class Proxy:
         self._listeners.append(listener)
         threading.Thread(target=self._serve, args=(listener, target), daemon=True).start()
 
+    def drain(self) -> list[str]:
+        """What was refused since the last drain, each once, in order."""
+        taken = self.refused[:]
+        del self.refused[: len(taken)]
+        return list(dict.fromkeys(taken))
+
     def stop(self) -> None:
         for listener in self._listeners:
             listener.close()
@@ -238,8 +244,8 @@ class Proxy:
             target = self._target(wanted)
             if wanted is None or target is None:
                 line = head.split(b"\r\n", 1)[0].decode("latin-1")[:200]
-                self.refused.append(line)
                 shown = f"{wanted[1]}:{wanted[2]}" if wanted else repr(line[:80])
+                self.refused.append(shown)
                 conn.sendall(refusal(shown))
                 conn.close()
                 return

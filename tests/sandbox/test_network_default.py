@@ -140,6 +140,10 @@ def test_by_default_the_agent_reaches_its_api_and_nothing_else_of_the_host(
         f"sandbox: bubblewrap; network: through 127.0.0.1:{api}, api.anthropic.com only"
         in done.stderr
     ), done.stderr
+    assert (
+        "  network: refused example.com:443, not on the allowlist (--allow-host HOST adds one)"
+        in done.stderr.splitlines()
+    ), done.stderr
 
 
 def test_network_full_is_the_persons_alone_and_gives_the_hosts_network(
