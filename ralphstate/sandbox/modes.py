@@ -176,9 +176,10 @@ def network(
     if box.offline and (entries or choice == "full"):
         given = "--allow-host" if entries else "--network full"
         raise RalphstateError(f"{given} and --no-network contradict each other.")
-    if entries and box.mode != "bwrap":
+    if (entries or choice == "allowlist") and box.mode != "bwrap":
+        given = "--allow-host" if entries else "--network allowlist"
         raise RalphstateError(
-            f"--allow-host needs --sandbox bwrap (the {HOW[box.mode]} mode cannot filter"
+            f"{given} needs --sandbox bwrap (the {HOW[box.mode]} mode cannot filter"
             " the network by host)."
         )
     if choice == "full":

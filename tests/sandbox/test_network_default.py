@@ -174,6 +174,10 @@ def test_network_full_is_the_persons_alone_and_gives_the_hosts_network(
     [
         (["--network", "full", "--no-network"], "--network full and --no-network contradict"),
         (["--network", "full", "--allow-host", "a.test"], "--allow-host and --network full"),
+        (
+            ["--no-sandbox", "--network", "allowlist"],
+            "--network allowlist needs --sandbox bwrap (the unconfined mode cannot filter",
+        ),
     ],
 )
 def test_network_settings_that_contradict_are_one_sentence(
