@@ -1,7 +1,9 @@
 """What confinement costs: the start of one iteration's agent inside the run's
-bubblewrap (sandbox/bubblewrap.py) and of one confined check (verify/confine.py),
-each against the same `true` started bare, in a scratch git project. Prints the
-medians in milliseconds; goal: under 50 ms each on Linux.
+bubblewrap (sandbox/bubblewrap.py), with its network through the run's allowlist (the
+default: a network namespace and the bridge, sandbox/netproxy.py) and with the host's
+network (`--network full`), and of one confined check (verify/confine.py), each
+against the same `true` started bare, in a scratch git project. Prints the medians in
+milliseconds; goal: under 50 ms each on Linux.
 
     python bench/sandbox_start.py [RUNS]
 """
@@ -39,7 +41,7 @@ def main() -> int:
         root = Path(scratch) / "project"
         root.mkdir()
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-        from ralphstate.sandbox import bubblewrap
+        from ralphstate.sandbox import bubblewrap, netallow, netproxy
         from ralphstate.sandbox.reach import reach
         from ralphstate.storage.system.paths import LoopPaths
         from ralphstate.verify import confine
@@ -50,12 +52,20 @@ def main() -> int:
         prepared = (time.perf_counter() - start) * 1000
         bare = median_ms(["true"], runs, cwd=root)
         agent = median_ms(bubblewrap.command(program, where, False, ["true"], userns), runs)
+        proxy = netproxy.Proxy(netallow.parse([], [["claude"]]))
+        options, bridged, variables = netproxy.inside(proxy, ["true"])
+        wrapped_agent = bubblewrap.command(program, where, False, ["true"], userns)
+        at = len(wrapped_agent) - 2  # the `--` before `true`
+        through = [*wrapped_agent[:at], *options, "--", *bridged]
+        allowlist = median_ms(through, runs, env={**os.environ, **variables})
+        proxy.stop()
         wrapped = confine.wrap("true", room=root, cwd=root)
         check = median_ms(wrapped.args, runs, shell=wrapped.shell, env=wrapped.env, cwd=root)
         shell = median_ms("true", runs, shell=True, cwd=root)
     rows = [
         ("run's sandbox, once per run (paths and trial start)", prepared, None),
-        ("agent start, bwrap - bare, per iteration", agent - bare, GOAL_MS),
+        ("agent start, bwrap, network allowlist - bare, per iteration", allowlist - bare, GOAL_MS),
+        ("agent start, bwrap, --network full - bare, per iteration", agent - bare, GOAL_MS),
         ("check start, confined - bare, per check", check - shell, GOAL_MS),
     ]
     for name, ms, goal in rows:

@@ -109,14 +109,16 @@ def require_ci(what: str) -> None:
     _confirmed.append(CI_ANY_LOOP)
 
 
-def require_not_agent(what: str) -> None:
+def require_not_agent(
+    what: str, widens: str = "lets an agent run with all of your user's rights"
+) -> None:
     """Let `what`, an act that widens what an agent may reach without approving any
     proof (`ralphstate run --no-sandbox`), go on only where no agent session, run
     iteration or agent client started this process (its environment and its parents',
     as `require_ci` asks); no terminal is needed, so the person's scripts and CI jobs
     run it. Else RalphstateError, one sentence."""
     found = current_actor()
-    lead = f"{what} lets an agent run with all of your user's rights, so only the person may"
+    lead = f"{what} {widens}, so only the person may"
     if not actor.is_person(found):
         raise RalphstateError(f"{lead} ask for it, never {actor.describe(found)}.")
     agent = agent_above()

@@ -63,6 +63,8 @@ class Plan:
     no_sandbox: bool
     # The variables of the person's environment the confined agent gets besides its own.
     keep_env: list[str]
+    # The agent's network: None or "allowlist" (under bwrap), or "full".
+    network: str | None
     allow_host: list[str]
     offline: bool
     # Run the agent commands through a shell (run/shellcmd.py); pause the loop when a

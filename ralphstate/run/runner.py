@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import os
 from dataclasses import dataclass
 
 from ralphstate.core import clock, queries
@@ -105,17 +106,21 @@ def _sandbox(
     """The run's sandbox, started once on trial before anything else (docs/how-to/
     sandbox.md); RalphstateError, before the first iteration, when it cannot start."""
     mode = modes.chosen(plan.sandbox, plan.no_sandbox)
-    if mode == modes.UNCONFINED:  # turning confinement off is the person's act alone
+    if mode == modes.UNCONFINED or plan.network == "full":
         from ralphstate.loop.person import require_not_agent
 
-        require_not_agent("`ralphstate run --no-sandbox`")
+        # Turning confinement off, or opening the host's network, is the person's alone.
+        if mode == modes.UNCONFINED:
+            require_not_agent("`ralphstate run --no-sandbox`")
+        else:
+            require_not_agent("`ralphstate run --network full`", modes.FULL_NETWORK)
     box = modes.prepare(mode, store.paths, list(state["guards"] or []), chain, plan.offline)
     box.chain, box.named = chain, list(plan.keep_env)
-    modes.allow_hosts(box, list(plan.allow_host), chain)
+    modes.network(box, plan.network, list(plan.allow_host), chain, dict(os.environ))
     if box.mode == modes.UNCONFINED:
         report.line("sandbox: off; the agent runs unconfined, with all your user's rights.")
     else:
-        report.line(f"sandbox: {box.how}")
+        report.line(f"sandbox: {box.how}; network: {box.network}")
     return box
 
 
@@ -214,6 +219,8 @@ class _Run:
         figures = usage.read(ctx.log)
         for doubt in figures.doubted if figures else ():
             ctx.report.line(f"  {doubt}")
+        for refused in ctx.box.refused() if ctx.box is not None else ():
+            ctx.report.line(f"  {refused}")
         facts = IterationFacts(interrupted=bool(ctx.interrupts.count))
         ended = _Ended(run, state["iteration"], agent, figures, state, state, facts)
         verdict = decide_iteration(facts)

@@ -32,6 +32,7 @@ from ralphstate.sandbox.modes import MODES
 
 PROMPT_MODES = ("stdin", "arg", "file")
 ON_LIMIT = ("wait", "pause")
+NETWORKS = ("allowlist", "full")
 
 
 @dataclass(frozen=True)
@@ -250,11 +251,20 @@ OPTIONS = (
         default=[],
     ),
     Option(
+        "network",
+        Choice(NETWORKS),
+        "The confined agent's network: `allowlist`, through a proxy to its model API,"
+        " the endpoints of its client's *_BASE_URL variables and each --allow-host only;"
+        " `full`, the host's whole network (yours alone to give).  [default: allowlist"
+        " under bwrap]",
+        flags=("--network",),
+        configured=False,
+    ),
+    Option(
         "allow_host",
         Commands(),
-        "With --sandbox bwrap: the agent's network goes only through a proxy to HOST:443"
-        " (repeat; its model API is allowed already; NAME=ADDRESS:PORT sends NAME there);"
-        " the host's loopback and sockets are out of its reach.",
+        "Let the agent's network reach HOST:443 too, under bwrap (repeat; its model API"
+        " is allowed already; NAME=ADDRESS:PORT sends NAME there).",
         flags=("--allow-host",),
         metavar="HOST",
         configured=False,

@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
-from ralphstate.sandbox import bubblewrap, ccsettings, envlist, netproxy, seatbelt
+from ralphstate.sandbox import bubblewrap, ccsettings, envlist, netallow, netproxy, seatbelt
 from ralphstate.sandbox.reach import Reach, reach
 from ralphstate.storage.system.paths import LoopPaths
 
 MODES = ("auto", "bwrap", "claude", "sandbox-exec", "off")
 UNCONFINED = "off"
+# Why `--network full` is the person's alone (loop/person.py's `require_not_agent`).
+FULL_NETWORK = "opens the host's whole network to the agent (its loopback servers and sockets)"
 # The person's default mode for `run`, from their shell (else `auto`).
 DEFAULT_ENV = "RALPHSTATE_RUN_SANDBOX"
 # What each mode is, in the words of the run's summary, `status` and the report.
@@ -47,15 +49,42 @@ class Box:
     # of the environment reaches the agent (sandbox/envlist.py).
     chain: list[list[str]] = field(default_factory=list)
     named: list[str] = field(default_factory=list)
-    # The network through an allowlist of hosts (`run --allow-host`, bwrap only).
+    # The network through an allowlist of hosts (bwrap's default), or the host's whole
+    # network (`run --network full`, the person's alone).
     proxy: netproxy.Proxy | None = None
+    full: bool = False
 
     @property
     def how(self) -> str:
-        offline = ", no network" if self.offline and self.mode != "off" else ""
+        """The mode, and its network where it is not the mode's default."""
+        if self.mode == "off":
+            return HOW["off"]
+        if self.offline:
+            return HOW[self.mode] + ", no network"
+        return HOW[self.mode] + (", the host's whole network" if self.full else "")
+
+    @property
+    def network(self) -> str:
+        """What the agent's network is, in the words of the run's first lines."""
+        if self.mode == "off" or self.full:
+            return "the host's, whole (its loopback servers and sockets too)"
+        if self.offline:
+            return "none"
         if self.proxy is not None:
-            offline = ", network through " + ", ".join(sorted(self.proxy.allowed)) + " only"
-        return HOW[self.mode] + offline
+            names = self.proxy.allowed.names()
+            return "through " + (", ".join(names) or "no host") + " only"
+        if self.mode == "claude":
+            return "Claude Code's sandbox's own rules"
+        return "the host's, whole (sandbox-exec cannot filter it by host)"
+
+    def refused(self) -> list[str]:
+        """The hosts the proxy refused since last asked, one sentence each."""
+        if self.proxy is None:
+            return []
+        return [
+            f"network: refused {shown}, not on the allowlist (--allow-host HOST adds one)"
+            for shown in self.proxy.drain()
+        ]
 
     def wrap(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """`argv` as it runs in the sandbox; `env` gets the sandbox's variables."""
@@ -130,20 +159,35 @@ def prepare(
     return _claude(where, chain, offline)
 
 
-def allow_hosts(box: Box, entries: list[str], chain: list[list[str]]) -> None:
-    """The network of `box` through an allowlist: the model APIs of the agents `chain`
-    and the hosts the person named (`run --allow-host`); RalphstateError, one sentence,
-    where the mode cannot have it."""
-    if not entries:
-        return
-    if box.mode != "bwrap":
+def network(
+    box: Box,
+    choice: str | None,
+    entries: list[str],
+    chain: list[list[str]],
+    env: dict[str, str],
+) -> None:
+    """The network of `box`: under bwrap, through an allowlist by default (the model
+    APIs of the agents `chain`, the `_BASE_URL` endpoints of what of `env` the agent
+    gets, the hosts the person named with `run --allow-host`); the host's whole network
+    for `--network full`. RalphstateError, one sentence, for what contradicts itself
+    or what the mode cannot have."""
+    if choice == "full" and entries:
+        raise RalphstateError("--allow-host and --network full contradict each other.")
+    if box.offline and (entries or choice == "full"):
+        given = "--allow-host" if entries else "--network full"
+        raise RalphstateError(f"{given} and --no-network contradict each other.")
+    if (entries or choice == "allowlist") and box.mode != "bwrap":
+        given = "--allow-host" if entries else "--network allowlist"
         raise RalphstateError(
-            f"--allow-host needs --sandbox bwrap (the {HOW[box.mode]} mode cannot filter"
+            f"{given} needs --sandbox bwrap (the {HOW[box.mode]} mode cannot filter"
             " the network by host)."
         )
-    if box.offline:
-        raise RalphstateError("--allow-host and --no-network contradict each other.")
-    box.proxy = netproxy.Proxy(netproxy.parse(entries, chain))
+    if choice == "full":
+        box.full = box.mode != "off"
+        return
+    if box.mode == "bwrap" and not box.offline:
+        agent_env = envlist.allowed(env, chain, box.named)
+        box.proxy = netproxy.Proxy(netallow.parse(entries, chain, agent_env))
 
 
 def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:

@@ -1,19 +1,20 @@
-"""The network through an allowlist of hosts, for a bubblewrap agent (`run --allow-host`).
+"""The network through an allowlist of hosts (sandbox/netallow.py), for a bubblewrap
+agent: the default of `run` under bubblewrap.
 
 The agent gets a network namespace of its own (`--unshare-net`): no interface but its
 own loopback, so the host's loopback servers and abstract sockets are out of reach. It
-reaches the world only through a CONNECT proxy ralphstate runs outside, in the run's
-own process: the proxy listens on a unix socket in a private directory of its own,
-bound read-only into the sandbox at the same path. Inside, the sandbox's first process
-is a small bridge (ralphstate's own Python, `BRIDGE`) that listens on the sandbox's
-loopback at `PORT`, carries each connection to that socket, and starts the agent with
-`HTTPS_PROXY` and `HTTP_PROXY` pointing at it.
+reaches the world only through a proxy ralphstate runs outside, in the run's own
+process, started once for the run: it listens on unix sockets in a private directory
+of its own, bound read-only into the sandbox at the same path. Inside, the sandbox's
+first process is a small bridge (`BRIDGE`: ralphstate's own Python with `-I -S`, no
+import but the interpreter's built-in `_socket` and `_thread`) that listens on the
+sandbox's loopback at `PORT`, and at each loopback endpoint the allowlist carries,
+passes each connection to its socket, and starts the agent with `HTTPS_PROXY` and
+`HTTP_PROXY` pointing at the first.
 
-The proxy allows one thing: `CONNECT HOST:443` for a host on the allowlist (the model
-APIs of the run's agents, `API_HOSTS`, and the names the person gives). Anything else
-gets `403` and is closed. A name may be directed by the person to an address of their
-choosing (`--allow-host NAME=ADDRESS:PORT`): for a private mirror, and for the tests'
-stand-in server on loopback.
+The proxy allows `CONNECT NAME:PORT` and a plain HTTP request for `http://NAME:PORT/`
+(rewritten to its path) where the allowlist has them, nothing else: anything else gets
+`403` with one sentence saying the host is not on the allowlist, and is closed.
 """
 
 from __future__ import annotations
@@ -25,11 +26,10 @@ import socket
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ralphstate.core.errors import RalphstateError
+from ralphstate.sandbox.netallow import Address, Allowlist
 
 # The loopback port of the bridge inside the sandbox's own network namespace.
 PORT = 3128
@@ -37,91 +37,104 @@ SOCKET_NAME = "proxy.sock"
 # The longest request head the proxy reads, and how long a target may take to answer.
 HEAD_LIMIT = 8192
 CONNECT_SECONDS = 15.0
-# Each agent program's model API, allowed without being named.
-API_HOSTS: dict[str, tuple[str, ...]] = {
-    "claude": ("api.anthropic.com",),
-    "codex": ("api.openai.com", "chatgpt.com"),
-    "gemini": ("generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com"),
-    "copilot": ("api.githubcopilot.com", "api.github.com"),
-    "opencode": ("api.anthropic.com", "api.openai.com"),
-    "aider": ("api.anthropic.com", "api.openai.com"),
-}
 
-# The bridge, run by ralphstate's own Python as the sandbox's first process:
-# argv is [socket path, port, "--", agent argv...]; it exits with the agent's code.
+# The bridge, run by ralphstate's own Python as the sandbox's first process: argv is
+# [N, then N times HOST PORT SOCKET, "--", agent argv...]; it listens at each HOST:PORT
+# before the agent starts, and exits with the agent's code. `_socket` and `_thread`
+# only: `socket` and `threading` would cost more than the interpreter's own start.
 BRIDGE = r"""
-import os, socket, sys, threading
-path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[4:]
-def pipe(a, b):
+import os, sys, _socket, _thread
+a = sys.argv
+n = int(a[1])
+argv = a[3 + 3 * n:]
+def pipe(x, y):
     try:
         while True:
-            data = a.recv(65536)
+            data = x.recv(65536)
             if not data:
                 break
-            b.sendall(data)
+            y.sendall(data)
     except OSError:
         pass
-    for s in (a, b):
+    for s in (x, y):
         try:
-            s.shutdown(socket.SHUT_RDWR)
+            s.shutdown(2)
         except OSError:
             pass
-def serve(listener):
+def serve(listener, path):
     while True:
-        inner, _ = listener.accept()
-        outer = socket.socket(socket.AF_UNIX)
+        try:
+            inner = _socket.socket(fileno=listener._accept()[0])
+        except OSError:
+            continue
+        outer = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             outer.connect(path)
         except OSError:
             inner.close()
+            outer.close()
             continue
-        for a, b in ((inner, outer), (outer, inner)):
-            threading.Thread(target=pipe, args=(a, b), daemon=True).start()
-listener = socket.socket()
-listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-listener.bind(("127.0.0.1", port))
-listener.listen(64)
-threading.Thread(target=serve, args=(listener,), daemon=True).start()
+        _thread.start_new_thread(pipe, (inner, outer))
+        _thread.start_new_thread(pipe, (outer, inner))
+for i in range(n):
+    host, port, path = a[2 + 3 * i:5 + 3 * i]
+    for name in (("127.0.0.1", "::1") if host == "localhost" else (host,)):
+        family = _socket.AF_INET6 if ":" in name else _socket.AF_INET
+        listener = _socket.socket(family, _socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            listener.bind((name, int(port)))
+            listener.listen(64)
+        except OSError as exc:
+            listener.close()
+            if name != "::1":
+                sys.stderr.write(f"ralphstate: cannot listen at {name}:{port}: {exc.strerror}\n")
+            continue
+        _thread.start_new_thread(serve, (listener, path))
 try:  # posix_spawnp, not subprocess: its import alone is most of a start
     pid = os.posix_spawnp(argv[0], argv, os.environ)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 except OSError as exc:
     sys.stderr.write(f"ralphstate: cannot start {argv[0]!r}: {exc.strerror}\n")
     code = 127
-sys.exit(code if code >= 0 else 128 - code)
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code if code >= 0 else 128 - code)
 """
 
 
-def parse(entries: Iterable[str], chain: Iterable[list[str]]) -> dict[str, tuple[str, int]]:
-    """The allowlist: each host name and where the proxy connects for it; the model
-    APIs of the agents `chain` first. RalphstateError, one sentence, for a bad entry."""
-    allowed: dict[str, tuple[str, int]] = {}
-    for argv in chain:
-        name = Path(argv[0]).name.lower().removesuffix(".exe") if argv else ""
-        for host in API_HOSTS.get(name, ()):
-            allowed[host] = (host, 443)
-    for entry in entries:
-        host, _, target = entry.partition("=")
-        host = host.strip().lower()
-        address, _, port = target.rpartition(":") if target else (host, "", "443")
-        if not host or not address or not port.isdigit() or not 0 < int(port) < 65536:
-            raise RalphstateError(
-                f"--allow-host {entry!r} is neither a host name nor NAME=ADDRESS:PORT."
-            )
-        allowed[host] = (address.strip("[]"), int(port))
-    return allowed
+def refusal(wanted: str) -> bytes:
+    """The proxy's answer to what the allowlist does not have, in one sentence."""
+    words = (
+        f"ralphstate: {wanted} is not on this run's network allowlist; the person adds"
+        " a host with `ralphstate run --allow-host HOST`.\n"
+    ).encode()
+    head = f"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: {len(words)}"
+    return head.encode() + b"\r\nConnection: close\r\n\r\n" + words
 
 
-def _split(head: bytes) -> tuple[str, int] | None:
-    """The host and port of a `CONNECT host:port HTTP/1.x` request, else None."""
+def _split(head: bytes) -> tuple[str, str, int, str] | None:
+    """A request's method, host, port and the rest of its line (the origin-form of
+    a plain request), for `CONNECT host:port` or `METHOD http://host[:port]/path`."""
     line = head.split(b"\r\n", 1)[0].decode("latin-1")
     words = line.split()
-    if len(words) != 3 or words[0] != "CONNECT" or not words[2].startswith("HTTP/"):
+    if len(words) != 3 or not words[2].startswith("HTTP/"):
         return None
-    host, _, port = words[1].rpartition(":")
-    if not host or not port.isdigit():
+    method, target, version = words
+    if method == "CONNECT":
+        host, _, port = target.rpartition(":")
+        if not host or not port.isdigit():
+            return None
+        return method, host.strip("[]").lower(), int(port), ""
+    if not target.lower().startswith("http://"):
         return None
-    return host.strip("[]").lower(), int(port)
+    where, slash, path = target[7:].partition("/")
+    host, colon, port = where.rpartition(":") if "]" not in where[-1:] else ("", "", "")
+    if not colon or not port.isdigit():
+        host, port = where, "80"
+    if not host:
+        return None
+    return method, host.strip("[]").lower(), int(port), f"{method} {slash or '/'}{path} {version}"
 
 
 def _pipe(a: socket.socket, b: socket.socket) -> None:
@@ -135,48 +148,90 @@ def _pipe(a: socket.socket, b: socket.socket) -> None:
             end.shutdown(socket.SHUT_RDWR)
 
 
+def _both_ways(inner: socket.socket, outer: socket.socket) -> None:
+    inner.settimeout(None)
+    outer.settimeout(None)
+    back = threading.Thread(target=_pipe, args=(outer, inner), daemon=True)
+    back.start()
+    _pipe(inner, outer)
+    back.join()
+    inner.close()
+    outer.close()
+
+
 @dataclass
 class Proxy:
-    """The run's CONNECT proxy on a unix socket; started once, gone with the process."""
+    """The run's proxy on unix sockets; started once, gone with the process."""
 
-    allowed: dict[str, tuple[str, int]]
+    allowed: Allowlist
     directory: Path | None = None
     refused: list[str] = field(default_factory=list)
-    _listener: socket.socket | None = None
+    _listeners: list[socket.socket] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
         return Path(self.start()) / SOCKET_NAME
 
+    def forward_path(self, index: int) -> Path:
+        return Path(self.start()) / f"forward-{index}.sock"
+
     def start(self) -> Path:
-        """The private directory holding the proxy's socket, the proxy listening."""
+        """The private directory holding the proxy's sockets, the proxy listening."""
         if self.directory is not None:
             return self.directory
         directory = Path(tempfile.mkdtemp(prefix="ralphstate-net-"))
-        listener = socket.socket(socket.AF_UNIX)
-        listener.bind(str(directory / SOCKET_NAME))
-        listener.listen(64)
-        self.directory, self._listener = directory, listener
+        self.directory = directory
         atexit.register(self.stop)
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._listen(directory / SOCKET_NAME, None)
+        for index, target in enumerate(self.allowed.forwards):
+            self._listen(directory / f"forward-{index}.sock", target)
         return directory
 
+    def _listen(self, path: Path, target: Address | None) -> None:
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(path))
+        listener.listen(64)
+        self._listeners.append(listener)
+        threading.Thread(target=self._serve, args=(listener, target), daemon=True).start()
+
+    def drain(self) -> list[str]:
+        """What was refused since the last drain, each once, in order."""
+        taken = self.refused[:]
+        del self.refused[: len(taken)]
+        return list(dict.fromkeys(taken))
+
     def stop(self) -> None:
-        if self._listener is not None:
-            self._listener.close()
-            self._listener = None
+        for listener in self._listeners:
+            listener.close()
+        self._listeners.clear()
         if self.directory is not None:
             shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _serve(self) -> None:
-        while self._listener is not None:
+    def _serve(self, listener: socket.socket, target: Address | None) -> None:
+        while True:
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+            work = self._handle if target is None else self._forward
+            threading.Thread(target=work, args=(conn, target), daemon=True).start()
 
-    def _handle(self, conn: socket.socket) -> None:
+    def _forward(self, conn: socket.socket, target: Address | None) -> None:
+        """A connection to a loopback endpoint, carried to the same address outside."""
+        try:
+            outer = socket.create_connection(target or ("", 0), timeout=CONNECT_SECONDS)
+        except OSError:
+            conn.close()
+            return
+        _both_ways(conn, outer)
+
+    def _target(self, wanted: tuple[str, str, int, str] | None) -> Address | None:
+        if wanted is None:
+            return None
+        table = self.allowed.tunnels if wanted[0] == "CONNECT" else self.allowed.plain
+        return table.get((wanted[1], wanted[2]))
+
+    def _handle(self, conn: socket.socket, _: Address | None = None) -> None:
         head = b""
         try:
             conn.settimeout(CONNECT_SECONDS)
@@ -186,10 +241,12 @@ class Proxy:
                     break
                 head += data
             wanted = _split(head)
-            target = self.allowed.get(wanted[0]) if wanted and wanted[1] == 443 else None
+            target = self._target(wanted)
             if wanted is None or target is None:
-                self.refused.append(head.split(b"\r\n", 1)[0].decode("latin-1")[:200])
-                conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+                line = head.split(b"\r\n", 1)[0].decode("latin-1")[:200]
+                shown = f"{wanted[1]}:{wanted[2]}" if wanted else repr(line[:80])
+                self.refused.append(shown)
+                conn.sendall(refusal(shown))
                 conn.close()
                 return
             outer = socket.create_connection(target, timeout=CONNECT_SECONDS)
@@ -198,14 +255,14 @@ class Proxy:
                 conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
             conn.close()
             return
-        conn.settimeout(None)
-        outer.settimeout(None)
-        conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        rest = head.split(b"\r\n\r\n", 1)[1]
+        rest = head.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in head else b""
+        if wanted[0] == "CONNECT":
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:  # the request itself, in origin-form, with what followed its line
+            rest = wanted[3].encode("latin-1") + b"\r\n" + head.split(b"\r\n", 1)[1]
         if rest:
             outer.sendall(rest)
-        threading.Thread(target=_pipe, args=(outer, conn), daemon=True).start()
-        _pipe(conn, outer)
+        _both_ways(conn, outer)
 
 
 def inside(proxy: Proxy, argv: list[str]) -> tuple[list[str], list[str], dict[str, str]]:
@@ -213,8 +270,18 @@ def inside(proxy: Proxy, argv: list[str]) -> tuple[list[str], list[str], dict[st
     that point the agent's clients at it."""
     directory = str(proxy.start())
     options = ["--unshare-net", "--ro-bind", directory, directory]
-    bridged = [sys.executable, "-I", "-S", "-c", BRIDGE, str(proxy.path), str(PORT), "--"]
-    url = f"http://127.0.0.1:{PORT}"
+    forwards = proxy.allowed.forwards
+    port = PORT
+    while any(p == port for _, p in forwards):  # an endpoint of the person's own there
+        port += 1
+    specs = ["127.0.0.1", str(port), str(proxy.path)]
+    for index, (host, at) in enumerate(forwards):
+        specs += [host, str(at), str(proxy.forward_path(index))]
+    count = str(len(specs) // 3)
+    bridged = [sys.executable, "-I", "-S", "-c", BRIDGE, count, *specs, "--"]
+    url = f"http://127.0.0.1:{port}"
     env = {name: url for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy")}
-    env.update({"NO_PROXY": "", "no_proxy": ""})
+    # The sandbox's loopback is its own: what the agent asks of it goes straight there.
+    near = "localhost,127.0.0.1,::1"
+    env.update({"NO_PROXY": near, "no_proxy": near})
     return options, [*bridged, *argv], env

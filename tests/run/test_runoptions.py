@@ -29,6 +29,7 @@ COMMAND_LINE = [
     *("--sandbox", "off", "--no-sandbox", "--no-network", "--shell", "--strict"),
     "--check-in",
     *("--env", "SOME_TOKEN"),
+    *("--network", "full"),
     *("--allow-host", "api.example.test"),
 ]
 

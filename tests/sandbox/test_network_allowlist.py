@@ -119,7 +119,7 @@ def test_the_network_goes_only_through_the_allowlist(
     assert got["allowed"].startswith("HTTP/1.1 200") and got["allowed"].endswith("api"), got
     for refused in ("other port", "host loopback", "unlisted"):
         assert got[refused].startswith("HTTP/1.1 403"), (refused, got)
-    assert f"network through {name} only" in done.stderr, done.stderr
+    assert f"sandbox: bubblewrap; network: through {name} only" in done.stderr, done.stderr
 
 
 def test_a_malformed_allowed_host_is_one_sentence(person: Person) -> None:
