@@ -13,6 +13,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,14 @@ def system_python() -> str:
 @pytest.fixture
 def regular_user() -> Iterator[tuple[str, Path]]:
     """A user made for the test, and a home of theirs that anyone may enter."""
+    with made_user() as found:
+        yield found
+
+
+@contextmanager
+def made_user() -> Iterator[tuple[str, Path]]:
+    """A user made with `useradd` and a home of theirs that anyone may enter, removed at
+    the end; the test skips, saying why, where none can be made."""
     if shutil.which("useradd") is None or os.geteuid() != 0:
         pytest.skip("making a test user needs root and useradd")
     name = f"rstest{uuid.uuid4().hex[:8]}"
