@@ -25,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Each attempt of the list, by the test that tries it (SECURITY.md, promise 44).
 ATTEMPTS = {
+    "the agent's capabilities: remount the store, unmount the home, the network": (
+        "tests/sandbox/test_privileges.py::"
+        "test_a_root_agent_holds_no_capability_and_cannot_remount_or_unmount"
+    ),
     "the check imports the agent's code, which writes the home and the trust file": (
         "tests/adversarial/test_confined.py::"
         "test_the_agent_s_code_in_the_check_reaches_nothing_and_does_not_complete"

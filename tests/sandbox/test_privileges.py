@@ -26,10 +26,6 @@ from tests.sandbox.conftest import needs_bwrap
 
 pytestmark = needs_bwrap
 
-as_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="these tests run as root here"
-)
-
 # Writes the status lines that say what the process may do, then tries as root what a
 # capability would allow.
 PROBE = r"""
@@ -58,10 +54,11 @@ def assert_powerless(caps: dict[str, Any]) -> None:
     assert caps["uid_map"][2] == "1", caps
 
 
-@as_root
 def test_a_root_agent_holds_no_capability_and_cannot_remount_or_unmount(
     calc: Path, person: Person, isolated: Path, tmp_path: Path
 ) -> None:
+    """As root where the suite runs as root; again as a regular user from
+    test_as_regular_user.py, whose agent must hold no more."""
     script = tmp_path / "probe.py"
     attempts = {
         "remount store": ["mount", "-o", "remount,rw", str(isolated)],
