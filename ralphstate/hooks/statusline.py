@@ -8,9 +8,11 @@ prints one short line for the loop of that project,
 
 (the cost is Claude Code's own `cost.total_cost_usd` for the session), or
 `loop paused (stall) · 2/5 verified`, and nothing when no loop runs there (none, or
-complete, or cancelled). A running loop that nothing will enforce (no agent's hook,
-no plugin, no `ralphstate run`: `loop.enforcement`) ends its line by saying so, and
-what to run. It runs as often as a hook and is held to the no-loop hook's
+complete, or cancelled). A running loop whose session runs outside Claude Code's own
+sandbox (its settings' `sandbox.enabled` is not true: loop/clientbox.py) says
+`unconfined`, unless `ralphstate run` drives it. A running loop that nothing will
+enforce (no agent's hook, no plugin, no `ralphstate run`: `loop.enforcement`) ends its
+line by saying so, and what to run. It runs as often as a hook and is held to the no-loop hook's
 cost: nothing is imported before a loop is known to exist (docs/explanation/design.md, "The hot
 path"), and any fault prints nothing.
 
@@ -51,6 +53,10 @@ REFUSED = "ralphstate: this loop's files lead outside the project; refused"
 WRAPPED_TIMEOUT = 10.0
 WRAPPED_OUTPUT_BYTES = 64 * 1024  # of the wrapped command's output, the most kept
 SEPARATOR = " · "
+# What a running loop's line ends with while the session's agent runs outside Claude
+# Code's own sandbox (`sandbox.enabled` off or unset: loop/clientbox.py). A loop
+# `ralphstate run` drives is confined, or not, by its run, whose summary says which.
+UNCONFINED = "unconfined"
 
 
 def main(args: list[str] | None = None) -> None:
@@ -124,6 +130,11 @@ def line_for(data: bytes) -> str | None:
 
         root = os.path.dirname(loop_dir)
         roots = [root, paths.git_top(root) or root, start or root]
+        if not enforcement.driven_by_run(loop_dir):
+            from ralphstate.loop import clientbox
+
+            if not clientbox.enabled(roots):
+                line += SEPARATOR + UNCONFINED
         if enforcement.enforcer(roots, loop_dir) is None:
             from ralphstate.loop import gateoff
 

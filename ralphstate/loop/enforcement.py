@@ -114,7 +114,7 @@ def enforcer(roots: Iterable[str], loop_dir: str | None, home: str | None = None
     for agent, _scope, path in hook_files(roots, home):
         if agent == "claude" and off is not None:
             continue  # Claude Code runs none of its hooks, its plugin's neither
-        raw = _read(path)
+        raw = read_bounded(path)
         if not raw:
             continue
         if agent == "claude" and re.search(_ENABLED, raw):
@@ -138,7 +138,7 @@ def hooks_switched_off(roots: Iterable[str], home: str | None = None) -> str | N
     for scope in SCOPES:
         for top in tops if scope != "user" else tops[:1]:
             path = hook_file_path(hook_file, scope, top, home)
-            found = re.search(_DISABLE_ALL, _read(path) or b"")
+            found = re.search(_DISABLE_ALL, read_bounded(path) or b"")
             if found is not None:
                 return path if found.group(1) == b"true" else None
     return None
@@ -189,7 +189,7 @@ def plugin_enabled(path: str) -> bool:
     """Whether the Claude Code settings file `path` enables ralphstate's plugin."""
     import re
 
-    raw = _read(path)
+    raw = read_bounded(path)
     return bool(raw) and re.search(_ENABLED, raw or b"") is not None
 
 
@@ -206,7 +206,7 @@ def lacks_allow(root: str, home: str | None = None) -> bool:
     from ralphstate.agents import table
 
     hook_file = table.get("claude").hook_file
-    raws = [_read(hook_file_path(hook_file, scope, root, home)) for scope in SCOPES]
+    raws = [read_bounded(hook_file_path(hook_file, scope, root, home)) for scope in SCOPES]
     if any(raw and ALLOW_STATUS in raw for raw in raws):
         return False
     # The plugin's hooks run with its root in the environment; an enabled plugin whose
@@ -225,7 +225,7 @@ def holds_hooks(agent: str, path: str) -> bool:
     Code: or enables its plugin); False when it cannot be read."""
     import re
 
-    raw = _read(path)
+    raw = read_bounded(path)
     if not raw:
         return False
     return _runs_stop(agent, raw) or (agent == "claude" and re.search(_ENABLED, raw) is not None)
@@ -244,7 +244,7 @@ def _runs_stop(agent: str, raw: bytes) -> bool:
     return re.search(_STOP, raw, re.IGNORECASE) is not None
 
 
-def _read(path: str) -> bytes | None:
+def read_bounded(path: str) -> bytes | None:
     """At most MAX_READ bytes of the regular file `path`; None when there is none, it
     cannot be read or it is larger (never blocking on a FIFO or a device)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)

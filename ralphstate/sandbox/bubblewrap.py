@@ -107,14 +107,14 @@ def ready(where: Reach, offline: bool) -> tuple[str, bool]:
     return program, userns
 
 
-def works() -> tuple[bool, str]:
+def works(offline: bool = False) -> tuple[bool, str]:
     """Whether bubblewrap starts on this machine, for `doctor`: a bare sandbox, not a
-    project's."""
+    project's (with `offline`, its network unshared too)."""
     program = find()
     if program is None:
         return False, "`bwrap` is not on PATH (Debian and Ubuntu: apt-get install bubblewrap)"
     bare = Reach(root=Path("/"), hidden=bwrapargs.socket_dirs())
-    userns, why = probe(program, bare, offline=False)
+    userns, why = probe(program, bare, offline=offline)
     if why is not None:
         return False, why
     users = "a user namespace" if userns else "no user namespace"

@@ -218,20 +218,48 @@ def _claude(where: Reach, chain: list[list[str]], offline: bool) -> Box:
 
 
 def report() -> list[tuple[str, bool, str]]:
-    """Each mode this machine could give a run: (mode, works, what or why not)."""
+    """Each mode this machine could give a run: (mode, works, what or why not), each
+    sandbox started once to tell."""
     found: list[tuple[str, bool, str]] = []
     started: tuple[bool, str] | None = None
     if sys.platform.startswith("linux"):
         started = ok, why = bubblewrap.works()
         found.append(("bwrap", ok, f"bubblewrap starts ({why})" if ok else why))
     elif sys.platform == "darwin":
-        import shutil
-
-        ok = shutil.which(seatbelt.PROGRAM) is not None
-        found.append(("sandbox-exec", ok, "untested profile" if ok else "not on PATH"))
+        started = ok, why = seatbelt.works()
+        found.append(("sandbox-exec", ok, f"sandbox-exec starts ({why})" if ok else why))
     lacking = ccsettings.missing()
     if lacking is None and started is not None and not started[0]:
-        # Claude Code's sandbox is bubblewrap on Linux: found is not enough, it must start.
-        lacking = f"bubblewrap, which it runs, cannot start ({started[1]})"
-    found.append(("claude", lacking is None, lacking or "bwrap and socat found, bwrap starts"))
+        # Claude Code's sandbox runs these: found is not enough, they must start.
+        runs = "bubblewrap" if sys.platform.startswith("linux") else "sandbox-exec"
+        lacking = f"{runs}, which it runs, cannot start ({started[1]})"
+    if lacking is None and sys.platform.startswith("linux"):
+        lacking = _claude_on_linux()
+    works = "bwrap starts with the network unshared, socat starts"
+    if sys.platform == "darwin":
+        works = "sandbox-exec starts"
+    found.append(("claude", lacking is None, lacking or works))
     return found
+
+
+def _claude_on_linux() -> str | None:
+    """Why Claude Code's sandbox would not start here though bubblewrap does: it runs
+    bubblewrap with the network unshared, bridged out by socat, so both are started once
+    as it starts them; None when they start."""
+    ok, why = bubblewrap.works(offline=True)
+    if not ok:
+        return f"bubblewrap cannot start with the network unshared, as it runs it ({why})"
+    import shutil
+
+    from ralphstate.storage.system import children
+
+    socat = shutil.which("socat") or "socat"
+    try:
+        done = children.run([socat, "-V"], timeout=bubblewrap.PROBE_SECONDS, limit=4096)
+    except OSError as exc:
+        return f"socat, which it runs, cannot start ({exc.strerror or type(exc).__name__})"
+    if done.code != 0:
+        words = done.err.decode("utf-8", "replace").strip().splitlines()
+        said = words[-1] if words else f"it exited with {done.code}"
+        return f"socat, which it runs, cannot start ({said})"
+    return None

@@ -11,11 +11,14 @@ the denials of the protected paths come last.
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from ralphstate.core.errors import RalphstateError
 from ralphstate.sandbox.reach import Reach
+from ralphstate.storage.system import children
 
 PROGRAM = "sandbox-exec"
+PROBE_SECONDS = 30.0
 INSIDE = {"RALPHSTATE_SANDBOX": "sandbox-exec"}
 
 
@@ -51,3 +54,23 @@ def ready() -> str:
             " with macOS); the run does not go on unconfined."
         )
     return found
+
+
+def works() -> tuple[bool, str]:
+    """Whether sandbox-exec starts here, for `doctor`: `true` run once inside the
+    profile of a bare sandbox (the project `/`, nothing protected); (True, its path) or
+    (False, why not in its own words)."""
+    found = shutil.which(PROGRAM)
+    if found is None:
+        return False, f"`{PROGRAM}` is not on PATH (it comes with macOS)"
+    argv = [found, "-p", profile(Reach(root=Path("/")), offline=False), "/usr/bin/true"]
+    try:
+        done = children.run(argv, cwd="/", timeout=PROBE_SECONDS, limit=4096)
+    except OSError as exc:
+        return False, exc.strerror or type(exc).__name__
+    if done.code == 0:
+        return True, found
+    if done.code is None:
+        return False, f"it did not start within {PROBE_SECONDS:g}s"
+    words = done.err.decode("utf-8", "replace").strip().splitlines()
+    return False, words[-1] if words else f"{PROGRAM} exited with {done.code}"

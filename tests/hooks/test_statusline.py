@@ -44,10 +44,13 @@ def line(project: Path, data: bytes | None = None, cwd: Path | None = None) -> b
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
-    """A project whose loop ralphstate's hooks enforce (`ralphstate install`'s file)."""
+    """A project whose loop ralphstate's hooks enforce (`ralphstate install`'s file), in
+    Claude Code's own sandbox (the project's shared settings: test_statusline_sandbox.py
+    has the line without it)."""
     path = tmp_path / "a project"
     (path / "src").mkdir(parents=True)
     install_agent("claude", "local", path)
+    (path / ".claude" / "settings.json").write_text('{"sandbox": {"enabled": true}}')
     return path
 
 
@@ -63,9 +66,8 @@ def bare(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_a_loop_nothing_enforces_says_so_and_what_to_run(bare: Path, tmp_path: Path) -> None:
     make_loop(bare, steps=[])
-    assert line(bare, cwd=tmp_path) == (
-        "loop 0/20 · 0/2 verified · $0.42 · not enforced: run `ralphstate install`\n".encode()
-    )
+    tail = "unconfined · not enforced: run `ralphstate install`"
+    assert line(bare, cwd=tmp_path) == f"loop 0/20 · 0/2 verified · $0.42 · {tail}\n".encode()
     make_loop(bare, steps=[], status="paused", pauseReason="user")
     assert line(bare, cwd=tmp_path) == "loop paused (user) · 0/2 verified\n".encode()
 
@@ -98,7 +100,8 @@ def test_any_agent_s_hooks_the_plugin_or_a_run_enforce_it(bare: Path, enforced: 
         install_agent("opencode", "user", bare)
     else:
         (bare / ".loop" / "runs").mkdir()
-    assert line(bare) == b"loop 0/20 \xc2\xb7 0/2 verified \xc2\xb7 $0.42\n"
+    unconfined = b"" if enforced == "a run" else b" \xc2\xb7 unconfined"
+    assert line(bare) == b"loop 0/20 \xc2\xb7 0/2 verified \xc2\xb7 $0.42" + unconfined + b"\n"
 
 
 def test_a_disabled_plugin_or_another_hook_does_not_count(bare: Path) -> None:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,6 @@ from tests.adversarial.scripted import Person
 from tests.sandbox.conftest import needs_bwrap
 
 pytestmark = needs_bwrap
-
-as_root = pytest.mark.skipif(
-    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="these tests run as root here"
-)
 
 # Writes the status lines that say what the process may do, then tries as root what a
 # capability would allow.
@@ -57,10 +54,11 @@ def assert_powerless(caps: dict[str, Any]) -> None:
     assert caps["uid_map"][2] == "1", caps
 
 
-@as_root
 def test_a_root_agent_holds_no_capability_and_cannot_remount_or_unmount(
     calc: Path, person: Person, isolated: Path, tmp_path: Path
 ) -> None:
+    """As root where the suite runs as root; again as a regular user from
+    test_as_regular_user.py, whose agent must hold no more."""
     script = tmp_path / "probe.py"
     attempts = {
         "remount store": ["mount", "-o", "remount,rw", str(isolated)],
@@ -97,6 +95,14 @@ def system_python() -> str:
 @pytest.fixture
 def regular_user() -> Iterator[tuple[str, Path]]:
     """A user made for the test, and a home of theirs that anyone may enter."""
+    with made_user() as found:
+        yield found
+
+
+@contextmanager
+def made_user() -> Iterator[tuple[str, Path]]:
+    """A user made with `useradd` and a home of theirs that anyone may enter, removed at
+    the end; the test skips, saying why, where none can be made."""
     if shutil.which("useradd") is None or os.geteuid() != 0:
         pytest.skip("making a test user needs root and useradd")
     name = f"rstest{uuid.uuid4().hex[:8]}"
