@@ -97,7 +97,7 @@ def identity(loop: paths.LoopPaths, state: st.State) -> str:
 def current(store: Store, state: st.State) -> Job | None:
     """The job started on the code and checks as they are now; None when there is none
     (or the one kept is of other code: it is stopped)."""
-    job = _read_job(store.paths)
+    job = kept(store.paths)
     if job is None:
         return None
     if job.identity != identity(store.paths, state):
@@ -131,7 +131,7 @@ def ended(job: Job) -> bool:
 def start(store: Store, state: st.State, names: Sequence[str], by: str = "stop") -> Job:
     """Start the background verification of `names`' checks; RalphstateError when its
     process cannot be started or its job cannot be kept."""
-    old = _read_job(store.paths)
+    old = kept(store.paths)
     if old is not None:
         _stop(old)
     nonce = secrets.token_hex(32)
@@ -162,7 +162,7 @@ def main() -> None:
     nonce = sys.stdin.readline().strip()
     loop = paths.at(sys.argv[1])
     store = Store(loop)
-    job = _read_job(loop)
+    job = kept(loop)
     if job is None or not nonce or not secrets.compare_digest(job.nonce, nonce):
         return
     state = store.load()
@@ -177,8 +177,8 @@ def main() -> None:
     except KeyboardInterrupt:
         return
     firsts.judge(store, results)
-    kept = [_as_record(r) for r in results]
-    _write(result_path(loop), {"nonce": nonce, "identity": job.identity, "results": kept})
+    records = [_as_record(r) for r in results]
+    _write(result_path(loop), {"nonce": nonce, "identity": job.identity, "results": records})
 
 
 def _as_record(result: onecheck.CheckResult) -> dict[str, Any]:
@@ -193,7 +193,8 @@ def _from_record(raw: dict[str, Any]) -> onecheck.CheckResult:
     return onecheck.CheckResult(**values)
 
 
-def _read_job(loop: paths.LoopPaths) -> Job | None:
+def kept(loop: paths.LoopPaths) -> Job | None:
+    """The job kept for the loop, whatever code it was started on; None without one."""
     raw = _read(job_path(loop))
     try:
         return Job(**raw) if raw is not None else None
