@@ -54,6 +54,8 @@ from ralphstate.verify import execute, firsts, onecheck, pool
 POLL = 0.1
 # The most bytes a job or result file may hold (the outputs' tails are bounded).
 MAX_BYTES = 8 * 1024 * 1024
+# How many times a job that ended without a result is started again on the same code.
+MAX_TRIES = 3
 
 
 @dataclasses.dataclass
@@ -67,6 +69,12 @@ class Job:
     pid: int
     started: float
     by: str = "stop"
+    # The most seconds its checks may take, by their own limits: past it, a process
+    # that cannot be asked (Windows) is taken to have ended.
+    limit: float = 0.0
+    # How many jobs in a row were started on this identity (one that ended without a
+    # result is started again, at most MAX_TRIES times).
+    tries: int = 1
 
 
 def job_path(loop: paths.LoopPaths) -> Path:
@@ -130,12 +138,23 @@ def ended(job: Job) -> bool:
 
 def start(store: Store, state: st.State, names: Sequence[str], by: str = "stop") -> Job:
     """Start the background verification of `names`' checks; RalphstateError when its
-    process cannot be started or its job cannot be kept."""
+    process cannot be started or its job cannot be kept, or when MAX_TRIES jobs in a
+    row on this code ended without a result."""
     old = kept(store.paths)
+    now = identity(store.paths, state)
+    tries = 1
     if old is not None:
+        if old.identity == now and not _alive(old):
+            tries = old.tries + 1
         _stop(old)
+    if tries > MAX_TRIES:
+        raise RalphstateError(
+            f"the background verification of the checks ended {MAX_TRIES} times without a"
+            f" result; `ralphstate verify` runs them where you can see why"
+        )
     nonce = secrets.token_hex(32)
-    job = Job(list(names), identity(store.paths, state), nonce, 0, time.time(), by)
+    limit = sum(execute.own_limit(state, c) for c in names if c in state["checks"])
+    job = Job(list(names), now, nonce, 0, time.time(), by, limit, tries)
     program = [sys.executable, "-I", "-c", "from ralphstate.verify.background import main; main()"]
     with contextlib.suppress(FileNotFoundError):
         result_path(store.paths).unlink()
@@ -235,17 +254,9 @@ def _write(path: Path, data: dict[str, Any]) -> None:
 def _alive(job: Job) -> bool:
     if job.pid <= 0:
         return False
-    if sys.platform == "win32":  # pragma: no cover - no group to ask
-        return _pid_alive(job.pid)
+    if sys.platform == "win32":  # pragma: no cover - no group to ask, and os.kill kills
+        return running_for(job) < job.limit
     return children.group_alive(job.pid)
-
-
-def _pid_alive(pid: int) -> bool:  # pragma: no cover - Windows
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True
 
 
 def _stop(job: Job) -> None:

@@ -6,6 +6,8 @@ must run alone with nothing beside them, and are printed in the loop's order."""
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -326,3 +328,40 @@ def test_a_check_that_runs_alone_has_nothing_beside_it(rs: Any, project: Path) -
         assert done.code == 0, done.out
     assert rs("criteria", "check", "solo", "--not-alone").code == 0
     assert load(project)["runAlone"] == []
+
+
+@pytest.mark.usefixtures("unconfined_checks")
+@POSIX_ONLY
+def test_a_background_verification_that_keeps_ending_without_a_result_fails_open(
+    rs: Any, repo: Path
+) -> None:
+    """A job on this code whose process ended with no result is started again, at most
+    MAX_TRIES times in a row; then the stop lets the agent go and says why, rather than
+    block on it at every stop."""
+    from ralphstate.storage.system import paths
+    from ralphstate.verify import background
+
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    assert rs("criteria", "check", "tests pass", counted(repo, "suite")).code == 0
+    assert rs("config", "verify-budget", "0").code == 0
+    claim(rs, "tests pass")
+    loop = paths.at(str(repo / ".loop"))
+    gone = subprocess.Popen(["true"])  # a process that is gone
+    gone.wait()
+    job = background.Job(
+        ["tests pass"], background.identity(loop, load(repo)), "0" * 64, gone.pid,
+        time.time(), tries=background.MAX_TRIES,
+    )  # fmt: skip
+    background.job_path(loop).parent.mkdir(parents=True, exist_ok=True)
+    background.job_path(loop).write_bytes(orjson.dumps(dataclasses.asdict(job)))
+
+    data = {"session_id": SID, "cwd": str(repo), "last_assistant_message": DONE}
+    done = run_process(["hook", "stop"], cwd=repo, input=orjson.dumps(data), timeout=60)
+
+    assert done.returncode == 0, done
+    out = orjson.loads(done.stdout) if done.stdout.strip() else {}
+    assert out.get("decision") != "block", out
+    said = done.stderr.decode() + str(out)
+    assert "ended 3 times without a result" in said, said
+    assert load(repo)["status"] == "in_progress"
+    assert runs(repo, "suite") == 0
