@@ -167,6 +167,7 @@ def stopped_context(state: Mapping[str, Any]) -> str:
         return ""
     clean = " --clean" if state.get("cleanVerify") is not False else ""
     return (
-        f"{said[0].upper()}{said[1:]}, so they proved nothing: run `ralphstate verify{clean}`"
-        " yourself, with a long timeout, before you claim completion."
+        f"{said[0].upper()}{said[1:]}, so they proved nothing: the Stop hook runs them again"
+        f" at your next claim (`ralphstate verify{clean}` shows you what they say first; its"
+        " pass is information for you, not what ends the loop)."
     )
