@@ -157,8 +157,8 @@ def run_checks(
         with onecheck.terminate_as_interrupt():
             started = time.monotonic()
             found, job = _fitting(store, names, restore, by)
-            left = found.budget - (time.monotonic() - started)  # one budget for both
-            running = _background(store, found, job, by, left)
+            left = found.budget - (time.monotonic() - started)  # one budget for all
+            running = _background(store, found, job, by, _waiting(store, left))
             left = found.budget - (time.monotonic() - started)
             held = _held_out(store, found, held_for, by, session, left)
     except execute.Untrusted:
@@ -188,6 +188,14 @@ def _fitting(
         return fitting.verify(store, names, restore=restore, by=by), None
     wanted = [c for c, _ in execute.plan(state, names) if c not in job.criteria]
     return fitting.verify(store, wanted, restore=restore, by=by), job
+
+
+def _waiting(store: Store, left: float) -> float:
+    """How long the stop may wait for a background verification: what the budget has
+    left, or half of it when held-out checks may have to run after it."""
+    from ralphstate.verify import heldoutchecks
+
+    return left / 2 if heldoutchecks.has_any(store.paths, store.load()) else left
 
 
 def _background(
