@@ -37,7 +37,7 @@ def config(key: str | None, values: tuple[str, ...]) -> None:
                         shows)
       verify-budget     seconds the Stop hook may spend running checks at a
                         claimed completion (default 120; 0: none); checks that
-                        do not fit are left to `ralphstate verify`
+                        do not fit are verified by the hook in the background
       verify-jobs       how many checks run at once (default: the processors,
                         at least 16)
       max-cost          the loop's cost budget in US dollars, or none

@@ -153,12 +153,6 @@ def fit(planned: list[Planned], slots: int, seconds: float) -> list[int]:
     return sorted(_plan(planned, slots, seconds)[1])
 
 
-def makespan(planned: list[Planned], slots: int) -> float:
-    """The seconds all of `planned` take when `slots` run at once, as their last runs
-    say (a check never timed counts as none)."""
-    return _plan(planned, slots, float("inf"))[0]
-
-
 def _plan(planned: list[Planned], slots: int, seconds: float) -> tuple[float, list[int]]:
     """When the checks that fit `seconds` are all done, and those that do not."""
     free = [0.0] * max(1, slots)

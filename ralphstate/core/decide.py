@@ -328,6 +328,8 @@ def _block(
     if checked is not None and checked.left:  # said first: they are not to blame
         reason = unfinished.reason(new, checked.left, reason, details)
     fingerprint, counts = progress
+    if checked is not None and checked.left and checked.left.background is not None:
+        counts = "held"  # ralphstate's own verification runs: waiting for it is no stall
     new["iteration"] += 1
     stall.count(new, fingerprint, counts)
     return made.done(rule, reason, details or None)

@@ -190,7 +190,8 @@ OUTCOMES: dict[Rule, Outcome] = {
     ),
     "verify_yourself": Outcome(
         "a claimed completion some of whose checks cannot finish within the stop's budget",
-        "the reason names them, blames nothing, and gives the `ralphstate verify` command",
+        "the reason names them, blames nothing, and says ralphstate verifies them in the"
+        " background, how long so far",
         block=True,
     ),
     "grade": Outcome(

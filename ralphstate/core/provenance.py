@@ -57,15 +57,14 @@ def producer(by: str, actor_kind: str | None) -> str:
     return AGENT
 
 
-def counts(by: object, level_of: Level = "agent-env") -> bool:
-    """Whether a pass produced by `by`, at the level `level_of`, counts at a stop, a
-    task gate or a run's end. A record that does not say who (written before `by` was
-    kept) does not. An agent's own `verify --clean` counts when it ran sealed and
-    confined: ralphstate made its room, its environment (the approved one) and its
-    confinement, and the agent reached none of them; a suite longer than the Stop
-    hook's budget is proved so. Anywhere else, an agent's pass is information."""
-    if by == AGENT:
-        return level_of == "sealed-confined"
+def counts(by: object) -> bool:
+    """Whether a pass produced by `by` counts at a stop, a task gate or a run's end:
+    only one ralphstate's own verification produced (`SEALED_BY`). A record that does
+    not say who (written before `by` was kept) does not, and neither does an agent's
+    own `verify`, at any level, `--clean` and confined included: the agent chose when
+    it ran and what it ran on, so its pass is information for it. A suite longer than
+    the Stop hook's budget is proved by the hook's own background verification
+    (verify/background.py)."""
     return isinstance(by, str) and by in SEALED_BY
 
 
@@ -103,7 +102,6 @@ def unsealed(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> 
         n
         for n in names
         if evidence.get(n, {}).get("result") == "verified"
-        and not counts(evidence.get(n, {}).get("by"), of_evidence(evidence.get(n, {})))
         and evidence.get(n, {}).get("by") == AGENT
     ]
 

@@ -355,8 +355,8 @@ ROWS: tuple[Field, ...] = (
               " ([Ownership](../explanation/design.md#ownership))"),
     Field("verifyBudget", None, read=checkrun.budget_seconds, copied=True, config="verify-budget",
           doc="the seconds the Stop hook and the task gate may spend on the checks (`null`:"
-              f" {STOP_VERIFY_BUDGET:g}; `0`: none, every check that must run is left to"
-              " `ralphstate verify --clean`) ([Long test"
+              f" {STOP_VERIFY_BUDGET:g}; `0`: none, every check that must run is verified"
+              " by the hook in the background) ([Long test"
               " suites](../explanation/hooks.md#long-test-suites))"),
     Field("verifyJobs", None, read=checkrun.job_count, copied=True, config="verify-jobs",
           doc="how many checks run at once (`null`: the processors, at least 16), 1 to"

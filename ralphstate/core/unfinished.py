@@ -2,24 +2,23 @@
 (docs/explanation/hooks.md, "Long test suites"), and when a verification was stopped
 before its checks finished.
 
-A check left to `ralphstate verify` (verify/fitting.py) proves nothing either way: the
-block reason names it, says why it did not run, and gives the one command that runs it
-where the model's shell allows the time, never "fix what it reports".
+A check that does not fit the hook (verify/fitting.py) proves nothing either way until
+ralphstate's own verification of it in the background ends (verify/background.py): the
+block reason names it, says why it did not run here, how long the background
+verification has run, and that the agent's own `ralphstate verify` does not stand for
+it; never "fix what it reports".
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ralphstate.core import checkrun, clock, limits
+from ralphstate.core import clock, limits
 from ralphstate.core import state as st
 from ralphstate.core.render import cap, clip
 from ralphstate.core.text import count, noun, visible
 
-# Past this many checks left, the command runs them all rather than name each.
-MAX_NAMED_IN_COMMAND = 20
 # Who ran a verification, as the person reads it.
 WHO = {
     "stop": "the Stop hook's",
@@ -52,6 +51,8 @@ class Leftover(Protocol):
     def budget(self) -> float: ...
     @property
     def clean(self) -> bool: ...
+    @property
+    def background(self) -> float | None: ...
 
 
 def _why(left: Left) -> str:
@@ -60,51 +61,40 @@ def _why(left: Left) -> str:
     return "not timed yet" if left.last is None else f"{left.last:.0f}s last time"
 
 
-def verify_command(state: st.State, left: Sequence[Left], clean: bool) -> str:
-    """`ralphstate verify --clean 1 3`: the checks left, by their numbers (all of them
-    past MAX_NAMED_IN_COMMAND); `--clean` where the Stop hook verifies in a clean room."""
-    numbers = {name: i for i, name in enumerate(state["criteria"], 1)}
-    words = ["ralphstate", "verify", *(["--clean"] if clean else [])]
-    if len(left) <= MAX_NAMED_IN_COMMAND:
-        words += [str(numbers[d.criterion]) for d in left if d.criterion in numbers]
-    return " ".join(words)
+def _span(seconds: float) -> str:
+    """`45s`, `3m 5s`: how long the background verification has run."""
+    whole = max(0, int(seconds))
+    return f"{whole // 60}m {whole % 60}s" if whole >= 60 else f"{whole}s"
 
 
-def _minutes(state: st.State, left: Sequence[Left], budget: float) -> str:
-    """How long to let the command run: half again its estimate, in whole minutes."""
-    planned = [(d.criterion, d.last, d.criterion in checkrun.alone(state)) for d in left]
-    if any(last is None for _, last, _ in planned):
-        return "as long as your shell allows (10 minutes or more)"
-    seconds = max(checkrun.makespan(planned, checkrun.jobs(state)), budget)
-    return f"at least {max(2, math.ceil(seconds * 1.5 / 60))} minutes"
-
-
-def left_lines(state: st.State, left: Sequence[Left], budget: float, clean: bool) -> list[str]:
-    """The checks left to the model, why, and the command that runs them."""
+def left_lines(state: st.State, found: Leftover) -> list[str]:
+    """The checks left to ralphstate's background verification, why, and what to do."""
+    left, budget = found.deferred, found.budget
     n = len(left)
     named = "; ".join(f"{clip(d.criterion, 80)} ({_why(d)})" for d in left[:5])
     if n > 5:
         named += f"; and {n - 5} more"
-    them = "it" if n == 1 else "them"
-    room = " in a clean room," if clean else ""
     first = (
         f"ralphstate did not run {count(n, 'check')} here: {'it does' if n == 1 else 'they do'}"
         f" not fit the {budget:g}s a stop may spend on checks ({named}). Nothing failed,"
         " and nothing is set back."
     )
+    room = " in a clean room," if found.clean else ""
+    running = _span(found.background or 0.0)
     how = (
-        f"Run {them} yourself: your shell's commands may run longer than a hook. Give this"
-        f" command a timeout of {_minutes(state, left, budget)}, or run it in the"
-        " background and wait for it to end:"
+        f"ralphstate is running {'it' if n == 1 else 'them'} itself,{room} in the background"
+        f" (running for {running} so far), as the Stop hook would. Your own `ralphstate"
+        " verify` does not stand for it: its pass is information for you, never what ends"
+        " the loop."
     )
     after = (
-        f"ralphstate runs the checks as the Stop hook would,{room} and records what they"
-        " prove; a check verified on the code as it is then is not run again at a stop."
+        "A stop takes the result once it is there, while the code and the checks are"
+        " as they are now; a change to either starts the verification again."
     )
-    return [first, how, f"  {verify_command(state, left, clean)}", after]
+    return [first, how, after]
 
 
-def block_left(state: st.State, left: Sequence[Left], budget: float, clean: bool) -> str:
+def block_left(state: st.State, found: Leftover) -> str:
     """The reason the model reads at a claimed completion whose checks did not all fit
     the stop's budget, the others having passed or being verified on this code."""
     lines = []
@@ -114,11 +104,8 @@ def block_left(state: st.State, left: Sequence[Left], budget: float, clean: bool
         f"You claimed every criterion. ralphstate loop, iteration {state['iteration'] + 1}"
         f" of {state['maxIterations']}:"
     )
-    lines += left_lines(state, left, budget, clean)
-    lines.append(
-        f"Then say {clip(state['completionMarker'])} (outside code) again, once"
-        f" {'it passes' if len(left) == 1 else 'they pass'}."
-    )
+    lines += left_lines(state, found)
+    lines.append(f"Wait a while, then say {clip(state['completionMarker'])} (outside code) again.")
     return cap("\n".join(lines), limits.MAX_REASON_CHARS)
 
 
@@ -127,22 +114,18 @@ def reason(state: st.State, found: Leftover, other: str, details: dict[str, obje
     `block_left` when nothing else blocks it, else the `other` reason (failing checks
     first) with the checks left said before it. The block's history `details` name
     them (`left`)."""
-    left = found.deferred
-    budget = found.budget
-    clean = found.clean
-    details["left"] = [d.criterion for d in left][:20]
+    details["left"] = [d.criterion for d in found.deferred][:20]
     if not other:
-        return block_left(state, left, budget, clean)
-    lines = left_lines(state, left, budget, clean)
+        return block_left(state, found)
+    lines = left_lines(state, found)
     lines[0] = lines[0].replace("Nothing failed, and nothing is set back.", "")
-    lines[1] = "Once the failures below are fixed, " + lines[1][0].lower() + lines[1][1:]
     return cap("\n".join([*[ln.rstrip() for ln in lines], "", other]), limits.MAX_REASON_CHARS)
 
 
 def task_left(state: st.State, found: Leftover) -> str:
     """Why the task gate keeps a task open whose checks did not fit its budget (on
     stderr, which the client gives the model)."""
-    lines = left_lines(state, found.deferred, found.budget, found.clean)
+    lines = left_lines(state, found)
     head = "ralphstate: this task stays open until its checks have run."
     return "\n".join([head, *lines, "Then complete the task again."])
 
@@ -184,6 +167,7 @@ def stopped_context(state: Mapping[str, Any]) -> str:
         return ""
     clean = " --clean" if state.get("cleanVerify") is not False else ""
     return (
-        f"{said[0].upper()}{said[1:]}, so they proved nothing: run `ralphstate verify{clean}`"
-        " yourself, with a long timeout, before you claim completion."
+        f"{said[0].upper()}{said[1:]}, so they proved nothing: the Stop hook runs them again"
+        f" at your next claim (`ralphstate verify{clean}` shows you what they say first; its"
+        " pass is information for you, not what ends the loop)."
     )

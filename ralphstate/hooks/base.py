@@ -27,6 +27,7 @@ from ralphstate.storage.peruser import notices, registry
 from ralphstate.storage.system import paths
 
 if TYPE_CHECKING:
+    from ralphstate.verify.background import Job
     from ralphstate.verify.fitting import Verification
     from ralphstate.verify.heldoutchecks import Failed
     from ralphstate.verify.onecheck import CheckResult
@@ -118,8 +119,12 @@ class Verified:
         untrusted: bool = False,
         found: Verification | None = None,
         heldout: list[Failed] | None = None,
+        background: float | None = None,
     ) -> None:
         self.results = results
+        # The seconds ralphstate's own background verification of the checks left has
+        # run so far (verify/background.py); None: none runs.
+        self.background = background
         self.untrusted = untrusted
         self.heldout = heldout or []  # the held-out checks that failed (verify/heldoutchecks.py)
         self.fresh = found.fresh if found else []
@@ -146,13 +151,15 @@ def run_checks(
     of every criterion) run (verify/heldoutchecks.py, for `session`). A SIGTERM (a client
     that gave up waiting) kills the running checks, records the verification as
     stopped, and fails open."""
-    from ralphstate.verify import execute, fitting, onecheck, pool
+    from ralphstate.verify import execute, onecheck, pool
 
     try:
         with onecheck.terminate_as_interrupt():
             started = time.monotonic()
-            found = fitting.verify(store, names, restore=restore, by=by)
-            left = found.budget - (time.monotonic() - started)  # one budget for both
+            found, job = _fitting(store, names, restore, by)
+            left = found.budget - (time.monotonic() - started)  # one budget for all
+            running = _background(store, found, job, by, _waiting(store, left))
+            left = found.budget - (time.monotonic() - started)
             held = _held_out(store, found, held_for, by, session, left)
     except execute.Untrusted:
         return Verified([], untrusted=True)
@@ -165,7 +172,64 @@ def run_checks(
             f"stopped while running the loop's checks; {killed} killed, and the stop is"
             " recorded (`ralphstate status` shows it)"
         ) from None
-    return Verified(found.results, found=found, heldout=held)
+    return Verified(found.results, found=found, heldout=held, background=running)
+
+
+def _fitting(
+    store: Store, names: list[str] | None, restore: tuple[str, list[str]] | None, by: str
+) -> tuple[Verification, Job | None]:
+    """What fits the hook (verify/fitting.py), leaving out the checks a background
+    verification of the code as it is now runs (verify/background.py), and that job."""
+    from ralphstate.verify import background, execute, fitting
+
+    state = store.load()
+    job = background.current(store, state)
+    if job is None:
+        return fitting.verify(store, names, restore=restore, by=by), None
+    wanted = [c for c, _ in execute.plan(state, names) if c not in job.criteria]
+    return fitting.verify(store, wanted, restore=restore, by=by), job
+
+
+def _waiting(store: Store, left: float) -> float:
+    """How long the stop may wait for a background verification: what the budget has
+    left, or half of it when held-out checks may have to run after it."""
+    from ralphstate.verify import heldoutchecks
+
+    return left / 2 if heldoutchecks.has_any(store.paths, store.load()) else left
+
+
+def _background(
+    store: Store, found: Verification, job: Job | None, by: str, wait: float
+) -> float | None:
+    """The checks that do not fit the hook, verified by ralphstate itself in the
+    background (verify/background.py): a job on this code that wrote its results gives
+    them (the checks the hook ran itself come first); one still running, or a new one
+    for the checks left, keeps them left, waiting up to `wait` seconds for it. Returns
+    the seconds the job has run, or None when nothing is left."""
+    from ralphstate.verify import background, execute, fitting
+
+    state = store.load()
+    if job is not None:
+        mine = [c for c, _ in execute.plan(state, None) if c in job.criteria]
+        if not found.deferred:  # the hook ran the others: the job has the rest
+            results = background.taken(store, job, max(0.0, wait))
+            if results is not None:
+                found.results += results
+                return None
+            if not background.ended(job):
+                found.deferred = [fitting.Deferred(c, None) for c in mine]
+                return background.running_for(job)
+        # More checks left, or the job ended with no result: one new job for them all.
+        found.deferred += [fitting.Deferred(c, None) for c in mine]
+    if not found.deferred:
+        return None
+    job = background.start(store, state, [d.criterion for d in found.deferred], by)
+    results = background.taken(store, job, max(0.0, wait))
+    if results is not None:
+        found.results += results
+        found.deferred = []
+        return None
+    return background.running_for(job)
 
 
 def _held_out(

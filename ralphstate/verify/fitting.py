@@ -18,8 +18,8 @@ must, and only what fits:
   default), except those whose last run says they cannot finish within it
   (`checkrun.fit`): those are deferred, and so is a check the budget cuts short.
 
-A deferred check proves nothing either way: it is not recorded, and the model is told
-to run `ralphstate verify` itself, in its shell, whose commands may run longer
+A deferred check proves nothing either way: it is not recorded here; the hook verifies
+it in the background (verify/background.py) and blocks until that ends
 (core/unfinished.py).
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 from ralphstate.core import checkrun, queries
 from ralphstate.core import state as st
-from ralphstate.core.provenance import counts, level
+from ralphstate.core.provenance import counts
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import ledger, truststore
 from ralphstate.storage.repo import git
@@ -175,6 +175,6 @@ def _last(entry: dict[str, Any], criterion: str, command: str) -> float | None:
 
 
 def _counts(last: dict[str, Any]) -> bool:
-    """Whether a check's last pass, as the ledger keeps it, may be reused."""
-    found = level(bool(last.get("cleanTree")), last.get("confined") is True)
-    return counts(last.get("by"), found)
+    """Whether a check's last pass, as the ledger keeps it, may be reused: only one
+    ralphstate's own verification produced, never an agent's (core/provenance.py)."""
+    return counts(last.get("by"))

@@ -56,6 +56,22 @@ elif shortcut == "complete-unchecked":
     raw = json.loads(state.read_text())
     raw["status"] = "complete"
     state.write_text(json.dumps(raw))
+elif shortcut == "confined-pass-then-break":
+    # Its own `verify --clean` on fixed code (sealed, and confined where bubblewrap
+    # starts), the loop written complete (ralphstate's record made to agree), then the
+    # code broken again.
+    from ralphstate.storage.peruser import ledger
+    from ralphstate.storage.system.paths import LoopPaths
+
+    broken = Path("calc/__init__.py").read_text()
+    Path("calc/__init__.py").write_text(FIXED_CALC)
+    ralphstate("verify", "--clean")
+    here = Path.cwd()
+    ledger.change(LoopPaths(here, here / ".loop"), lambda entry: entry.update(status="complete"))
+    raw = json.loads(state.read_text())
+    raw["status"] = "complete"
+    state.write_text(json.dumps(raw))
+    Path("calc/__init__.py").write_text(broken)
 elif shortcut == "delete-state":
     state.unlink()
 elif shortcut == "edit-test":

@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ralphstate.verify import confine
 from tests.adversarial.scripted import CRITERION, FIXED_CALC, Agent, Person, history, state
 from tests.adversarial.test_run_shortcuts import never_complete, run_with
@@ -77,10 +79,11 @@ def test_the_honest_agent_completes_with_no_review(agent: Agent, calc: Path) -> 
     assert state(calc)["evidence"][CRITERION]["by"] == "stop"
 
 
+@pytest.mark.parametrize("shortcut", ["complete-unchecked", "confined-pass-then-break"])
 def test_a_completion_written_in_an_iteration_needs_the_runners_check(
-    person: Person, calc: Path, tmp_path: Path
+    person: Person, calc: Path, tmp_path: Path, shortcut: str
 ) -> None:
-    run = run_with(person, tmp_path, "complete-unchecked")
+    run = run_with(person, tmp_path, shortcut)
 
     never_complete(run)
     assert state(calc)["criteriaStatus"][CRITERION] is False

@@ -51,6 +51,15 @@ def test_the_level_and_its_words() -> None:
     assert provenance.weakest(evidence, ["c"]) is None
 
 
+def test_an_agents_sealed_and_confined_pass_does_not_count() -> None:
+    confined = {"result": "verified", "by": "agent", "clean": True, "confined": True}
+    assert provenance.counts("agent") is False
+    assert provenance.unsealed({"mine": confined}, ["mine"]) == ["mine"]
+    assert provenance.words(confined) == (
+        "sealed and confined, by the agent's own verify: does not count"
+    )
+
+
 def test_an_agents_pass_is_named_for_the_stop_to_run_again() -> None:
     evidence = {
         "mine": {"result": "verified", "by": "agent"},

@@ -109,7 +109,7 @@ def test_sigterm_kills_the_checks_and_records_the_stop(
     out = session_start(project)
     context = out["hookSpecificOutput"]["additionalContext"]
     assert "The Stop hook's verification was stopped " in context
-    assert "so they proved nothing: run `ralphstate verify --clean` yourself" in context
+    assert "so they proved nothing: the Stop hook runs them again at your next claim" in context
     assert "The Stop hook's verification was stopped " in out["systemMessage"]
     assert rs("criteria", "check", "slow", PASS).code == 0  # a quick one, for the test
     assert rs("verify").code == 0  # each check ran again: nothing is said any more
