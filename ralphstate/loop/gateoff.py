@@ -80,7 +80,6 @@ def no_longer(paths: LoopPaths, state: st.State) -> str | None:
     if found is None:
         return None
     was, changed, when, off = found
-    _note_off(paths, changed, when)
     what = f"{visible(changed)} sets `disableAllHooks`" if off else f"{visible(changed)} changed"
     owner = state.get("sessionId")
     whose = ""
@@ -146,7 +145,8 @@ def short(paths: LoopPaths, state: st.State) -> str | None:
 def switched_off(paths: LoopPaths, state: st.State) -> tuple[str, str, str, bool] | None:
     """For a loop not over that hooks enforced once and nothing enforces now: what
     enforced it, the hook file changed last, the local time of that change, and whether
-    that file sets `disableAllHooks`; None otherwise."""
+    that file sets `disableAllHooks` (remembered in the ledger: `gateOff`); None
+    otherwise (a time off remembered then ends)."""
     if state["status"] not in st.ACTIVE:
         return None
     from ralphstate.storage.peruser import ledger
@@ -162,6 +162,7 @@ def switched_off(paths: LoopPaths, state: st.State) -> tuple[str, str, str, bool
         return None
     off = enforcement.hooks_switched_off(roots)
     changed, when = _newest_change(roots, off)
+    _note_off(paths, changed, when)
     return was, changed, when, off is not None
 
 
