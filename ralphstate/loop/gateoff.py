@@ -121,7 +121,8 @@ def _note_off(paths: LoopPaths, changed: str, when: str) -> None:
 def was_off(entry: dict[str, object]) -> str | None:
     """The sentence for a loop whose gate was off for part of its life (its ledger
     `entry`'s `gateOff`): since when, by what file, until when; None when it never was."""
-    times = [t for t in entry.get(GATE_OFF) or [] if isinstance(t, dict)]  # type: ignore[attr-defined]
+    raw = entry.get(GATE_OFF)
+    times = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
     if not times:
         return None
     said = [
