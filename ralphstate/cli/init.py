@@ -31,8 +31,8 @@ from ralphstate.verify import baseline
     multiple=True,
     metavar="NAME COMMAND",
     help="A success criterion with the shell command that verifies it, two words (repeat);"
-    " exit code 0 means met. Trusted on this machine when you give it (at a terminal you"
-    " are asked once); an agent's waits for `ralphstate trust`.",
+    " exit code 0 means met. Trusted on this machine when you confirm it at your terminal"
+    " (asked once); one given with no terminal, or by an agent, waits for `ralphstate trust`.",
 )
 @click.option(
     "--rubric",
