@@ -98,6 +98,7 @@ def isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setattr(person, "_confirmed", [])
     monkeypatch.setattr(person, "agent_above", lambda: None)
     monkeypatch.setattr(terminal, "ask", lambda lines, prompt: person.CONFIRM_WORD)
+    monkeypatch.setattr(terminal, "available", lambda: True)
 
     import platformdirs
 

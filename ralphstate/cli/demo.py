@@ -141,7 +141,9 @@ def run(echo: Callable[[str], None]) -> int:
         # The scratch project gets the hooks, as `ralphstate install` writes them in a real
         # one (its own .claude/settings.local.json): the demo's stops are those hooks.
         cli(["install", "--no-allow"], person)
-        echo(f"$ {_shown(init)}\n{cli(init, person)}\n")
+        echo(f"$ {_shown(init)}\n{cli(init, person)}")
+        _trust_own(root, person["RALPHSTATE_HOME"])
+        echo(f"{OWN_CHECK}\n")
         for turn, (files, commands, reply) in enumerate(SCRIPT):
             echo(f"--- iteration {turn} ---" if turn else "--- the session's first turn ---")
             for name, text in files.items():
@@ -158,6 +160,33 @@ def run(echo: Callable[[str], None]) -> int:
         echo(cli(["log"]))
     echo(NEXT)
     return 0
+
+
+# What the demo says of the check it trusts itself.
+OWN_CHECK = (
+    "[the demo trusts its own check, in its scratch home; in your projects you run"
+    " `ralphstate trust` at your terminal]"
+)
+
+
+def _trust_own(root: Path, home_dir: str) -> None:
+    """The check the demo wrote into its scratch loop, trusted in its scratch home
+    (`truststore.DEMO`: the record names the demo, never a person). `init` ran in a
+    process with no terminal, where nobody trusts a check."""
+    from ralphstate.storage.loopdir.store import Store
+    from ralphstate.storage.peruser import truststore
+    from ralphstate.storage.system.paths import at
+
+    saved = os.environ.get("RALPHSTATE_HOME")
+    os.environ["RALPHSTATE_HOME"] = home_dir
+    try:
+        loop = at(str(root / ".loop"))
+        truststore.record(loop, Store(loop).load(), proof={"by": dict(truststore.DEMO)})
+    finally:
+        if saved is None:
+            os.environ.pop("RALPHSTATE_HOME", None)
+        else:
+            os.environ["RALPHSTATE_HOME"] = saved
 
 
 def _stop(

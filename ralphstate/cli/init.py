@@ -31,8 +31,8 @@ from ralphstate.verify import baseline
     multiple=True,
     metavar="NAME COMMAND",
     help="A success criterion with the shell command that verifies it, two words (repeat);"
-    " exit code 0 means met. Trusted on this machine when you give it (at a terminal you"
-    " are asked once); an agent's waits for `ralphstate trust`.",
+    " exit code 0 means met. Trusted on this machine when you confirm it at your terminal"
+    " (asked once); one given with no terminal, or by an agent, waits for `ralphstate trust`.",
 )
 @click.option(
     "--rubric",
@@ -218,7 +218,23 @@ def _say_checks(store: Store, new: st.State, typed: dict[str, str]) -> None:
         return
     one = len(new["checks"]) == 1
     whose = "the" if all(typed.get(n) == c for n, c in new["checks"].items()) else "the template's"
+    if whose == "the" and _nobody_asked():
+        output.text(
+            f"the {'check' if one else 'checks'} will not run until you trust"
+            f" {'it' if one else 'them'}: this process has no terminal, so nobody confirmed"
+            f" {'it' if one else 'them'}; run `ralphstate trust` at your own terminal"
+        )
+        return
     output.text(
         f"{whose} {'check' if one else 'checks'} will not run until you review"
         f" {'it' if one else 'them'}, then {trust_step()}"
     )
+
+
+def _nobody_asked() -> bool:
+    """Whether the person's `init --check` went untrusted because this process has no
+    terminal to ask them at (loop/begin.py, `_trust_typed`)."""
+    from ralphstate.core import actor
+    from ralphstate.storage.system import terminal
+
+    return actor.is_person(actor.current()) and not terminal.available()

@@ -154,7 +154,7 @@ class Pending:
     files whose diff the review shows (`files`). With `fault`, the approved contract
     itself is unknown (the ledger cannot be used): that one sentence is the review."""
 
-    __slots__ = ("approved", "by", "changes", "fault", "files", "new_tests")
+    __slots__ = ("approved", "by", "changes", "fault", "files", "gate_off", "new_tests")
 
     def __init__(
         self,
@@ -164,6 +164,7 @@ class Pending:
         files: list[str] | None = None,
         approved: list[str] | None = None,
         fault: str | None = None,
+        gate_off: str | None = None,
     ) -> None:
         self.changes = changes
         self.by = by or []
@@ -172,11 +173,14 @@ class Pending:
         # Changes to the proof a person approved during the loop, as a person reads them.
         self.approved = approved or []
         self.fault = fault
+        # That nothing enforced the loop for part of its life (loop/gateoff.py).
+        self.gate_off = gate_off
 
 
 def completion_note(pending: Pending) -> str:
     """What a completion message adds about the proof: the changes a person approved
-    on the way, and the new test files (named, never a reason to pause)."""
+    on the way, the new test files (named, never a reason to pause), and the times
+    nothing enforced the loop."""
     parts = []
     if pending.approved:
         parts.append(f" Approved changes to its proof: {'; '.join(pending.approved[:5])}.")
@@ -184,6 +188,8 @@ def completion_note(pending: Pending) -> str:
         shown = ", ".join(f"`{visible(t)}`" for t in pending.new_tests[:5])
         more = f" and {len(pending.new_tests) - 5} more" if len(pending.new_tests) > 5 else ""
         parts.append(f" New test files: {shown}{more}.")
+    if pending.gate_off:
+        parts.append(f" {pending.gate_off}")
     return "".join(parts)
 
 

@@ -45,6 +45,7 @@ _PRESENT_WORDS = {
     "terminal": "by you, confirmed at your terminal",
     "prompt": "by you, at Claude Code's permission prompt",
     "ci": "by the CI job, for the workflow's author",
+    "demo": "by `ralphstate demo`, for its own check in its scratch home",
 }
 
 
@@ -123,6 +124,22 @@ def approval(by: object) -> str:
         how = _PRESENT_WORDS.get(str(by.get("present")))
         return how or f"{OUTSIDE_AGENT}, unconfirmed (no terminal or prompt showed a person)"
     return f"by {actor.describe(by)}"
+
+
+def acted(by: object) -> str:
+    """Who did a person-only act (approved, reverted, trusted), as a history line says
+    it: "you" only where the person's presence was shown, with how; a person-like
+    actor with no such proof is `OUTSIDE_AGENT`, unconfirmed; anyone else by name."""
+    from ralphstate.core import actor
+
+    if actor.is_person(by) and isinstance(by, dict):
+        present = str(by.get("present"))
+        if present in ("ci", "demo"):
+            return _PRESENT_WORDS[present].removeprefix("by ") + ","
+        if present in _PRESENT_WORDS:
+            return f"you ({_PRESENT_WORDS[present].removeprefix('by you, ')})"
+        return f"someone {OUTSIDE_AGENT} (unconfirmed: no terminal or prompt showed a person)"
+    return actor.describe(by)
 
 
 def weakest(evidence: Mapping[str, Mapping[str, object]], names: list[str]) -> Level | None:

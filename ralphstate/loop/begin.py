@@ -191,9 +191,10 @@ def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     with an agent's variables or an agent client above leaves them waiting for
     `ralphstate trust`, as do a template's beside them; at a terminal the person is
     asked once, the contract shown (only `yes` trusts them; the loop starts either
-    way); with no terminal and no agent above (a script, a test) they are trusted,
-    recorded as unconfirmed. A trust store that cannot be written leaves them
-    untrusted (`status` says so)."""
+    way). With no terminal (a script, a pipe, a process the agent started outside its
+    own tree) nobody confirmed them, so they wait for `ralphstate trust` at a terminal,
+    as an agent's do (`init` says so). A trust store that cannot be written leaves
+    them untrusted (`status` says so)."""
     from ralphstate.core import actor
     from ralphstate.loop import person
     from ralphstate.storage.peruser import truststore
@@ -210,10 +211,9 @@ def _trust_typed(loop: LoopPaths, new: st.State, typed: dict[str, str]) -> None:
     answer = terminal.ask(
         lines, f"Type {person.CONFIRM_WORD} to trust these checks, anything else to stop: "
     )
-    if answer is not terminal.NO_TERMINAL:
-        if answer.strip().lower() != person.CONFIRM_WORD:
-            return
-        actor.set_current({**actor.PERSON, "present": person.AT_TERMINAL})
+    if answer is terminal.NO_TERMINAL or answer.strip().lower() != person.CONFIRM_WORD:
+        return
+    actor.set_current({**actor.PERSON, "present": person.AT_TERMINAL})
     with contextlib.suppress(RalphstateError):
         truststore.record(loop, new)
 

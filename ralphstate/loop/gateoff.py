@@ -31,6 +31,10 @@ from ralphstate.storage.system.paths import LoopPaths, git_top
 # The ledger's keys: what enforced the loop, and when that was last seen.
 ENFORCED_BY = "enforcedBy"
 ENFORCED_AT = "enforcedAt"
+# The ledger's key: the times the loop was seen not enforced (`since`, by what `file`,
+# `until` it was again), its last few; the report and the completion say them.
+GATE_OFF = "gateOff"
+_KEPT_TIMES = 10
 
 
 def roots_of(paths: LoopPaths) -> list[str]:
@@ -55,12 +59,15 @@ def remember(paths: LoopPaths, by: str | None = None) -> None:
     if found is None:
         return
     entry = ledger.read(paths) or {}
-    if entry.get(ENFORCED_BY) == found:
+    if entry.get(ENFORCED_BY) == found and not _open(entry):
         return
 
     def edit(current: ledger.Entry) -> None:
         current[ENFORCED_BY] = found
         current[ENFORCED_AT] = clock.now_iso()
+        last = _open(current)
+        if last is not None:  # enforced again: the time it was off ends
+            last["until"] = clock.now_iso()
 
     with contextlib.suppress(RalphstateError, OSError):
         ledger.change(paths, edit)
@@ -88,6 +95,48 @@ def no_longer(paths: LoopPaths, state: st.State) -> str | None:
     )
 
 
+def _open(entry: dict[str, object]) -> dict[str, object] | None:
+    """The ledger entry's last time off, when it has not ended."""
+    times = entry.get(GATE_OFF)
+    last = times[-1] if isinstance(times, list) and times else None
+    return last if isinstance(last, dict) and "until" not in last else None
+
+
+def _note_off(paths: LoopPaths, changed: str, when: str) -> None:
+    """Remember in the loop's ledger that it was seen not enforced (once a time off),
+    so that its report and its completion say so after its hooks are back."""
+    from ralphstate.storage.peruser import ledger
+
+    def edit(current: ledger.Entry) -> None:
+        if _open(current) is None:
+            times = [t for t in current.get(GATE_OFF) or [] if isinstance(t, dict)]
+            times.append({"since": when, "file": changed, "seen": clock.now_iso()})
+            current[GATE_OFF] = times[-_KEPT_TIMES:]
+
+    if _open(ledger.read(paths) or {}) is None:
+        with contextlib.suppress(RalphstateError, OSError):
+            ledger.change(paths, edit)
+
+
+def was_off(entry: dict[str, object]) -> str | None:
+    """The sentence for a loop whose gate was off for part of its life (its ledger
+    `entry`'s `gateOff`): since when, by what file, until when; None when it never was."""
+    raw = entry.get(GATE_OFF)
+    times = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
+    if not times:
+        return None
+    said = [
+        f"since {visible(str(t.get('since')))} ({visible(str(t.get('file')))} changed)"
+        + (f" until {visible(str(t['until']))}" if "until" in t else "")
+        for t in times[-3:]
+    ]
+    more = f" and {len(times) - 3} more time(s)" if len(times) > 3 else ""
+    return (
+        f"Its gate was off for part of its life, nothing enforcing it: {'; '.join(said)}{more};"
+        " its agent could stop unchecked then."
+    )
+
+
 def short(paths: LoopPaths, state: st.State) -> str | None:
     """The status line's few words for `no_longer`: since when."""
     found = switched_off(paths, state)
@@ -97,7 +146,8 @@ def short(paths: LoopPaths, state: st.State) -> str | None:
 def switched_off(paths: LoopPaths, state: st.State) -> tuple[str, str, str, bool] | None:
     """For a loop not over that hooks enforced once and nothing enforces now: what
     enforced it, the hook file changed last, the local time of that change, and whether
-    that file sets `disableAllHooks`; None otherwise."""
+    that file sets `disableAllHooks` (remembered in the ledger: `gateOff`); None
+    otherwise (a time off remembered then ends)."""
     if state["status"] not in st.ACTIVE:
         return None
     from ralphstate.storage.peruser import ledger
@@ -108,9 +158,12 @@ def switched_off(paths: LoopPaths, state: st.State) -> tuple[str, str, str, bool
         return None
     roots = roots_of(paths)
     if enforcement.enforcer(roots, str(paths.dir)) is not None:
+        if _open(entry) is not None:
+            remember(paths)  # enforced again: the time it was off ends
         return None
     off = enforcement.hooks_switched_off(roots)
     changed, when = _newest_change(roots, off)
+    _note_off(paths, changed, when)
     return was, changed, when, off is not None
 
 

@@ -167,25 +167,30 @@ def _at_terminal(paths: LoopPaths, what: str, does: str = "") -> None:
 
 
 def confirm_first_checks(paths: LoopPaths, before: dict[str, str], state: State, what: str) -> bool:
-    """Before ralphstate carries trust to a loop's first checks (`truststore.carry`
-    from none): at a terminal, with no agent above, the person is asked once, as `init
-    --check` asks; False when they said anything but yes (the checks then wait for
-    `ralphstate trust`). True, and nothing asked, anywhere else."""
+    """Before ralphstate carries trust over a person's change to a loop's checks
+    (`truststore.carry`): to the loop's first checks (`before` empty), the person at a
+    terminal with no agent above is asked once, as `init --check` asks; a change to
+    checks already trusted goes on only where a terminal is (the person could have been
+    asked). False (the checks then wait for `ralphstate trust`) when they said anything
+    but yes, when an agent is above, and with no terminal: a process with none (a
+    script, one an agent started outside its own tree) shows no person. True, and
+    nothing asked, when nothing would be carried (no checks, an agent's change: `carry`
+    keeps nothing) or the person was shown present already."""
     from ralphstate.storage.peruser import truststore
     from ralphstate.storage.system import terminal
 
     found = actor.current()
-    if before or not truststore.armed(state) or not actor.is_person(found) or present(found):
+    if not truststore.armed(state) or not actor.is_person(found) or present(found):
         return True
-    if not terminal.available() or agent_above() is not None:
-        return True  # nobody to ask; under an agent `carry` keeps nothing
+    if agent_above() is not None:
+        return False  # an agent's `env -i`: its checks wait for the person
+    if before:
+        return terminal.available()
     answer = terminal.ask(
         naming_state(paths, state, what),
         f"Type {CONFIRM_WORD} to trust these checks, anything else to stop: ",
     )
-    if answer is terminal.NO_TERMINAL:
-        return True
-    if answer.strip().lower() != CONFIRM_WORD:
+    if answer is terminal.NO_TERMINAL or answer.strip().lower() != CONFIRM_WORD:
         return False
     actor.set_current({**actor.PERSON, "present": AT_TERMINAL})
     return True

@@ -17,6 +17,7 @@ from typing import Any
 from ralphstate.core import actor, limits, proof, provenance, redgreen
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.loop import gateoff
 from ralphstate.storage.loopdir.store import Event, Store
 from ralphstate.storage.peruser import ledger
 
@@ -87,6 +88,7 @@ def pending(
         guard.new_tests,
         guard.files,
         _approvals(entry),
+        gate_off=gateoff.was_off(entry),
     )
 
 
@@ -343,6 +345,7 @@ def summary(store: Store, state: st.State) -> dict[str, Any]:
         "reviewBy": pending.by if pending else [],
         "newTests": pending.new_tests if pending else [],
         "endedOutside": outside,
+        "gateOff": gateoff.was_off(entry),
         "endedByAgent": _ending_said(store, state),
     }
 
@@ -410,6 +413,8 @@ def summary_lines(found: dict[str, Any]) -> list[str]:
         )
     if found.get("endedByAgent"):
         lines.append(f"{found['endedByAgent']}.")
+    if found.get("gateOff"):
+        lines.append(found["gateOff"])
     if found["review"]:
         who = ", ".join(found["reviewBy"]) or "someone unknown"
         lines.append(

@@ -67,6 +67,16 @@ def proof_lines(store: Store, state: st.State, history: list[dict[str, Any]]) ->
         ):
             continue  # a person's pause is in the pauses; an agent's own is said here
         text = said.format(status=entry.get("status", "?"))
-        by = "" if name in ("ended_outside", "review") else f"{actor.describe(who)} "
+        by = "" if name in ("ended_outside", "review") else f"{_who(name, who)} "
         lines.append(f"{entry.get('at', '?')} #{entry.get('iteration', '?')}: {by}{text}")
     return lines
+
+
+def _who(event: str, who: object) -> str:
+    """Who did `event`: for a person-only act, "you" only where the person's presence
+    was shown (core/provenance.py, `acted`)."""
+    from ralphstate.core import actor, provenance
+
+    if event in ("approved", "reverted", "trusted"):
+        return provenance.acted(who)
+    return actor.describe(who)

@@ -80,6 +80,7 @@ def test_a_variable_the_person_names_reaches_the_check(calc: Path, person: Perso
     wanted = "import os, sys; sys.exit(os.environ.get('WANTED') != 'yes')"
     check = f'"{sys.executable}" -c "{wanted}"'
     person.rs("criteria", "check", CRITERION, check)
+    person.rs("trust")  # changed from a process with no terminal: trusted at the terminal
     env = {**(person.env or {}), **_person_env(), "WANTED": "yes"}
     Person(calc, env).rs("criteria", "check", CRITERION, "--env", "WANTED")
     Person(calc, {**env, "WANTED": "no"}).rs("verify")  # the value recorded, not the caller's

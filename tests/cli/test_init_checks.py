@@ -16,6 +16,7 @@ from ralphstate.loop import template
 from ralphstate.loop.project import locate
 from ralphstate.storage.peruser import truststore
 from tests.helpers import run_process
+from tests.helpers.person import trust
 
 FAILING_TEST = (
     "import unittest\n\n\nclass T(unittest.TestCase):\n"
@@ -56,11 +57,15 @@ def test_one_shell_line_starts_a_loop_whose_check_catches_a_false_claim(project:
     assert done.stdout.splitlines()[0] == (
         "started a loop in .loop/state.json: 2 criteria, 1 step, max 20 iterations"
     )
-    assert f'check tests pass: "{python}" -m unittest -q' in done.stdout.splitlines()
+    assert f'check (not trusted yet) tests pass: "{python}" -m unittest -q' in done.stdout
     state = state_of(project)
     assert state["criteria"] == ["tests pass", "the change is explained"]
     assert state["checks"] == {"tests pass": f'"{python}" -m unittest -q'}
-    assert trusted()  # the person's, as with `criteria check`
+    # A script has no terminal: nobody confirmed the check; the person trusts it at theirs.
+    assert "run `ralphstate trust` at your own terminal" in done.stdout
+    assert not trusted()
+    trust(project)
+    assert trusted()
 
     for name in state["criteria"]:  # the agent claims everything, the test still failing
         assert run_process(["criteria", "set", name, "true"], cwd=project).returncode == 0

@@ -15,6 +15,7 @@ from ralphstate.core.errors import CorruptState
 from tests.helpers import run_process
 from tests.helpers.checks import py
 from tests.helpers.gitrepo import git, init_repo, use_identity
+from tests.helpers.person import trust
 
 VALUE_IS_1 = py("import sys; sys.exit(0 if 'VALUE = 1' in open('app.py').read() else 1)")
 
@@ -42,6 +43,7 @@ def test_a_paused_loop_says_why_beside_its_status(project: Path) -> None:
 def test_a_check_that_has_not_run_says_so(project: Path) -> None:
     started = run_process(["init", "Build it", "--check", "tests pass", py("pass")], cwd=project)
     assert started.returncode == 0, started.stderr
+    trust(project)
     assert "  [ ] tests pass  (check not run yet)\n" in status(project)
     assert run_process(["verify"], cwd=project).returncode == 0
     assert "  [x] tests pass  (verified " in status(project)
@@ -56,6 +58,7 @@ def test_status_json_lists_the_stale_evidence(
         ["init", "Keep it", "--check", "value is one", VALUE_IS_1, "-c", "docs"], cwd=project
     )
     assert started.returncode == 0, started.stderr
+    trust(project)
     assert run_process(["verify"], cwd=project).returncode == 0
     assert json.loads(status(project, "--json"))["staleEvidence"] == []
     (project / "app.py").write_text("VALUE = 1\nOTHER = 2\n")  # other code than it proved

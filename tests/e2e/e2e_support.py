@@ -523,6 +523,15 @@ def rs(project: Path, env: dict[str, str], *args: str) -> str:
     return done.stdout
 
 
+def trust_at_terminal(project: Path, env: dict[str, str]) -> None:
+    """The person types `ralphstate trust` at their terminal (a real pty), with the
+    client's environment: checks a process with no terminal gave wait for it."""
+    from tests.helpers.terminal import at_terminal
+
+    typed = at_terminal(["trust"], cwd=project, env=env, inherit=False)
+    assert (typed.code, typed.asked) == (0, True), typed.screen
+
+
 def rs_command(*args: str) -> str:
     """The shell command that runs `ralphstate ARGS` with this interpreter."""
     return shlex.join([sys.executable, "-m", "ralphstate", *args])

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_support import RunClaude
+from e2e_support import RunClaude, trust_at_terminal
 from e2e_support import rs as ralphstate
 from fake_api import FakeAnthropicAPI, bash, feedback, text
 
@@ -51,6 +51,7 @@ def test_an_untracked_file_is_not_in_the_clean_room_and_the_model_is_told_to_add
     ralphstate(project, claude_env, "install")
     ralphstate(project, claude_env, "init", "Greet", "-c", CRITERION)
     ralphstate(project, claude_env, "criteria", "check", CRITERION, check)
+    trust_at_terminal(project, claude_env)
     api.add_turns(
         [bash("printf hello > greeting.txt")],
         [bash(f'ralphstate criteria set "{CRITERION}" true')],

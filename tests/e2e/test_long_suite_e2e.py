@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_support import RunClaude
+from e2e_support import RunClaude, trust_at_terminal
 from e2e_support import rs as ralphstate
 from fake_api import FakeAnthropicAPI, bash, feedback, text
 
@@ -38,6 +38,7 @@ def test_a_suite_longer_than_the_budget_is_verified_in_the_background_and_comple
     ralphstate(project, claude_env, "install")
     ralphstate(project, claude_env, "init", "Pass the suite", "-c", CRITERION)
     ralphstate(project, claude_env, "criteria", "check", CRITERION, f'"{sys.executable}" suite.py')
+    trust_at_terminal(project, claude_env)
     ralphstate(project, claude_env, "config", "verify-budget", "2")
     api.add_turns(
         [bash(f'ralphstate criteria set "{CRITERION}" true')],

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_support import Cli, RunClaude, history
+from e2e_support import Cli, RunClaude, history, trust_at_terminal
 from e2e_support import read_state as loop_state
 from fake_api import (
     CONTEXT,
@@ -188,13 +188,19 @@ print("ok")
 
 
 def test_a_task_tied_to_a_failing_check_stays_open_and_the_model_reads_why(
-    cli: Cli, run_claude: RunClaude, api: FakeAnthropicAPI, project: Path, home: Path
+    cli: Cli,
+    run_claude: RunClaude,
+    api: FakeAnthropicAPI,
+    project: Path,
+    home: Path,
+    claude_env: dict[str, str],
 ) -> None:
     install_tasks(cli, project)
     (project / "check_export.py").write_text(CHECK_CODE)
     check = f'"{sys.executable}" check_export.py'
     cli("init", "Add a CSV export", "-c", "export works", "--verify-on-stop")
     cli("criteria", "check", "export works", check)
+    trust_at_terminal(project, claude_env)
     seen = Snapshots(project)
     tied = task_create("Make the export work", "Write export.csv.\ncriterion: export works")
     api.add_turns(

@@ -2,7 +2,8 @@
 truststore.py), in real processes, each tried as the agent's shell would:
 
 - `init -c CHECK` trusts by the same rule as `trust`: under an agent client (even with
-  `env -i`) the checks wait for the person; at a terminal the person is asked once;
+  `env -i`) or with no terminal the checks wait for the person; at a terminal the
+  person is asked once;
 - a trust record says how it was proven: one an agent's library call wrote, or one
   without `by` (by hand, an older ralphstate), counts as none, and `status` says so;
 - `criteria check` from under an agent client with `env -i` does not carry trust.
@@ -86,12 +87,15 @@ def test_init_at_a_terminal_answered_no_starts_the_loop_untrusted(project: Path)
     assert not trusted(loop_of(project))
 
 
-def test_init_from_a_script_with_no_terminal_still_trusts(project: Path) -> None:
+def test_init_from_a_script_with_no_terminal_leaves_its_checks_waiting(project: Path) -> None:
+    """No terminal, no agent above: a script, or a process the agent started outside
+    its own tree (systemd-run, at); nobody confirmed the checks (tests/loop/
+    test_no_terminal.py holds the rest)."""
     done = detached(rs_argv("init", "Build it", "--check", "a", PASS), project)
     assert done.returncode == 0, done
-    assert trusted(loop_of(project))
-    entry = truststore.read()[str((project / ".loop").resolve())]
-    assert (entry["terminal"], entry["agentAbove"]) == (False, False)
+    assert not trusted(loop_of(project))
+    assert "this process has no terminal, so nobody confirmed it" in done.stdout
+    assert "run `ralphstate trust` at your own terminal" in done.stdout
 
 
 RECORD = (

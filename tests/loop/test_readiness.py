@@ -17,6 +17,7 @@ import orjson
 import pytest
 
 from tests.helpers import REPO, run_process
+from tests.helpers.person import trust
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -138,6 +139,7 @@ def test_a_run_that_checks_in_pauses_at_each_step_and_before_completing(
         *("--check", "the export is written", "test -f export.csv"),
         *("-s", "write the exporter", "-s", "wire the button"),
     )
+    trust(project)
     script = tmp_path / "agent.py"
     script.write_text(AGENT, encoding="utf-8")
     command = shlex.join([sys.executable, str(script), str(tmp_path / "count")])

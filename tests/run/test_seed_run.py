@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from tests.helpers import run_process
+from tests.helpers.person import trust
 
 # The scripted agent: its iteration's actions from actions.json beside it (a list per
 # iteration; the last list repeats): `touch:F`, `rm:F`, `step:NAME` (marks a step done
@@ -58,9 +59,13 @@ def agent(tmp_path: Path, *iterations: list[str]) -> str:
 
 
 def rs(root: Path, *args: str, ok: bool = True) -> Any:
+    """`ralphstate ARGS` as a real process; an `init` with checks is then trusted by
+    the person (the test, tests/helpers/person.py): the process had no terminal."""
     done = run_process(list(args), cwd=root, timeout=120)
     if ok:
         assert done.returncode == 0, (args, done.stdout, done.stderr)
+    if args[0] == "init" and "--check" in args and done.returncode == 0:
+        trust(root)
     return done
 
 

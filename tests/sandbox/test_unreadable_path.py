@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests.helpers.terminal import at_terminal
 from tests.sandbox.conftest import needs_bwrap
 from tests.sandbox.test_privileges import (  # noqa: F401  (a fixture)
     regular_user,
@@ -61,6 +62,10 @@ def test_a_path_entry_the_user_cannot_enter_does_not_crash_run(
         rs = [python, "-m", "ralphstate"]
         init = as_user(*rs, "init", "build a", "-c", "done", "--check", "done", "true")
         assert init.returncode == 0, init.stderr
+        # Given with no terminal, the check waits: the user trusts it at their terminal.
+        argv = [*setpriv, *rs, "trust"]
+        typed = at_terminal([], cwd=project, env=env, inherit=False, program=argv)
+        assert (typed.code, typed.asked) == (0, True), typed.screen
         done = as_user(*rs, "run", "--agent", "true", "--max", "1")
         said = done.stdout + done.stderr
         assert "Traceback" not in said and "unexpected error" not in said, said

@@ -23,6 +23,7 @@ from tests.helpers import run_process
 from tests.helpers.checks import alive, wait_for
 from tests.helpers.gitrepo import git as run_git
 from tests.helpers.gitrepo import init_repo, use_identity
+from tests.helpers.person import trust
 
 # A sparse file this large takes no disk, and git needs many seconds to read it.
 HUGE = 16 << 30
@@ -92,6 +93,7 @@ def checked_loop(root: Path, clean: str) -> None:
     (root / ".loop").rmdir()
     ralphstate(root, "init", "Build it", "-c", "tests pass")
     ralphstate(root, "criteria", "check", "tests pass", "exit 0")
+    trust(root)  # given by a process with no terminal: the person trusts it here
     ralphstate(root, "config", "clean-verify", clean)
 
 

@@ -152,7 +152,7 @@ def begin(
             guardTree=guard_tree,
         )
         if kept is not None and isinstance(kept.get("approved"), dict):
-            for key in ("approved", "approvedBy", "approvedAt", "guardTree"):
+            for key in ("approved", "approvedBy", "approvedAt", "guardTree", "gateOff"):
                 entry[key] = kept.get(key)
             entry["replaced"] = kept.get("loop")
 

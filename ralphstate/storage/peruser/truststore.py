@@ -20,10 +20,10 @@ Each record says how a person was shown there when it was written (`PROOF_FIELDS
 `by`, the actor, whose `present` names a terminal, Claude Code's prompt or the CI job
 (loop/person.py); for a record with no such proof, `terminal` (whether the writing
 process had a controlling terminal, where the person could have been asked) and
-`agentAbove` (whether an agent client was among its parents). A record counts only
-when a person's presence was proven, or could not have been (no terminal, no agent
-client above: the person's `init -c` from a script); any other record (an agent's, a
-library call made where a terminal was, one without `by`: written by hand or by an
+`agentAbove` (whether an agent client was among its parents), kept to say what wrote
+it. A record counts only when a person's presence was proven; any other record (an
+agent's, a library call's, one written with no terminal and no agent above, which an
+agent can start outside its own tree, one without `by`: written by hand or by an
 older ralphstate) counts as none, and `status` says so (`unproven`).
 """
 
@@ -78,19 +78,20 @@ def read() -> dict[str, Entry]:
 
 # The fields that say how a record was proven: carried with the trust they prove.
 PROOF_FIELDS = ("by", "terminal", "agentAbove")
-# How a person's presence is proven (the actor's `present`, loop/person.py).
-PROVEN = ("terminal", "prompt", "ci")
+# How a person's presence is proven (the actor's `present`, loop/person.py), and
+# `ralphstate demo`'s own check in its scratch home (cli/demo.py: `DEMO`).
+PROVEN = ("terminal", "prompt", "ci", "demo")
+# Who trusts the check `ralphstate demo` wrote itself, in the scratch home it made.
+DEMO = {"kind": "person", "present": "demo"}
 
 
 def proven(entry: Entry) -> bool:
-    """Whether the record `entry` counts: written for a person shown present, or for a
-    person where nobody could have been asked and no agent client was above."""
+    """Whether the record `entry` counts: written for a person shown present (their
+    terminal, Claude Code's prompt, the CI job). One written where nobody could have
+    been asked (no terminal, no agent client above: an older ralphstate trusted a
+    script's `init -c` so) proves nobody, and counts as none."""
     by = entry.get("by")
-    if not actor.is_person(by) or not isinstance(by, dict):
-        return False
-    if by.get("present") in PROVEN:
-        return True
-    return entry.get("terminal") is False and entry.get("agentAbove") is False
+    return actor.is_person(by) and isinstance(by, dict) and by.get("present") in PROVEN
 
 
 def unproven(paths: LoopPaths, state: State) -> bool:
