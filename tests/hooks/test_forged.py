@@ -21,6 +21,9 @@ from typing import Any
 import orjson
 import pytest
 
+from ralphstate.agents import table
+from ralphstate.core import limits
+from ralphstate.hooks import forged
 from tests.helpers import run_process
 from tests.helpers.loops import DONE, SID, load, make_loop
 from tests.hooks.test_handover import events, transcript
@@ -195,3 +198,36 @@ def test_a_resumed_session_must_name_its_own_transcript(root: Path) -> None:
     data["transcript_path"] = transcript(GHOST)
     hook("session-start", root, data)
     assert load(root)["sessionId"] == GHOST
+
+
+# -- the bounds of what is read --------------------------------------------------------
+
+
+def test_forged_tail_bytes(tmp_path: Path) -> None:
+    """A call waiting whose line ends within the last FORGED_TAIL_BYTES is seen whole;
+    one byte further back, its line is cut, and nothing is said of it."""
+    call = orjson.dumps(RUNNING) + b"\n"
+    path = tmp_path / "t.jsonl"
+    for extra, seen in ((0, True), (1, False)):
+        pad = {"type": "attachment", "pad": ""}
+        padding = limits.FORGED_TAIL_BYTES - 1 - len(call) + extra - len(orjson.dumps(pad)) - 1
+        pad["pad"] = "x" * padding
+        tail = call + orjson.dumps(pad) + b"\n"
+        assert len(tail) == limits.FORGED_TAIL_BYTES - 1 + extra
+        path.write_bytes(orjson.dumps(PROMPT) + b"\n" + tail)
+        assert (forged.waiting_call(str(path)) is not None) is seen, extra
+
+
+def test_forged_siblings(root: Path) -> None:
+    """The newest FORGED_SIBLINGS transcripts of the project are looked at for a session
+    in a tool call; an older one is not."""
+    agent = table.get("claude")
+    data: dict[str, object] = {"session_id": GHOST, "transcript_path": str(where(GHOST))}
+    busy = Path(session_transcript("session-busy", PROMPT, RUNNING))
+    for n in range(limits.FORGED_SIBLINGS):
+        if n == limits.FORGED_SIBLINGS - 1:
+            judged = forged.shell_start(agent, data, GHOST, "startup", None)
+            assert judged is not None and judged[0] is False, judged
+        os.utime(busy, (1_000_000, 1_000_000))
+        session_transcript(f"session-{n}", PROMPT, SAID)
+    assert forged.shell_start(agent, data, GHOST, "startup", None) is None
