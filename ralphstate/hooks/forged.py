@@ -22,9 +22,11 @@ session. The evidence, and what each hook does with it:
   must be the session's own, as for SessionEnd. On `startup` and `clear` the client has
   written none yet, so the evidence is elsewhere: the loop's owner (or any session of
   the project, in the directory the input's transcript would be in) in the middle of a
-  tool call. The owner's own call waiting means its process is busy, not starting
-  anew: a shell's, and the loop is not taken. Another session's call waiting cannot be
-  told from a real start beside it: the loop is taken, and said.
+  tool call. A `clear` that would hand the loop on from its owner in the same process
+  while the owner's own call waits is a shell's (the process is busy, not clearing):
+  the loop is not taken. An owner that crashed or timed out in a call left it waiting:
+  no evidence. Another session's call waiting cannot be told from a real start beside
+  it: the loop is taken, and said.
 
 Only the end of a transcript is read (`limits.FORGED_TAIL_BYTES`), and only when a loop
 is there. A shell can still name a real transcript of the very session while no call
@@ -86,11 +88,18 @@ def shell_stop(agent: Agent, hook_input: dict[str, object], session_id: str) -> 
 
 
 def shell_start(
-    agent: Agent, hook_input: dict[str, object], session_id: str, source: str, owner: str | None
+    agent: Agent,
+    hook_input: dict[str, object],
+    session_id: str,
+    source: str,
+    owner: str | None,
+    reown: bool = False,
 ) -> tuple[bool, str] | None:
     """Whether a SessionStart that would take the loop is a shell's: (True, why) when the
     evidence says so, (False, why) when it cannot be told from the client's, None when
-    nothing speaks against it. `owner`: the session that owns the loop now."""
+    nothing speaks against it. `owner`: the session that owns the loop now; `reown`:
+    whether it would take the loop from that owner as the session after its /clear (a
+    takeover's owner is gone or timed out: a call it left waiting says nothing)."""
     if agent.name != "claude":
         return None
     doubted = doubt(agent, hook_input, session_id)
@@ -106,11 +115,11 @@ def shell_start(
         folder = path.parent
     else:  # where the client keeps this project's transcripts
         folder = _projects() / re.sub(r"[^A-Za-z0-9]", "-", str(hook_input.get("cwd") or ""))
-    if owner and owner != session_id:
+    if reown and owner and owner != session_id:
         waiting = waiting_call(str(folder / f"{owner}.jsonl"))
         if waiting is not None:
             return True, f"the loop's owner is in the middle of a tool call ({waiting})"
-    for other in _newest(folder, session_id):
+    for other in _newest(folder, (session_id, owner or session_id)):
         waiting = waiting_call(str(other))
         if waiting is not None:
             shown = visible(other.stem)[:40]
@@ -173,10 +182,11 @@ def _tail(path: str) -> list[bytes]:
     return lines[1:] if start > 0 else lines  # the first may be cut short
 
 
-def _newest(folder: Path, session_id: str) -> list[Path]:
-    """The project's other transcripts in `folder`, the newest `limits.FORGED_SIBLINGS`."""
+def _newest(folder: Path, sessions: tuple[str, ...]) -> list[Path]:
+    """The transcripts in `folder` of sessions other than `sessions`, the newest
+    `limits.FORGED_SIBLINGS`."""
     try:
-        found = [p for p in folder.glob("*.jsonl") if p.stem != session_id]
+        found = [p for p in folder.glob("*.jsonl") if p.stem not in sessions]
         found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return []

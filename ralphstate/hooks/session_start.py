@@ -150,14 +150,14 @@ class _Suspect:
         self.refused: str | None = None
         self.unsure: str | None = None
 
-    def shell(self, owner: str | None) -> bool:
+    def shell(self, owner: str | None, reown: bool) -> bool:
         """True when the loop must not be taken: the evidence says a shell ran this."""
         if not self.asked and self.session_id:
             from ralphstate.hooks import forged
 
             self.asked = True
             found = forged.shell_start(
-                self.agent, self.hook_input, self.session_id, self.source, owner
+                self.agent, self.hook_input, self.session_id, self.source, owner, reown
             )
             if found is not None:
                 self.refused, self.unsure = (found[1], None) if found[0] else (None, found[1])
@@ -190,7 +190,11 @@ def _owning(
             cleared_here=cleared_here,
             gone=lambda: ownership.gone(current, modified(loop)) or crashed(current),
         )
-        if verdict in TAKING and session_id and suspect.shell(current["sessionId"]):
+        if (
+            verdict in TAKING
+            and session_id
+            and suspect.shell(current["sessionId"], verdict == "reown")
+        ):
             return None, current  # a shell's: taken by nobody (said by the caller)
         if verdict in TAKING and session_id:
             idle = ownership.idle_for(current, modified(loop)) if verdict == "takeover" else None

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +233,30 @@ def test_forged_siblings(root: Path) -> None:
         os.utime(busy, (1_000_000, 1_000_000))
         session_transcript(f"session-{n}", PROMPT, SAID)
     assert forged.shell_start(agent, data, GHOST, "startup", None) is None
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a process id is looked up on POSIX only")
+def test_a_crashed_owner_s_call_left_waiting_does_not_keep_its_loop(root: Path) -> None:
+    """Killed in the middle of a Bash command, the owner's transcript ends in that call
+    for ever: the next session takes the loop at once all the same, and nothing says
+    it could not be told from a shell's."""
+    make_loop(root, session=None, ownerTimeout=1800)
+    first = {"session_id": SID, "transcript_path": str(where(SID)), "cwd": str(root)}
+    dead = {"CLAUDE_PID": dead_pid()}
+    run_process(["hook", "session-start"], cwd=root, input=orjson.dumps(first), env=dead)
+    assert load(root)["sessionId"] == SID
+    session_transcript(SID, PROMPT, SAID, RUNNING)
+    data = {"session_id": GHOST, "transcript_path": str(where(GHOST)), "cwd": str(root)}
+    alive = {"CLAUDE_PID": str(os.getpid())}
+    done = run_process(["hook", "session-start"], cwd=root, input=orjson.dumps(data), env=alive)
+    assert done.returncode == 0
+    assert load(root)["sessionId"] == GHOST
+    assert b"could not tell" not in done.stdout + done.stderr
+    assert events(root)[-1]["ownerProcessGone"] is True
+
+
+def dead_pid() -> str:
+    """The id of a process that ran and is gone."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return str(child.pid)
