@@ -17,7 +17,9 @@ session. The evidence, and what each hook does with it:
 - Stop (`shell_stop`): the client runs it once the assistant's turn has ended, so the
   last assistant entry of the session's transcript waits on no tool. While the agent's
   Bash tool runs a command, its call is written there with no result yet: a Stop whose
-  own transcript ends in a call still waiting is a shell's, and counts for nothing.
+  own transcript ends in a call still waiting is a shell's, and counts for nothing. An
+  input that names none of the session's is looked up by the session's id, where the
+  client keeps the project's transcripts.
 - SessionStart (`shell_start`): on `resume` and `compact` the transcript is there and
   must be the session's own, as for SessionEnd. On `startup` and `clear` the client has
   written none yet, so the evidence is elsewhere: the loop's owner (or any session of
@@ -76,15 +78,30 @@ def doubt(agent: Agent, hook_input: dict[str, object], session_id: str) -> str |
     return None
 
 
-def shell_stop(agent: Agent, hook_input: dict[str, object], session_id: str) -> str | None:
+def shell_stop(
+    agent: Agent, hook_input: dict[str, object], session_id: str, root: str
+) -> str | None:
     """Why this Stop was run by a shell, not the client, in a few words; None when the
-    evidence does not say so (the session's own transcript waits on no tool call)."""
-    if agent.name != "claude" or doubt(agent, hook_input, session_id) is not None:
+    evidence does not say so (the session's own transcript waits on no tool call). An
+    input that names no transcript of the session's own is looked up where the client
+    writes it for the project at `root` (or at the input's `cwd`), by the session's id."""
+    if agent.name != "claude":
         return None
-    waiting = waiting_call(str(hook_input["transcript_path"]))
-    if waiting is None:
-        return None
-    return f"the session's transcript shows a tool call still running ({waiting})"
+    if doubt(agent, hook_input, session_id) is None:
+        found = [str(hook_input["transcript_path"])]
+    else:
+        named = {root, str(hook_input.get("cwd") or root)}
+        found = [str(_projects() / _folder(where) / f"{session_id}.jsonl") for where in named]
+    for path in found:
+        waiting = waiting_call(path)
+        if waiting is not None:
+            return f"the session's transcript shows a tool call still running ({waiting})"
+    return None
+
+
+def _folder(where: str) -> str:
+    """The directory Claude Code keeps a project's transcripts in, named after its path."""
+    return re.sub(r"[^A-Za-z0-9]", "-", where)
 
 
 def shell_start(
@@ -114,7 +131,7 @@ def shell_start(
             return True, doubted  # outside the client's directory, or another's
         folder = path.parent
     else:  # where the client keeps this project's transcripts
-        folder = _projects() / re.sub(r"[^A-Za-z0-9]", "-", str(hook_input.get("cwd") or ""))
+        folder = _projects() / _folder(str(hook_input.get("cwd") or ""))
     if reown and owner and owner != session_id:
         waiting = waiting_call(str(folder / f"{owner}.jsonl"))
         if waiting is not None:

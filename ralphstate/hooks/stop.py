@@ -52,7 +52,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if agent.name == "claude" and state["status"] in st.ACTIVE:
         from ralphstate.hooks import forged
 
-        by_hand = forged.shell_stop(agent, hook_input, session_id)
+        by_hand = forged.shell_stop(agent, hook_input, session_id, str(loop.root))
         if by_hand is not None:  # nothing it decides counts: said, and let be
             return _run_by_hand(agent, loop, state, session_id, by_hand)
     runner = bool(os.environ.get(ownership.ENV_RUNNER))

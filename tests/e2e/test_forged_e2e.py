@@ -40,8 +40,8 @@ def run(event, data):
     print(event, done.returncode, done.stdout.strip())
 stop = {"transcript_path": path, "hook_event_name": "Stop", "stop_hook_active": False,
         "last_assistant_message": "All done. <loop-complete>"}
-for _ in range(3):
-    run("stop", stop)
+for n in range(3):  # the last names no transcript: it is looked up by the session's id
+    run("stop", stop if n < 2 else dict(stop, transcript_path=None))
 ghost = os.path.join(os.path.dirname(path), "0000-ghost.jsonl")
 run("session-start", {"session_id": "0000-ghost", "transcript_path": ghost,
                       "hook_event_name": "SessionStart", "source": "clear"})

@@ -129,10 +129,16 @@ def session_transcript(session: str, *entries: dict[str, Any], folder: str = "-a
     return str(path)
 
 
-def test_a_stop_run_by_hand_during_a_tool_call_counts_for_nothing(root: Path) -> None:
+@pytest.mark.parametrize("named", [True, False])
+def test_a_stop_run_by_hand_during_a_tool_call_counts_for_nothing(root: Path, named: bool) -> None:
+    """Naming the session's transcript, or none: then it is looked up where the client
+    writes the project's, by the session's id."""
     make_loop(root, maxIterations=2)
-    path = session_transcript(SID, PROMPT, SAID, RUNNING)
-    data = {"session_id": SID, "transcript_path": path, "last_assistant_message": DONE}
+    folder = "-a-project" if named else re.sub(r"[^A-Za-z0-9]", "-", str(root))
+    path = session_transcript(SID, PROMPT, SAID, RUNNING, folder=folder)
+    data = {"session_id": SID, "last_assistant_message": DONE}
+    if named:
+        data["transcript_path"] = path
     before = load(root)
 
     for _ in range(3):  # as many as would pause the loop at its cap
@@ -145,7 +151,7 @@ def test_a_stop_run_by_hand_during_a_tool_call_counts_for_nothing(root: Path) ->
     assert (after["status"], after["iteration"]) == (before["status"], before["iteration"])
     assert [e["event"] for e in events(root)][-3:] == ["stop_refused"] * 3
     # The client's own Stop, once the call has its result and the turn ended, decides.
-    session_transcript(SID, PROMPT, SAID, RUNNING, RESULT, SAID)
+    session_transcript(SID, PROMPT, SAID, RUNNING, RESULT, SAID, folder=folder)
     out, err = hook("stop", root, data)
     assert out is not None and out.get("decision") == "block", out
     assert load(root)["iteration"] == before["iteration"] + 1
