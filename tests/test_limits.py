@@ -3,6 +3,7 @@ its boundary: the value at the limit passes whole, one more is refused or cut.
 
 Bounds tested elsewhere: MAX_HOOK_INPUT_BYTES through real processes in test_hooks.py;
 MAX_TRANSCRIPT_TAIL_BYTES and TRANSCRIPT_CHUNK_BYTES in test_transcript.py;
+FORGED_TAIL_BYTES and FORGED_SIBLINGS in tests/hooks/test_forged.py;
 LOCK_TIMEOUT in test_store.py; HOOK_LOCK_TIMEOUT in test_faults.py; MAX_LOG_FILE_BYTES
 in test_security.py. SECURITY.md lists them all.
 """

@@ -46,6 +46,12 @@ MAX_TRANSCRIPT_TAIL_BYTES = 4 * 1024 * 1024
 # replies appended since the last stop (agents/transcript_usage.py); what is left is
 # read at the next stop. A line longer than this is passed over unread.
 MAX_TRANSCRIPT_USAGE_BYTES = 4 * 1024 * 1024
+# How much of a transcript's end is read to tell a hook the client ran from one a shell
+# ran (hooks/forged.py): a tool call still waiting for its result there is a shell's.
+FORGED_TAIL_BYTES = 256 * 1024
+# The most of a project's other transcripts looked at for a session in the middle of a
+# tool call when a new session takes a loop (hooks/forged.py), newest first.
+FORGED_SIBLINGS = 8
 # The chunk the transcript is read in, backwards.
 TRANSCRIPT_CHUNK_BYTES = 64 * 1024
 # Longest block reason the Stop hook emits.

@@ -205,7 +205,8 @@ class StatusFacts:
     confined its agent (None: no sandbox mode); `task_file_problem`, why the task file
     cannot be read; `hooks_view`, in a subdirectory, which loop the hooks see (whether
     it is this one, and the sentence); `unenforced`, the line said when no agent's
-    hook enforces the loop."""
+    hook enforces the loop; `handed`, the line for a loop its owner took by an input
+    ralphstate could not tell from a shell's."""
 
     where: str
     trusted: bool | None = None
@@ -220,6 +221,7 @@ class StatusFacts:
     task_file_problem: str | None = None
     hooks_view: tuple[bool, str] | None = None
     unenforced: str | None = None
+    handed: str | None = None
 
 
 def status(state: st.State, facts: StatusFacts, style: Style = _plain, every: bool = False) -> str:
@@ -316,6 +318,8 @@ def status_notes(state: st.State, facts: StatusFacts, style: Style = _plain) -> 
         lines.append(said if seen else style(said, fg="yellow", bold=True))
     if facts.unenforced:
         lines.append(style(facts.unenforced, fg="yellow", bold=True))
+    if facts.handed:
+        lines.append(style(facts.handed, fg="yellow", bold=True))
     return lines
 
 

@@ -55,7 +55,11 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     timed_out = ownership.gone(state, modified(loop))  # else a takeover is a crash's
     # Taking the loop is decided again under the lock (two sessions cannot both take
     # it); restoring the session's own loop, or one it cannot take, needs no lock.
-    verdict, state = base.update(store, _owning(agent, loop, session_id, source, pid), read=state)
+    suspect = _Suspect(agent, hook_input, session_id, source)
+    owning = _owning(agent, loop, session_id, source, pid, suspect)
+    verdict, state = base.update(store, owning, read=state)
+    if suspect.refused is not None:  # a shell's input: the loop stays where it was
+        return _refused(agent, loop, state, session_id or "?", suspect.refused)
     if verdict is None:
         return None
     if verdict == "unknown":
@@ -69,8 +73,8 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     trusted = truststore.is_trusted(loop, state)
     state = _with_task_file(loop, _told(store, state))
     line = restore.session_line(state, source)
-    if verdict == "takeover":
-        line += " " + _taken_over(*before, crashed=not timed_out)
+    line += _taken_over(*before, crashed=not timed_out) if verdict == "takeover" else ""
+    line += _unsure(session_id or "?", suspect.unsure)
     if not trusted:
         line += " " + restore.untrusted_line(state)
     said, switched_off = _said_to_person(agent, loop, state, source)
@@ -131,8 +135,42 @@ TAKING = ("adopt", "reown", "takeover")
 Owning = Callable[[st.State, list[Event]], tuple[ownership.Verdict | None, st.State]]
 
 
+class _Suspect:
+    """Whether this SessionStart, which would take the loop, came from a shell
+    (hooks/forged.py): asked once, when a verdict would take it. `refused`: why the
+    evidence says a shell ran it (the loop is not taken); `unsure`: why it cannot be
+    told from the client's (the loop is taken, and that is said)."""
+
+    def __init__(
+        self, agent: Agent, hook_input: HookInput, session_id: str | None, source: str
+    ) -> None:
+        self.agent, self.hook_input, self.session_id = agent, hook_input, session_id
+        self.source = source
+        self.asked = False
+        self.refused: str | None = None
+        self.unsure: str | None = None
+
+    def shell(self, owner: str | None, reown: bool) -> bool:
+        """True when the loop must not be taken: the evidence says a shell ran this."""
+        if not self.asked and self.session_id:
+            from ralphstate.hooks import forged
+
+            self.asked = True
+            found = forged.shell_start(
+                self.agent, self.hook_input, self.session_id, self.source, owner, reown
+            )
+            if found is not None:
+                self.refused, self.unsure = (found[1], None) if found[0] else (None, found[1])
+        return self.refused is not None
+
+
 def _owning(
-    agent: Agent, loop: paths.LoopPaths, session_id: str | None, source: str, pid: str | None
+    agent: Agent,
+    loop: paths.LoopPaths,
+    session_id: str | None,
+    source: str,
+    pid: str | None,
+    suspect: _Suspect,
 ) -> Owning:
     """The change that takes the loop for this session when it may (`ownership.judge`),
     and returns the verdict (None: the loop is no longer active) and the state."""
@@ -152,6 +190,12 @@ def _owning(
             cleared_here=cleared_here,
             gone=lambda: ownership.gone(current, modified(loop)) or crashed(current),
         )
+        if (
+            verdict in TAKING
+            and session_id
+            and suspect.shell(current["sessionId"], verdict == "reown")
+        ):
+            return None, current  # a shell's: taken by nobody (said by the caller)
         if verdict in TAKING and session_id:
             idle = ownership.idle_for(current, modified(loop)) if verdict == "takeover" else None
             events.append(ownership.take(current, session_id, agent.name, source))
@@ -159,6 +203,8 @@ def _owning(
                 events[-1]["idle"] = round(idle)
             if verdict == "takeover" and crashed(current):
                 events[-1]["ownerProcessGone"] = True
+            if suspect.unsure is not None:
+                events[-1]["unsure"] = suspect.unsure[:300]
         return verdict, current
 
     def crashed(current: st.State) -> bool:
@@ -219,9 +265,9 @@ def _untouched(loop: paths.LoopPaths, state: st.State) -> str:
 
 
 def _taken_over(before: st.State, untouched: str, crashed: bool = False) -> str:
-    """For the person: whose loop this session took, and why: its agent process is gone
-    (`crashed`), or it had been left untouched for so long (as the file was before it
-    was taken); and how to give it back."""
+    """For the person, led by a space: whose loop this session took, and why: its agent
+    process is gone (`crashed`), or it had been left untouched for so long (as the file
+    was before it was taken); and how to give it back."""
     from ralphstate.core.text import short_id
 
     if crashed:
@@ -229,7 +275,7 @@ def _taken_over(before: st.State, untouched: str, crashed: bool = False) -> str:
     else:
         why = f"which left it untouched for {untouched}"
     return (
-        f"It was taken over from session {short_id(before['sessionId'] or '?')}, {why};"
+        f" It was taken over from session {short_id(before['sessionId'] or '?')}, {why};"
         " `ralphstate adopt` in that session takes it back."
     )
 
@@ -293,3 +339,39 @@ def _with_task_file(loop: paths.LoopPaths, state: st.State) -> st.State:
         note("session-start", f"{str(exc).rstrip('.')}; the steps restored are as last read")
         return state
     return fresh
+
+
+def _refused(
+    agent: Agent, loop: paths.LoopPaths, state: st.State, session_id: str, why: str
+) -> Output | None:
+    """A SessionStart the evidence says a shell ran (hooks/forged.py): the loop is not
+    taken, and the person hears it (stderr, the log, the history)."""
+    from ralphstate.core.text import short_id
+    from ralphstate.hooks import forged
+
+    said = (
+        f"ralphstate: session {short_id(session_id)} did not take the loop: its SessionStart"
+        f" came from a shell, not Claude Code ({why}); `ralphstate adopt` takes it if a"
+        " session really started"
+    )
+    event: Event = {"event": "adopt_refused", "session": session_id[:200], "why": why[:300]}
+    forged.refused("session-start", loop, state, event, said)
+    return agent.render_notice(said + ".")
+
+
+def _unsure(session_id: str, why: str | None) -> str:
+    """For the person, led by a space: this session took the loop by an input that
+    cannot be told from a shell's (hooks/forged.py), said on the session's line and in
+    the log (the history's `adopted` line carries `unsure`, which `status` shows); or
+    nothing."""
+    if why is None:
+        return ""
+    from ralphstate.core.text import short_id
+
+    said = (
+        f"The loop was handed to session {short_id(session_id)} by an input ralphstate"
+        f" could not tell from a shell's ({why}); if no session started here, run"
+        " `ralphstate adopt` in yours."
+    )
+    note("session-start", said.rstrip("."))
+    return " " + said

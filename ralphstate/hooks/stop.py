@@ -49,6 +49,12 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     session_id = agent.session_id(hook_input)
     if session_id is None:
         raise Fault("input has no session id")
+    if agent.name == "claude" and state["status"] in st.ACTIVE:
+        from ralphstate.hooks import forged
+
+        by_hand = forged.shell_stop(agent, hook_input, session_id, str(loop.root))
+        if by_hand is not None:  # nothing it decides counts: said, and let be
+            return _run_by_hand(agent, loop, state, session_id, by_hand)
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
     known = arrival.Known(loop, session_id)  # made or adopted here, or written by its agent
     facts = decide.StopFacts(
@@ -99,6 +105,23 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
     if decision.adopted and known.own and decision.state is not None:
         out = arrival.tell(agent, out, arrival.adopted_line(decision.state))
     return out
+
+
+def _run_by_hand(
+    agent: Agent, loop: paths.LoopPaths, state: st.State, session_id: str, why: str
+) -> Output | None:
+    """A Stop the evidence says a shell ran (hooks/forged.py): it releases, completes,
+    counts and records nothing of the loop's; the person hears it (stderr, the log, the
+    history's `stop_refused`), and the answer lets be a stop that is not happening."""
+    from ralphstate.hooks import forged
+
+    said = (
+        "ralphstate: a Stop hook run from a shell, not by Claude Code, was ignored"
+        f" ({why}); nothing it would decide counts"
+    )
+    event: Event = {"event": "stop_refused", "session": session_id[:200], "why": why[:300]}
+    forged.refused("stop", loop, state, event, said)
+    return agent.render_notice(said + ".")
 
 
 def _said_once(

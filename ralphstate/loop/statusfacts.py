@@ -48,6 +48,7 @@ def gather(store: Store, cwd: Path, *, view: bool = True) -> tuple[st.State, Sta
         proof_said=(*proofreview.summary_lines(proof), *_unproven(store, state)),
         hooks_view=hooks_view(cwd),  # in a subdirectory: which loop the hooks see
         unenforced=_unenforced(store, state) if running else None,
+        handed=_handed(store, state) if running and state["sessionId"] else None,
     )
 
 
@@ -134,3 +135,23 @@ def _unproven(store: Store, state: st.State) -> list[str]:
         " ralphstate); run `ralphstate trust`"
     )
     return [said]
+
+
+def _handed(store: Store, state: st.State) -> str | None:
+    """The line for a loop whose owner took it by an input ralphstate could not tell
+    from a shell's (hooks/forged.py: the `adopted` line's `unsure`), read from the
+    loop's recent history; None when the owner took it otherwise."""
+    from ralphstate.core.text import short_id, visible
+
+    for entry in reversed(store.history(limits.MAX_LOG_LINES)):
+        if entry.get("event") != "adopted":
+            continue
+        why = entry.get("unsure")
+        if entry.get("session") != state["sessionId"] or not isinstance(why, str):
+            return None
+        return (
+            f"handed to session {short_id(state['sessionId'])} by an input ralphstate could"
+            f" not tell from a shell's ({visible(why)[:300]}); if no session started then,"
+            " run `ralphstate adopt` in yours"
+        )
+    return None

@@ -6,6 +6,7 @@ one decision function; the shapes are written out here, per agent."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,9 @@ def fixture_input(name: str, event: str, root: Path, message: str | None) -> dic
     """The recorded input, placed in `root`, with `message` as the reply that ended the
     turn: in the input's field, or in the agent's transcript."""
     transcript = root / f"{name}-transcript.jsonl"
+    if name == "claude":  # where the client writes it, named after the session
+        folder = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-a-project"
+        transcript = folder / f"{session_of(name)}.jsonl"
     raw = (AGENT_FIXTURES / f"{name}_{event}.json").read_text(encoding="utf-8")
     placed = raw.replace("{project}", _j(root)).replace("{transcript}", _j(transcript))
     data: dict[str, Any] = json.loads(placed)
