@@ -63,3 +63,13 @@ def init_trusted(
     assert done.returncode == 0, done.stdout + done.stderr
     trust(root)
     return done
+
+
+def at_terminal_proof() -> dict[str, object]:
+    """The proof a trust record carries when the person confirmed it at their terminal:
+    for a test that writes the record itself (`truststore.record(..., proof=...)`), as
+    the person it stands for."""
+    from ralphstate.core import actor
+    from ralphstate.loop import person
+
+    return {"by": {**actor.PERSON, "present": person.AT_TERMINAL}}

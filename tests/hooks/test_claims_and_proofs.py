@@ -18,6 +18,7 @@ from ralphstate.storage.peruser import registry, truststore
 from ralphstate.storage.system.paths import LoopPaths
 from tests.helpers.checks import FAIL, PASS
 from tests.helpers.loops import SID, load, own, stop
+from tests.helpers.person import at_terminal_proof
 
 
 @pytest.fixture
@@ -113,7 +114,7 @@ def test_an_old_loop_with_a_failing_check_is_verified_on_stop(project: Path) -> 
     (loop / "state.json").write_text(json.dumps(raw))
     state = st.parse((loop / "state.json").read_bytes())
     registry.record(LoopPaths(project, loop), state)
-    truststore.record(LoopPaths(project, loop), state)
+    truststore.record(LoopPaths(project, loop), state, proof=at_terminal_proof())
     out = stop(project)
     assert out is not None and out["decision"] == "block"
 

@@ -29,6 +29,7 @@ from tests.helpers.checks import (
     wait_for,
 )
 from tests.helpers.loops import load
+from tests.helpers.person import at_terminal_proof
 
 SID = "session-a"
 
@@ -58,7 +59,7 @@ def make_loop(
     if known:
         registry.record(paths, state)
     if trusted:
-        truststore.record(paths, state)
+        truststore.record(paths, state, proof=at_terminal_proof())
     return loop / "state.json"
 
 

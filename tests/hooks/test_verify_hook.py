@@ -29,6 +29,7 @@ from tests.helpers.checks import (
     wait_for,
 )
 from tests.helpers.loops import load
+from tests.helpers.person import at_terminal_proof
 
 SID = "session-a"
 MARK = "<loop-complete>"
@@ -63,7 +64,7 @@ def make_loop(
     paths = LoopPaths(root, loop)
     registry.record(paths, state)
     if trusted:
-        truststore.record(paths, state)
+        truststore.record(paths, state, proof=at_terminal_proof())
     return loop / "state.json"
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import REPO
+from tests.helpers.person import at_terminal_proof
 from tests.helpers.plugin import (
     BARE,
     LAUNCHER,
@@ -162,7 +163,7 @@ def refusing_loop(project: Path, env: dict[str, str], monkeypatch: pytest.Monkey
     (project / ".loop" / "state.json").write_bytes(st.dumps(state))
     paths = LoopPaths(project, project / ".loop")
     registry.record(paths, state)
-    truststore.record(paths, state)
+    truststore.record(paths, state, proof=at_terminal_proof())
 
 
 def test_ralphstate_refusing_a_task_exits_2_through_the_launcher(
