@@ -31,7 +31,9 @@ ACTION = "OWNER/ralphstate@0000000000000000000000000000000000000000"
 # What the action installs from: the files `pip install` needs, nothing of this checkout's
 # environments or caches.
 ACTION_FILES = ("action.yml", "pyproject.toml", "README.md", "LICENSE", "ralphstate")
-ACT_TIMEOUT = 300.0
+# A bound on `act` as a whole, only for a job that hangs: a matrix's three jobs took
+# 300 s at load average 20 on two cores; never waited out by a job that ends.
+ACT_TIMEOUT = 900.0
 # Each job's time budget, in seconds: the first job's second iteration outlives it. A
 # job that waits out its time waits this long, so it is as short as lets the first
 # iteration (the agent, the check, the commit and its push) end within it on a busy
