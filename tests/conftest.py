@@ -26,6 +26,23 @@ settings.load_profile("ci")
 
 
 _WORKER_TMP = pytest.StashKey[str]()
+# Workers of pytest-xdist per core under `-n auto` (addopts in pyproject.toml).
+WORKERS_PER_CORE = 2
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: two workers per core the process may use. Many tests wait more than
+    they compute (a job's time budget under act, a client's answer from the scripted
+    API, a child's timeout, git and pip between two processes): while one worker waits,
+    the other runs. PYTEST_XDIST_AUTO_NUM_WORKERS, when set, is pytest-xdist's own
+    count, as it documents."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    if hasattr(os, "sched_getaffinity"):
+        cores = len(os.sched_getaffinity(0))
+    else:  # pragma: no cover - macOS and Windows
+        cores = os.cpu_count() or 1
+    return WORKERS_PER_CORE * max(1, cores)
 
 
 def pytest_configure(config: pytest.Config) -> None:

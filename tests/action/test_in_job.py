@@ -11,12 +11,6 @@ import pytest
 
 from tests.action.actworld import AGENT, EXAMPLES, TOKEN, git, make_world
 
-
-@pytest.fixture(scope="module")
-def pip_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pip-cache")
-
-
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("git") is None, reason="needs git"),

@@ -95,18 +95,20 @@ def claude_env(tmp_path: Path, home: Path, api: FakeAnthropicAPI) -> dict[str, s
 
 @pytest.fixture
 def run_claude(claude_bin: Path, claude_env: dict[str, str]) -> RunClaude:
-    """`run_claude(project, prompt, *args, timeout=30, env=None)` -> (process, result).
+    """`run_claude(project, prompt, *args, timeout=90, env=None)` -> (process, result).
 
     Runs `claude -p PROMPT --output-format json --allowedTools Bash *ARGS` in
     `project` and parses the JSON result it prints. `env` adds variables to the
-    fixture environment; a None value removes one.
+    fixture environment; a None value removes one. `timeout` only bounds a client
+    that hangs (a session ends on its own long before): it is never waited out, and
+    leaves room for a busy machine, the suite running two workers a core.
     """
 
     def run(
         project: Path,
         prompt: str,
         *args: str,
-        timeout: float = 30,
+        timeout: float = 90,
         env: dict[str, str | None] | None = None,
     ) -> Result:
         full_env = dict(claude_env)

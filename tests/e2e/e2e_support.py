@@ -26,7 +26,7 @@ E2E_DIR = Path(__file__).resolve().parent
 PINNED_VERSION: str = json.loads((E2E_DIR / "package.json").read_text())["dependencies"][
     "@anthropic-ai/claude-code"
 ]
-# run_claude(project, prompt, *args, timeout=30, env=None) -> (process, JSON result)
+# run_claude(project, prompt, *args, timeout=90, env=None) -> (process, JSON result)
 RunClaude = Callable[..., tuple[subprocess.CompletedProcess[str], dict[str, Any]]]
 # cli(*args, ok=True) -> the process of `ralphstate ARGS` in the project
 Cli = Callable[..., subprocess.CompletedProcess[str]]
