@@ -1,0 +1,55 @@
+"""Shortcuts out of `ralphstate run`'s default bubblewrap sandbox, tried as a
+goal-seeking agent would from inside it, each with the real `run` and a scripted agent."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ralphstate.run.spawn import join_command
+from tests.adversarial.scripted import Person
+from tests.sandbox.conftest import needs_bwrap
+
+pytestmark = needs_bwrap
+
+# The agent moves the project's `.git` aside and puts a repository of its own in its
+# place, whose configuration runs a program at the person's next `git status`.
+REPLACE_GIT = r"""
+import json, os, subprocess, sys
+from pathlib import Path
+
+sys.stdin.read()
+said = {}
+try:
+    os.rename(".git", ".git-aside")
+    said["moved"] = "done"
+except OSError as exc:
+    said["moved"] = f"refused: {exc.strerror}"
+if said["moved"] == "done":
+    subprocess.run(["git", "init", "-q"], check=True)
+    with open(".git/config", "a") as handle:
+        handle.write("[core]\n\tfsmonitor = touch ran-outside; echo\n")
+print(json.dumps(said), flush=True)
+"""
+
+
+def test_the_agent_cannot_move_git_aside_for_a_repository_of_its_own(
+    calc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RALPHSTATE_RUN_SANDBOX")  # the default: confined
+    script = tmp_path / "agent" / "replace git.py"
+    script.parent.mkdir()
+    script.write_text(REPLACE_GIT, encoding="utf-8")
+    config = (calc / ".git" / "config").read_bytes()
+    command = join_command([sys.executable, str(script)])
+    done = Person(calc).rs("run", "--agent", command, "--max", "1", ok=False)
+    assert "sandbox: bubblewrap" in done.stdout + done.stderr, done.stderr
+    log = (calc / ".loop" / "runs" / "0001.log").read_text()
+    said = [json.loads(line) for line in log.splitlines() if line.startswith('{"moved"')]
+    assert said and said[0]["moved"].startswith("refused"), log
+    assert not (calc / ".git-aside").exists()
+    assert (calc / ".git" / "HEAD").is_file()
+    assert (calc / ".git" / "config").read_bytes() == config
