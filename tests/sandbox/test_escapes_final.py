@@ -4,6 +4,7 @@ goal-seeking agent would from inside it, each with the real `run` and a scripted
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -53,3 +54,40 @@ def test_the_agent_cannot_move_git_aside_for_a_repository_of_its_own(
     assert not (calc / ".git-aside").exists()
     assert (calc / ".git" / "HEAD").is_file()
     assert (calc / ".git" / "config").read_bytes() == config
+
+
+# The agent writes `.git/commondir`, pointing git at a directory of its own whose
+# configuration runs a program at the person's next `git status`.
+WRITE_COMMONDIR = r"""
+import shutil, sys
+from pathlib import Path
+
+sys.stdin.read()
+evil = Path(".loop/elsewhere")
+shutil.copytree(".git", evil, ignore=shutil.ignore_patterns("config", "hooks", "info"))
+(evil / "config").write_text(
+    "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch ran-outside; echo\n"
+)
+Path(".git/commondir").write_text("../.loop/elsewhere\n")
+print('{"commondir": "written"}', flush=True)
+"""
+
+
+def test_a_commondir_the_agent_writes_is_moved_aside_before_the_person_s_git(
+    calc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RALPHSTATE_RUN_SANDBOX")  # the default: confined
+    script = tmp_path / "agent" / "write commondir.py"
+    script.parent.mkdir()
+    script.write_text(WRITE_COMMONDIR, encoding="utf-8")
+    command = join_command([sys.executable, str(script)])
+    done = Person(calc).rs("run", "--agent", command, "--max", "1", ok=False)
+    out = done.stdout + done.stderr
+    assert "sandbox: bubblewrap" in out, out
+    assert '{"commondir": "written"}' in (calc / ".loop" / "runs" / "0001.log").read_text()
+    assert "commondir.agent-" in out, out
+    assert not (calc / ".git" / "commondir").exists()
+    assert list((calc / ".git").glob("commondir.agent-*")), "the agent's file is kept aside"
+    # The person's own git, after the run, runs nothing of the agent's.
+    subprocess.run(["git", "status", "--short"], cwd=calc, capture_output=True, check=False)
+    assert not (calc / "ran-outside").exists()
