@@ -91,3 +91,37 @@ def test_a_commondir_the_agent_writes_is_moved_aside_before_the_person_s_git(
     # The person's own git, after the run, runs nothing of the agent's.
     subprocess.run(["git", "status", "--short"], cwd=calc, capture_output=True, check=False)
     assert not (calc / "ran-outside").exists()
+
+
+# The agent turns the run's log directory into a link to a directory outside the
+# project (hidden from it, but there on the host): the runner, unconfined, would write
+# the next iteration's log, the agent's own output, there.
+LINK_RUNS = r"""
+import os, shutil, sys
+from pathlib import Path
+
+sys.stdin.read()
+runs = Path(".loop/runs")
+if not runs.is_symlink():
+    shutil.rmtree(runs)
+    os.symlink(sys.argv[1], runs)
+print("export PLANTED=1  # written by the agent", flush=True)
+"""
+
+
+def test_the_runs_directory_made_a_link_out_of_the_project_is_never_written_through(
+    calc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RALPHSTATE_RUN_SANDBOX")  # the default: confined
+    outside = tmp_path / "the person's bashrc.d"
+    outside.mkdir()
+    script = tmp_path / "agent" / "link runs.py"
+    script.parent.mkdir()
+    script.write_text(LINK_RUNS, encoding="utf-8")
+    command = join_command([sys.executable, str(script), str(outside)])
+    done = Person(calc).rs("run", "--agent", command, "--max", "2", ok=False)
+    out = done.stdout + done.stderr
+    assert "sandbox: bubblewrap" in out, out
+    assert list(outside.iterdir()) == [], out
+    assert "writes no log through it" in out, out
+    assert "Traceback" not in out
