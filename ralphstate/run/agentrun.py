@@ -72,6 +72,7 @@ def run_agent(
     env = dict(os.environ)
     env[ENV_RUNNER] = "1"
     runs = paths.dir / runfiles.RUNS_DIR
+    runfiles.refuse_a_link(runs, paths.display(runs))
     ctx.log = runfiles.log_path(runs, state["iteration"])
     terminal = agentoutput.Quiet(ctx.report.output, paths.display(ctx.log))
     try:

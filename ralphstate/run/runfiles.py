@@ -63,6 +63,17 @@ def lock(paths: LoopPaths) -> Iterator[None]:
         held.__exit__(None, None, None)
 
 
+def refuse_a_link(runs: Path, shown: str) -> None:
+    """RalphstateError in one sentence when the logs' directory is a link or not a
+    directory: the agent may have made it one, to a directory outside the project
+    where the runner, unconfined, would write the agent's output and prune files."""
+    if runs.is_symlink() or (runs.exists() and not runs.is_dir()):
+        raise RalphstateError(
+            f"{shown} is a link or not a directory (the agent may have made it so): the"
+            " run writes no log through it; remove it and run again."
+        )
+
+
 def log_path(runs: Path, number: int) -> Path:
     """`NNNN.log`, or `NNNN.2.log` when an earlier loop left one by that name."""
     path = runs / f"{number:04d}.log"

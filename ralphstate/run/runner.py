@@ -28,6 +28,7 @@ from ralphstate.run import (
     awake,
     bookkeeping,
     checkin,
+    commondir,
     endings,
     graded,
     guards,
@@ -215,7 +216,12 @@ class _Run:
         self.open = (run, state["iteration"])
         text = agentrun.prompt_for(ctx, run, state, self.notes, self.previous)
         argv = with_budget(self.agents.argv, self.allowance.left(state, "cost"))
+        common = commondir.where(ctx.store.paths.root)
+        before = commondir.held(common)
         agent = self._run_agent(run, state, argv, text)
+        said = commondir.put_back(common, before, state["iteration"])
+        if said is not None:
+            ctx.report.line(f"  {said}")
         figures = usage.read(ctx.log)
         for doubt in figures.doubted if figures else ():
             ctx.report.line(f"  {doubt}")

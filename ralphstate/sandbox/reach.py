@@ -6,7 +6,10 @@ ledger with the approved contracts, the registry, the log), the guarded files an
 files that change how tests run as they are when the run starts, and git's
 configuration, hooks and `info/` (a filter or a hook there runs code outside any
 check). The agent still writes the rest of the project, `.loop/` included, and git's
-objects and refs, so that it can edit, record progress and commit.
+objects and refs, so that it can edit, record progress and commit. The project's `.git`
+is bound onto itself (a directory) or read-only (a worktree's pointer file), so it is
+never moved aside or replaced by a repository of the agent's, whose configuration the
+person's own git would run after the sandbox.
 
 Hidden by bubblewrap: the held-out checks' directory of the store (`secret`). Hidden by
 bubblewrap and sandbox-exec: the home directories, `/tmp` and the other
@@ -207,6 +210,11 @@ def reach(paths: LoopPaths, guards: list[str], commands: list[list[str]]) -> Rea
             if not _inside(Path(os.path.realpath(git_dir)), root):
                 found.writable.append(git_dir)
             protected += [git_dir / name for name in GIT_PROTECTED]
+    dot = root / ".git"
+    if dot.is_dir() and not dot.is_symlink():  # a mount of its own: never moved aside
+        found.writable.append(dot)
+    elif dot.is_file():  # a worktree's pointer: never replaced by a directory
+        protected.append(dot)
     found.protected = _real(protected)
     found.store = _real(store_dirs())
     found.secret = [p for p in _real(_secret_dirs()) if p.is_dir()]
