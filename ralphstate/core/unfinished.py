@@ -2,7 +2,7 @@
 (docs/explanation/hooks.md, "Long test suites"), and when a verification was stopped
 before its checks finished.
 
-A check left to `ralphstate verify` (verify/fitting.py) proves nothing either way: the
+A check left to `ralphstate verify` (core/verifyplan.py) proves nothing either way: the
 block reason names it, says why it did not run, and gives the one command that runs it
 where the model's shell allows the time, never "fix what it reports".
 """
@@ -32,7 +32,7 @@ HOW = {"terminated": "stopped", "interrupted": "interrupted", "killed": "killed"
 
 
 class Left(Protocol):
-    """A check left to `ralphstate verify` (verify/fitting.py `Deferred`)."""
+    """A check left to `ralphstate verify` (core/verifyplan.py `Deferred`)."""
 
     @property
     def criterion(self) -> str: ...
@@ -43,7 +43,7 @@ class Left(Protocol):
 
 
 class Leftover(Protocol):
-    """What a hook left to `ralphstate verify` (verify/fitting.py `Verification`): the
+    """What a hook left to `ralphstate verify` (verify/pipeline.py `Verification`): the
     checks, the budget they did not fit, whether the checks run in a clean room."""
 
     @property

@@ -27,9 +27,9 @@ from ralphstate.storage.peruser import notices, registry
 from ralphstate.storage.system import paths
 
 if TYPE_CHECKING:
-    from ralphstate.verify.fitting import Verification
     from ralphstate.verify.heldoutchecks import Failed
     from ralphstate.verify.onecheck import CheckResult
+    from ralphstate.verify.pipeline import Verification
 
 Output = dict[str, object]
 HookInput = dict[str, object]
@@ -109,7 +109,7 @@ def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) 
 class Verified:
     """What a run of the checks found: their results, or that they are not trusted;
     and what it left alone: the checks verified on this code already (`fresh`), and
-    those left to `ralphstate verify` (`deferred`, verify/fitting.py), with the
+    those left to `ralphstate verify` (`deferred`, core/verifyplan.py), with the
     `budget` they did not fit and whether the checks run in a clean room (`clean`)."""
 
     def __init__(
@@ -138,7 +138,7 @@ def run_checks(
 ) -> Verified:
     """Verify-on-stop, the re-run of stale checks, or a tied task's checks (`by`: stop,
     task): the loop's trusted checks (`names`, else all) as a hook can afford them
-    (verify/fitting.py: not again on the code they were verified on, side by side,
+    (verify/pipeline.py: not again on the code they were verified on, side by side,
     within the loop's budget), outside the state lock, in a clean room where the loop
     is in a git repository (unless its `cleanVerify` is false), with `restore`'s paths
     in it as that tree holds them. Untrusted checks are never run. Once every check
@@ -146,15 +146,16 @@ def run_checks(
     of every criterion) run (verify/heldoutchecks.py, for `session`). A SIGTERM (a client
     that gave up waiting) kills the running checks, records the verification as
     stopped, and fails open."""
-    from ralphstate.verify import execute, fitting, onecheck, pool
+    from ralphstate.verify import onecheck, pipeline, pool
 
     try:
         with onecheck.terminate_as_interrupt():
             started = time.monotonic()
-            found = fitting.verify(store, names, restore=restore, by=by)
+            ask = pipeline.Ask(names, by, clean=None, restore=restore, record=False, afford=True)
+            found = pipeline.verify(store, ask)
             left = found.budget - (time.monotonic() - started)  # one budget for both
             held = _held_out(store, found, held_for, by, session, left)
-    except execute.Untrusted:
+    except pipeline.Untrusted:
         return Verified([], untrusted=True)
     except RalphstateError as exc:  # (a clean room that cannot be made, say): the person
         raise Unusable(str(exc).rstrip(".")) from None  # is told the gate failed open

@@ -5,7 +5,7 @@ docs/explanation/proof.md, "Red before green").
     firsts.judge(store, results)      # before results are written to the state
     firsts.start(store, state)        # at `init`: the tree the loop started on
 
-`judge` sees every batch of check results before the state records them (verify/execute.py
+`judge` sees every batch of check results before the state records them (verify/pipeline.py
 calls it wherever checks run: `verify`, `run`, the Stop hook, the task gate). In one
 change of the ledger it records each criterion's first result for its current command
 and the commands that failed; then it holds back a pass that must fail first
@@ -37,7 +37,7 @@ START_TREE_SECONDS = min(2.0, limits.GIT_SNAPSHOT_SECONDS)
 
 
 class Result(Protocol):
-    """A check's result as verify/execute.py makes it (`CheckResult`)."""
+    """A check's result as verify/onecheck.py makes it (`CheckResult`)."""
 
     criterion: str
     command: str
