@@ -27,6 +27,7 @@ from ralphstate.core import checkrun, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.provenance import counts, level
+from ralphstate.core.typos import pick
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Facts:
 
     state: st.State
     todo: list[tuple[str, str]]
+    trusted: bool = True
     afford: bool = False
     timeout: float | None = None
     budget: float | None = None
@@ -73,33 +75,41 @@ class Facts:
 @dataclass
 class Plan:
     """What runs (`jobs`), what need not (`fresh`), what is left to `ralphstate verify`
-    (`deferred`), and the seconds all of it may take (`budget`; None: no bound)."""
+    (`deferred`), and the seconds all of it may take (`budget`; None: no bound).
+    `untrusted`: the chosen checks are not trusted here, so nothing runs."""
 
     jobs: list[Planned] = field(default_factory=list)
     fresh: list[str] = field(default_factory=list)
     deferred: list[Deferred] = field(default_factory=list)
     budget: float | None = None
+    untrusted: bool = False
 
 
 def choose(state: st.State, names: Sequence[str] | None) -> list[tuple[str, str]]:
-    """(criterion, command) for each of `names` (criteria, as the loop spells them), or
-    every criterion with a check, in the loop's order. A named criterion without a
-    check is a mistake (RalphstateError)."""
+    """(criterion, command) for each criterion `names` names (by its text or its 1-based
+    number), or every criterion with a check, in the loop's order. A name that is no
+    criterion, or a criterion without a check, is a mistake (RalphstateError)."""
     if names is None:
         return [(c, state["checks"][c]) for c in state["criteria"] if c in state["checks"]]
-    for name in names:
+    chosen: list[str] = []
+    for ref in names:
+        name = pick(state["criteria"], ref, "criterion", "criteria")
+        chosen.append(name)
         if name not in state["checks"]:
             from ralphstate.core.render import command
 
             give = command("criteria check", name, '"COMMAND"')
             raise RalphstateError(f"criterion {name!r} has no check; give it one with `{give}`.")
-    return [(c, state["checks"][c]) for c in state["criteria"] if c in names]
+    return [(c, state["checks"][c]) for c in state["criteria"] if c in chosen]
 
 
 def plan(facts: Facts) -> Plan:
     """The plan for `facts` (see the module)."""
     state = facts.state
     alone = checkrun.alone(state)
+    seconds = checkrun.budget(state) if facts.afford else facts.budget
+    if not facts.todo or not facts.trusted:
+        return Plan(budget=seconds, untrusted=bool(facts.todo))
     if not facts.afford:
         jobs = [
             Planned(c, command, limit(state, c, facts.timeout), c in alone)

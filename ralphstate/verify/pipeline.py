@@ -31,13 +31,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ralphstate.core import checkrun, queries, verdict, verifyplan
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.render import NOT_TRUSTED
 from ralphstate.core.verifyplan import Deferred
-from ralphstate.loop.checklist import find_criterion
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import ledger, truststore
 from ralphstate.storage.repo import cleanroom, git
@@ -103,37 +103,20 @@ def verify(store: Store, ask: Ask) -> Verification:
     that cannot be made. On KeyboardInterrupt the running checks are killed and
     `pool.Interrupted` is raised, once the finished ones are recorded and the
     verification as stopped (with `record` or without)."""
-    state = store.load()
-    todo = verifyplan.choose(state, _resolved(state, ask.names))
-    clean = ask.afford and queries.clean_verify(state)
-    if not todo:
-        return Verification(budget=checkrun.budget(state) if ask.afford else 0.0, clean=clean)
-    if not truststore.is_trusted(store.paths, state):
+    found = gather(store, ask)
+    made = verifyplan.plan(found.facts)
+    if made.untrusted:
         raise Untrusted(untrusted_message(store))
-    started = time.monotonic()
-    names = [c for c, _ in todo]
-    try:
-        facts, restore = gather(store, state, todo, ask)
-        made = verifyplan.plan(facts)
-        deadline = None if made.budget is None else started + made.budget
-        jobs = [p.criterion for p in made.jobs]
-        dog = watchdog.start(store.paths, ask.by, jobs) if jobs else None
-    except KeyboardInterrupt as exc:  # before any check ran: all of them are unfinished
-        stopped = _stopped(exc, names)
-        records.interrupted(store, [], names, ask.by, stopped.how)
-        raise stopped from None
-    try:  # the watchdog stays until the results are recorded
-        results = run(store, state, made.jobs, ask, restore, deadline, dog) if made.jobs else []
-        found = verdict.judge(made, results, ask.afford)
-        record(store, found.results, ask)
+    if not made.jobs:
+        return record(store, found, made, verdict.Verdict(), ask)
+    dog = watchdog.start(store.paths, ask.by, [job.criterion for job in made.jobs])
+    try:  # the watchdog records the verification as killed if this process dies first
+        results = run(store, found, made, ask, dog)
+        judged = verdict.judge(made, results, ask.afford)
+        return record(store, found, made, judged, ask)
     finally:
         if dog is not None:
             dog.close()
-    done = Verification(found.results, made.fresh, made.deferred + found.cut, made.budget or 0.0)
-    done.clean = clean
-    if done.deferred and done.clean:  # the command the model is told must work here
-        done.clean = git.toplevel(store.paths.root) is not None
-    return done
 
 
 def untrusted_message(store: Store) -> str:
@@ -150,44 +133,79 @@ def untrusted_message(store: Store) -> str:
 # -- 1. gather ----------------------------------------------------------------------
 
 
-def gather(
-    store: Store, state: st.State, todo: list[tuple[str, str]], ask: Ask
-) -> tuple[verifyplan.Facts, Restore | None]:
-    """The facts the plan needs, each looked up once, and what the room restores. git
-    is asked only when a hook's check could be reused; the guarded files are compared
-    only when one could be (computed here once, for the room too)."""
+@dataclass
+class Gathered:
+    """The facts the plan reads (`facts`), and what the later steps need of them: the
+    loop directory's ledger entry as read (`entry`), when the budget began (`started`,
+    a `time.monotonic()` value), what a clean room restores (`restore`) and whether the
+    guarded files were compared for it already (`compared`)."""
+
+    facts: verifyplan.Facts
+    entry: ledger.Entry | None = None
+    started: float = 0.0
+    restore: Restore | None = None
+    compared: bool = False
+
+
+def gather(store: Store, ask: Ask) -> Gathered:
+    """The facts, each looked up once: the state, the chosen checks, their trust, the
+    ledger's entry and, for a verification a hook must afford, the trees git names
+    (asked only when a check could be reused; the guarded files are then compared,
+    once, for the plan and the room alike)."""
+    state = store.load()
+    todo = verifyplan.choose(state, ask.names)
     clean = queries.clean_verify(state)
-    facts = verifyplan.Facts(state, todo, ask.afford, ask.timeout, ask.budget, clean)
-    restore = ask.restore
-    if not ask.afford:
-        return facts, restore
-    facts.entry = ledger.of_loop(store.paths, state) or {}
-    if not verifyplan.may_reuse(facts.entry, [c for c, _ in todo]):
-        return facts, restore
-    if not clean:
+    facts = verifyplan.Facts(state, todo, True, ask.afford, ask.timeout, ask.budget, clean)
+    found = Gathered(facts, restore=ask.restore, compared=ask.restore is not None)
+    if not todo:
+        return found
+    facts.trusted = truststore.is_trusted(store.paths, state)
+    found.started = time.monotonic()
+    if not facts.trusted:
+        return found
+    try:
+        found.entry = ledger.read(store.paths)
+        facts.entry = _of_loop(found.entry, state)
+        if ask.afford and verifyplan.may_reuse(facts.entry, [c for c, _ in todo]):
+            _trees(store, found)
+    except KeyboardInterrupt as exc:  # before any check ran: all of them are unfinished
+        raise _stopped_before(store, exc, [c for c, _ in todo], ask.by) from None
+    return found
+
+
+def _trees(store: Store, found: Gathered) -> None:
+    """The work tree's id, and, where the checks run in a clean room, its tracked
+    files' tree and whether the room would put guarded files back as approved."""
+    facts = found.facts
+    if not facts.clean:
         code = git.snapshot(store.paths)
         facts.tree = code.tree if code else None
-        return facts, restore
+        return
     both = git.tracked_snapshot(store.paths)
     if both is None:  # outside git: no tree to compare
-        return facts, restore
+        return
     facts.tree, facts.tracked = both[0].tree, both[1]
-    if verifyplan.candidates(facts) and restore is None:
-        restore = isolation.approved_guards(store.paths, state) or isolation.NOTHING
-    facts.differs = restore is None or bool(restore[1])
-    return facts, restore
+    if verifyplan.candidates(facts) and not found.compared:
+        approved = isolation.approved_guards(store.paths, facts.state, facts.entry)
+        found.restore, found.compared = approved or isolation.NOTHING, True
+    facts.differs = found.restore is None or bool(found.restore[1])
 
 
-def _resolved(state: st.State, names: Sequence[str] | None) -> list[str] | None:
-    """The criteria `names` name (texts or 1-based numbers), each once."""
-    if names is None:
-        return None
-    found: list[str] = []
-    for name in names:
-        criterion = find_criterion(state, name)
-        if criterion not in found:
-            found.append(criterion)
-    return found
+def _of_loop(entry: ledger.Entry | None, state: st.State) -> dict[str, Any]:
+    """The ledger's entry when it is about this loop, else {} (as storage/peruser/
+    ledger.py `of_loop` reads it)."""
+    if entry is None or entry.get("loop") != state.get("loopId"):
+        return {}
+    return dict(entry)
+
+
+def _stopped_before(
+    store: Store, exc: KeyboardInterrupt, names: list[str], by: str
+) -> pool.Interrupted:
+    """An interrupt before any check ran, recorded: all of `names` are unfinished."""
+    stopped = _stopped(exc, names)
+    records.interrupted(store, [], names, by, stopped.how)
+    return stopped
 
 
 # -- 3. room and 4. run -------------------------------------------------------------
@@ -195,22 +213,22 @@ def _resolved(state: st.State, names: Sequence[str] | None) -> list[str] | None:
 
 def run(
     store: Store,
-    state: st.State,
-    planned: list[verifyplan.Planned],
+    found: Gathered,
+    made: verifyplan.Plan,
     ask: Ask,
-    restore: Restore | None,
-    deadline: float | None,
     dog: watchdog.Watchdog | None = None,
 ) -> list[CheckResult]:
-    """Build the room and run the `planned` checks in it, side by side, within
-    `deadline` (a `time.monotonic()` value; None: no bound), watched by `dog`."""
-    jobs = [pool.Job(p.criterion, p.command, p.limit, p.alone, p.last) for p in planned]
+    """Build the room and run the plan's checks in it, side by side, within the plan's
+    budget; `dog` (verify/watchdog.py) is told of each check's process."""
+    state = found.facts.state
+    jobs = [pool.Job(p.criterion, p.command, p.limit, p.alone, p.last) for p in made.jobs]
     names = [job.criterion for job in jobs]
+    deadline = None if made.budget is None else found.started + made.budget
     who = _producer(ask.by)
-    progress = firsts.judging(store, state, ask.progress)  # a pass that must fail first is held
-    try:
+    progress = firsts.judging(state, found.entry, ask.progress)  # a pass that must fail
+    try:  # first is held before anyone is shown it
         try:
-            room = isolation.room(store.paths, state, ask.clean, restore, deadline)
+            room = _room(store, found, ask, deadline)
         except cleanroom.TamperedRoom as exc:
             return [checkrunner.tampered(job, str(exc), who) for job in jobs]
         try:
@@ -237,6 +255,19 @@ def run(
         raise stopped from None
 
 
+def _room(store: Store, found: Gathered, ask: Ask, deadline: float | None) -> isolation.Room | None:
+    """The clean room the checks run in, or None (the project root), as `ask.clean`
+    and the loop's `cleanVerify` say; the guarded files are compared with the approval
+    here when gather did not compare them."""
+    state = found.facts.state
+    if ask.clean is False or (ask.clean is None and not found.facts.clean):
+        return None
+    restore = found.restore
+    if not found.compared:
+        restore = isolation.approved_guards(store.paths, state, found.facts.entry)
+    return isolation.room(store.paths, state, ask.clean, restore, deadline)
+
+
 def _stopped(exc: KeyboardInterrupt, names: list[str]) -> pool.Interrupted:
     """An interrupt as `pool.Interrupted`: one raised before any check ran finished none."""
     if isinstance(exc, pool.Interrupted):
@@ -256,10 +287,19 @@ def _producer(by: str) -> str:
 # -- 6. record ----------------------------------------------------------------------
 
 
-def record(store: Store, results: list[CheckResult], ask: Ask) -> None:
-    """The ledger judges `results` (red before green: a pass that must fail first is
-    held), and, when `ask` records, the state and history take them."""
-    if ask.record:
-        records.results(store, results, ask.by)
-    else:
-        firsts.judge(store, results)
+def record(
+    store: Store, found: Gathered, made: verifyplan.Plan, judged: verdict.Verdict, ask: Ask
+) -> Verification:
+    """The ledger judges the results (red before green: a pass that must fail first is
+    held), and, when `ask` records, the state and history take them; what the
+    verification did, for its caller."""
+    if made.jobs and ask.record:
+        records.results(store, judged.results, ask.by)
+    elif made.jobs:
+        firsts.judge(store, judged.results)
+    done = Verification(judged.results, made.fresh, made.deferred + judged.cut)
+    done.budget = made.budget or 0.0
+    done.clean = ask.afford and found.facts.clean
+    if done.deferred and done.clean:  # the command the model is told must work here
+        done.clean = git.toplevel(store.paths.root) is not None
+    return done

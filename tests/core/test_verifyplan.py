@@ -39,6 +39,16 @@ def test_choose_keeps_the_loops_order_and_refuses_a_criterion_without_a_check() 
     assert verifyplan.choose(state, ["c", "a"]) == [("a", "check a"), ("c", "check c")]
     with pytest.raises(RalphstateError, match="'b' has no check"):
         verifyplan.choose(state, ["b"])
+    assert verifyplan.choose(state, ["3", "c"]) == [("c", "check c")]  # by number, once
+    with pytest.raises(RalphstateError, match="no criterion 'd'"):
+        verifyplan.choose(state, ["d"])
+
+
+def test_untrusted_checks_plan_nothing_and_say_so_while_no_check_is_no_refusal() -> None:
+    state = loop("a")
+    made = verifyplan.plan(Facts(state, verifyplan.choose(state, None), trusted=False))
+    assert made.untrusted and made.jobs == []
+    assert not verifyplan.plan(Facts(state, [], trusted=False)).untrusted
 
 
 def test_every_chosen_check_runs_within_its_own_limit_or_the_timeout() -> None:
