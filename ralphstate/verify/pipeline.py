@@ -9,10 +9,11 @@ gate (hooks/base.py), `ralphstate run` (run/bookkeeping.py), `ralphstate verify`
 It reads top to bottom, one step after the other (docs/explanation/design.md, "The
 verification pipeline"):
 
-1. gather: the facts, once: the state, the chosen criteria, their trust, and, for a
-   verification a hook must afford, the ledger's entry and the trees git names;
+1. gather: the facts, once: the state, the chosen criteria, their trust, the ledger's
+   entry, and, for a verification a hook must afford, the trees git names;
 2. plan (core/verifyplan.py, pure): which checks run, with which limits, which need not
-   (verified on this code already) and which do not fit the hook's budget;
+   (verified on this code already) and which do not fit the hook's budget, or that
+   none runs (untrusted);
 3. room: where they run: a clean room (verify/isolation.py) or the project root;
 4. run: side by side (verify/pool.py), each as verify/checkrunner.py runs it, watched
    by a process that records the verification as killed if this one dies
