@@ -7,7 +7,7 @@ store: nothing on the runner tells its approval from the person's. So no approva
 during the job counts. When `ralphstate run` ends complete, `ralphstate ci` puts the
 trusted contract back (what the agent changed is said), approves it again as the base
 commit holds it (the guarded tests too), and runs its checks itself in a clean room
-(`verify/execute.py`, recorded `by: ci`). Only when every check passes and nothing had to
+(`verify/pipeline.py`, recorded `by: ci`). Only when every check passes and nothing had to
 be put back does the job end complete; else the loop is paused for review, its record
 committed and pushed, and the job fails saying why (docs/how-to/github-action.md, "Trust
 on a runner"; SECURITY.md, promise 23).

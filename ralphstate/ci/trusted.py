@@ -144,11 +144,11 @@ def run_checks(
 ) -> tuple[dict[str, bool], list[str]]:
     """Run the loop's trusted checks as the job (`by: ci`): whether each of `names`
     passed, and the problems, one phrase each (a check that could not run, or failed)."""
-    from ralphstate.verify import execute
+    from ralphstate.verify import pipeline
 
     problems: list[str] = []
     try:
-        results = execute.run_checks(store, by="ci", clean=clean)
+        results = pipeline.verify(store, pipeline.Ask(by="ci", clean=clean)).results
     except RalphstateError as exc:
         problems.append(f"the trusted checks could not run: {str(exc).rstrip('.')}")
         results = []

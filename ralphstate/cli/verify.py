@@ -12,7 +12,7 @@ from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
 from ralphstate.loop.project import locate
-from ralphstate.verify import execute, onecheck, pool, strength
+from ralphstate.verify import onecheck, pipeline, pool, strength
 
 EXIT_INTERRUPTED = 130
 
@@ -106,9 +106,8 @@ def verify_command(
 
     try:
         with onecheck.terminate_as_interrupt():
-            results = execute.run_checks(
-                store, list(names) or None, timeout, progress=show, clean=clean
-            )
+            ask = pipeline.Ask(list(names) or None, timeout=timeout, clean=clean, progress=show)
+            results = pipeline.verify(store, ask).results
     except KeyboardInterrupt as exc:
         output.error(_interrupted(exc, len(done)))
         raise SystemExit(EXIT_INTERRUPTED) from None

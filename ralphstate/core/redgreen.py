@@ -11,7 +11,7 @@ the command of a check that has failed at least once. A new command starts again
 that counted (nothing after a failure): the Stop hook runs a check again only when the
 code changed since (`queries.fresh`), and a pass written into state.json by hand is not
 one. `lastRun[criterion]` is `{"command", "ms", "strength"}`: how long its last run took, which
-says whether it can fit a stop's budget (verify/fitting.py). `strength`, in `firsts`,
+says whether it can fit a stop's budget (core/verifyplan.py). `strength`, in `firsts`,
 `lastRun` and `lastPass`, is how many tests the run's output said ran
 (verify/strength.py; None: exit code only), and `approvedStrength[criterion]` is
 `{"command", "strength"}` as a person last approved it: a pass weaker than that

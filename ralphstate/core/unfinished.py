@@ -2,7 +2,7 @@
 (docs/explanation/hooks.md, "Long test suites"), and when a verification was stopped
 before its checks finished.
 
-A check that does not fit the hook (verify/fitting.py) proves nothing either way until
+A check that does not fit the hook (core/verifyplan.py) proves nothing either way until
 ralphstate's own verification of it in the background ends (verify/background.py): the
 block reason names it, says why it did not run here, how long the background
 verification has run, and that the agent's own `ralphstate verify` does not stand for
@@ -31,7 +31,7 @@ HOW = {"terminated": "stopped", "interrupted": "interrupted", "killed": "killed"
 
 
 class Left(Protocol):
-    """A check left to `ralphstate verify` (verify/fitting.py `Deferred`)."""
+    """A check left to `ralphstate verify` (core/verifyplan.py `Deferred`)."""
 
     @property
     def criterion(self) -> str: ...
@@ -42,7 +42,7 @@ class Left(Protocol):
 
 
 class Leftover(Protocol):
-    """What a hook left to `ralphstate verify` (verify/fitting.py `Verification`): the
+    """What a hook left to `ralphstate verify` (verify/pipeline.py `Verification`): the
     checks, the budget they did not fit, whether the checks run in a clean room."""
 
     @property

@@ -28,9 +28,9 @@ from ralphstate.storage.system import paths
 
 if TYPE_CHECKING:
     from ralphstate.verify.background import Job
-    from ralphstate.verify.fitting import Verification
     from ralphstate.verify.heldoutchecks import Failed
     from ralphstate.verify.onecheck import CheckResult
+    from ralphstate.verify.pipeline import Verification
 
 Output = dict[str, object]
 HookInput = dict[str, object]
@@ -110,7 +110,7 @@ def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) 
 class Verified:
     """What a run of the checks found: their results, or that they are not trusted;
     and what it left alone: the checks verified on this code already (`fresh`), and
-    those left to `ralphstate verify` (`deferred`, verify/fitting.py), with the
+    those left to `ralphstate verify` (`deferred`, core/verifyplan.py), with the
     `budget` they did not fit and whether the checks run in a clean room (`clean`)."""
 
     def __init__(
@@ -143,7 +143,7 @@ def run_checks(
 ) -> Verified:
     """Verify-on-stop, the re-run of stale checks, or a tied task's checks (`by`: stop,
     task): the loop's trusted checks (`names`, else all) as a hook can afford them
-    (verify/fitting.py: not again on the code they were verified on, side by side,
+    (verify/pipeline.py: not again on the code they were verified on, side by side,
     within the loop's budget), outside the state lock, in a clean room where the loop
     is in a git repository (unless its `cleanVerify` is false), with `restore`'s paths
     in it as that tree holds them. Untrusted checks are never run. Once every check
@@ -151,7 +151,7 @@ def run_checks(
     of every criterion) run (verify/heldoutchecks.py, for `session`). A SIGTERM (a client
     that gave up waiting) kills the running checks, records the verification as
     stopped, and fails open."""
-    from ralphstate.verify import execute, onecheck, pool
+    from ralphstate.verify import onecheck, pipeline, pool
 
     try:
         with onecheck.terminate_as_interrupt():
@@ -161,7 +161,7 @@ def run_checks(
             running = _background(store, found, job, by, _waiting(store, left))
             left = found.budget - (time.monotonic() - started)
             held = _held_out(store, found, held_for, by, session, left)
-    except execute.Untrusted:
+    except pipeline.Untrusted:
         return Verified([], untrusted=True)
     except RalphstateError as exc:  # (a clean room that cannot be made, say): the person
         raise Unusable(str(exc).rstrip(".")) from None  # is told the gate failed open
@@ -178,16 +178,26 @@ def run_checks(
 def _fitting(
     store: Store, names: list[str] | None, restore: tuple[str, list[str]] | None, by: str
 ) -> tuple[Verification, Job | None]:
-    """What fits the hook (verify/fitting.py), leaving out the checks a background
+    """What fits the hook (verify/pipeline.py), leaving out the checks a background
     verification of the code as it is now runs (verify/background.py), and that job."""
-    from ralphstate.verify import background, execute, fitting
+    from ralphstate.core import verifyplan
+    from ralphstate.verify import background
 
     state = store.load()
     job = background.current(store, state)
-    if job is None:
-        return fitting.verify(store, names, restore=restore, by=by), None
-    wanted = [c for c, _ in execute.plan(state, names) if c not in job.criteria]
-    return fitting.verify(store, wanted, restore=restore, by=by), job
+    if job is not None:
+        names = [c for c, _ in verifyplan.choose(state, names) if c not in job.criteria]
+    return _fits(store, names, restore, by), job
+
+
+def _fits(
+    store: Store, names: list[str] | None, restore: tuple[str, list[str]] | None, by: str
+) -> Verification:
+    """The checks of `names` as a hook affords them (verify/pipeline.py)."""
+    from ralphstate.verify import pipeline
+
+    ask = pipeline.Ask(names, by, clean=None, restore=restore, record=False, afford=True)
+    return pipeline.verify(store, ask)
 
 
 def _waiting(store: Store, left: float) -> float:
@@ -206,21 +216,22 @@ def _background(
     them (the checks the hook ran itself come first); one still running, or a new one
     for the checks left, keeps them left, waiting up to `wait` seconds for it. Returns
     the seconds the job has run, or None when nothing is left."""
-    from ralphstate.verify import background, execute, fitting
+    from ralphstate.core import verifyplan
+    from ralphstate.verify import background
 
     state = store.load()
     if job is not None:
-        mine = [c for c, _ in execute.plan(state, None) if c in job.criteria]
+        mine = [c for c, _ in verifyplan.choose(state, None) if c in job.criteria]
         if not found.deferred:  # the hook ran the others: the job has the rest
             results = background.taken(store, job, max(0.0, wait))
             if results is not None:
                 found.results += results
                 return None
             if not background.ended(job):
-                found.deferred = [fitting.Deferred(c, None) for c in mine]
+                found.deferred = [verifyplan.Deferred(c, None) for c in mine]
                 return background.running_for(job)
         # More checks left, or the job ended with no result: one new job for them all.
-        found.deferred += [fitting.Deferred(c, None) for c in mine]
+        found.deferred += [verifyplan.Deferred(c, None) for c in mine]
     if not found.deferred:
         return None
     job = background.start(store, state, [d.criterion for d in found.deferred], by)

@@ -180,7 +180,7 @@ class _Decisions:
         checked: list[Event] = []
         working = current
         if results:  # on a copy: kept only when the decision writes
-            from ralphstate.verify.execute import apply
+            from ralphstate.verify.records import apply
 
             working = copy.deepcopy(current)
             checked = apply(working, results, "stop")

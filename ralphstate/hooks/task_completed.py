@@ -119,7 +119,7 @@ def _judge(
     def record(current: st.State, events: list[Event]) -> list[str] | None:
         if not still_ours(current):
             return None
-        from ralphstate.verify.execute import apply
+        from ralphstate.verify.records import apply
 
         checked = apply(current, results, "task")
         if verified.heldout:  # verify/heldoutchecks.py: its criterion is not verified

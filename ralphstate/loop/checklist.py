@@ -7,41 +7,20 @@ from __future__ import annotations
 from ralphstate.core import clock, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import RalphstateError
+from ralphstate.core.typos import pick
 from ralphstate.loop import taskfile
 from ralphstate.storage.loopdir.store import Event, Store
 from ralphstate.storage.peruser import truststore
 
-# A name that matches nothing is answered with the closest names; a loop with this many
-# or fewer is listed whole when none is close.
-SHOW_ALL_NAMES = 5
-
-
-def _pick(items: list[str], ref: str, kind: str, plural: str) -> str:
-    """The item named `ref`, or numbered `ref` (from 1); RalphstateError listing them."""
-    if ref in items:
-        return ref
-    if ref.isdecimal() and 1 <= int(ref) <= len(items):  # "¹" is a digit, not a number
-        return str(items[int(ref) - 1])
-    import difflib
-
-    close = difflib.get_close_matches(ref, items, n=3, cutoff=0.6)
-    if close:
-        hint = "did you mean " + " or ".join(repr(i) for i in close) + "?"
-    elif len(items) <= SHOW_ALL_NAMES:
-        hint = f"{plural}: {', '.join(repr(i) for i in items) or 'none'}"
-    else:
-        hint = f"it has {len(items)} {plural}; `ralphstate status` lists them"
-    raise RalphstateError(f"no {kind} {ref!r} in this loop ({hint}).")
-
 
 def find_criterion(state: st.State, name: str) -> str:
     """The criterion `name` names: its text, or its 1-based number."""
-    return _pick(state["criteria"], name, "criterion", "criteria")
+    return pick(state["criteria"], name, "criterion", "criteria")
 
 
 def find_step(state: st.State, ref: str) -> str:
     """The step `ref` names: its text, or its 1-based number."""
-    return _pick(state["steps"], ref, "step", "steps")
+    return pick(state["steps"], ref, "step", "steps")
 
 
 # -- criteria --------------------------------------------------------------------

@@ -35,10 +35,10 @@ def check_trusted(store: Store, state: st.State) -> None:
     if not state["checks"]:
         return
     from ralphstate.storage.peruser import truststore
-    from ralphstate.verify import execute
+    from ralphstate.verify import pipeline
 
     if not truststore.is_trusted(store.paths, state):
-        raise RalphstateError(execute.untrusted_message(store))
+        raise RalphstateError(pipeline.untrusted_message(store))
 
 
 def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State:
@@ -47,12 +47,12 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
 
     A criterion with a check (`checks`) is verified by running it, in a clean room
     where the loop is in a git repository (unless its `cleanVerify` is false):
-    `verify.run_checks` records pass or fail in `criteriaStatus` and `evidence`. A
+    `verify/pipeline.py` records pass or fail in `criteriaStatus` and `evidence`. A
     criterion without one counts as verified when `criteriaStatus` says so. Once every
     criterion is, the held-out checks run (verify/heldoutchecks.py): one that fails
     sets its criterion back. Returns the state afterwards.
     """
-    from ralphstate.verify import execute, heldoutchecks
+    from ralphstate.verify import heldoutchecks, pipeline
 
     held_out = heldoutchecks.has_any(store.paths, state)
     if not state["checks"] and not held_out:
@@ -61,7 +61,7 @@ def verify_criteria(store: Store, state: st.State, report: Reporter) -> st.State
     def said(result: Any) -> None:
         report.line(progress.check_line(result))
 
-    execute.run_checks(store, by="run", progress=said, clean=None)
+    pipeline.verify(store, pipeline.Ask(by="run", clean=None, progress=said))
     after = store.load()
     if held_out and not queries.unmet(after):
         failed = heldoutchecks.run(store, after, by="run")

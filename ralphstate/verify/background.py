@@ -1,6 +1,6 @@
 """The Stop hook's own verification of checks longer than a stop may spend, run in the
 background (docs/explanation/hooks.md, "Long test suites"; docs/explanation/proof.md,
-"Only ralphstate's passes count").
+"Levels of a pass").
 
     job = background.current(store, state)     # the job for this code and contract
     background.settle(store, state, found, job, by="stop", wait=5.0)
@@ -41,14 +41,14 @@ from typing import Any
 
 import orjson
 
-from ralphstate.core import checkrun
 from ralphstate.core import state as st
+from ralphstate.core import verifyplan
 from ralphstate.core.errors import RalphstateError
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import home, ledger
 from ralphstate.storage.repo import filestamp, git
 from ralphstate.storage.system import children, fsio, paths
-from ralphstate.verify import execute, firsts, onecheck, pool
+from ralphstate.verify import onecheck, pipeline
 
 # How often a stop looks whether the job it waits for has written its result.
 POLL = 0.1
@@ -153,7 +153,7 @@ def start(store: Store, state: st.State, names: Sequence[str], by: str = "stop")
             f" result; `ralphstate verify` runs them where you can see why"
         )
     nonce = secrets.token_hex(32)
-    limit = sum(execute.own_limit(state, c) for c in names if c in state["checks"])
+    limit = sum(verifyplan.limit(state, c) for c in names if c in state["checks"])
     job = Job(list(names), now, nonce, 0, time.time(), by, limit, tries)
     program = [sys.executable, "-I", "-c", "from ralphstate.verify.background import main; main()"]
     with contextlib.suppress(FileNotFoundError):
@@ -185,17 +185,13 @@ def main() -> None:
     if job is None or not nonce or not secrets.compare_digest(job.nonce, nonce):
         return
     state = store.load()
-    todo = execute.plan(state, [n for n in job.criteria if n in state["checks"]])
-    alone = checkrun.alone(state)
-    jobs = [pool.Job(c, cmd, execute.own_limit(state, c), c in alone) for c, cmd in todo]
+    names = [n for n in job.criteria if n in state["checks"]]
+    ask = pipeline.Ask(names, job.by, clean=None, record=False)  # the ledger judges firsts
     try:
         with onecheck.terminate_as_interrupt():  # stopped: its checks are killed with it
-            results = execute.run_jobs(
-                store, state, jobs, execute.Where(None), record=False, progress=None, by=job.by
-            )
-    except KeyboardInterrupt:
+            results = pipeline.verify(store, ask).results
+    except (KeyboardInterrupt, pipeline.Untrusted):
         return
-    firsts.judge(store, results)
     records = [_as_record(r) for r in results]
     _write(result_path(loop), {"nonce": nonce, "identity": job.identity, "results": records})
 

@@ -10,7 +10,7 @@ from ralphstate.core import state as st
 from ralphstate.core.text import visible
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import truststore
-from ralphstate.verify import execute, firsts
+from ralphstate.verify import firsts, pipeline
 
 
 def begin(store: Store, state: st.State, expect_fail: bool) -> list[str]:
@@ -29,7 +29,7 @@ def begin(store: Store, state: st.State, expect_fail: bool) -> list[str]:
             " `ralphstate trust`"
         )
         return [said]
-    results = execute.run_checks(store, by="init") if armed else []
+    results = pipeline.verify(store, pipeline.Ask(by="init")).results if armed else []
     code = next((r.code for r in results if r.code is not None), None)
     firsts.start(store, state, code.tree if code else None)
     ran = {r.criterion: r for r in results}

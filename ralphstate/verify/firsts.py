@@ -1,11 +1,11 @@
 """Each check's first result, kept in the loop's ledger (core/redgreen.py has the rules;
 docs/explanation/proof.md, "Red before green").
 
-    progress = firsts.judging(store, state, progress)   # as each check finishes
+    progress = firsts.judging(state, entry, progress)   # as each check finishes
     firsts.judge(store, results)      # before results are written to the state
     firsts.start(store, state)        # at `init`: the tree the loop started on
 
-`judge` sees every batch of check results before the state records them (verify/execute.py
+`judge` sees every batch of check results before the state records them (verify/pipeline.py
 calls it wherever checks run: `verify`, `run`, the Stop hook, the task gate). In one
 change of the ledger it records each criterion's first result for its current command
 and the commands that failed; then it holds back a pass that must fail first
@@ -37,7 +37,7 @@ START_TREE_SECONDS = min(2.0, limits.GIT_SNAPSHOT_SECONDS)
 
 
 class Result(Protocol):
-    """A check's result as verify/execute.py makes it (`CheckResult`)."""
+    """A check's result as verify/onecheck.py makes it (`CheckResult`)."""
 
     criterion: str
     command: str
@@ -67,11 +67,11 @@ def say(message: str) -> None:
 
 
 def judging(
-    store: Store, state: st.State, progress: Callable[[Any], None] | None
+    state: st.State, entry: Any, progress: Callable[[Any], None] | None
 ) -> Callable[[Any], None]:
     """`progress` for checks about to run on `state`, each result judged first: a pass
-    that must fail first is held before anyone is shown it."""
-    entry = ledger.read(store.paths)
+    that must fail first is held before anyone is shown it (`entry`: the loop
+    directory's ledger entry, as read before they ran)."""
     if entry is not None and entry.get("loop") not in (None, state["loopId"]):
         entry = None
 

@@ -10,6 +10,8 @@ of the files git tracks (`storage/repo/cleanroom.py`; docs/explanation/proof.md,
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from ralphstate.core import limits, queries
 from ralphstate.core import state as st
@@ -40,15 +42,14 @@ def room(
     `clean` True asks for one (RalphstateError outside a git repository); None takes
     one where the loop is in a git repository and its `cleanVerify` is not false;
     False never. `restore` (a tree id, pathspecs) puts those paths back as that tree
-    holds them. Making it takes at most `limits.CLEAN_ROOM_SECONDS`, and never past
+    holds them (the pipeline's gather compared the guarded files: `approved_guards`).
+    Making it takes at most `limits.CLEAN_ROOM_SECONDS`, and never past
     `deadline` (a `time.monotonic()` value): CleanRoomError."""
     if clean is False or (clean is None and not queries.clean_verify(state)):
         return None
     budget = limits.CLEAN_ROOM_SECONDS
     if deadline is not None:
         budget = min(budget, deadline - time.monotonic())
-    if restore is None:
-        restore = approved_guards(paths, state)
     from ralphstate.storage.peruser import approvedcopies
 
     made = cleanroom.open_room(
@@ -65,16 +66,17 @@ def room(
     return made
 
 
-def approved_guards(paths: LoopPaths, state: st.State) -> tuple[str, list[str]] | None:
+def approved_guards(
+    paths: LoopPaths, state: st.State, entry: Mapping[str, Any] | None
+) -> tuple[str, list[str]] | None:
     """What a clean room puts back as the person approved it: the guarded files changed
     or deleted since the approval, and new test configuration taken out (its tree does
     not hold it). New test files stay: adding tests is the easy path. None when the loop
-    guards nothing or has no approved tree here."""
-    from ralphstate.storage.peruser import ledger
+    guards nothing or has no approved tree here. `entry`: the loop's ledger entry, as
+    read (None: it has none)."""
     from ralphstate.storage.repo import guarded
 
     guards = state.get("guards")
-    entry = ledger.of_loop(paths, state) if guards else None
     tree = (entry or {}).get("guardTree")
     if not guards or not isinstance(tree, str):
         return None

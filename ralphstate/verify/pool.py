@@ -4,7 +4,7 @@ suites").
     results = pool.run(jobs, cwd, at_once=8, deadline=None, progress=show, watch=dog)
 
 At most `at_once` checks run at the same time, each in a thread of its own that waits
-for its process (`execute.run_one`); a check that runs alone starts once nothing else
+for its process (`onecheck.run_one`); a check that runs alone starts once nothing else
 runs, and nothing starts beside it. They start in `core.checkrun.order`'s order: the
 longest last run first, the checks that run alone last. Results come back in the loop's
 order whatever order they finished in, and `progress` sees each as soon as every check
@@ -13,7 +13,7 @@ before it in that order has finished, so what is printed is the same from run to
 A `deadline` (a `time.monotonic()` value) bounds them all: a check it cuts short fails
 as timed out, one it leaves no time for as not run, and both say the budget ran out
 (`CheckResult.budget_cut`). On KeyboardInterrupt (Ctrl-C, or SIGTERM through
-`execute.terminate_as_interrupt`) every running check's process group is killed and
+`onecheck.terminate_as_interrupt`) every running check's process group is killed and
 `Interrupted` is raised with the results that had finished.
 """
 
@@ -32,7 +32,7 @@ from ralphstate.storage.system import children
 if TYPE_CHECKING:
     import subprocess
 
-# A check's result, as the runner makes it (verify/execute.py `CheckResult`).
+# A check's result, as the runner makes it (verify/onecheck.py `CheckResult`).
 R = TypeVar("R")
 
 # How often the scheduler wakes while it waits for a check, so that a signal's

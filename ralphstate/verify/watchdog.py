@@ -60,7 +60,7 @@ for pgid in groups:
         pass
 if head is not None and not done:
     sys.path[:0] = head["path"]
-    from ralphstate.verify.execute import record_killed
+    from ralphstate.verify.records import killed as record_killed
     record_killed(head)
 """
 

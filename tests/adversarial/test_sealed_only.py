@@ -1,5 +1,5 @@
-"""Only ralphstate's own passes count, at any level (docs/explanation/proof.md, "Only
-ralphstate's passes count"): an agent's `ralphstate verify --clean`, sealed and
+"""Only ralphstate's own passes count, at any level (docs/explanation/proof.md, "Levels
+of a pass"): an agent's `ralphstate verify --clean`, sealed and
 confined, is information for it, and the Stop hook (a real `ralphstate hook stop`
 process) runs the check itself. A suite longer than the stop's budget is verified by
 the hook's own background verification (verify/background.py), which nothing the agent

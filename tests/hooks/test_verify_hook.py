@@ -196,7 +196,7 @@ def test_a_check_changed_while_it_ran_is_not_recorded() -> None:
     state = st.new("s", ["a"], [], now="2026-01-01T00:00:00Z")
     state["checks"] = {"a": "new command"}
     state["criteriaStatus"] = {"a": True}
-    from ralphstate.verify.execute import apply
+    from ralphstate.verify.records import apply
 
     old = CheckResult("a", "old command", passed=False, exit_code=1, duration_ms=5, timeout=9)
     assert apply(state, [old], "stop") == []

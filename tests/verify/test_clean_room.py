@@ -21,7 +21,7 @@ import pytest
 from ralphstate.run import spawn
 from ralphstate.storage.repo import git as storage_git
 from ralphstate.storage.system.paths import LoopPaths
-from ralphstate.verify import confine, execute
+from ralphstate.verify import confine, pipeline
 from tests.helpers import run_process
 from tests.helpers.checks import alive, py, sleeper, wait_for
 from tests.helpers.gitrepo import git, init_repo, use_identity
@@ -147,7 +147,7 @@ def test_outside_git_the_checks_run_in_place_and_clean_is_refused(rs: Any, proje
     done = rs("verify", "--clean")
     assert done.code == 1 and "is not in a git repository" in done.err
     store = load_store(project)
-    (result,) = execute.run_checks(store, clean=None)  # the hooks' way: in place here
+    (result,) = pipeline.verify(store, pipeline.Ask(clean=None)).results  # in place here
     assert result.passed and result.clean_tree is None
 
 

@@ -16,8 +16,7 @@ from ralphstate.core import clock, limits, queries
 from ralphstate.core import state as st
 from ralphstate.core.errors import CorruptState
 from ralphstate.loop.project import locate
-from ralphstate.verify import execute as verify
-from ralphstate.verify import onecheck
+from ralphstate.verify import onecheck, pipeline
 from tests.helpers.checks import FAIL, PASS, alive, py, script, sleeper, wait_for
 
 POSIX_ONLY = pytest.mark.skipif(sys.platform == "win32", reason="process groups are POSIX")
@@ -255,7 +254,7 @@ def test_the_budget_bounds_all_checks_together(project: Path, rs: Any) -> None:
     marker = project / "ran-second"
     make_loop(rs, {"slow": command, "second": py(f"open({str(marker)!r}, 'w').close()")})
     rs("config", "verify-jobs", "1")  # one after the other: the budget is the slow one's
-    results = verify.run_checks(locate(), budget=2)
+    results = pipeline.verify(locate(), pipeline.Ask(budget=2)).results
     assert [(r.criterion, r.passed, r.timed_out, r.exit_code) for r in results] == [
         ("slow", False, True, None),
         ("second", False, False, None),

@@ -16,7 +16,7 @@ JSON file in the per-user data directory (`loops/<hash of the loop dir>.json`):
   at least once; `startTree`, `startSteps`: the tree the loop started on and the steps
   done then (red before green, verify/firsts.py); `lastPass`: each check's last pass
   that counted, and the code it ran on (a check verified on the code the work tree
-  holds is not run again at a stop, verify/fitting.py);
+  holds is not run again at a stop, core/verifyplan.py);
 - `told`: what the person was already told about, so a notice is given once;
 - `lost`: the file could not be used and was kept aside (`keptAs`): what the person
   approved is unknown until they approve again (`fault`).

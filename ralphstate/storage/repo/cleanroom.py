@@ -73,7 +73,7 @@ class CleanRoomError(RalphstateError):
 
 class TamperedRoom(CleanRoomError):
     """The room does not hold what ralphstate put there: not a fault of ralphstate's
-    but evidence against the work, so the checks fail (verify/execute.py) rather than
+    but evidence against the work, so the checks fail (verify/pipeline.py) rather than
     the hook failing open."""
 
 

@@ -16,7 +16,7 @@ its process tree (`/F` for kill, and the child itself is then killed).
 
 Output is read by a thread per stream (`read`), so a child that prints a lot never
 blocks on a full pipe, and `Kept` keeps the first or the last bytes of it, never more
-than its limit (`storage/repo/git.py` keeps the start of git's answer, `verify/execute.py`
+than its limit (`storage/repo/git.py` keeps the start of git's answer, `verify/onecheck.py`
 the end of a check's output).
 """
 
