@@ -61,10 +61,11 @@ lowest and the highest, and the goal. The rows:
   and `ralphstate list` of 1,000 loops against 10 (each in a git repository): linear
   renders, and `list` reads a state file a loop and starts no git;
 - long suites: the Stop hook at a claim, on new code, whose check's last run (3 s) is
-  longer than the stop's budget (2 s here): left to `ralphstate verify` and never
-  started, against the Stop hook blocking an unmet criterion (goal: a block's cost, not
-  the suite's); `ralphstate verify` of 50 checks of `sleep 0.2`, side by side, against
-  one `sleep 0.2` (goal: the time of a few of them, not of 50);
+  longer than the stop's budget (2 s here): not run in the stop but left to the
+  background verification, which the stop waits for up to its budget, against the Stop
+  hook blocking an unmet criterion (goal: a block's cost, not the suite's);
+  `ralphstate verify` of 50 checks of `sleep 0.2`, side by side, against one `sleep
+  0.2` (goal: the time of a few of them, not of 50);
 - toolchain fingerprint: what a check resolves to, fingerprinted in a whole process,
   for a check run by the python of a virtualenv of 200 distributions with entry
   points (bench/fingerprint.py): first (its cache removed before each run; no goal)
