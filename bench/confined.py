@@ -4,10 +4,10 @@ that runs checks unconfined."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
+from person import TRUSTS, trust
 from processes import BIG, Proc, run
 
 # The person's switch (verify/confine.py `OFF_FILE`), in ralphstate's data directory.
@@ -25,15 +25,17 @@ def data_dir(env: dict[str, str]) -> Path:
 
 def confined_checks(
     base: Path, rs: list[str], env: dict[str, str]
-) -> tuple[str, float, Proc, Proc]:
+) -> list[tuple[str, float, Proc, Proc]]:
     """`verify` of `exit 0` in place, confined / unconfined (the switch is made or taken
     away before each run, untimed). Where no confinement starts both run unconfined and
-    the ratio is 1."""
+    the ratio is 1. None where the person cannot trust the check (person.py)."""
+    if not TRUSTS:
+        return []
     root = base / "confined"
     root.mkdir()
     run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], env, root)
     run([*rs, "criteria", "check", "tests pass", "exit 0"], env, root)
-    run([*rs, "trust"], env, root)
+    trust(rs, env, root)
     switch = data_dir(env) / OFF_FILE
     verify = [*rs, "verify"]
 
@@ -46,7 +48,7 @@ def confined_checks(
         switch.write_text("")
         return verify
 
-    case = Proc(confined, root, expect="passed")
-    bare = Proc(unconfined, root, expect="passed")
+    case = Proc(confined, root, expect="the one check passed")
+    bare = Proc(unconfined, root, expect="the one check passed")
     # Goal: under 50 ms a check on Linux, which against a `verify` of some 200 ms is 1.25.
-    return ("verify, confined / unconfined", 1.25 if os.name == "posix" else 1.1, case, bare)
+    return [("verify, confined / unconfined", 1.25, case, bare)]

@@ -4,6 +4,7 @@ stdin and directory, and how it is run."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 SESSION = "bench-session"
 BIG = ["--max-iterations", "100000", "--stall-limit", "100000"]  # never paused by a cap
+DETACH = os.name == "posix"  # Windows: a console process asks at CONIN$ (none here)
 GIT_WHO = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
 
 
@@ -38,9 +40,14 @@ class Proc:
 
 
 def run(cmd: list[str], env: dict[str, str], cwd: Path, data: bytes = b"") -> tuple[float, str]:
-    """Wall time of one whole process, and its stdout; a failure stops the benchmark."""
+    """Wall time of one whole process, and its stdout; a failure stops the benchmark.
+    The process leads a session of its own, with no controlling terminal (as a hook or
+    a script has none): nothing it starts asks at the terminal of the person running
+    the benchmark, who trusts the checks in a pty of its own instead (person.py)."""
     start = time.perf_counter()
-    done = subprocess.run(cmd, input=data, env=env, cwd=cwd, capture_output=True)
+    done = subprocess.run(
+        cmd, input=data, env=env, cwd=cwd, capture_output=True, start_new_session=DETACH
+    )
     took = time.perf_counter() - start
     if done.returncode != 0 or done.stderr:
         sys.exit(f"{shlex.join(cmd)} failed ({done.returncode}): {done.stderr.decode()}")

@@ -6,13 +6,21 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from person import TRUSTS, trust
 from processes import BIG, GIT_WHO, Proc, hook_input, run
+
+# In the verifying Stop's block: its check ran, and failed (not a loop paused untrusted).
+FAILED = "tests pass: `exit 1` exit code 1"
 
 
 def clean_rooms(
     base: Path, rs: list[str], env: dict[str, str], owned: dict[str, str], stop: list[str]
 ) -> list[tuple[str, float, Proc, Proc]]:
-    """The clean room's rows: `verify --clean` / `verify`, and a verifying Stop hook."""
+    """The clean room's rows: `verify --clean` / `verify`, and a verifying Stop hook
+    whose block names its failed check. None where the person cannot trust the checks
+    (person.py)."""
+    if not TRUSTS:
+        return []
 
     def tracked(name: str, files: int, check: str, clean: str = "on") -> Path:
         root = base / name  # a repository whose one commit holds `files` files, then a loop
@@ -24,12 +32,14 @@ def clean_rooms(
         run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, root)
         run([*rs, "criteria", "check", "tests pass", check], env, root)
         run([*rs, "config", "clean-verify", clean], env, root)
+        trust(rs, env, root)
         return root
 
     rows: list[tuple[str, float, Proc, Proc]] = []
     for files, name, goal in ((3, "", 2.0), (2000, ", 2,000", 4.0)):
         root = tracked(f"git-{files}", files, "exit 0")
-        clean, plain = (Proc([*rs, "verify", *a], root, expect="passed") for a in (["--clean"], []))
+        passed = "the one check passed"
+        clean, plain = (Proc([*rs, "verify", *a], root, expect=passed) for a in (["--clean"], []))
         rows.append((f"verify clean / in place{name}", goal, clean, plain))
     for files, name in ((3, ""), (2000, ", 2,000")):
         claims = []
@@ -41,14 +51,18 @@ def clean_rooms(
                 return stop
 
             data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
-            claims.append(Proc(claiming, root, data, '"block"'))
+            claims.append(Proc(claiming, root, data, FAILED))
         rows.append((f"Stop verifying, clean / not{name}", 2.0, claims[0], claims[1]))
     return rows
 
 
-def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, float, Proc, Proc]:
+def big_untracked(
+    base: Path, rs: list[str], env: dict[str, str]
+) -> list[tuple[str, float, Proc, Proc]]:
     """The snapshot's row: `verify` beside a big untracked file that changes, against
-    the same project without it."""
+    the same project without it. None where the person cannot trust the check."""
+    if not TRUSTS:
+        return []
     root = base / "git-20000"
     for i in range(20_000):  # 200 MB in 200 directories
         (root / "src" / f"d{i % 200}").mkdir(parents=True, exist_ok=True)
@@ -58,6 +72,7 @@ def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, 
     run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], env, root)
     run([*rs, "criteria", "check", "tests pass", "exit 0"], env, root)
     run([*rs, "config", "clean-verify", "off"], env, root)
+    trust(rs, env, root)
     big = root / "disk.img"
     verify = [*rs, "verify"]
 
@@ -70,5 +85,6 @@ def big_untracked(base: Path, rs: list[str], env: dict[str, str]) -> tuple[str, 
         big.unlink(missing_ok=True)
         return verify
 
-    case, none = Proc(growing, root, expect="passed"), Proc(without, root, expect="passed")
-    return ("verify, 2 GiB untracked / none", 1.2, case, none)
+    passed = "the one check passed"
+    case, none = Proc(growing, root, expect=passed), Proc(without, root, expect=passed)
+    return [("verify, 2 GiB untracked / none", 1.2, case, none)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from person import TRUSTS, trust
 from processes import BIG, GIT_WHO, Proc, hook_input, run
 
 
@@ -13,15 +14,20 @@ def long_suites(
     base: Path, rs: list[str], env: dict[str, str], owned: dict[str, str], stop: list[str]
 ) -> list[tuple[str, float, Proc, Proc]]:
     """The Stop hook at a claim, on new code, whose suite took longer than the stop's
-    budget (it is left to `ralphstate verify`, never started), against the Stop hook
+    budget (not run in the stop: it is left to the background verification, which the
+    stop waits for up to its budget, then blocks saying so), against the Stop hook
     blocking an unmet criterion; and `ralphstate verify` of 50 checks of 0.2 s each,
-    side by side, against one such check alone."""
+    side by side, against one such check alone. None where the person cannot trust
+    the checks (person.py)."""
+    if not TRUSTS:
+        return []
     root = base / "long-suite"
     root.mkdir()
     for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "bench"]):
         subprocess.run(["git", *GIT_WHO, *args], cwd=root, check=True, capture_output=True)
     run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, root)
     run([*rs, "criteria", "check", "tests pass", "sleep 3"], env, root)
+    trust(rs, env, root)
     run([*rs, "verify", "--clean"], env, root)  # 3 s, recorded: longer than the budget
     run([*rs, "config", "verify-budget", "2"], env, root)
 
@@ -31,7 +37,7 @@ def long_suites(
         return stop
 
     data = hook_input(root, "Stop", last_assistant_message="Done. <loop-complete>")
-    left = Proc(claiming, root, data, "ralphstate verify --clean 1")
+    left = Proc(claiming, root, data, "does not fit the 2s a stop may spend on checks")
     unmet = base / "long-suite-unmet"
     unmet.mkdir()
     run([*rs, "init", "Benchmark loop", "-c", "tests pass", *BIG], owned, unmet)
@@ -42,6 +48,7 @@ def long_suites(
     run([*rs, "init", "Benchmark loop", *[a for n in names for a in ("-c", n)], *BIG], env, many)
     for name in names:
         run([*rs, "criteria", "check", name, "sleep 0.2"], env, many)
+    trust(rs, env, many)
     fifty = Proc([*rs, "verify"], many, expect="all 50 checks passed")
     one = Proc(["sh", "-c", "sleep 0.2"], many)
     return [
