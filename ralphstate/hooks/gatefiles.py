@@ -61,6 +61,8 @@ def _names(said: str, path: str) -> bool:
     """Whether the command's words `said` (lowercased) name the hook file `path`: its
     name with its directory's, or a name that is no other file's."""
     file = Path(path.lower())
+    if file.name not in said:  # a plain search first: the pattern is slow on a long command
+        return False
     if not re.search(rf"(?<![\w.-]){re.escape(file.name)}(?![\w.-])", said):
         return False
     if file.name not in COMMON_NAMES:
