@@ -110,8 +110,9 @@ def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) 
 class Verified:
     """What a run of the checks found: their results, or that they are not trusted;
     and what it left alone: the checks verified on this code already (`fresh`), and
-    those left to `ralphstate verify` (`deferred`, core/verifyplan.py), with the
-    `budget` they did not fit and whether the checks run in a clean room (`clean`)."""
+    those left to ralphstate's background verification (`deferred`,
+    core/verifyplan.py), with the `budget` they did not fit and whether the checks run
+    in a clean room (`clean`)."""
 
     def __init__(
         self,

@@ -186,9 +186,12 @@ def _described(block: dict[str, object]) -> str:
 
 def _tail(path: str) -> list[bytes]:
     """The whole lines in the last `limits.FORGED_TAIL_BYTES` of the file; none when it
-    cannot be read."""
+    cannot be read, or is not a regular file (a FIFO the agent left there is never
+    waited on)."""
+    from ralphstate.storage.system import fsio
+
     try:
-        with Path(path).open("rb") as handle:
+        with fsio.open_regular(Path(path)) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - limits.FORGED_TAIL_BYTES)
             handle.seek(start)

@@ -266,3 +266,21 @@ def dead_pid() -> str:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return str(child.pid)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_among_the_project_s_transcripts_does_not_hang_a_start(root: Path) -> None:
+    """The agent can leave a FIFO named like a transcript where the client keeps the
+    project's: a real start, whose own transcript is not written yet, looks at the
+    newest of them and must not wait on it for a writer; a session in a tool call
+    beside it is still seen."""
+    make_loop(root, session=None)
+    session_transcript("session-other", PROMPT, RUNNING)
+    os.mkfifo(where("session-fifo"))
+    os.utime(where("session-other"), (1_000_000, 1_000_000))  # the FIFO is newer
+    data = {"session_id": GHOST, "source": "startup", "transcript_path": str(where(GHOST))}
+
+    out, _ = hook("session-start", root, data)  # run_process's timeout: 30 s
+
+    assert out is not None and "could not tell from a shell's" in str(out), out
+    assert load(root)["sessionId"] == GHOST
