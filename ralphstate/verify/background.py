@@ -85,17 +85,19 @@ def result_path(loop: paths.LoopPaths) -> Path:
     return job_path(loop).with_suffix(".result.json")
 
 
-def identity(loop: paths.LoopPaths, state: st.State) -> str:
-    """What the code and the checks are now: a job started on another identity proves
-    nothing of this one."""
-    code = git.snapshot(loop)
+def identity(loop: paths.LoopPaths, state: st.State, tree: str | None = None) -> str:
+    """What the code and the checks are now (or with the work tree holding `tree`): a
+    job started on another identity proves nothing of this one."""
+    if tree is None:
+        code = git.snapshot(loop)
+        tree = code.tree if code else filestamp.stamp(loop)
     entry = ledger.of_loop(loop, state) or {}
     facts = {
         "loop": state["loopId"],
         "checks": state["checks"],
         "timeouts": state["checkTimeouts"],
         "clean": state["cleanVerify"],
-        "tree": code.tree if code else filestamp.stamp(loop),
+        "tree": tree,
         "approved": entry.get("approved"),
         "guards": entry.get("guardTree"),
     }
@@ -192,8 +194,20 @@ def main() -> None:
             results = pipeline.verify(store, ask).results
     except (KeyboardInterrupt, pipeline.Untrusted):
         return
+    if not _ran_on(loop, state, job, results):  # no result: a stop starts it again
+        return
     records = [_as_record(r) for r in results]
     _write(result_path(loop), {"nonce": nonce, "identity": job.identity, "results": records})
+
+
+def _ran_on(
+    loop: paths.LoopPaths, state: st.State, job: Job, results: list[onecheck.CheckResult]
+) -> bool:
+    """Whether each check that ran in a clean room ran on the code the job was started
+    on: the room is made from the work tree as it is then, and code swapped in before
+    it was made (and back before the next stop) would pass for the job's."""
+    trees = {r.code.tree for r in results if r.clean_tree is not None and r.code is not None}
+    return all(identity(loop, state, tree) == job.identity for tree in trees)
 
 
 def _as_record(result: onecheck.CheckResult) -> dict[str, Any]:
