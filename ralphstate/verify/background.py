@@ -223,12 +223,27 @@ def _from_record(raw: dict[str, Any]) -> onecheck.CheckResult:
 
 
 def kept(loop: paths.LoopPaths) -> Job | None:
-    """The job kept for the loop, whatever code it was started on; None without one."""
+    """The job kept for the loop, whatever code it was started on; None without one,
+    or when the file does not hold a job (a field missing, unknown or of a wrong type)."""
     raw = _read(job_path(loop))
     try:
-        return Job(**raw) if raw is not None else None
+        job = Job(**raw) if raw is not None else None
     except TypeError:
         return None
+    return job if job is not None and _well_formed(job) else None
+
+
+def _well_formed(job: Job) -> bool:
+    def number(value: object, kinds: tuple[type, ...] = (int, float)) -> bool:
+        return isinstance(value, kinds) and not isinstance(value, bool)
+
+    return (
+        isinstance(job.criteria, list)
+        and all(isinstance(c, str) for c in job.criteria)
+        and all(isinstance(v, str) for v in (job.identity, job.nonce, job.by))
+        and all(number(v, (int,)) for v in (job.pid, job.tries))
+        and all(number(v) for v in (job.started, job.limit))
+    )
 
 
 def _read_result(loop: paths.LoopPaths, job: Job) -> list[onecheck.CheckResult] | None:

@@ -22,6 +22,7 @@ from tests.helpers.gitrepo import init_repo, use_identity
 from tests.helpers.loops import load
 
 NONCE = "7" * 64
+DONE = "All done. <loop-complete>"
 
 
 @pytest.fixture
@@ -79,3 +80,36 @@ def test_code_swapped_in_before_the_room_was_made_proves_nothing(rs: Any, repo: 
     run_job(loop.dir)
     found = background.taken(store, job)
     assert found is not None and [r.passed for r in found] == [False], found
+
+
+@pytest.mark.parametrize(
+    "field, value", [("pid", "123"), ("pid", 1.5), ("started", None), ("criteria", "tests pass")]
+)
+def test_a_job_file_of_the_wrong_shape_is_no_job(
+    rs: Any, repo: Path, field: str, value: object
+) -> None:
+    """A job file whose fields have the wrong types (the per-user data directory is the
+    agent's user's) is taken for no job: the Stop hook decides as without one, never
+    failing open on an unexpected error."""
+    from ralphstate.storage.system import paths
+    from ralphstate.verify import background
+    from tests.helpers import run_process
+
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    assert rs("criteria", "check", "tests pass", "exit 1").code == 0
+    assert rs("criteria", "set", "tests pass", "true").code == 0
+    loop = paths.at(str(repo / ".loop"))
+    gone = subprocess.Popen(["true"])  # a process that is gone: nothing is stopped
+    gone.wait()
+    job = background.Job(["tests pass"], "0" * 64, NONCE, gone.pid, time.time())
+    raw = dataclasses.asdict(job)
+    background.job_path(loop).parent.mkdir(parents=True, exist_ok=True)
+    background.job_path(loop).write_bytes(orjson.dumps({**raw, field: value}))
+
+    data = {"session_id": "session-a", "cwd": str(repo), "last_assistant_message": DONE}
+    done = run_process(["hook", "stop"], cwd=repo, input=orjson.dumps(data), timeout=60)
+
+    assert done.returncode == 0, done
+    assert b"unexpected error" not in done.stderr, done.stderr
+    out = orjson.loads(done.stdout)
+    assert out.get("decision") == "block" and "tests pass" in out["reason"], out
