@@ -15,7 +15,8 @@ were when it started (`identity`: the loop, the commands, the tree the work tree
 the approved contract and guarded files), its process, and a nonce. The hook hands the
 nonce to the process on its stdin, never in its arguments; the process runs the
 checks only when the job holds that nonce, and writes what they found beside the job
-(`background/<name>.result.json`) under it. A later stop takes a result only when its
+(`background/<name>.result.json`) under it, only when each clean room it made held the
+code the job was started on (`_ran_on`). A later stop takes a result only when its
 nonce is the job's and the identity is still the code's: a change of the code or the
 checks starts the verification again, and a result that was not written for the job
 it finds is never read as one.
