@@ -31,7 +31,7 @@ HOW = {"terminated": "stopped", "interrupted": "interrupted", "killed": "killed"
 
 
 class Left(Protocol):
-    """A check left to `ralphstate verify` (core/verifyplan.py `Deferred`)."""
+    """A check left to the background verification (core/verifyplan.py `Deferred`)."""
 
     @property
     def criterion(self) -> str: ...
@@ -42,7 +42,7 @@ class Left(Protocol):
 
 
 class Leftover(Protocol):
-    """What a hook left to `ralphstate verify` (verify/pipeline.py `Verification`): the
+    """What a hook left to the background verification (verify/pipeline.py `Verification`): the
     checks, the budget they did not fit, whether the checks run in a clean room."""
 
     @property

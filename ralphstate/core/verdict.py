@@ -39,7 +39,7 @@ R = Any  # a Result; kept as the caller's own type
 @dataclass
 class Verdict:
     """The results that proved something, pass or fail (`results`), and the checks the
-    budget cut short (`cut`: left to `ralphstate verify` when the plan affords)."""
+    budget cut short (`cut`: left to the background verification when the plan affords)."""
 
     results: list[R] = field(default_factory=list)
     cut: list[Deferred] = field(default_factory=list)

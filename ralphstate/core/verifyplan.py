@@ -44,8 +44,9 @@ class Planned:
 
 @dataclass
 class Deferred:
-    """A check left to `ralphstate verify`: its criterion, the seconds its last run took
-    (None: not known), and whether it began here and the budget cut it short."""
+    """A check left to the hook's background verification (verify/background.py): its
+    criterion, the seconds its last run took (None: not known), and whether it began
+    here and the budget cut it short."""
 
     criterion: str
     last: float | None
@@ -74,7 +75,7 @@ class Facts:
 
 @dataclass
 class Plan:
-    """What runs (`jobs`), what need not (`fresh`), what is left to `ralphstate verify`
+    """What runs (`jobs`), what need not (`fresh`), what is left to the background verification
     (`deferred`), and the seconds all of it may take (`budget`; None: no bound).
     `untrusted`: the chosen checks are not trusted here, so nothing runs."""
 

@@ -110,8 +110,9 @@ def record(event: str, loop: paths.LoopPaths, state: st.State, pid: str | None) 
 class Verified:
     """What a run of the checks found: their results, or that they are not trusted;
     and what it left alone: the checks verified on this code already (`fresh`), and
-    those left to `ralphstate verify` (`deferred`, core/verifyplan.py), with the
-    `budget` they did not fit and whether the checks run in a clean room (`clean`)."""
+    those left to ralphstate's background verification (`deferred`,
+    core/verifyplan.py), with the `budget` they did not fit and whether the checks run
+    in a clean room (`clean`)."""
 
     def __init__(
         self,
@@ -229,7 +230,9 @@ def _background(
                 return None
             if not background.ended(job):
                 found.deferred = [verifyplan.Deferred(c, None) for c in mine]
+                _where(store, found)
                 return background.running_for(job)
+            _where(store, found)
         # More checks left, or the job ended with no result: one new job for them all.
         found.deferred += [verifyplan.Deferred(c, None) for c in mine]
     if not found.deferred:
@@ -241,6 +244,15 @@ def _background(
         found.deferred = []
         return None
     return background.running_for(job)
+
+
+def _where(store: Store, found: Verification) -> None:
+    """Whether the checks left run in a clean room, as the model is told: only inside a
+    git repository (the pipeline asks only when it left some itself)."""
+    from ralphstate.storage.repo import git
+
+    if found.clean:
+        found.clean = git.toplevel(store.paths.root) is not None
 
 
 def _held_out(

@@ -67,8 +67,10 @@ def doubt(agent: Agent, hook_input: dict[str, object], session_id: str) -> str |
     if not isinstance(named, str) or not named:
         return "it names no transcript"
     projects = _projects()
-    path = Path(named).expanduser().resolve()
+    path = _resolved(named)
     shown = visible(named)[:200]
+    if path is None:
+        return f"its transcript ({shown}) is no path a file can have"
     if projects not in path.parents:
         return f"its transcript ({shown}) is not under Claude Code's own directory ({projects})"
     if not path.is_file():
@@ -125,9 +127,9 @@ def shell_start(
     if source in CONTINUING:  # its transcript is written already: it must be there
         return True, doubted
     named = hook_input.get("transcript_path")
+    path = _resolved(named) if isinstance(named, str) and named else None
     if isinstance(named, str) and named:
-        path = Path(named).expanduser().resolve()
-        if "does not exist" not in doubted or path.stem != session_id:
+        if path is None or "does not exist" not in doubted or path.stem != session_id:
             return True, doubted  # outside the client's directory, or another's
         folder = path.parent
     else:  # where the client keeps this project's transcripts
@@ -186,9 +188,12 @@ def _described(block: dict[str, object]) -> str:
 
 def _tail(path: str) -> list[bytes]:
     """The whole lines in the last `limits.FORGED_TAIL_BYTES` of the file; none when it
-    cannot be read."""
+    cannot be read, or is not a regular file (a FIFO the agent left there is never
+    waited on)."""
+    from ralphstate.storage.system import fsio
+
     try:
-        with Path(path).open("rb") as handle:
+        with fsio.open_regular(Path(path)) as handle:
             size = os.fstat(handle.fileno()).st_size
             start = max(0, size - limits.FORGED_TAIL_BYTES)
             handle.seek(start)
@@ -208,6 +213,15 @@ def _newest(folder: Path, sessions: tuple[str, ...]) -> list[Path]:
     except OSError:
         return []
     return found[: limits.FORGED_SIBLINGS]
+
+
+def _resolved(named: str) -> Path | None:
+    """The absolute path `named` names; None when it names none (a NUL byte in it, a
+    `~user` with no home)."""
+    try:
+        return Path(named).expanduser().resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def _projects() -> Path:

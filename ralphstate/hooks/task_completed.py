@@ -111,9 +111,10 @@ def _judge(
     still_ours: Callable[[st.State], bool],
 ) -> None:
     """Record what the task's checks proved; Refused when one failed, or when some did
-    not fit the gate's budget (they proved nothing: the model runs them). A loop that is
-    no longer this session's in progress (`still_ours`, under the lock) records nothing
-    and refuses nothing: the task completes, as it would have without the loop."""
+    not fit the gate's budget (they proved nothing yet: ralphstate runs them in the
+    background). A loop that is no longer this session's in progress (`still_ours`,
+    under the lock) records nothing and refuses nothing: the task completes, as it
+    would have without the loop."""
     results = verified.results
 
     def record(current: st.State, events: list[Event]) -> list[str] | None:

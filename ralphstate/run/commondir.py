@@ -26,11 +26,14 @@ def where(root: Path) -> Path | None:
 
 
 def held(path: Path | None) -> bytes | None:
-    """What the file holds (None: no file, or not one ralphstate reads)."""
+    """What the file holds (None: no file, or not one ralphstate reads: a FIFO or a
+    device the agent put there is never waited on)."""
+    from ralphstate.storage.system import fsio
+
     if path is None:
         return None
     try:
-        with path.open("rb") as handle:
+        with fsio.open_regular(path) as handle:
             return handle.read(MAX_BYTES)
     except OSError:
         return None

@@ -15,7 +15,8 @@ were when it started (`identity`: the loop, the commands, the tree the work tree
 the approved contract and guarded files), its process, and a nonce. The hook hands the
 nonce to the process on its stdin, never in its arguments; the process runs the
 checks only when the job holds that nonce, and writes what they found beside the job
-(`background/<name>.result.json`) under it. A later stop takes a result only when its
+(`background/<name>.result.json`) under it, only when each clean room it made held the
+code the job was started on (`_ran_on`). A later stop takes a result only when its
 nonce is the job's and the identity is still the code's: a change of the code or the
 checks starts the verification again, and a result that was not written for the job
 it finds is never read as one.
@@ -85,17 +86,19 @@ def result_path(loop: paths.LoopPaths) -> Path:
     return job_path(loop).with_suffix(".result.json")
 
 
-def identity(loop: paths.LoopPaths, state: st.State) -> str:
-    """What the code and the checks are now: a job started on another identity proves
-    nothing of this one."""
-    code = git.snapshot(loop)
+def identity(loop: paths.LoopPaths, state: st.State, tree: str | None = None) -> str:
+    """What the code and the checks are now (or with the work tree holding `tree`): a
+    job started on another identity proves nothing of this one."""
+    if tree is None:
+        code = git.snapshot(loop)
+        tree = code.tree if code else filestamp.stamp(loop)
     entry = ledger.of_loop(loop, state) or {}
     facts = {
         "loop": state["loopId"],
         "checks": state["checks"],
         "timeouts": state["checkTimeouts"],
         "clean": state["cleanVerify"],
-        "tree": code.tree if code else filestamp.stamp(loop),
+        "tree": tree,
         "approved": entry.get("approved"),
         "guards": entry.get("guardTree"),
     }
@@ -192,8 +195,20 @@ def main() -> None:
             results = pipeline.verify(store, ask).results
     except (KeyboardInterrupt, pipeline.Untrusted):
         return
+    if not _ran_on(loop, state, job, results):  # no result: a stop starts it again
+        return
     records = [_as_record(r) for r in results]
     _write(result_path(loop), {"nonce": nonce, "identity": job.identity, "results": records})
+
+
+def _ran_on(
+    loop: paths.LoopPaths, state: st.State, job: Job, results: list[onecheck.CheckResult]
+) -> bool:
+    """Whether each check that ran in a clean room ran on the code the job was started
+    on: the room is made from the work tree as it is then, and code swapped in before
+    it was made (and back before the next stop) would pass for the job's."""
+    trees = {r.code.tree for r in results if r.clean_tree is not None and r.code is not None}
+    return all(identity(loop, state, tree) == job.identity for tree in trees)
 
 
 def _as_record(result: onecheck.CheckResult) -> dict[str, Any]:
@@ -209,12 +224,27 @@ def _from_record(raw: dict[str, Any]) -> onecheck.CheckResult:
 
 
 def kept(loop: paths.LoopPaths) -> Job | None:
-    """The job kept for the loop, whatever code it was started on; None without one."""
+    """The job kept for the loop, whatever code it was started on; None without one,
+    or when the file does not hold a job (a field missing, unknown or of a wrong type)."""
     raw = _read(job_path(loop))
     try:
-        return Job(**raw) if raw is not None else None
+        job = Job(**raw) if raw is not None else None
     except TypeError:
         return None
+    return job if job is not None and _well_formed(job) else None
+
+
+def _well_formed(job: Job) -> bool:
+    def number(value: object, kinds: tuple[type, ...] = (int, float)) -> bool:
+        return isinstance(value, kinds) and not isinstance(value, bool)
+
+    return (
+        isinstance(job.criteria, list)
+        and all(isinstance(c, str) for c in job.criteria)
+        and all(isinstance(v, str) for v in (job.identity, job.nonce, job.by))
+        and all(number(v, (int,)) for v in (job.pid, job.tries))
+        and all(number(v) for v in (job.started, job.limit))
+    )
 
 
 def _read_result(loop: paths.LoopPaths, job: Job) -> list[onecheck.CheckResult] | None:

@@ -60,7 +60,8 @@ class CheckResult:
     # The id of the tree of the clean room it ran in; None: it ran in the project.
     clean_tree: str | None = None
     # The verification's time budget cut it short, or left it no time: it says nothing
-    # of the check (the Stop hook leaves it to `ralphstate verify`, core/verifyplan.py).
+    # of the check (the Stop hook leaves it to its background verification,
+    # core/verifyplan.py).
     budget_cut: bool = False
     # How many tests its output said ran (verify/strength.py); None: exit code only.
     strength: dict[str, Any] | None = None

@@ -69,7 +69,7 @@ class Ask:
     guarded files as approved). `record`: the results go into the state and history;
     `progress` is called with each result, in the loop's order. `afford`: as a hook can
     afford (core/verifyplan.py): passes on this code reused, what does not fit the
-    loop's `verifyBudget` left to `ralphstate verify`."""
+    loop's `verifyBudget` left out (a hook hands them to verify/background.py)."""
 
     names: Sequence[str] | None = None
     by: str = "verify"
@@ -86,8 +86,8 @@ class Ask:
 class Verification:
     """What a verification did: the checks that ran to a result (`results`, in the
     loop's order); those not run because verified on this code (`fresh`); those left to
-    `ralphstate verify` (`deferred`), with the hook's `budget` they did not fit; and
-    whether its checks run in a clean room (`clean`, where a hook asked)."""
+    the hook's background verification (`deferred`), with the hook's `budget` they did
+    not fit; and whether its checks run in a clean room (`clean`, where a hook asked)."""
 
     results: list[CheckResult] = field(default_factory=list)
     fresh: list[str] = field(default_factory=list)

@@ -266,3 +266,39 @@ def dead_pid() -> str:
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()
     return str(child.pid)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_among_the_project_s_transcripts_does_not_hang_a_start(root: Path) -> None:
+    """The agent can leave a FIFO named like a transcript where the client keeps the
+    project's: a real start, whose own transcript is not written yet, looks at the
+    newest of them and must not wait on it for a writer; a session in a tool call
+    beside it is still seen."""
+    make_loop(root, session=None)
+    session_transcript("session-other", PROMPT, RUNNING)
+    os.mkfifo(where("session-fifo"))
+    os.utime(where("session-other"), (1_000_000, 1_000_000))  # the FIFO is newer
+    data = {"session_id": GHOST, "source": "startup", "transcript_path": str(where(GHOST))}
+
+    out, _ = hook("session-start", root, data)  # run_process's timeout: 30 s
+
+    assert out is not None and "could not tell from a shell's" in str(out), out
+    assert load(root)["sessionId"] == GHOST
+
+
+@pytest.mark.parametrize("named", ["a\x00b.jsonl", "~no-such-user-here/x.jsonl"])
+def test_a_transcript_path_that_names_no_path_is_one_sentence(root: Path, named: str) -> None:
+    """An input whose transcript is no path a file can have (a NUL byte, a `~user` with
+    no home) is doubted in one sentence: the Stop decides as for one naming none, and a
+    SessionStart does not take the loop; neither fails open on an unexpected error."""
+    make_loop(root, maxIterations=5)
+    out, err = hook("stop", root, {"session_id": SID, "transcript_path": named})
+    assert "unexpected error" not in err, err
+    assert out is not None and out.get("decision") == "block", out
+
+    make_loop(root, session=None)
+    data = {"session_id": GHOST, "source": "startup", "transcript_path": named}
+    out, err = hook("session-start", root, data)
+    assert "unexpected error" not in err, err
+    assert "no path a file can have" in err, err
+    assert load(root)["sessionId"] is None

@@ -378,3 +378,27 @@ def test_a_background_verification_that_keeps_ending_without_a_result_fails_open
     assert "ended 3 times without a result" in said, said
     assert load(repo)["status"] == "in_progress"
     assert runs(repo, "suite") == 0
+
+
+@pytest.mark.usefixtures("unconfined_checks")  # the check talks to the test
+@POSIX_ONLY
+def test_outside_git_the_background_verification_is_never_said_to_be_clean(
+    rs: Any, project: Path, tmp_path: Path
+) -> None:
+    """Outside a git repository the checks run in the project root: neither the stop
+    that starts the background verification nor one that finds it still running says
+    it runs in a clean room. (The check writes outside the project: a file it wrote
+    there would change the code's identity, and the job would start again.)"""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "runs").mkdir(parents=True)
+    assert rs("init", "Build it", "-c", "tests pass").code == 0
+    assert rs("criteria", "check", "tests pass", counted(elsewhere, "suite", 4)).code == 0
+    assert rs("config", "verify-budget", "1").code == 0
+    claim(rs, "tests pass")
+
+    first, second = stop(project), stop(project)
+
+    for out in (first, second):
+        assert out["decision"] == "block", out
+        assert "ralphstate is running it itself, in the background" in out["reason"], out
+        assert "clean room" not in out["reason"], out
