@@ -14,7 +14,7 @@ from ralphstate.core import state as st
 from ralphstate.core.approving import trust_step
 from ralphstate.core.render import NO_CRITERIA
 from ralphstate.core.text import count, short_id, visible
-from ralphstate.loop import begin, enforcement, program, readiness, template
+from ralphstate.loop import begin, enforcement, person, program, readiness, template
 from ralphstate.storage.loopdir.store import Store
 from ralphstate.storage.peruser import truststore
 from ralphstate.storage.repo import testfiles
@@ -164,6 +164,7 @@ def init(from_file: Path | None, **options: Any) -> None:
             rubrics.set_rubric(store, name, text)
             output.text(f"rubric {visible(name)}: graded by a reviewer, never verified")
     _say_checks(store, new, dict(request.checks))
+    person.unmask()  # the baseline of `env -i` in an agent's shell is the agent's
     for line in [
         *baseline.begin(store, new, request.expect_fail),
         *readiness.said(new, store.paths.root),

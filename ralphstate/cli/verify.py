@@ -11,6 +11,7 @@ from ralphstate.cli.options import SETTINGS
 from ralphstate.core import limits
 from ralphstate.core.errors import RalphstateError
 from ralphstate.core.text import all_of, count, visible
+from ralphstate.loop import person
 from ralphstate.loop.project import locate
 from ralphstate.verify import onecheck, pipeline, pool, strength
 
@@ -96,6 +97,7 @@ def verify_command(
     """
     _seconds(timeout)
     store = locate()
+    person.unmask()  # `env -i` in the agent's shell: its results are still the agent's
     done: list[onecheck.CheckResult] = []
 
     def show(result: onecheck.CheckResult) -> None:

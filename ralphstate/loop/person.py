@@ -258,6 +258,20 @@ def agent_above() -> str | None:
     return None
 
 
+def unmask() -> None:
+    """Take this process for the agent's when it looks like the person's (no agent
+    variable, no presence shown) but an agent client or a run iteration is among its
+    parents (`agent_above`): `env -i` strips variables, not ancestry. A `verify` or
+    `init` run so records its results as the agent's (core/provenance.py), which never
+    count. Only the commands that produce results call it: the walk up the process
+    tree costs a few milliseconds."""
+    from ralphstate.core import actor
+
+    now = actor.current()
+    if actor.is_person(now) and "present" not in now and agent_above() is not None:
+        actor.set_current({"kind": "agent", "agent": "unknown"})
+
+
 # The longest transcript read for the call an approval was made for.
 _MAX_TRANSCRIPT = 64 * 1024 * 1024
 

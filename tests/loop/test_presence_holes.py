@@ -193,3 +193,18 @@ def test_the_first_check_added_at_a_terminal_is_asked_once_and_trusted(
     assert trusted(loop_of(project))
     no = at_terminal(["criteria", "add", "c", "--check", PASS], cwd=project, answer="no")
     assert (no.code, no.asked) == (0, False)  # checks trusted before: carried, not asked
+
+
+def test_verify_with_env_i_under_an_agent_client_records_the_agent_s_pass(
+    project: Path, rs: Any
+) -> None:
+    """The agent strips its variables for `ralphstate verify`: the pass it records is
+    still the agent's (`by: agent`), which never counts at a stop (core/provenance.py),
+    and the Stop hook runs the check itself."""
+    assert rs("init", "Build it", "--check", "a", PASS).code == 0
+    assert trusted(loop_of(project))
+    done = detached(under_claude(project.parent, "-m ralphstate verify"), project, env=CLAUDE)
+    assert "passed" in done.stdout, done
+    raw = orjson.loads((project / ".loop" / "state.json").read_bytes())
+    assert raw["evidence"]["a"]["result"] == "verified"
+    assert raw["evidence"]["a"]["by"] == "agent"
