@@ -16,9 +16,9 @@ def long_suites(
     """The Stop hook at a claim, on new code, whose suite took longer than the stop's
     budget (not run in the stop: it is left to the background verification, which the
     stop waits for up to its budget, then blocks saying so), against that budget slept
-    (the stop must take no more than what it may spend); and `ralphstate verify` of 50 checks of 0.2 s each,
-    side by side, against one such check alone. None where the person cannot trust
-    the checks (person.py)."""
+    (the stop must take no more than what it may spend); and `ralphstate verify` of 50
+    checks of 0.2 s each, side by side, against one such check alone. None where the
+    person cannot trust the checks (person.py)."""
     if not TRUSTS:
         return []
     root = base / "long-suite"

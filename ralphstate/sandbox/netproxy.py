@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ralphstate.core.errors import RalphstateError
 from ralphstate.sandbox.netallow import Address, Allowlist
 
 # The loopback port of the bridge inside the sandbox's own network namespace.
@@ -159,6 +160,31 @@ def _both_ways(inner: socket.socket, outer: socket.socket) -> None:
     outer.close()
 
 
+# The longest path a unix socket may have, less a margin (108 bytes on Linux, 104 on
+# macOS, the terminating NUL included).
+SOCKET_PATH_MAX = 100
+
+
+def _private_directory(forwards: int) -> Path:
+    """A directory of the proxy's own for its sockets, in the system's temporary
+    directory; where that is so deep that a socket's path would be too long for the
+    system (a TMPDIR several levels down), in `/tmp` instead. RalphstateError, in one
+    sentence, where neither gives a path short enough."""
+    longest = f"forward-{forwards}.sock" if forwards else SOCKET_NAME
+    for where in (None, "/tmp"):
+        if where is not None and not Path(where).is_dir():
+            continue
+        directory = Path(tempfile.mkdtemp(prefix="ralphstate-net-", dir=where))
+        if len(str(directory / longest).encode()) <= SOCKET_PATH_MAX:
+            return directory
+        directory.rmdir()
+    raise RalphstateError(
+        f"the network allowlist's sockets need a temporary directory whose path is under"
+        f" {SOCKET_PATH_MAX - len(longest) - 1} bytes; set TMPDIR to a shorter one, or run"
+        " with --network full."
+    )
+
+
 @dataclass
 class Proxy:
     """The run's proxy on unix sockets; started once, gone with the process."""
@@ -179,7 +205,7 @@ class Proxy:
         """The private directory holding the proxy's sockets, the proxy listening."""
         if self.directory is not None:
             return self.directory
-        directory = Path(tempfile.mkdtemp(prefix="ralphstate-net-"))
+        directory = _private_directory(len(self.allowed.forwards))
         self.directory = directory
         atexit.register(self.stop)
         self._listen(directory / SOCKET_NAME, None)

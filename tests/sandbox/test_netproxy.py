@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import socket
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -109,5 +111,26 @@ def test_the_proxy_carries_allowed_plain_http_and_refuses_the_rest(
                 " adds a host with `ralphstate run --allow-host HOST`.\n"
             )
         assert len(heads) == 2, heads
+    finally:
+        proxy.stop()
+
+
+def test_under_a_deep_tmpdir_the_proxy_s_sockets_are_made_where_they_fit(
+    server: tuple[int, list[bytes]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TMPDIR so deep that a socket's path would pass the system's limit (108 bytes on
+    Linux): the proxy makes its directory in /tmp instead, and carries what it must."""
+    port, _heads = server
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    proxy = netproxy.Proxy(netallow.Allowlist(forwards=[("127.0.0.1", port)]))
+    try:
+        path = proxy.forward_path(0)
+        assert len(str(path).encode()) <= netproxy.SOCKET_PATH_MAX
+        assert deep not in path.parents
+        direct = b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+        assert _ask(str(path), direct).endswith(b"ok")
     finally:
         proxy.stop()
