@@ -32,7 +32,11 @@ def median_ms(argv: Any, runs: int, **options: Any) -> float:
 
 
 def main() -> int:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 25
+    try:
+        runs = int(sys.argv[1]) if len(sys.argv) > 1 else 25
+    except ValueError:
+        print(__doc__.split("\n\n")[-1].strip())  # the usage line, never a traceback
+        return 2
     if not sys.platform.startswith("linux"):
         print("bubblewrap runs on Linux only: nothing measured here.")
         return 0
