@@ -369,8 +369,13 @@ def test_lock_held_by_another_process_hooks_fail_open(
     loop = project / ".loop"
     before = loop_files(loop)
     monkeypatch.setattr(limits, "HOOK_LOCK_TIMEOUT", 0.2)
+    # The session's own transcript, as Claude Code names it: a resumed session that
+    # names none would be taken for a shell's before the lock is asked (hooks/forged.py).
+    transcript = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / "-p" / f"{SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_bytes(b'{"type":"user","message":{"content":"go on"}}\n')
     with lock_held(loop):
-        run = hook(event, hook_input(project, source="resume"))
+        run = hook(event, hook_input(project, source="resume", transcript_path=str(transcript)))
     assert run.code == 0
     if restores:  # restoring the session's own loop writes nothing, so needs no lock
         assert run.text == ""

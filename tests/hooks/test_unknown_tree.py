@@ -14,6 +14,7 @@ import orjson
 from ralphstate.core import limits
 from tests.helpers import run_process
 from tests.helpers.loops import SID
+from tests.helpers.person import trust
 
 GIT = ["git", "-c", "user.name=a", "-c", "user.email=a@b"]
 
@@ -33,6 +34,7 @@ def test_a_snapshot_that_fails_makes_the_evidence_stale_and_the_claim_rechecked(
     for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "start"]):
         subprocess.run([*GIT, *args], cwd=root, check=True, capture_output=True)
     rs(root, "init", "Keep the value ok", "--check", "value ok", "sh check.sh")
+    trust(root)  # given by a process with no terminal: the person trusts it here
     rs(root, "config", "clean-verify", "off")
     assert "passed" in rs(root, "verify")
     # More nested repositories than a snapshot reads: it cannot be taken any more.
@@ -63,6 +65,7 @@ def test_a_change_inside_a_submodule_makes_the_evidence_stale(root: Path, tmp_pa
     for args in (add, ["add", "."], ["commit", "-qm", "start"]):
         subprocess.run([*GIT, *args], cwd=root, check=True, capture_output=True)
     rs(root, "init", "Keep the value ok", "--check", "value ok", "sh check.sh")
+    trust(root)  # given by a process with no terminal: the person trusts it here
     rs(root, "config", "clean-verify", "off")
     assert "passed" in rs(root, "verify")
     assert orjson.loads(rs(root, "status", "--json"))["staleEvidence"] == []
