@@ -1,7 +1,10 @@
 """The README's own commands, run as written in a real shell with a scratch HOME: the
 quickstart's `init` starts a loop whose check fails on a project's failing test, and
 "A real session" (and the tutorial's loop of your own) prints what the page shows, a
-check catching a false claim included ("..." on a page stands for lines left out)."""
+check catching a false claim included ("..." on a page stands for lines left out).
+The commands run as a person types them, at a terminal (a real pty, tests/helpers/
+terminal.py): `init --check` asks there once to trust the check, and `yes` is typed;
+the question is on the terminal only, never in what the page shows printed."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 from ralphstate.verify import confine
 from tests.helpers import REPO
 from tests.helpers.gitrepo import use_identity
+from tests.helpers.terminal import script_at_terminal
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 TUTORIAL = (REPO / "docs" / "tutorial.md").read_text(encoding="utf-8")
@@ -87,15 +91,22 @@ def shown(expected: list[str], home: str) -> re.Pattern[str]:
 DEVELOPMENT = "ralphstate: these hooks run the development checkout "
 
 
-def run_script(script: str, home: Path, cwd: Path) -> str:
+def at_terminal(script: str, home: Path, cwd: Path) -> tuple[str, str]:
+    """`script` typed at the person's terminal: what it printed (stdout, stderr), its
+    one question (`init --check`'s, to trust the check) answered yes there."""
     env = {**os.environ, "HOME": str(home), "PATH": BIN + os.pathsep + os.environ["PATH"]}
-    done = subprocess.run(
-        ["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
-    )
+    done = script_at_terminal(["bash", "-c", script], cwd=cwd, env=env)
+    assert done.asked == 1, done.screen + done.stdout + done.stderr
+    assert "Type yes to trust these checks" in done.screen, done.screen
+    return done.stdout, done.stderr
+
+
+def run_script(script: str, home: Path, cwd: Path) -> str:
+    out, stderr = at_terminal(script, home, cwd)
     # The tests run this checkout's editable install, which `install` rightly names.
-    err = [line for line in done.stderr.splitlines() if DEVELOPMENT not in line]
-    assert err == [], done.stderr
-    return done.stdout
+    err = [line for line in stderr.splitlines() if DEVELOPMENT not in line]
+    assert err == [], stderr
+    return out
 
 
 def session(text: str) -> tuple[str, list[tuple[str, list[str]]]]:
@@ -156,12 +167,8 @@ def test_the_quickstart_starts_a_loop_whose_check_catches_the_false_claim(
     env_home.mkdir()
     if subprocess.run([sys.executable, "-c", "import pytest"]).returncode != 0:
         pytest.skip("the quickstart's check runs pytest")
-    script = "\n".join(lines)
-    env = {**os.environ, "HOME": str(env_home), "PATH": BIN + os.pathsep + os.environ["PATH"]}
-    done = subprocess.run(
-        ["bash", "-c", script], cwd=project, env=env, capture_output=True, text=True
-    )
-    assert "FAIL  tests pass" in done.stdout, done.stdout + done.stderr
+    out, err = at_terminal("\n".join(lines), env_home, project)
+    assert "FAIL  tests pass" in out, out + err
     state = json.loads((project / ".loop" / "state.json").read_text(encoding="utf-8"))
     assert state["checks"] == {"tests pass": "python3 -m pytest -q"}
     assert state["evidence"]["tests pass"]["result"] == "failing"

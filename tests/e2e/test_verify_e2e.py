@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from e2e_support import RunClaude
+from e2e_support import RunClaude, trust_at_terminal
 from e2e_support import rs as ralphstate
 from fake_api import FakeAnthropicAPI, bash, feedback, text, tool_results
 
@@ -37,6 +37,7 @@ def test_a_failing_check_sends_the_model_back_until_it_passes(
     ralphstate(project, claude_env, "install")
     ralphstate(project, claude_env, "init", "Greet", "-c", CRITERION, "--verify-on-stop")
     ralphstate(project, claude_env, "criteria", "check", CRITERION, check)
+    trust_at_terminal(project, claude_env)  # the person trusts the check at their terminal
     api.add_turns(
         [bash("printf hullo > greeting.txt")],
         [bash(f'ralphstate criteria set "{CRITERION}" true')],
