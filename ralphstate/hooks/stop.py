@@ -54,7 +54,7 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
 
         by_hand = forged.shell_stop(agent, hook_input, session_id, str(loop.root))
         if by_hand is not None:  # nothing it decides counts: said, and let be
-            return _run_by_hand(agent, loop, state, session_id, by_hand)
+            return _run_by_hand(agent, loop, state, session_id, by_hand, hook_input)
     runner = bool(os.environ.get(ownership.ENV_RUNNER))
     known = arrival.Known(loop, session_id)  # made or adopted here, or written by its agent
     facts = decide.StopFacts(
@@ -108,11 +108,19 @@ def handle(agent: Agent, hook_input: HookInput, loop: paths.LoopPaths) -> Output
 
 
 def _run_by_hand(
-    agent: Agent, loop: paths.LoopPaths, state: st.State, session_id: str, why: str
+    agent: Agent,
+    loop: paths.LoopPaths,
+    state: st.State,
+    session_id: str,
+    why: str,
+    hook_input: dict[str, object],
 ) -> Output | None:
     """A Stop the evidence says a shell ran (hooks/forged.py): it releases, completes,
     counts and records nothing of the loop's; the person hears it (stderr, the log, the
-    history's `stop_refused`), and the answer lets be a stop that is not happening."""
+    history's `stop_refused`). The answer blocks, once: should it be the client's own
+    Stop read before the client wrote the call's result to the transcript, the agent
+    stays in its loop and its next stop is judged afresh; a stop the client already
+    held (`stop_hook_active`) is let be, so the judgement can never trap a session."""
     from ralphstate.hooks import forged
 
     said = (
@@ -121,7 +129,15 @@ def _run_by_hand(
     )
     event: Event = {"event": "stop_refused", "session": session_id[:200], "why": why[:300]}
     forged.refused("stop", loop, state, event, said)
-    return agent.render_notice(said + ".")
+    if hook_input.get("stop_hook_active") is True:
+        return agent.render_notice(said + ".")
+    reason = (
+        "ralphstate could not take this stop for Claude Code's own: the session's"
+        " transcript still shows a tool call waiting. Nothing was counted; stop again once"
+        " your tool calls have ended."
+    )
+    held = Decision("other_session", block=True, reason=reason, system_message=said + ".")
+    return agent.render_stop(held)
 
 
 def _said_once(

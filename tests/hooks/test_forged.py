@@ -143,13 +143,19 @@ def test_a_stop_run_by_hand_during_a_tool_call_counts_for_nothing(root: Path, na
 
     for _ in range(3):  # as many as would pause the loop at its cap
         out, err = hook("stop", root, data)
-        assert out is not None and "decision" not in out, out
+        # Held once, counting nothing: were it the client's own Stop read before the
+        # call's result was written, the agent stays in its loop.
+        assert out is not None and out.get("decision") == "block", out
+        assert "Nothing was counted" in out["reason"], out
         assert "run from a shell" in out["systemMessage"], out
         assert "Bash: sh by-hand.sh" in err, err
+    out, err = hook("stop", root, {**data, "stop_hook_active": True})
+    assert out is not None and "decision" not in out, out  # never a trap
+    assert "run from a shell" in out["systemMessage"], out
 
     after = load(root)
     assert (after["status"], after["iteration"]) == (before["status"], before["iteration"])
-    assert [e["event"] for e in events(root)][-3:] == ["stop_refused"] * 3
+    assert [e["event"] for e in events(root)][-4:] == ["stop_refused"] * 4
     # The client's own Stop, once the call has its result and the turn ended, decides.
     session_transcript(SID, PROMPT, SAID, RUNNING, RESULT, SAID, folder=folder)
     out, err = hook("stop", root, data)
