@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import shutil
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,3 +39,35 @@ def calc(tmp_path: Path, isolated: Path, monkeypatch: pytest.MonkeyPatch) -> Pat
 @pytest.fixture
 def person(calc: Path) -> Person:
     return Person(calc, env=person_env())
+
+
+def _serve(listener: socket.socket, words: bytes) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        try:
+            conn.sendall(words)
+        finally:
+            conn.close()
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[int, str, int]]:
+    """A host service on loopback, one on an abstract socket, and the model API's
+    stand-in on loopback: (loopback port, abstract name, stand-in port), for the
+    network tests of the sandbox."""
+    host = socket.create_server(("127.0.0.1", 0))
+    abstract = socket.socket(socket.AF_UNIX)
+    name = f"ralphstate-test-{uuid.uuid4().hex[:8]}"
+    abstract.bind("\0" + name)
+    abstract.listen()
+    api = socket.create_server(("127.0.0.1", 0))
+    for listener, words in ((host, b"host secret"), (abstract, b"abstract secret"), (api, b"api")):
+        threading.Thread(target=_serve, args=(listener, words), daemon=True).start()
+    try:
+        yield host.getsockname()[1], name, api.getsockname()[1]
+    finally:
+        for listener in (host, abstract, api):
+            listener.close()

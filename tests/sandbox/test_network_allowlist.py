@@ -7,11 +7,7 @@ is a server on the host's loopback the person directs a name to
 
 from __future__ import annotations
 
-import socket
 import sys
-import threading
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -67,37 +63,6 @@ got["host loopback"] = through(f"127.0.0.1:{loopback}")
 got["unlisted"] = through("example.com:443")
 open("net.json", "w").write(json.dumps(got))
 """
-
-
-def _serve(listener: socket.socket, words: bytes) -> None:
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except OSError:
-            return
-        try:
-            conn.sendall(words)
-        finally:
-            conn.close()
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[int, str, int]]:
-    """A host service on loopback, one on an abstract socket, and the allowed API's
-    stand-in on loopback: (loopback port, abstract name, stand-in port)."""
-    host = socket.create_server(("127.0.0.1", 0))
-    abstract = socket.socket(socket.AF_UNIX)
-    name = f"ralphstate-test-{uuid.uuid4().hex[:8]}"
-    abstract.bind("\0" + name)
-    abstract.listen()
-    api = socket.create_server(("127.0.0.1", 0))
-    for listener, words in ((host, b"host secret"), (abstract, b"abstract secret"), (api, b"api")):
-        threading.Thread(target=_serve, args=(listener, words), daemon=True).start()
-    try:
-        yield host.getsockname()[1], name, api.getsockname()[1]
-    finally:
-        for listener in (host, abstract, api):
-            listener.close()
 
 
 def test_the_network_goes_only_through_the_allowlist(

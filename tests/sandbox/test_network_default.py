@@ -10,11 +10,7 @@ person may ask for it."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -72,37 +68,6 @@ got["unlisted"] = through("CONNECT example.com:443 HTTP/1.1")
 got["plain loopback"] = through(f"GET http://127.0.0.1:{wanted['loopback']}/ HTTP/1.1")
 open("net.json", "w").write(json.dumps(got))
 """
-
-
-def _serve(listener: socket.socket, words: bytes) -> None:
-    while True:
-        try:
-            conn, _ = listener.accept()
-        except OSError:
-            return
-        try:
-            conn.sendall(words)
-        finally:
-            conn.close()
-
-
-@pytest.fixture
-def servers() -> Iterator[tuple[int, str, int]]:
-    """A host service on loopback, one on an abstract socket, and the model API's
-    stand-in on loopback: (loopback port, abstract name, stand-in port)."""
-    host = socket.create_server(("127.0.0.1", 0))
-    abstract = socket.socket(socket.AF_UNIX)
-    name = f"ralphstate-test-{uuid.uuid4().hex[:8]}"
-    abstract.bind("\0" + name)
-    abstract.listen()
-    api = socket.create_server(("127.0.0.1", 0))
-    for listener, words in ((host, b"host secret"), (abstract, b"abstract secret"), (api, b"api")):
-        threading.Thread(target=_serve, args=(listener, words), daemon=True).start()
-    try:
-        yield host.getsockname()[1], name, api.getsockname()[1]
-    finally:
-        for listener in (host, abstract, api):
-            listener.close()
 
 
 def _claude(tmp_path: Path, servers: tuple[int, str, int]) -> str:
